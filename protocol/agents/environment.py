@@ -1,0 +1,55 @@
+"""The environment contract an agent loop drives: observe a page, execute an action.
+
+Implemented by the Playwright harness (real Chromium) and by the demo's text
+browser. Actions are BrowserGym action strings such as ``click('12')``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from ..errors import ErrorCode, WebShepherdError
+
+
+@dataclass(frozen=True)
+class PageState:
+    """What the agent sees of the page before choosing an action."""
+
+    url: str
+    axtree: str
+    screenshot: bytes | None = None  # PNG
+    last_action_error: str | None = None
+
+
+@dataclass(frozen=True)
+class ActionResult:
+    """The outcome of one executed action."""
+
+    action: str
+    message: str | None = None  # text of send_msg_to_user
+    infeasible: str | None = None  # reason of report_infeasible
+
+    @property
+    def done(self) -> bool:
+        """Whether the action ends the episode (an answer or an infeasibility report)."""
+        return self.message is not None or self.infeasible is not None
+
+
+class ActionError(WebShepherdError):
+    """An action could not run; the message says which action and why."""
+
+    code = ErrorCode.INVALID_MESSAGE
+
+
+@runtime_checkable
+class Environment(Protocol):
+    """A browser (real or simulated) the agent loop observes and acts on."""
+
+    async def observe(self) -> PageState:
+        """The current page."""
+        ...
+
+    async def execute(self, action: str) -> ActionResult:
+        """Run one BrowserGym action string; raises :class:`ActionError`."""
+        ...
