@@ -108,6 +108,23 @@ class Backend(ABC):
     ) -> JudgeOutput:
         """Sample every candidate of ``batch``, prefilling the shared prefix once where possible."""
 
+    def judge_many(
+        self,
+        batches: Sequence[JudgeBatch],
+        on_deltas: Sequence[DeltaCallback | None],
+        cancels: Sequence[threading.Event | None],
+    ) -> list[JudgeOutput | Exception]:
+        """Judge independent batches (different sessions) together; one entry per batch, in order:
+        its output, or the exception that batch raised (the others are unaffected). A set cancel
+        event aborts only its own batch."""
+        results: list[JudgeOutput | Exception] = []
+        for batch, on_delta, cancel in zip(batches, on_deltas, cancels, strict=True):
+            try:
+                results.append(self.judge(batch, on_delta=on_delta, cancel=cancel))
+            except Exception as exc:  # one batch's failure is that batch's entry only
+                results.append(exc)
+        return results
+
     def health(self) -> dict[str, object]:
         """Backend facts for ``stats`` and diagnostics (device, memory, …)."""
         return {"backend": self.name, "model": self.model_id}
