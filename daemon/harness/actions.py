@@ -1,0 +1,187 @@
+"""BrowserGym action strings -> typed actions (sans-I/O; parsed with ``ast``, never evaluated).
+
+One call per string, Python call syntax, literal arguments only, positional or keyword
+as BrowserGym's functions take them: ``click('12', button='right')``,
+``fill('45', 'usb-c cable')``, ``select_option('7', ['a', 'b'])``, ``scroll(0, 200)``,
+``keyboard_press('Enter')``, ``send_msg_to_user('done')``. Anything else raises
+:class:`ActionError` with a message an agent (or a person) can act on.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from webshepherd.protocol.agents.environment import ActionError
+
+_REQUIRED: Any = object()
+_BUTTONS = ("left", "middle", "right")
+_MODIFIERS = ("Alt", "Control", "ControlOrMeta", "Meta", "Shift")
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter: its name, the literal kinds it takes, and its default."""
+
+    name: str
+    kind: str  # "str", "number", "str_or_list", "button", "modifiers"
+    default: Any = _REQUIRED
+
+
+def _bid(name: str = "bid") -> Param:
+    return Param(name, "str")
+
+
+_CLICK = (_bid(), Param("button", "button", "left"), Param("modifiers", "modifiers", ()))
+
+#: The actions the harness runs and their parameters, in BrowserGym's order.
+SIGNATURES: Mapping[str, tuple[Param, ...]] = MappingProxyType(
+    {
+        "noop": (Param("wait_ms", "number", 1000),),
+        "click": _CLICK,
+        "dblclick": _CLICK,
+        "hover": (_bid(),),
+        "fill": (_bid(), Param("value", "str")),
+        "clear": (_bid(),),
+        "focus": (_bid(),),
+        "check": (_bid(),),
+        "uncheck": (_bid(),),
+        "press": (_bid(), Param("key_comb", "str")),
+        "select_option": (_bid(), Param("options", "str_or_list")),
+        "scroll": (Param("delta_x", "number"), Param("delta_y", "number")),
+        "keyboard_press": (Param("key", "str"),),
+        "keyboard_type": (Param("text", "str"),),
+        "goto": (Param("url", "str"),),
+        "go_back": (),
+        "go_forward": (),
+        "send_msg_to_user": (Param("text", "str"),),
+        "report_infeasible": (Param("reason", "str"),),
+    }
+)
+
+#: Actions that end the episode (a message to the user, or giving up).
+TERMINAL = frozenset({"send_msg_to_user", "report_infeasible"})
+
+
+@dataclass(frozen=True)
+class Action:
+    """A parsed action: its function name and every argument by name (defaults filled in)."""
+
+    name: str
+    args: Mapping[str, Any] = field(default_factory=dict)
+    text: str = ""  # the string it was parsed from
+
+    @property
+    def bid(self) -> str | None:
+        """The element the action targets, if it targets one."""
+        value = self.args.get("bid")
+        return value if isinstance(value, str) else None
+
+    @property
+    def terminal(self) -> bool:
+        return self.name in TERMINAL
+
+
+def parse_action(text: str) -> Action:
+    """Parse one BrowserGym action string; raises :class:`ActionError` when it cannot run."""
+    if not isinstance(text, str) or not text.strip():
+        raise ActionError("empty action: expected a call such as click('12')")
+    source = text.strip()
+    try:
+        tree = ast.parse(source, mode="exec")
+    except SyntaxError as exc:
+        raise ActionError(f"not a function call: {source!r} ({exc.msg})") from None
+    if len(tree.body) != 1:
+        raise ActionError(
+            f"one action per step, got {len(tree.body)} statements in {source!r}"
+            if tree.body
+            else f"empty action: {source!r}"
+        )
+    stmt = tree.body[0]
+    if not isinstance(stmt, ast.Expr) or not isinstance(stmt.value, ast.Call):
+        raise ActionError(f"not a function call: {source!r}")
+    call = stmt.value
+    if not isinstance(call.func, ast.Name):
+        raise ActionError(f"call a plain action name, not {ast.unparse(call.func)!r}")
+    name = call.func.id
+    params = SIGNATURES.get(name)
+    if params is None:
+        raise ActionError(f"unknown action {name!r}; known: {', '.join(sorted(SIGNATURES))}")
+    return Action(name, MappingProxyType(_bind(name, params, call)), source)
+
+
+def _bind(name: str, params: tuple[Param, ...], call: ast.Call) -> dict[str, Any]:
+    if len(call.args) > len(params):
+        raise ActionError(
+            f"{_usage(name, params)} takes at most {len(params)} arguments, got {len(call.args)}"
+        )
+    bound: dict[str, Any] = {}
+    for param, node in zip(params, call.args, strict=False):
+        if isinstance(node, ast.Starred):
+            raise ActionError(f"{name}: *args are not allowed")
+        bound[param.name] = _literal(name, param, node)
+    by_name = {p.name: p for p in params}
+    for kw in call.keywords:
+        if kw.arg is None:
+            raise ActionError(f"{name}: **kwargs are not allowed")
+        param = by_name.get(kw.arg)
+        if param is None:
+            raise ActionError(f"{name}() has no argument {kw.arg!r}: {_usage(name, params)}")
+        if kw.arg in bound:
+            raise ActionError(f"{name}() got argument {kw.arg!r} twice")
+        bound[kw.arg] = _literal(name, param, kw.value)
+    for param in params:
+        if param.name not in bound:
+            if param.default is _REQUIRED:
+                raise ActionError(f"{name}() is missing {param.name!r}: {_usage(name, params)}")
+            bound[param.name] = param.default
+    return {p.name: bound[p.name] for p in params}
+
+
+def _usage(name: str, params: tuple[Param, ...]) -> str:
+    return (
+        f"{name}({', '.join(p.name if p.default is _REQUIRED else f'{p.name}=…' for p in params)})"
+    )
+
+
+def _literal(name: str, param: Param, node: ast.expr) -> Any:
+    try:
+        value = ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        raise ActionError(
+            f"{name}: argument {param.name!r} must be a literal, not {ast.unparse(node)!r}"
+        ) from None
+    return _check(name, param, value)
+
+
+def _check(name: str, param: Param, value: Any) -> Any:
+    where = f"{name}: {param.name!r}"
+    if param.kind == "str":
+        if not isinstance(value, str):
+            hint = f" (write '{value}')" if isinstance(value, int) and param.name == "bid" else ""
+            raise ActionError(f"{where} must be a string, got {value!r}{hint}")
+        if param.name == "bid" and not value:
+            raise ActionError(f"{where} is empty")
+        return value
+    if param.kind == "number":
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ActionError(f"{where} must be a number, got {value!r}")
+        return value
+    if param.kind == "str_or_list":
+        if isinstance(value, str):
+            return value
+        if isinstance(value, list | tuple) and value and all(isinstance(v, str) for v in value):
+            return tuple(value)
+        raise ActionError(f"{where} must be a string or a non-empty list of strings, got {value!r}")
+    if param.kind == "button":
+        if value not in _BUTTONS:
+            raise ActionError(f"{where} must be one of {', '.join(_BUTTONS)}, got {value!r}")
+        return value
+    if param.kind == "modifiers":
+        if not isinstance(value, list | tuple) or not all(v in _MODIFIERS for v in value):
+            raise ActionError(f"{where} must be a list of {', '.join(_MODIFIERS)}, got {value!r}")
+        return tuple(value)
+    raise AssertionError(param.kind)
