@@ -7,37 +7,90 @@ prefix caching (vLLM's automatic prefix caching) prefills the shared prefix once
 probabilities come from the top-k log-probabilities at each generated token:
 ``label_source="top_k"`` (a truncation: label tokens outside the top k count 0).
 
+With ``stream=True`` (the default) the reply arrives as server-sent events: text deltas reach
+``on_delta`` as they come, logprobs are accumulated from the chunks, and ``cancel`` closes the
+HTTP response (a server such as vLLM then aborts the request). :meth:`OpenAIBackend.judge_many`
+sends independent batches as concurrent requests: the server batches across them.
+
 Without a tokenizer, token counts are an over-estimate from the UTF-8 length (fitting the AX
-tree to ``max_context`` stays on the safe side). The whole completion arrives at once: deltas
-are reported per sample when it does, and ``cancel`` is checked before the request is sent.
+tree to ``max_context`` stays on the safe side).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import math
 import threading
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import Any
 
 from webshepherd.protocol.errors import ModelError
 
 from .backend import Backend, DeltaCallback, GeneratedToken, Generation, JudgeBatch, JudgeOutput
-from .labels import _WORDS
+from .topk import label_group, piece_token
+
+__all__ = ["CHATML", "OpenAIBackend", "StreamedChoices", "label_group"]
 
 CHATML = "<|im_start|>{role}\n{content}<|im_end|>\n"
 
 
-def label_group(piece: str) -> int | None:
-    """The label group of a token's text (``"Yes"``, ``" Yes"``, ``"\\nYes"``), else None."""
-    word = piece[1:] if piece[:1] in (" ", "\n") else piece
-    for group, words in _WORDS.items():
-        if word in words:
-            return group
-    return None
+@dataclass
+class _Choice:
+    parts: list[str] = field(default_factory=list)
+    tokens: list[GeneratedToken] = field(default_factory=list)
+    finish: str | None = None
+
+
+class StreamedChoices:
+    """Completions rebuilt from streamed chunks (plain dicts in, :class:`Generation` out)."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+        self._choices = [_Choice() for _ in range(count)]
+        self.usage: dict[str, Any] = {}
+
+    def add(self, chunk: dict[str, Any]) -> list[tuple[int, str]]:
+        """Fold one chunk in; returns its ``(choice index, text delta)`` pairs."""
+        if isinstance(chunk.get("error"), dict):
+            message = str(chunk["error"].get("message", ""))[:200]
+            raise ModelError(f"the model server failed mid-stream: {message}")
+        if isinstance(chunk.get("usage"), dict):
+            self.usage = chunk["usage"]
+        deltas: list[tuple[int, str]] = []
+        for c in chunk.get("choices") or []:
+            i = int(c.get("index", 0))
+            if not 0 <= i < self.count:
+                raise ModelError(f"the model server streamed choice {i} of {self.count}")
+            choice = self._choices[i]
+            text = str(c.get("text") or "")
+            if text:
+                choice.parts.append(text)
+                deltas.append((i, text))
+            lp = c.get("logprobs") or {}
+            tops = list(lp.get("top_logprobs") or [])
+            for j, piece in enumerate(lp.get("tokens") or []):
+                choice.tokens.append(piece_token(piece, tops[j] if j < len(tops) else None))
+            if c.get("finish_reason"):
+                choice.finish = str(c["finish_reason"])
+        return deltas
+
+    def generations(self, aborted: bool = False) -> list[Generation]:
+        """One :class:`Generation` per choice; unfinished ones are "aborted" when ``aborted``."""
+        out = []
+        for c in self._choices:
+            finish = c.finish or ("aborted" if aborted else "length")
+            out.append(
+                Generation(
+                    text="".join(c.parts),
+                    tokens=tuple(c.tokens),
+                    finish_reason=finish if finish in ("stop", "aborted") else "length",
+                )
+            )
+        return out
 
 
 class OpenAIBackend(Backend):
@@ -53,6 +106,8 @@ class OpenAIBackend(Backend):
         max_context: int = 10000,
         top_logprobs: int = 20,
         timeout_s: float = 300.0,
+        stream: bool = True,
+        max_concurrency: int = 8,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.model_id = model
@@ -61,6 +116,8 @@ class OpenAIBackend(Backend):
         self._max_context = max_context
         self.top_logprobs = top_logprobs
         self.timeout_s = timeout_s
+        self.stream = stream
+        self.max_concurrency = max(1, max_concurrency)
 
     # -- Backend interface -------------------------------------------------------------
 
@@ -109,39 +166,48 @@ class OpenAIBackend(Backend):
         if cancel is not None and cancel.is_set():
             aborted = Generation(text="", tokens=(), finish_reason="aborted")
             return JudgeOutput(tuple((aborted,) * n for _ in range(k)), 0, 0, False, "top_k")
-        reply = self._complete(
-            {
-                "prompt": [batch.prefix + s for s in batch.suffixes],
-                "n": n,
-                "max_tokens": batch.max_new_tokens,
-                "temperature": 0.0 if n == 1 else batch.temperature,
-                "stop": list(batch.stop) or None,
-                "logprobs": self.top_logprobs,
-            }
-        )
-        choices = sorted(reply.get("choices") or [], key=lambda c: int(c.get("index", 0)))
-        if len(choices) != k * n:
-            raise ModelError(
-                f"the server returned {len(choices)} completions, expected {k * n} ({k} x {n})"
-            )
-        gens: list[tuple[Generation, ...]] = []
-        for c in range(k):
-            row: list[Generation] = []
-            for s in range(n):
-                g = self._generation(choices[c * n + s])
-                if on_delta is not None and g.text:
-                    on_delta(c, s, g.text)
-                row.append(g)
-            gens.append(tuple(row))
-        usage = reply.get("usage") or {}
-        generated = int(usage.get("completion_tokens", sum(len(g.tokens) for r in gens for g in r)))
+        body = {
+            "prompt": [batch.prefix + s for s in batch.suffixes],
+            "n": n,
+            "max_tokens": batch.max_new_tokens,
+            "temperature": 0.0 if n == 1 else batch.temperature,
+            "stop": list(batch.stop) or None,
+            "logprobs": self.top_logprobs,
+        }
+        if self.stream:
+            flat, usage = self._judge_streamed(body, k * n, n, on_delta, cancel)
+        else:
+            flat, usage = self._judge_whole(body, k * n, n, on_delta)
+        gens = tuple(tuple(flat[c * n : (c + 1) * n]) for c in range(k))
+        generated = int(usage.get("completion_tokens", sum(len(g.tokens) for g in flat)))
         return JudgeOutput(
-            generations=tuple(gens),
+            generations=gens,
             prefilled_tokens=int(usage.get("prompt_tokens", 0)),
             generated_tokens=generated,
             prefix_shared=False,  # the server may cache the prefix; nothing here can tell
             label_source="top_k",
         )
+
+    def judge_many(
+        self,
+        batches: Sequence[JudgeBatch],
+        on_deltas: Sequence[DeltaCallback | None],
+        cancels: Sequence[threading.Event | None],
+    ) -> list[JudgeOutput | Exception]:
+        """Each batch as its own request, up to ``max_concurrency`` at once (the server batches
+        across them). ``on_deltas[i]`` is called from a worker thread of this call."""
+        if not batches:
+            return []
+
+        def one(i: int) -> JudgeOutput | Exception:
+            try:
+                return self.judge(batches[i], on_deltas[i], cancels[i])
+            except Exception as e:
+                return e
+
+        workers = min(len(batches), self.max_concurrency)
+        with ThreadPoolExecutor(workers, thread_name_prefix="openai-judge") as pool:
+            return list(pool.map(one, range(len(batches))))
 
     def health(self) -> dict[str, object]:
         return {
@@ -150,36 +216,53 @@ class OpenAIBackend(Backend):
             "base_url": self.base_url,
             "top_logprobs": self.top_logprobs,
             "label_source": "top_k",
+            "stream": self.stream,
         }
 
     # -- internals ---------------------------------------------------------------------
 
-    def _generation(self, choice: dict[str, Any]) -> Generation:
-        lp = choice.get("logprobs") or {}
-        pieces: list[str] = list(lp.get("tokens") or [])
-        tops: list[dict[str, float] | None] = list(lp.get("top_logprobs") or [])
-        tokens = []
-        for i, piece in enumerate(pieces):
-            mass = [0.0, 0.0, 0.0]
-            for tok, logprob in ((tops[i] if i < len(tops) else None) or {}).items():
-                g = label_group(tok)
-                if g is not None and logprob is not None:
-                    mass[g] += math.exp(logprob)
-            tokens.append(
-                GeneratedToken(
-                    piece=piece, group=label_group(piece), mass=(mass[0], mass[1], mass[2])
-                )
+    def _judge_whole(
+        self, body: dict[str, Any], count: int, n: int, on_delta: DeltaCallback | None
+    ) -> tuple[list[Generation], dict[str, Any]]:
+        reply = self._complete(body)
+        choices = sorted(reply.get("choices") or [], key=lambda c: int(c.get("index", 0)))
+        if len(choices) != count:
+            raise ModelError(
+                f"the server returned {len(choices)} completions, expected {count} "
+                f"({count // n} x {n})"
             )
-        finish = choice.get("finish_reason") or "length"
-        return Generation(
-            text=str(choice.get("text", "")),
-            tokens=tuple(tokens),
-            finish_reason="stop" if finish == "stop" else "length",
-        )
+        folded = StreamedChoices(count)
+        folded.add({"choices": choices})
+        flat = folded.generations()
+        if on_delta is not None:
+            for i, g in enumerate(flat):
+                if g.text:
+                    on_delta(i // n, i % n, g.text)
+        return flat, reply.get("usage") or {}
 
-    def _complete(self, body: dict[str, Any]) -> dict[str, Any]:
+    def _judge_streamed(
+        self,
+        body: dict[str, Any],
+        count: int,
+        n: int,
+        on_delta: DeltaCallback | None,
+        cancel: threading.Event | None,
+    ) -> tuple[list[Generation], dict[str, Any]]:
+        folded = StreamedChoices(count)
+        body = {**body, "stream": True, "stream_options": {"include_usage": True}}
+        cancelled = False
+        for chunk in self._events(body, cancel):
+            if chunk is None:  # cancelled: the response is closed
+                cancelled = True
+                break
+            for i, text in folded.add(chunk):
+                if on_delta is not None:
+                    on_delta(i // n, i % n, text)
+        return folded.generations(aborted=cancelled), folded.usage
+
+    def _request(self, body: dict[str, Any]) -> urllib.request.Request:
         payload = {k: v for k, v in {"model": self.model_id, **body}.items() if v is not None}
-        req = urllib.request.Request(
+        return urllib.request.Request(
             f"{self.base_url}/completions",
             data=json.dumps(payload).encode(),
             headers={
@@ -188,9 +271,10 @@ class OpenAIBackend(Backend):
             },
             method="POST",
         )
+
+    def _open(self, req: urllib.request.Request) -> Any:
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
-                reply = json.loads(resp.read())
+            return urllib.request.urlopen(req, timeout=self.timeout_s)
         except urllib.error.HTTPError as e:
             detail = ""
             with contextlib.suppress(Exception):
@@ -199,6 +283,42 @@ class OpenAIBackend(Backend):
                 f"the model server answered HTTP {e.code}" + (f": {detail}" if detail else "")
             ) from e
         except (urllib.error.URLError, TimeoutError, OSError) as e:
+            raise ModelError(f"the model server at {self.base_url} is unreachable ({e})") from e
+
+    def _events(
+        self, body: dict[str, Any], cancel: threading.Event | None
+    ) -> Iterator[dict[str, Any] | None]:
+        """The stream's JSON chunks until ``data: [DONE]``; ``None`` (once) when cancelled."""
+        resp = self._open(self._request(body))
+        with resp:
+            while True:
+                if cancel is not None and cancel.is_set():
+                    yield None
+                    return
+                try:
+                    line = resp.readline()
+                except (TimeoutError, OSError) as e:
+                    raise ModelError(f"the model server's stream broke off ({e})") from e
+                if not line:
+                    return  # the server closed the stream
+                line = line.strip()
+                if not line.startswith(b"data:"):
+                    continue  # blank separators, comments, other SSE fields
+                data = line[5:].strip()
+                if data == b"[DONE]":
+                    return
+                try:
+                    chunk = json.loads(data)
+                except ValueError as e:
+                    raise ModelError("the model server streamed a chunk that is not JSON") from e
+                if isinstance(chunk, dict):
+                    yield chunk
+
+    def _complete(self, body: dict[str, Any]) -> dict[str, Any]:
+        try:
+            with self._open(self._request(body)) as resp:
+                reply = json.loads(resp.read())
+        except (TimeoutError, OSError) as e:
             raise ModelError(f"the model server at {self.base_url} is unreachable ({e})") from e
         except ValueError as e:
             raise ModelError("the model server's reply is not JSON") from e

@@ -7,20 +7,26 @@ served by the project's own transformers model: ``GET /v1/models`` and ``POST /v
 with a rendered ``prompt`` (a string or a list), ``n``, ``max_tokens``, ``temperature``,
 ``stop``, ``seed`` and ``logprobs`` (top-k log-probabilities of the model's raw distribution
 at every generated token, legacy completions format: ``tokens``, ``token_logprobs``,
-``top_logprobs``, ``text_offset``). Prompts are processed one after another, the ``n`` samples
-of a prompt in one batch. Loopback by default; ``--api-key`` requires ``Authorization: Bearer``.
+``top_logprobs``, ``text_offset``), and ``stream: true`` (server-sent events, one chunk per
+generated token with its logprobs, ``stream_options.include_usage``, then ``data: [DONE]``;
+a client that disconnects stops its generation). Prompts are processed one after another, the
+``n`` samples of a prompt in one batch. Loopback by default; ``--api-key`` requires
+``Authorization: Bearer``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import itertools
 import json
 import logging
 import math
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -46,6 +52,30 @@ def _stop_cut(text: str, stops: Sequence[str]) -> int | None:
     return min(hits) if hits else None
 
 
+@dataclass
+class _Row:
+    """One sample being generated: token ids, their logprobs and top-k, what was streamed."""
+
+    ids: list[int] = field(default_factory=list)
+    lps: list[float] = field(default_factory=list)
+    tops: list[dict[str, float]] = field(default_factory=list)
+    finish: str | None = None
+    sent_tokens: int = 0
+    sent_text: str = ""
+
+
+@dataclass(frozen=True)
+class _Params:
+    prompts: list[str]
+    n: int
+    max_tokens: int
+    temperature: float
+    stops: list[str]
+    k: int
+    seed: int | None
+    include_usage: bool
+
+
 class Completer:
     """Runs completions on a loaded transformers model (one at a time)."""
 
@@ -56,8 +86,11 @@ class Completer:
         self.model_id = backend.model_id
         self._lock = backend._lock  # the daemon may score on the same model meanwhile
         self._eos = set(backend._eos)
+        self._pieces: dict[int, str] = {}
+        self.disconnects = 0  # streams whose client went away before the end
 
-    def complete(self, body: dict[str, Any]) -> dict[str, Any]:
+    def params(self, body: dict[str, Any]) -> _Params:
+        """Validate a request body (``RequestError`` with an HTTP status when it is bad)."""
         prompts = body.get("prompt")
         if isinstance(prompts, str):
             prompts = [prompts]
@@ -78,38 +111,92 @@ class Completer:
         if not all(isinstance(s, str) for s in stops):
             raise RequestError(400, "'stop' must be a string or a list of strings")
         seed = body.get("seed")
+        options = body.get("stream_options") or {}
+        return _Params(
+            prompts=prompts,
+            n=n,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            stops=[s for s in stops if s],
+            k=k,
+            seed=seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
+            include_usage=isinstance(options, dict) and bool(options.get("include_usage")),
+        )
+
+    def complete(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The whole completion as one JSON reply."""
+        p = self.params(body)
         choices: list[dict[str, Any]] = []
+        prompt_ids = [self._prompt_ids(prompt, p.max_tokens) for prompt in p.prompts]
         prompt_tokens = completion_tokens = 0
         with self._lock, torch.inference_mode():
-            if isinstance(seed, int):
-                torch.manual_seed(seed)
-            for p in prompts:
-                ids = self.backend._encode(p)
-                if not ids:
-                    raise RequestError(400, "empty prompt")
-                if len(ids) + max_tokens > self.backend.max_context:
-                    raise RequestError(
-                        400,
-                        f"prompt ({len(ids)} tokens) + max_tokens ({max_tokens}) exceed the "
-                        f"model's context of {self.backend.max_context} tokens",
-                    )
+            if p.seed is not None:
+                torch.manual_seed(p.seed)
+            for ids in prompt_ids:
                 prompt_tokens += len(ids)
-                for row in self._sample(ids, n, max_tokens, temperature, stops, k):
-                    row["index"] = len(choices)
-                    completion_tokens += row.pop("_tokens")
-                    choices.append(row)
+                *_, rows = self._steps(ids, p)  # the rows after the last token
+                for row in rows:
+                    completion_tokens += len(row.ids)
+                    choices.append({"index": len(choices), **self._choice(row, p)})
+        return {
+            **self._head("text_completion"),
+            "choices": choices,
+            "usage": _usage(prompt_tokens, completion_tokens),
+        }
+
+    def stream(self, p: _Params) -> Iterator[dict[str, Any]]:
+        """Server-sent chunks: text and logprobs deltas as tokens are generated.
+
+        Text that could be the start of a stop string is held back until it is not; the
+        chunk that ends a sample carries its ``finish_reason``. Close the iterator to stop.
+        """
+        head = self._head("text_completion")
+        prompt_ids = [self._prompt_ids(prompt, p.max_tokens) for prompt in p.prompts]
+        prompt_tokens = completion_tokens = 0
+        with self._lock, torch.inference_mode():
+            if p.seed is not None:
+                torch.manual_seed(p.seed)
+            for i, ids in enumerate(prompt_ids):
+                prompt_tokens += len(ids)
+                done: set[int] = set()
+                rows: list[_Row] = []
+                for rows in self._steps(ids, p):
+                    out = []
+                    for r, row in enumerate(rows):
+                        if r in done:
+                            continue
+                        delta = self._delta(row, p)
+                        if delta is not None:
+                            out.append({"index": i * p.n + r, **delta})
+                        if row.finish is not None:
+                            done.add(r)
+                    if out:
+                        yield {**head, "choices": out}
+                completion_tokens += sum(len(row.ids) for row in rows)
+        if p.include_usage:
+            yield {**head, "choices": [], "usage": _usage(prompt_tokens, completion_tokens)}
+
+    # -- internals ---------------------------------------------------------------------
+
+    def _head(self, obj: str) -> dict[str, Any]:
         return {
             "id": f"cmpl-{uuid.uuid4().hex}",
-            "object": "text_completion",
+            "object": obj,
             "created": int(time.time()),
             "model": self.model_id,
-            "choices": choices,
-            "usage": {
-                "prompt_tokens": prompt_tokens,
-                "completion_tokens": completion_tokens,
-                "total_tokens": prompt_tokens + completion_tokens,
-            },
         }
+
+    def _prompt_ids(self, prompt: str, max_tokens: int) -> list[int]:
+        ids = self.backend._encode(prompt)
+        if not ids:
+            raise RequestError(400, "empty prompt")
+        if len(ids) + max_tokens > self.backend.max_context:
+            raise RequestError(
+                400,
+                f"prompt ({len(ids)} tokens) + max_tokens ({max_tokens}) exceed the "
+                f"model's context of {self.backend.max_context} tokens",
+            )
+        return ids
 
     @staticmethod
     def _int(body: dict[str, Any], key: str, default: int, lo: int, hi: int) -> int:
@@ -120,12 +207,20 @@ class Completer:
             raise RequestError(400, f"'{key}' must be an integer in [{lo}, {hi}]")
         return v
 
-    def _sample(
-        self, ids: list[int], n: int, max_tokens: int, temperature: float, stops: list[str], k: int
-    ) -> list[dict[str, Any]]:
-        # The same calls as TransformersBackend's decode loop (explicit mask and positions), so
-        # a greedy completion here is the one the backend writes for the prompt alone.
-        dev = self.backend.device
+    def _piece(self, tid: int) -> str:
+        piece = self._pieces.get(tid)
+        if piece is None:
+            piece = self._pieces[tid] = self.tokenizer.decode([tid])
+        return piece
+
+    def _steps(self, ids: list[int], p: _Params) -> Iterator[list[_Row]]:
+        """Sample ``p.n`` completions of ``ids`` in one batch; yields the rows after every token.
+
+        The same calls as TransformersBackend's decode loop (explicit mask and positions), so
+        a greedy completion here is the one the backend writes for the prompt alone. The
+        caller holds the model lock and inference mode.
+        """
+        dev, n = self.backend.device, p.n
         mask = torch.ones((1, len(ids)), dtype=torch.long, device=dev)
         out = self.model(
             input_ids=torch.tensor([ids], device=dev),
@@ -137,44 +232,43 @@ class Completer:
         if n > 1:
             cache.batch_repeat_interleave(n)
             logits, mask = logits.repeat_interleave(n, dim=0), mask.repeat_interleave(n, dim=0)
-        rows: list[list[int]] = [[] for _ in range(n)]
-        lps: list[list[float]] = [[] for _ in range(n)]
-        tops: list[list[dict[str, float]]] = [[] for _ in range(n)]
-        finish: list[str | None] = [None] * n
+        rows = [_Row() for _ in range(n)]
         active = list(range(n))
         pos = len(ids)
-        for _ in range(max_tokens):
+        for _ in range(p.max_tokens):
             logp = torch.log_softmax(logits, dim=-1)
-            if temperature <= 0:
+            if p.temperature <= 0:
                 chosen = logits.argmax(-1)
             else:
-                chosen = torch.multinomial(torch.softmax(logits / temperature, -1), 1).squeeze(-1)
+                probs = torch.softmax(logits / p.temperature, -1)
+                chosen = torch.multinomial(probs, 1).squeeze(-1)
             chosen_lp = logp.gather(1, chosen[:, None]).squeeze(1).tolist()
-            top = torch.topk(logp, k, dim=-1) if k else None
+            top = torch.topk(logp, p.k, dim=-1) if p.k else None
             keep: list[int] = []
             for b, tid in enumerate(chosen.tolist()):
-                r = active[b]
+                row = rows[active[b]]
                 if tid in self._eos:
-                    finish[r] = "stop"
+                    row.finish = "stop"
                     continue
-                rows[r].append(tid)
-                lps[r].append(chosen_lp[b])
+                row.ids.append(tid)
+                row.lps.append(chosen_lp[b])
                 if top is not None:
                     entry: dict[str, float] = {}
                     for lp, t in zip(top.values[b].tolist(), top.indices[b].tolist(), strict=True):
-                        s = self.tokenizer.decode([t])
+                        s = self._piece(t)
                         # tokens decoding to the same text: their probabilities add up
                         entry[s] = (
                             lp if s not in entry else math.log(math.exp(entry[s]) + math.exp(lp))
                         )
-                    tops[r].append(entry)
-                text = self.tokenizer.decode(rows[r], skip_special_tokens=True)
-                if _stop_cut(text, stops) is not None:
-                    finish[r] = "stop"
+                    row.tops.append(entry)
+                text = self.tokenizer.decode(row.ids, skip_special_tokens=True)
+                if _stop_cut(text, p.stops) is not None:
+                    row.finish = "stop"
                     continue
                 keep.append(b)
             if not keep:
                 break
+            yield rows
             if len(keep) < len(active):
                 sel = torch.tensor(keep, device=dev)
                 cache.batch_select_indices(sel)
@@ -192,45 +286,75 @@ class Completer:
             )
             cache, logits = out.past_key_values, out.logits[:, -1, :].float()
             pos += 1
-        return [self._choice(rows[r], lps[r], tops[r], finish[r], stops, k) for r in range(n)]
+        for row in rows:
+            row.finish = row.finish or "length"
+        yield rows
 
-    def _choice(
-        self,
-        ids: list[int],
-        lps: list[float],
-        tops: list[dict[str, float]],
-        finish: str | None,
-        stops: list[str],
-        k: int,
-    ) -> dict[str, Any]:
-        pieces = [self.tokenizer.decode([t]) for t in ids]
-        text = self.tokenizer.decode(ids, skip_special_tokens=True)
+    def _final(self, row: _Row, stops: list[str]) -> tuple[str, int]:
+        """A finished row's text and how many of its tokens it keeps (the stop string cut off,
+        like OpenAI and vLLM: the stop string is not part of the text)."""
+        text = self.tokenizer.decode(row.ids, skip_special_tokens=True)
         cut = _stop_cut(text, stops)
-        if cut is not None:  # like OpenAI and vLLM: the stop string is not part of the text
-            text = text[:cut]
-            kept, used = 0, 0
-            while kept < len(pieces) and used < cut:
-                used += len(pieces[kept])
-                kept += 1
-            pieces, lps, tops = pieces[:kept], lps[:kept], tops[:kept]
-        offsets, at = [], 0
-        for p in pieces:
-            offsets.append(at)
-            at += len(p)
-        logprobs = None
-        if k:
-            logprobs = {
-                "tokens": pieces,
-                "token_logprobs": lps,
-                "top_logprobs": tops,
-                "text_offset": offsets,
-            }
+        if cut is None:
+            return text, len(row.ids)
+        kept = used = 0
+        while kept < len(row.ids) and used < cut:
+            used += len(self._piece(row.ids[kept]))
+            kept += 1
+        return text[:cut], kept
+
+    def _logprobs(self, row: _Row, lo: int, hi: int, offset: int) -> dict[str, Any]:
+        pieces = [self._piece(t) for t in row.ids[lo:hi]]
+        offsets = []
+        for piece in pieces:
+            offsets.append(offset)
+            offset += len(piece)
+        return {
+            "tokens": pieces,
+            "token_logprobs": row.lps[lo:hi],
+            "top_logprobs": row.tops[lo:hi],
+            "text_offset": offsets,
+        }
+
+    def _choice(self, row: _Row, p: _Params) -> dict[str, Any]:
+        text, kept = self._final(row, p.stops)
         return {
             "text": text,
-            "logprobs": logprobs,
-            "finish_reason": finish or "length",
-            "_tokens": len(ids),
+            "logprobs": self._logprobs(row, 0, kept, 0) if p.k else None,
+            "finish_reason": row.finish or "length",
         }
+
+    def _delta(self, row: _Row, p: _Params) -> dict[str, Any] | None:
+        """What of ``row`` can be streamed now (None: nothing yet)."""
+        lo = row.sent_tokens
+        if row.finish is not None:
+            text, hi = self._final(row, p.stops)
+            delta = text[len(row.sent_text) :] if text.startswith(row.sent_text) else ""
+        else:
+            # hold back what could still become a stop string, and incomplete characters
+            hold = max((len(s) for s in p.stops), default=1) - 1
+            text = self.tokenizer.decode(row.ids, skip_special_tokens=True)
+            safe, hi, used = len(text) - hold, lo, len(row.sent_text)
+            while hi < len(row.ids):
+                piece = self._piece(row.ids[hi])
+                if used + len(piece) > safe or piece.endswith("\ufffd"):
+                    break
+                used += len(piece)
+                hi += 1
+            if hi == lo:
+                return None
+            delta = "".join(self._piece(t) for t in row.ids[lo:hi])
+        logprobs = self._logprobs(row, lo, hi, len(row.sent_text)) if p.k else None
+        row.sent_tokens, row.sent_text = hi, row.sent_text + delta
+        return {"text": delta, "logprobs": logprobs, "finish_reason": row.finish}
+
+
+def _usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
+    return {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+    }
 
 
 def _handler(completer: Completer, api_key: str | None) -> type[BaseHTTPRequestHandler]:
@@ -260,11 +384,45 @@ def _handler(completer: Completer, api_key: str | None) -> type[BaseHTTPRequestH
             self._error(401, "missing or wrong API key")
             return False
 
+        def _stream(self, params: _Params) -> None:
+            """Server-sent events until ``data: [DONE]``; the connection closes after it."""
+            chunks = completer.stream(params)
+            try:
+                first = next(chunks, None)  # request errors surface before the headers
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Cache-Control", "no-cache")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                self.close_connection = True
+                try:
+                    for chunk in itertools.chain([first] if first else [], chunks):
+                        self._event(chunk)
+                    self.wfile.write(b"data: [DONE]\n\n")
+                except OSError:  # the client went away (a cancelled score): stop generating
+                    completer.disconnects += 1
+                    log.debug("stream client disconnected")
+                except Exception as e:  # the headers are out: report in the stream
+                    log.exception("streamed completion failed")
+                    with contextlib.suppress(OSError):
+                        message = f"the model failed ({type(e).__name__})"
+                        self._event({"error": {"message": message, "type": "server_error"}})
+            finally:
+                chunks.close()
+
+        def _event(self, payload: dict[str, Any]) -> None:
+            self.wfile.write(b"data: " + json.dumps(payload).encode() + b"\n\n")
+
         def do_GET(self) -> None:
             if not self._authorized():
                 return
             if self.path.rstrip("/") == "/v1/models":
-                model = {"id": completer.model_id, "object": "model", "owned_by": "webshepherd"}
+                model = {
+                    "id": completer.model_id,
+                    "object": "model",
+                    "owned_by": "webshepherd",
+                    "max_model_len": completer.backend.max_context,
+                }
                 self._send(200, {"object": "list", "data": [model]})
             else:
                 self._error(404, f"no route {self.path}")
@@ -285,7 +443,10 @@ def _handler(completer: Completer, api_key: str | None) -> type[BaseHTTPRequestH
                 model = body.get("model")
                 if model not in (None, completer.model_id):
                     raise RequestError(404, f"model {model!r} is not served here")
-                self._send(200, completer.complete(body))
+                if body.get("stream"):
+                    self._stream(completer.params(body))
+                else:
+                    self._send(200, completer.complete(body))
             except RequestError as e:
                 self._error(e.status, str(e))
             except ValueError as e:
