@@ -9,6 +9,7 @@ import urllib.request
 from collections.abc import Iterator
 
 import pytest
+from webshepherd.daemon.engine.backend import JudgeBatch, JudgeOutput
 from webshepherd.daemon.engine.engine import Engine, EngineConfig
 from webshepherd.daemon.engine.openai_backend import OpenAIBackend, label_group
 from webshepherd.daemon.engine.openai_server import OpenAIServer
@@ -157,3 +158,131 @@ def test_unreachable_server_is_a_model_error() -> None:
     with pytest.raises(ModelError, match="unreachable"):
         dead.generate("hi", 4)
     assert dead.count_tokens("abcd") >= 1 and dead.render_chat([{"role": "user", "content": "x"}])
+
+
+# -- streaming -------------------------------------------------------------------------------
+
+
+def sse(url: str, body: dict) -> list[dict | str]:
+    """The events of a streamed completion: JSON chunks, then the string ``"[DONE]"``."""
+    req = urllib.request.Request(
+        url,
+        data=json.dumps({**body, "stream": True}).encode(),
+        headers={"Content-Type": "application/json", "Authorization": f"Bearer {KEY}"},
+        method="POST",
+    )
+    events: list[dict | str] = []
+    with urllib.request.urlopen(req, timeout=60) as r:
+        assert r.headers["Content-Type"] == "text/event-stream"
+        for line in r:
+            if line.startswith(b"data: "):
+                data = line[6:].strip().decode()
+                events.append(data if data == "[DONE]" else json.loads(data))
+    return events
+
+
+def test_streamed_chunks_add_up_to_the_whole_reply(server: OpenAIServer) -> None:
+    body = {
+        "prompt": ["<|im_start|>user\nBuy shoes<|im_end|>\n<|im_start|>assistant\n", "x y"],
+        "n": 1,
+        "max_tokens": 40,
+        "temperature": 0.0,
+        "logprobs": 4,
+        "stop": ["</answer>", "\n\n"],
+    }
+    status, whole = post(f"{server.url}/completions", body)
+    assert status == 200, whole
+    events = sse(f"{server.url}/completions", {**body, "stream_options": {"include_usage": True}})
+    assert events[-1] == "[DONE]" and all(isinstance(e, dict) for e in events[:-1])
+    chunks = [e for e in events[:-1] if isinstance(e, dict)]
+    assert chunks[-1]["choices"] == [] and chunks[-1]["usage"] == whole["usage"]
+    for choice in whole["choices"]:
+        parts = [c for ch in chunks for c in ch["choices"] if c["index"] == choice["index"]]
+        assert len(parts) > 1  # token by token, not all at once
+        assert "".join(p["text"] for p in parts) == choice["text"]
+        assert [p["finish_reason"] for p in parts][-1] == choice["finish_reason"]
+        assert all(p["finish_reason"] is None for p in parts[:-1])
+        for key in ("tokens", "token_logprobs", "top_logprobs", "text_offset"):
+            streamed = [x for p in parts for x in p["logprobs"][key]]
+            assert streamed == choice["logprobs"][key], key
+
+
+def test_streamed_request_errors_come_before_the_stream(server: OpenAIServer) -> None:
+    with pytest.raises(urllib.error.HTTPError) as e:
+        sse(f"{server.url}/completions", {"prompt": ["x", ""], "max_tokens": 4})
+    assert e.value.code == 400
+
+
+def test_streamed_judge_delivers_deltas_as_they_come(
+    remote: OpenAIBackend, base: TransformersBackend
+) -> None:
+    assert remote.stream
+    batch = _batch(base, samples=2, max_new=60)
+    calls: list[tuple[int, int, str]] = []
+    out = remote.judge(batch, on_delta=lambda c, s, t: calls.append((c, s, t)))
+    assert len(out.generations) == len(batch.suffixes)
+    assert all(len(row) == 2 for row in out.generations)
+    assert len(calls) > sum(1 for row in out.generations for g in row if g.text)
+    for c, row in enumerate(out.generations):
+        for s, g in enumerate(row):
+            assert "".join(t for cc, ss, t in calls if (cc, ss) == (c, s)) == g.text
+            assert "".join(t.piece for t in g.tokens) == g.text
+            assert g.finish_reason in ("stop", "length")
+    # usage counts the stop string's tokens too, which the text leaves out
+    assert out.generated_tokens >= sum(len(g.tokens) for row in out.generations for g in row)
+    whole = OpenAIBackend(remote.base_url, remote.model_id, api_key=KEY, stream=False)
+    greedy = _batch(base, samples=1, max_new=60)
+    a, b = remote.judge(greedy), whole.judge(greedy)
+    assert [[g.text for g in r] for r in a.generations] == [
+        [g.text for g in r] for r in b.generations
+    ]
+    assert [[t.mass for t in r[0].tokens] for r in a.generations] == [
+        [t.mass for t in r[0].tokens] for r in b.generations
+    ]
+
+
+def test_cancel_closes_the_stream_and_the_server_stops(
+    server: OpenAIServer, remote: OpenAIBackend, base: TransformersBackend
+) -> None:
+    import threading
+    import time
+
+    before = server.completer.disconnects
+    cancel = threading.Event()
+    out = remote.judge(
+        _batch(base, samples=2, max_new=400), on_delta=lambda *_: cancel.set(), cancel=cancel
+    )
+    finishes = [g.finish_reason for row in out.generations for g in row]
+    assert "aborted" in finishes
+    assert all(len(g.tokens) < 400 for row in out.generations for g in row)
+    deadline = time.monotonic() + 30  # the server notices at its next write
+    while server.completer.disconnects == before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert server.completer.disconnects == before + 1
+    assert remote.generate("<|im_start|>user\nhi", 3) is not None  # the model is free again
+
+
+def test_judge_many_runs_batches_concurrently_with_errors_apart(
+    remote: OpenAIBackend, base: TransformersBackend
+) -> None:
+    import threading
+
+    ok = _batch(base, max_new=30)
+    too_long = JudgeBatch(prefix=ok.prefix, suffixes=ok.suffixes, samples=1, max_new_tokens=10**6)
+    cancelled = threading.Event()
+    cancelled.set()
+    seen: list[tuple[int, int]] = []
+    results = remote.judge_many(
+        [ok, too_long, ok],
+        [lambda c, s, _t: seen.append((c, s)), None, None],
+        [None, None, cancelled],
+    )
+    assert len(results) == 3
+    first, second, third = results
+    assert isinstance(first, JudgeOutput) and isinstance(third, JudgeOutput)
+    assert isinstance(second, ModelError) and "HTTP 400" in second.message
+    alone = remote.judge(ok)
+    assert [g[0].text for g in first.generations] == [g[0].text for g in alone.generations]
+    assert {c for c, _s in seen} == set(range(len(ok.suffixes)))
+    assert all(g.finish_reason == "aborted" for row in third.generations for g in row)
+    assert remote.judge_many([], [], []) == []
