@@ -127,12 +127,12 @@ def _bind(name: str, params: tuple[Param, ...], call: ast.Call) -> dict[str, Any
     for kw in call.keywords:
         if kw.arg is None:
             raise ActionError(f"{name}: **kwargs are not allowed")
-        param = by_name.get(kw.arg)
-        if param is None:
+        named = by_name.get(kw.arg)
+        if named is None:
             raise ActionError(f"{name}() has no argument {kw.arg!r}: {_usage(name, params)}")
         if kw.arg in bound:
             raise ActionError(f"{name}() got argument {kw.arg!r} twice")
-        bound[kw.arg] = _literal(name, param, kw.value)
+        bound[kw.arg] = _literal(name, named, kw.value)
     for param in params:
         if param.name not in bound:
             if param.default is _REQUIRED:
