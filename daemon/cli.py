@@ -160,6 +160,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--queue-limit", type=int, default=None, help="requests queued before 'overloaded'"
     )
+    s.add_argument(
+        "--batch-sessions",
+        type=int,
+        default=None,
+        help="score requests of up to this many sessions share one model call (default 8; 1: off)",
+    )
     s.set_defaults(func=cmd_serve)
 
     t = sub.add_parser("token", help="print the pairing token (creates one if there is none)")

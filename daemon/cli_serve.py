@@ -26,6 +26,7 @@ def config_from_args(args: argparse.Namespace) -> DaemonConfig:
         ("approval_timeout", "approval_timeout_s"),
         ("approval_default", "approval_default"),
         ("queue_limit", "queue_limit"),
+        ("batch_sessions", "batch_sessions"),
     ]:
         value = getattr(args, flag, None)
         if value is not None:

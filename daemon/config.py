@@ -49,6 +49,7 @@ class DaemonConfig:
     approval_default: str = "reject"  # applied on timeout: "reject" or "approve"
     request_timeout_s: float = 300.0
     queue_limit: int = 64
+    batch_sessions: int = 8  # score jobs of up to this many sessions share one model call; 1: off
     default_samples: int = 5
     stats_interval_s: float = 1.0
     send_queue_size: int = 256

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from webshepherd.protocol.common import Timing
@@ -14,7 +17,7 @@ from webshepherd.protocol.replies import Error, ScoreProgress
 from webshepherd.protocol.union import dump
 
 from . import convert
-from .engine.types import ParsedChecklist, StepScore
+from .engine.types import ParsedChecklist, StepInput, StepScore
 from .sessions import Effect, RunChecklist, RunScore
 from .stats import device_stats
 
@@ -24,9 +27,27 @@ if TYPE_CHECKING:
     from .scheduler import Scheduler
     from .server import EngineAPI
     from .sessions import SessionCore
+    from .sessions.state import SessionState
     from .stats import StatsCollector
 
 log = logging.getLogger("webshepherd.daemon.server")  # the server's logger, as before the split
+
+
+@dataclass(frozen=True)
+class _ScoreItem:
+    """A score job as the scheduler batches it: the request, its session, its progress sink."""
+
+    job: RunScore
+    state: SessionState
+    progress: Callable[[int, int, str], None]
+
+
+def _model_error(job: RunScore, exc: Exception) -> Exception:
+    """A scoring failure as the requester sees it (no internals for unexpected ones)."""
+    if isinstance(exc, WebShepherdError):
+        return exc
+    log.error("scoring %s failed", job.request_id, exc_info=exc)
+    return ModelError(f"the model failed on this request ({type(exc).__name__})")
 
 
 class EngineJobs:
@@ -83,29 +104,15 @@ class EngineJobs:
         assert self.scheduler is not None
         st = self.core.sessions[job.session_id]
         loop = asyncio.get_running_loop()
-        engine = self.engine
         started = time.monotonic()
 
         def progress(cand: int, sample: int, delta: str) -> None:
             loop.call_soon_threadsafe(self._progress, job, st.owner, cand, sample, delta)
 
-        def work(cancel: Any) -> StepScore:
-            slot = st.checklist_slot
-            if not slot.done():
-                raise ModelError("the session has no checklist (its generation did not finish)")
-            checklist = slot.result()
-            try:
-                return engine.score(convert.step_input(job, checklist), progress, cancel)
-            except WebShepherdError:
-                raise
-            except Exception as exc:
-                log.error("scoring %s failed", job.request_id, exc_info=exc)
-                raise ModelError(
-                    f"the model failed on this request ({type(exc).__name__})"
-                ) from None
-
         try:
-            fin = await self.scheduler.run(job.session_id, job.conn, work)
+            fin = await self.scheduler.run_batched(
+                job.session_id, job.conn, _ScoreItem(job, st, progress), self._score_many
+            )
         except Exception as exc:
             self._error(job.conn, job.request_id, exc)
             return
@@ -118,6 +125,42 @@ class EngineJobs:
             )
         except Exception as exc:
             self._error(job.conn, job.request_id, exc)
+
+    def _score_many(
+        self, items: Sequence[_ScoreItem], cancels: Sequence[threading.Event]
+    ) -> list[StepScore | Exception]:
+        """The scheduler's batch runner for score jobs (worker thread): one step alone through
+        ``engine.score``, several sessions' steps together through ``engine.score_many``."""
+        results: list[StepScore | Exception] = [
+            ModelError("the step was not scored") for _ in items
+        ]
+        ready: list[tuple[int, StepInput]] = []
+        for i, it in enumerate(items):
+            slot = it.state.checklist_slot
+            if not slot.done():
+                results[i] = ModelError(
+                    "the session has no checklist (its generation did not finish)"
+                )
+                continue
+            try:
+                ready.append((i, convert.step_input(it.job, slot.result())))
+            except Exception as exc:
+                results[i] = _model_error(it.job, exc)
+        if len(ready) == 1:
+            i, step = ready[0]
+            try:
+                results[i] = self.engine.score(step, items[i].progress, cancels[i])
+            except Exception as exc:
+                results[i] = _model_error(items[i].job, exc)
+        elif ready:
+            scores = self.engine.score_many(
+                [step for _, step in ready],
+                [items[i].progress for i, _ in ready],
+                [cancels[i] for i, _ in ready],
+            )
+            for (i, _), res in zip(ready, scores, strict=True):
+                results[i] = _model_error(items[i].job, res) if isinstance(res, Exception) else res
+        return results
 
     def _progress(
         self, job: RunScore, owner: int | None, cand: int, sample: int, delta: str

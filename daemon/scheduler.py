@@ -6,6 +6,13 @@ connection that asked for it (or to none): when that connection goes away its
 queued jobs are dropped and a running one has its cancel ``Event`` set. A job
 that waits or runs longer than its timeout answers ``timeout``; past
 ``queue_limit`` queued jobs a new one answers ``overloaded``.
+
+Batching across sessions: a job submitted with :meth:`Scheduler.run_batched` carries an
+item and a runner ``run_many(items, cancels) -> [result or exception]``. When such a job
+is next, the worker also takes the heads of the following sessions' queues (round-robin
+order, at most one job per session, up to ``batch_sessions`` jobs) whose head has the same
+runner, and runs them in one call. A session with many queued jobs therefore never holds
+back another: each round takes at most one of its jobs.
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -27,16 +34,22 @@ from webshepherd.protocol.errors import OverloadedError, RequestTimeoutError, We
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
+# run_many(items, cancels) -> one result or exception per item, in order (worker thread)
+BatchRunner = Callable[[Sequence[Any], Sequence[threading.Event]], Sequence[Any]]
+
 
 @dataclass
 class Job(Generic[T]):
-    """One unit of engine work: ``fn(cancel_event)`` runs on the worker thread."""
+    """One unit of engine work: ``fn(cancel_event)`` runs on the worker thread, or, for a
+    batched job, ``runner([item, ...], [cancel, ...])`` with other sessions' jobs."""
 
     session_id: str
     conn_id: int | None
-    fn: Callable[[threading.Event], T]
+    fn: Callable[[threading.Event], T] | None
     future: asyncio.Future[T]
     seq: int
+    item: Any = None
+    runner: BatchRunner | None = None
     enqueued_at: float = field(default_factory=time.monotonic)
     started_at: float | None = None
     cancel: threading.Event = field(default_factory=threading.Event)
@@ -54,14 +67,31 @@ class Finished(Generic[T]):
     run_ms: float
 
 
-class Scheduler:
-    """Fair queue + single worker thread. Start with :meth:`start`, stop with :meth:`stop`."""
+@dataclass
+class BatchStats:
+    """What the worker ran: engine calls, the jobs in them, and how many calls were shared."""
 
-    def __init__(self, *, queue_limit: int, timeout_s: float):
+    calls: int = 0
+    jobs: int = 0
+    batched_calls: int = 0  # calls that ran more than one session's job
+    batched_jobs: int = 0  # jobs that ran in such a call
+    largest: int = 0  # the most jobs one call ran
+
+
+class Scheduler:
+    """Fair queue + single worker thread. Start with :meth:`start`, stop with :meth:`stop`.
+
+    ``batch_sessions``: the most jobs (one per session) a batched call takes; 1 disables
+    batching.
+    """
+
+    def __init__(self, *, queue_limit: int, timeout_s: float, batch_sessions: int = 1):
         self.queue_limit = queue_limit
         self.timeout_s = timeout_s
+        self.batch_sessions = max(1, batch_sessions)
+        self.batch_stats = BatchStats()
         self._queues: OrderedDict[str, deque[Job[Any]]] = OrderedDict()
-        self._running: Job[Any] | None = None
+        self._running: list[Job[Any]] = []
         self._wakeup = asyncio.Event()
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="engine")
         self._task: asyncio.Task[None] | None = None
@@ -74,7 +104,8 @@ class Scheduler:
 
     @property
     def in_flight(self) -> int:
-        return 1 if self._running is not None else 0
+        """Jobs the worker is running now (more than one in a batched call)."""
+        return len(self._running)
 
     # -- lifecycle -----------------------------------------------------
     def start(self) -> None:
@@ -85,8 +116,8 @@ class Scheduler:
             for job in q:
                 job.future.cancel()
         self._queues.clear()
-        if self._running is not None:
-            self._running.cancel.set()
+        for job in self._running:
+            job.cancel.set()
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -97,14 +128,32 @@ class Scheduler:
     async def run(
         self, session_id: str, conn_id: int | None, fn: Callable[[threading.Event], T]
     ) -> Finished[T]:
-        """Queue ``fn`` and wait for it; raises ``OverloadedError``/``RequestTimeoutError``."""
+        """Queue ``fn`` (it runs alone) and wait for it; raises ``OverloadedError`` /
+        ``RequestTimeoutError``."""
+        loop = asyncio.get_running_loop()
+        return await self._submit(Job(session_id, conn_id, fn, self._admit(loop), next(self._seq)))
+
+    async def run_batched(
+        self, session_id: str, conn_id: int | None, item: Any, runner: BatchRunner
+    ) -> Finished[Any]:
+        """Queue ``item`` for ``runner`` (it may share a call with other sessions' items of the
+        same runner) and wait for its result; an exception the runner returns for it is
+        raised here. Same errors as :meth:`run`."""
+        loop = asyncio.get_running_loop()
+        job: Job[Any] = Job(
+            session_id, conn_id, None, self._admit(loop), next(self._seq), item, runner
+        )
+        return await self._submit(job)
+
+    def _admit(self, loop: asyncio.AbstractEventLoop) -> asyncio.Future[Any]:
         if self.depth >= self.queue_limit:
             raise OverloadedError(
                 f"the queue is full ({self.queue_limit} requests waiting); retry later"
             )
-        loop = asyncio.get_running_loop()
-        job: Job[T] = Job(session_id, conn_id, fn, loop.create_future(), next(self._seq))
-        self._queues.setdefault(session_id, deque()).append(job)
+        return loop.create_future()
+
+    async def _submit(self, job: Job[T]) -> Finished[T]:
+        self._queues.setdefault(job.session_id, deque()).append(job)
         self._wakeup.set()
         try:
             value = await asyncio.wait_for(asyncio.shield(job.future), self.timeout_s)
@@ -132,9 +181,10 @@ class Scheduler:
                 self._queues[sid] = keep
             else:
                 del self._queues[sid]
-        if self._running is not None and self._running.conn_id == conn_id:
-            self._running.cancel.set()
-            n += 1
+        for job in self._running:
+            if job.conn_id == conn_id:
+                job.cancel.set()
+                n += 1
         return n
 
     def _abandon(self, job: Job[Any]) -> None:
@@ -152,36 +202,104 @@ class Scheduler:
         """Round-robin: take the head of the first session's queue, then move it to the back."""
         while self._queues:
             sid, q = next(iter(self._queues.items()))
-            job = q.popleft()
-            if q:
-                self._queues.move_to_end(sid)
-            else:
-                del self._queues[sid]
+            job = self._pop_head(sid, q)
             if not job.future.done():
                 return job
         return None
 
+    def _pop_head(self, sid: str, q: deque[Job[Any]]) -> Job[Any]:
+        job = q.popleft()
+        if q:
+            self._queues.move_to_end(sid)
+        else:
+            del self._queues[sid]
+        return job
+
+    def _next_batch(self) -> list[Job[Any]]:
+        """The next job, and for a batched one the heads of the following sessions' queues that
+        share its runner (one per session, in round-robin order, ``batch_sessions`` at most)."""
+        first = self._next_job()
+        if first is None:
+            return []
+        batch = [first]
+        if first.runner is None or self.batch_sessions < 2:
+            return batch
+        for sid in list(self._queues):
+            if len(batch) >= self.batch_sessions:
+                break
+            q = self._queues[sid]
+            while q and q[0].future.done():  # abandoned heads: drop them
+                q.popleft()
+            if not q:
+                del self._queues[sid]
+                continue
+            head = q[0]
+            if sid == first.session_id or head.runner != first.runner:
+                continue  # an opaque job (or another runner) keeps its turn
+            batch.append(self._pop_head(sid, q))
+        return batch
+
     async def _loop(self) -> None:
-        loop = asyncio.get_running_loop()
         while True:
-            job = self._next_job()
-            if job is None:
+            batch = self._next_batch()
+            if not batch:
                 self._wakeup.clear()
                 await self._wakeup.wait()
                 continue
-            job.started_at = time.monotonic()
-            self._running = job
+            now = time.monotonic()
+            for job in batch:
+                job.started_at = now
+            self._running = batch
             try:
-                value = await loop.run_in_executor(self._executor, job.fn, job.cancel)
-            except WebShepherdError as exc:
-                if not job.future.done():
-                    job.future.set_exception(exc)
-            except Exception as exc:  # the model failed: an error for this job only
-                log.exception("engine job of session %s failed", job.session_id)
-                if not job.future.done():
-                    job.future.set_exception(exc)
-            else:
-                if not job.future.done():
-                    job.future.set_result(value)
+                if batch[0].runner is None:
+                    await self._run_alone(batch[0])
+                else:
+                    await self._run_many(batch)
             finally:
-                self._running = None
+                self._running = []
+                self._count(len(batch))
+
+    def _count(self, n: int) -> None:
+        st = self.batch_stats
+        st.calls += 1
+        st.jobs += n
+        st.largest = max(st.largest, n)
+        if n > 1:
+            st.batched_calls += 1
+            st.batched_jobs += n
+
+    async def _run_alone(self, job: Job[Any]) -> None:
+        assert job.fn is not None
+        loop = asyncio.get_running_loop()
+        try:
+            value = await loop.run_in_executor(self._executor, job.fn, job.cancel)
+        except Exception as exc:
+            self._settle(job, exc)
+        else:
+            self._settle(job, value)
+
+    async def _run_many(self, batch: list[Job[Any]]) -> None:
+        runner = batch[0].runner
+        assert runner is not None
+        loop = asyncio.get_running_loop()
+        items = [j.item for j in batch]
+        cancels = [j.cancel for j in batch]
+        try:
+            results = await loop.run_in_executor(self._executor, runner, items, cancels)
+            if len(results) != len(batch):
+                raise RuntimeError(f"the batch runner gave {len(results)} results for {len(batch)}")
+        except Exception as exc:  # the runner itself failed: every member gets the error
+            results = [exc] * len(batch)
+        for job, value in zip(batch, results, strict=True):
+            self._settle(job, value)
+
+    @staticmethod
+    def _settle(job: Job[Any], value: Any) -> None:
+        if job.future.done():
+            return
+        if isinstance(value, BaseException):
+            if not isinstance(value, WebShepherdError):  # the model failed: this job only
+                log.error("engine job of session %s failed", job.session_id, exc_info=value)
+            job.future.set_exception(value)
+        else:
+            job.future.set_result(value)

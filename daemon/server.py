@@ -14,6 +14,7 @@ import json
 import logging
 import signal
 import ssl
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from webshepherd.protocol import requests as rq
@@ -75,6 +76,9 @@ class EngineAPI(Protocol):
     def make_checklist(self, intent: str, start_url: str, axtree: str) -> ParsedChecklist: ...
     def parse_reference_checklist(self, text: str) -> ParsedChecklist: ...
     def score(self, step: StepInput, on_progress: Any = None, cancel: Any = None) -> StepScore: ...
+    def score_many(
+        self, steps: Sequence[StepInput], on_progress: Any = None, cancels: Any = None
+    ) -> list[StepScore | Exception]: ...
 
 
 class DaemonServer(EngineJobs):
@@ -115,7 +119,11 @@ class DaemonServer(EngineJobs):
         cfg = self.config
         self.recorder = Recorder(cfg.db_path)
         self.history = History(self.recorder)
-        self.scheduler = Scheduler(queue_limit=cfg.queue_limit, timeout_s=cfg.request_timeout_s)
+        self.scheduler = Scheduler(
+            queue_limit=cfg.queue_limit,
+            timeout_s=cfg.request_timeout_s,
+            batch_sessions=cfg.batch_sessions,
+        )
         self.scheduler.start()
         ssl_ctx = None
         if cfg.tls_cert is not None:

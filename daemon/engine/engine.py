@@ -5,13 +5,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 from webshepherd.protocol.errors import ModelError, WebShepherdError
 
-from .backend import Backend, JudgeBatch
+from .backend import Backend, JudgeBatch, JudgeOutput
 from .checklist_parse import parse_checklist
 from .checklist_parse import parse_reference_checklist as _parse_reference
 from .labels import score_candidate
@@ -44,6 +44,24 @@ class EngineConfig:
     history_steps: int = 10
     context_margin: int = 16
     max_context: int | None = None
+
+
+def _no_candidates() -> StepScore:
+    return StepScore(candidates=(), prompt_tokens=0, generated_tokens=0, prefix_shared=False)
+
+
+def _step_score(out: JudgeOutput, truncated: bool) -> StepScore:
+    """Eq. 2 rewards of every candidate from the backend's generations."""
+    cands = tuple(
+        score_candidate(k, gens, out.label_source) for k, gens in enumerate(out.generations)
+    )
+    return StepScore(
+        candidates=cands,
+        prompt_tokens=out.prefilled_tokens,
+        generated_tokens=out.generated_tokens,
+        prefix_shared=out.prefix_shared,
+        truncated_axtree=truncated,
+    )
 
 
 def truncation_marker(omitted: int, total: int) -> str:
@@ -118,9 +136,78 @@ class Engine:
         setting ``cancel`` stops decoding (unfinished samples are "aborted").
         """
         if not step.candidates:
-            return StepScore(
-                candidates=(), prompt_tokens=0, generated_tokens=0, prefix_shared=False
+            return _no_candidates()
+        with self._lock, _model_errors("scoring"):
+            t0 = time.monotonic()
+            batch, truncated = self._judge_batch(step)
+            out = self.backend.judge(batch, on_delta=on_progress, cancel=cancel)
+            self._account(out.prefilled_tokens, out.generated_tokens, t0)
+        return _step_score(out, truncated)
+
+    def score_many(
+        self,
+        steps: Sequence[StepInput],
+        on_progress: Sequence[ProgressCallback | None] | None = None,
+        cancels: Sequence[threading.Event | None] | None = None,
+    ) -> list[StepScore | Exception]:
+        """:meth:`score` for independent steps (different sessions) in one backend call
+        (``Backend.judge_many``). One entry per step, in order: its score, or the error that
+        step alone met (a ``ModelError`` for a model failure; the other steps are unaffected).
+        """
+        progress = list(on_progress) if on_progress is not None else [None] * len(steps)
+        cancel_of = list(cancels) if cancels is not None else [None] * len(steps)
+        results: list[StepScore | Exception] = [_no_candidates() for _ in steps]
+        todo: list[int] = []
+        batches: list[JudgeBatch] = []
+        truncated: dict[int, bool] = {}
+        with self._lock:
+            t0 = time.monotonic()
+            for i, step in enumerate(steps):
+                if not step.candidates:
+                    continue
+                try:
+                    with _model_errors("scoring"):
+                        batch, truncated[i] = self._judge_batch(step)
+                except WebShepherdError as exc:
+                    results[i] = exc
+                    continue
+                todo.append(i)
+                batches.append(batch)
+            if not batches:
+                return results
+            try:
+                with _model_errors("scoring"):
+                    outs = self.backend.judge_many(
+                        batches, [progress[i] for i in todo], [cancel_of[i] for i in todo]
+                    )
+                    if len(outs) != len(batches):
+                        raise RuntimeError(
+                            f"judge_many gave {len(outs)} results for {len(batches)}"
+                        )
+            except WebShepherdError as exc:
+                for i in todo:
+                    results[i] = exc
+                return results
+            done = [o for o in outs if not isinstance(o, Exception)]
+            self._account(
+                sum(o.prefilled_tokens for o in done), sum(o.generated_tokens for o in done), t0
             )
+        for i, out in zip(todo, outs, strict=True):
+            if isinstance(out, WebShepherdError):
+                results[i] = out
+            elif isinstance(out, Exception):
+                log.error("scoring failed for one step of a batch", exc_info=out)
+                results[i] = ModelError(f"the model failed while scoring ({type(out).__name__})")
+            else:
+                try:
+                    with _model_errors("scoring"):
+                        results[i] = _step_score(out, truncated[i])
+                except WebShepherdError as exc:
+                    results[i] = exc
+        return results
+
+    def _judge_batch(self, step: StepInput) -> tuple[JudgeBatch, bool]:
+        """The step's judge prompts (AX tree cut to fit) as one batch, and whether it was cut."""
         if not step.checklist.items:
             raise ModelError("cannot score a step without checklist items")
         trajectory = format_trajectory(step.history, self.config.history_steps)
@@ -140,29 +227,16 @@ class Engine:
             prefix, suffixes = parts(tree)
             return max(self.backend.count_tokens(prefix + s) for s in suffixes)
 
-        with self._lock, _model_errors("scoring"):
-            t0 = time.monotonic()
-            tree, truncated = self.fit_axtree(step.axtree, longest, self.config.max_new_tokens)
-            prefix, suffixes = parts(tree)
-            batch = JudgeBatch(
-                prefix=prefix,
-                suffixes=suffixes,
-                samples=max(1, step.samples),
-                max_new_tokens=self.config.max_new_tokens,
-                temperature=self.config.temperature,
-            )
-            out = self.backend.judge(batch, on_delta=on_progress, cancel=cancel)
-            self._account(out.prefilled_tokens, out.generated_tokens, t0)
-        cands = tuple(
-            score_candidate(k, gens, out.label_source) for k, gens in enumerate(out.generations)
+        tree, truncated = self.fit_axtree(step.axtree, longest, self.config.max_new_tokens)
+        prefix, suffixes = parts(tree)
+        batch = JudgeBatch(
+            prefix=prefix,
+            suffixes=suffixes,
+            samples=max(1, step.samples),
+            max_new_tokens=self.config.max_new_tokens,
+            temperature=self.config.temperature,
         )
-        return StepScore(
-            candidates=cands,
-            prompt_tokens=out.prefilled_tokens,
-            generated_tokens=out.generated_tokens,
-            prefix_shared=out.prefix_shared,
-            truncated_axtree=truncated,
-        )
+        return batch, truncated
 
     # -- helpers -------------------------------------------------------------------------
 
