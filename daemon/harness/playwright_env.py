@@ -237,12 +237,12 @@ class PlaywrightEnvironment:
     async def _navigate(self, act: Action) -> None:
         page, t = self.page, self.navigation_timeout_ms
         if act.name == "goto":
+            committed = self._committed
             try:
                 await page.goto(act.args["url"], wait_until="load", timeout=t)
             except Exception as exc:
                 message = f"navigation to {act.args['url']!r} failed: {_first_line(exc)}"
-                with contextlib.suppress(Exception):  # let Chromium's error page settle
-                    await page.wait_for_load_state("load", timeout=t)
+                await self._error_page_settled(committed)
                 raise ActionError(message) from None
             return
         go = page.go_back if act.name == "go_back" else page.go_forward
@@ -251,6 +251,15 @@ class PlaywrightEnvironment:
         if response is None and page.url == before:
             where = "previous" if act.name == "go_back" else "next"
             raise ActionError(f"{act.name}: there is no {where} page in this tab's history")
+
+    async def _error_page_settled(self, committed: int, wait_s: float = 2.0) -> None:
+        """After a failed navigation: let Chromium commit and load its error page."""
+        loop = asyncio.get_running_loop()
+        end = loop.time() + wait_s
+        while self._committed == committed and loop.time() < end:
+            await asyncio.sleep(0.02)
+        with contextlib.suppress(Exception):
+            await self.page.wait_for_load_state("load", timeout=wait_s * 1000)
 
     async def _settle(self, act: Action, requested: int, committed: int) -> None:
         """After an action that may navigate: wait for the new page to load, if one was asked."""
