@@ -4,6 +4,11 @@ It knows the shop's task and proposes, on every page, the action that makes
 progress (``good``) plus distractors drawn at random (``bad``): wrong links,
 wrong products, wrong search terms, no-ops. Which one runs is decided by the
 daemon's rewards (the best one), not by this script.
+
+For the reward-guided agent loop (``webshepherd.protocol.agents``), :meth:`ShopAgent.sample`
+repeats proposals as a sampling policy would (so proposal counts, and their ties, matter),
+:meth:`ShopAgent.plan` is a full plan in advance, and :class:`ShopPolicy` wraps it all as a
+policy (``propose`` / ``refine`` / ``plan``).
 """
 
 from __future__ import annotations
@@ -12,7 +17,13 @@ import ast
 import random
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
+
+from webshepherd.protocol.common import Candidate
+
+if TYPE_CHECKING:
+    from webshepherd.protocol.agents import PageState, PolicyContext, RefineRequest
 
 TASK = "Buy the cheapest USB-C cable in the Volt & Wire shop and check out as Ada Lovelace."
 CHECKLIST = """Checklist 1: Search for USB-C cables
@@ -24,6 +35,17 @@ Checklist 3: Add it to the cart
 Checklist 4: Check out as Ada Lovelace
 - Goal: The order is placed and its confirmation is shown."""
 SHOPPER = "Ada Lovelace"
+PLAN = (
+    "Type usb-c cable into the search box",
+    "Run the search",
+    "Open the cheapest USB-C cable in the results",
+    "Add the cable to the cart",
+    "Proceed to checkout",
+    "Fill in the buyer's name, Ada Lovelace",
+    "Place the order",
+    "Tell the user the order number",
+)
+"""A full plan in advance whose steps the good actions' thoughts follow (lexically)."""
 QUERY = "usb-c cable"
 
 _REPR = r"""('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")"""  # a Python str repr
@@ -83,6 +105,7 @@ class ShopAgent:
         self.rng = random.Random(seed)
         self.bad_per_step = bad_per_step
         self.target: str | None = None  # the cheapest USB-C cable's name, once seen
+        self.counts_rng = random.Random(seed + 1)  # for sample(); propose()'s draws unchanged
 
     @staticmethod
     def done(url: str) -> bool:
@@ -97,7 +120,36 @@ class ShopAgent:
         self.rng.shuffle(proposals)
         return proposals
 
+    def good(self, url: str, axtree: str) -> Proposal:
+        """The action that makes progress on this page."""
+        return self._good(urlsplit(url).path, axtree, elements(axtree))
+
+    def plan(self) -> list[str]:
+        """The shop task's plan, written before the first action."""
+        return list(PLAN)
+
+    def sample(self, url: str, axtree: str) -> list[Proposal]:
+        """Proposals repeated as N policy samples would be: the good one twice (once with
+        double quotes, the same action once normalised), each bad one once or twice, so
+        the good one is sometimes tied in frequency with a bad one."""
+        proposals = self.propose(url, axtree)
+        out: list[Proposal] = []
+        for p in proposals:
+            out.append(p)
+            if p.good:
+                out.append(Proposal(p.thought, p.action.replace("'", '"'), True))
+            elif self.counts_rng.random() < 0.5:
+                out.append(p)
+        return out
+
     def _good(self, path: str, axtree: str, els: list[Element]) -> Proposal:
+        if path.startswith("/order/"):
+            number = path.rsplit("/", 1)[-1]
+            return Proposal(
+                "The order is confirmed; tell the user the order number.",
+                f"send_msg_to_user('Order {number} is placed.')",
+                True,
+            )
         cart = _find(els, "link", "Cart (")
         in_cart = bool(cart and not cart.name.startswith("Cart (0"))
         if path == "/search":
@@ -208,3 +260,25 @@ class ShopAgent:
                     )
                 )
         return bad
+
+
+class ShopPolicy:
+    """:class:`ShopAgent` as a policy of the agent loop (``propose``, ``refine``, ``plan``)."""
+
+    def __init__(self, seed: int = 0, bad_per_step: int = 2) -> None:
+        self.agent = ShopAgent(seed=seed, bad_per_step=bad_per_step)
+
+    def propose(self, state: PageState, context: PolicyContext) -> list[Candidate]:
+        proposals = self.agent.sample(state.url, state.axtree)
+        kept = [p for p in proposals if p.action not in context.rejected] or proposals
+        return [Candidate(thought=p.thought, action=p.action) for p in kept]
+
+    def refine(self, request: RefineRequest) -> Candidate:
+        """The scripted agent "learns" from the feedback: it proposes its good action."""
+        good = self.agent.good(request.state.url, request.state.axtree)
+        return Candidate(
+            thought=f"Reconsidered after the feedback. {good.thought}", action=good.action
+        )
+
+    def plan(self, intent: str, state: PageState) -> list[str]:
+        return self.agent.plan()

@@ -1,0 +1,61 @@
+"""The demo's text browser as an agent :class:`~webshepherd.protocol.agents.Environment`.
+
+Lets the reward-guided agent loop run end to end without Chromium: pages come from
+:class:`~.browser.Browser` (real HTTP, AX-tree text), actions are BrowserGym strings.
+``send_msg_to_user`` and ``report_infeasible`` end the episode; an action the text
+browser cannot run raises :class:`~webshepherd.protocol.agents.ActionError` and is
+reported as ``last_action_error`` on the next observation, as BrowserGym does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from webshepherd.protocol.agents import ActionError, ActionResult, PageState
+
+from . import browser as text_browser
+
+_UNSUPPORTED = {"select_option", "keyboard_press", "go_forward", "dblclick", "drag_and_drop"}
+
+
+class TextEnvironment:
+    """One text-browser tab opened at ``start_url``."""
+
+    def __init__(self, start_url: str, browser: text_browser.Browser | None = None) -> None:
+        self.start_url = start_url
+        self.browser = browser or text_browser.Browser()
+        self.last_error: str | None = None
+        self._started = False
+
+    async def observe(self) -> PageState:
+        if not self._started:
+            await asyncio.to_thread(self.browser.goto, self.start_url)
+            self._started = True
+        obs = await asyncio.to_thread(self.browser.observe)
+        return PageState(url=obs.url, axtree=obs.axtree, last_action_error=self.last_error)
+
+    async def execute(self, action: str) -> ActionResult:
+        try:
+            result = await self._execute(action)
+        except ActionError as exc:
+            self.last_error = exc.message
+            raise
+        self.last_error = None
+        return result
+
+    async def _execute(self, action: str) -> ActionResult:
+        try:
+            name, args = text_browser.parse_action(action)
+        except text_browser.ActionError as exc:
+            raise ActionError(f"could not run {action!r}: {exc}") from None
+        if name == "send_msg_to_user":
+            return ActionResult(action, message=str(args[0]) if args else "")
+        if name == "report_infeasible":
+            return ActionResult(action, infeasible=str(args[0]) if args else "")
+        if name in _UNSUPPORTED:
+            raise ActionError(f"could not run {action!r}: the text browser has no {name}")
+        try:
+            await asyncio.to_thread(self.browser.act, action)
+        except text_browser.ActionError as exc:
+            raise ActionError(f"could not run {action!r}: {exc}") from None
+        return ActionResult(action)
