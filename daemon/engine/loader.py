@@ -1,15 +1,33 @@
-"""Load an :class:`Engine` from a local folder or a hub id, with errors that say how to fix them."""
+"""Load an :class:`Engine` on one of the backends, with errors that say how to fix them.
+
+``transformers`` (default) and ``vllm`` load a local folder or a hub id in this process;
+``openai`` scores through an OpenAI-compatible server (``vllm serve``, the project's own
+``openai_server``, a cluster behind a load balancer), probed at start-up.
+"""
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import logging
 import os
+import urllib.error
+import urllib.parse
+import urllib.request
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from webshepherd.protocol.errors import ModelUnavailableError
 
 from .engine import Engine, EngineConfig
-from .transformers_backend import TransformersBackend
+
+if TYPE_CHECKING:
+    from .backend import Backend
+    from .openai_backend import OpenAIBackend
+    from .transformers_backend import TransformersBackend
+
+BackendKind = Literal["transformers", "vllm", "openai"]
+BACKENDS: tuple[str, ...] = get_args(BackendKind)
 
 log = logging.getLogger(__name__)
 
@@ -31,8 +49,27 @@ def _short(e: BaseException) -> str:
     return f"{type(e).__name__}: {text[:200]}" if text else type(e).__name__
 
 
+def _offline() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
+
+
+def _check_folder(model: str) -> None:
+    path = Path(model).expanduser()
+    if path.exists() and (not path.is_dir() or not (path / "config.json").exists()):
+        raise ModelUnavailableError(
+            f"cannot load model {model!r}: {path} exists but is not a model folder "
+            f"(no config.json). {_FIX}"
+        )
+    if not path.exists() and _looks_local(model):
+        raise ModelUnavailableError(
+            f"cannot load model {model!r}: the local folder {path} does not exist. {_FIX}"
+        )
+
+
 def load_backend(model: str, *, device: str = "auto") -> TransformersBackend:
     """Try a local folder, the HF cache (``local_files_only``), then a download (not if offline)."""
+    from .transformers_backend import TransformersBackend
+
     tried: list[str] = []
     path = Path(model).expanduser()
     if path.exists():
@@ -57,7 +94,7 @@ def load_backend(model: str, *, device: str = "auto") -> TransformersBackend:
         return TransformersBackend.load(model, device=device, local_files_only=True)
     except Exception as e:
         tried.append(f"Hugging Face cache with local_files_only ({_short(e)})")
-    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
+    if _offline():
         tried.append("download (skipped: HF_HUB_OFFLINE is set)")
     else:
         try:
@@ -67,8 +104,173 @@ def load_backend(model: str, *, device: str = "auto") -> TransformersBackend:
     raise ModelUnavailableError(f"cannot load model {model!r}: tried {'; '.join(tried)}. {_FIX}")
 
 
-def load_engine(model: str, *, device: str = "auto", config: EngineConfig | None = None) -> Engine:
-    """An :class:`Engine` on transformers; ``ModelUnavailableError`` says what was tried."""
-    backend = load_backend(model, device=device)
-    log.info("loaded %s on %s", model, backend.device)
-    return Engine(backend, config or EngineConfig())
+def load_vllm_backend(model: str, *, device: str = "auto", **options: Any) -> Backend:
+    """A :class:`~webshepherd.daemon.engine.vllm_backend.VLLMBackend` (CUDA and vLLM needed).
+
+    ``options`` go to ``VLLMBackend.load`` (``top_logprobs``, ``gpu_memory_utilization``, …).
+    """
+    if importlib.util.find_spec("vllm") is None:
+        raise ModelUnavailableError(
+            "the vllm backend needs vLLM, which is not installed: "
+            "`pip install 'webshepherd[gpu]'` on a machine with a CUDA GPU, "
+            "or use --backend transformers"
+        )
+    if device not in ("auto", "cuda") and not device.startswith("cuda"):
+        raise ModelUnavailableError(
+            f"the vllm backend runs on CUDA, not on device {device!r}: "
+            "use --backend transformers for CPU"
+        )
+    import torch
+
+    if not torch.cuda.is_available():
+        raise ModelUnavailableError(
+            "the vllm backend needs a CUDA GPU and torch sees none "
+            "(check the driver and CUDA_VISIBLE_DEVICES), or use --backend transformers"
+        )
+    _check_folder(model)
+    from .vllm_backend import VLLMBackend
+
+    local = Path(model).expanduser()
+    try:
+        return VLLMBackend.load(str(local) if local.exists() else model, **options)
+    except Exception as e:
+        raise ModelUnavailableError(f"vLLM could not load {model!r}: {_short(e)}. {_FIX}") from e
+
+
+def api_root(base_url: str) -> str:
+    """``http://host:port`` or ``…/v1`` -> the API root ending in the version (``…/v1``)."""
+    url = urllib.parse.urlsplit(base_url.strip())
+    if url.scheme not in ("http", "https") or not url.netloc:
+        raise ModelUnavailableError(
+            f"--base-url {base_url!r} is not an http(s) URL (e.g. http://127.0.0.1:8000/v1)"
+        )
+    path = url.path.rstrip("/") or "/v1"
+    return urllib.parse.urlunsplit((url.scheme, url.netloc, path, "", ""))
+
+
+def probe_models(root: str, api_key: str | None, timeout_s: float = 5.0) -> list[dict[str, Any]]:
+    """``GET {root}/models``: the served models, or ``ModelUnavailableError`` saying why not."""
+    req = urllib.request.Request(
+        f"{root}/models", headers={"Authorization": f"Bearer {api_key}"} if api_key else {}
+    )
+    try:
+        with urllib.request.urlopen(req, timeout=timeout_s) as resp:
+            reply = json.loads(resp.read())
+    except urllib.error.HTTPError as e:
+        hint = (
+            ": it wants an API key (--api-key-env VAR names the environment variable holding it)"
+            if e.code in (401, 403)
+            else ""
+        )
+        raise ModelUnavailableError(
+            f"the model server at {root} answered HTTP {e.code} to GET /models{hint}"
+        ) from e
+    except (urllib.error.URLError, TimeoutError, OSError) as e:
+        reason = getattr(e, "reason", e)
+        raise ModelUnavailableError(
+            f"cannot reach the model server at {root} ({reason}): start it "
+            "(e.g. `vllm serve MODEL` or "
+            "`python -m webshepherd.daemon.engine.openai_server --model MODEL`) "
+            "or fix --base-url"
+        ) from e
+    except ValueError as e:
+        raise ModelUnavailableError(
+            f"the server at {root} is not an OpenAI-compatible API (GET /models is not JSON)"
+        ) from e
+    data = reply.get("data") if isinstance(reply, dict) else None
+    if not isinstance(data, list):
+        raise ModelUnavailableError(
+            f"the server at {root} is not an OpenAI-compatible API (GET /models has no 'data')"
+        )
+    return [m for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
+
+
+def _tokenizer(model: str) -> Any:
+    """The chat template and tokenizer of ``model`` when they can be had, else None."""
+    try:
+        from transformers import AutoTokenizer
+    except ImportError:
+        return None
+    tries = [True] if _offline() else [True, False]
+    for local in tries:
+        try:
+            return AutoTokenizer.from_pretrained(model, local_files_only=local)
+        except Exception as e:
+            last = e
+    log.warning(
+        "no tokenizer for %s (%s): prompts use ChatML and token counts are estimates",
+        model,
+        _short(last),
+    )
+    return None
+
+
+def load_openai_backend(
+    model: str,
+    *,
+    base_url: str | None,
+    api_key: str | None = None,
+    remote_model: str | None = None,
+    probe_timeout_s: float = 5.0,
+    **options: Any,
+) -> OpenAIBackend:
+    """An :class:`~webshepherd.daemon.engine.openai_backend.OpenAIBackend` on a server that
+    answers ``GET /models``. ``model`` names the tokenizer / chat template; ``remote_model``
+    the server's model name (default: ``model``, or the only model the server has)."""
+    from .openai_backend import OpenAIBackend
+
+    if not base_url:
+        raise ModelUnavailableError(
+            "the openai backend needs the server's URL: --base-url http://HOST:PORT/v1"
+        )
+    root = api_root(base_url)
+    served = probe_models(root, api_key, probe_timeout_s)
+    ids = [str(m["id"]) for m in served]
+    name = remote_model or model
+    if name not in ids:
+        if remote_model is None and len(ids) == 1:
+            log.info("the server at %s serves %s: scoring with it", root, ids[0])
+            name = ids[0]
+        else:
+            listed = ", ".join(ids) if ids else "no model"
+            raise ModelUnavailableError(
+                f"the server at {root} does not serve {name!r} (it serves {listed}): "
+                "name one with --remote-model"
+            )
+    card = served[ids.index(name)]
+    tokenizer = _tokenizer(model)
+    max_len = card.get("max_model_len")
+    if isinstance(max_len, int) and max_len > 0:
+        options.setdefault("max_context", max_len)
+    return OpenAIBackend(root, name, api_key=api_key, tokenizer=tokenizer, **options)
+
+
+def load_engine(
+    model: str,
+    *,
+    device: str = "auto",
+    config: EngineConfig | None = None,
+    backend: str = "transformers",
+    base_url: str | None = None,
+    api_key: str | None = None,
+    remote_model: str | None = None,
+) -> Engine:
+    """An :class:`Engine` on ``backend`` (see :data:`BACKENDS`); ``ModelUnavailableError`` says
+    what was tried and how to fix it."""
+    loaded: Backend
+    if backend == "transformers":
+        loaded = load_backend(model, device=device)
+        log.info("loaded %s on %s", model, loaded.device)
+    elif backend == "vllm":
+        loaded = load_vllm_backend(model, device=device)
+        log.info("loaded %s in vLLM", model)
+    elif backend == "openai":
+        loaded = load_openai_backend(
+            model, base_url=base_url, api_key=api_key, remote_model=remote_model
+        )
+        log.info("scoring with %s at %s", loaded.model_id, base_url)
+    else:
+        raise ModelUnavailableError(
+            f"unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}"
+        )
+    return Engine(loaded, config or EngineConfig())

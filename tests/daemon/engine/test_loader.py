@@ -1,0 +1,86 @@
+"""Loading an engine on each backend, and the errors that say how to fix a failed load."""
+
+from __future__ import annotations
+
+import importlib.util
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from webshepherd.daemon.engine.engine import Engine
+from webshepherd.daemon.engine.loader import api_root, load_engine, load_openai_backend
+from webshepherd.daemon.engine.openai_backend import OpenAIBackend
+from webshepherd.daemon.engine.openai_server import OpenAIServer
+from webshepherd.daemon.engine.transformers_backend import TransformersBackend
+from webshepherd.protocol.errors import ModelUnavailableError
+
+KEY = "sk-loader-test"
+HAS_VLLM = importlib.util.find_spec("vllm") is not None
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def server(tiny_engine: Engine) -> Iterator[OpenAIServer]:
+    base = tiny_engine.backend
+    assert isinstance(base, TransformersBackend)
+    renamed = TransformersBackend(base.model, base.tokenizer, "served-tiny")
+    renamed._lock = base._lock  # one model, one lock
+    s = OpenAIServer(renamed, "127.0.0.1", 0, api_key=KEY)
+    s.start()
+    yield s
+    s.stop()
+
+
+def test_api_root_adds_the_version_path() -> None:
+    assert api_root("http://127.0.0.1:8000") == "http://127.0.0.1:8000/v1"
+    assert api_root(" http://h:1/v1/ ") == "http://h:1/v1"
+    assert api_root("https://gw.example/openai/v1") == "https://gw.example/openai/v1"
+    with pytest.raises(ModelUnavailableError, match="not an http"):
+        api_root("127.0.0.1:8000")
+
+
+@pytest.mark.model
+def test_openai_engine_on_the_projects_own_endpoint(
+    server: OpenAIServer, tiny_model_path: Path
+) -> None:
+    engine = load_engine(str(tiny_model_path), backend="openai", base_url=server.url, api_key=KEY)
+    backend = engine.backend
+    assert isinstance(backend, OpenAIBackend) and engine.backend_name == "openai"
+    assert backend.model_id == "served-tiny"  # --model names no served model: the only one
+    assert backend.tokenizer is not None  # --model still gives the chat template
+    assert backend.max_context == 2048  # the server's max_model_len
+    assert backend.base_url == server.url
+
+
+@pytest.mark.model
+def test_openai_load_errors_say_what_to_fix(server: OpenAIServer, tiny_model_path: Path) -> None:
+    tiny = str(tiny_model_path)
+    with pytest.raises(ModelUnavailableError, match="--base-url"):
+        load_engine(tiny, backend="openai")
+    with pytest.raises(ModelUnavailableError, match="cannot reach the model server"):
+        load_openai_backend(tiny, base_url=f"http://127.0.0.1:{closed_port()}/v1")
+    with pytest.raises(ModelUnavailableError, match=r"HTTP 401.*--api-key-env"):
+        load_openai_backend(tiny, base_url=server.url)
+    with pytest.raises(ModelUnavailableError, match=r"does not serve 'other'.*served-tiny"):
+        load_openai_backend(tiny, base_url=server.url, api_key=KEY, remote_model="other")
+    with pytest.raises(ModelUnavailableError, match="unknown backend 'tgi'"):
+        load_engine(tiny, backend="tgi")
+
+
+@pytest.mark.skipif(HAS_VLLM, reason="vLLM is installed here")
+def test_vllm_backend_without_vllm_says_how_to_install_it(tiny_model_path: Path) -> None:
+    with pytest.raises(ModelUnavailableError, match=r"pip install 'webshepherd\[gpu\]'"):
+        load_engine(str(tiny_model_path), backend="vllm")
+
+
+@pytest.mark.skipif(not HAS_VLLM, reason="vLLM is not installed here")
+def test_vllm_backend_refuses_the_cpu(tiny_model_path: Path) -> None:
+    with pytest.raises(ModelUnavailableError, match="runs on CUDA"):
+        load_engine(str(tiny_model_path), backend="vllm", device="cpu")
