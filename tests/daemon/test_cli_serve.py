@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -72,3 +73,104 @@ def test_the_bundled_extension_is_allowed_by_default() -> None:
 
     cfg = config_from_args(build_parser().parse_args(["serve"]))
     assert cfg.allowed_origins == {f"chrome-extension://{EXTENSION_ID}"}
+
+
+# -- backends --------------------------------------------------------------------------------
+
+KEY = "sk-serve-test"
+
+
+def test_backend_flags_parse() -> None:
+    args = build_parser().parse_args(["serve"])
+    assert (args.backend, args.base_url, args.api_key_env, args.remote_model) == (
+        "transformers",
+        None,
+        None,
+        None,
+    )
+    args = build_parser().parse_args(
+        ["serve", "--backend", "openai", "--base-url", "http://h:1/v1", "--api-key-env", "K"]
+    )
+    assert (args.backend, args.base_url, args.api_key_env) == ("openai", "http://h:1/v1", "K")
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["serve", "--backend", "tgi"])
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--backend", "openai"], "--base-url"),
+        (["--base-url", "http://127.0.0.1:9/v1"], "only apply to --backend openai"),
+        (
+            ["--backend", "openai", "--base-url", "http://127.0.0.1:9/v1", "--api-key-env", "NOPE"],
+            "NOPE: that environment variable is not set",
+        ),
+        (["--backend", "openai", "--base-url", "ftp://h/v1"], "not an http"),
+    ],
+)
+def test_serve_refuses_a_backend_it_cannot_use(
+    flags: list[str], message: str, capsys: pytest.CaptureFixture[str], monkeypatch
+) -> None:
+    from webshepherd.daemon.cli import main
+
+    monkeypatch.delenv("NOPE", raising=False)
+    assert main(["serve", "--port", "0", *flags]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_serve_says_when_the_server_is_unreachable(capsys: pytest.CaptureFixture[str]) -> None:
+    import socket
+
+    from webshepherd.daemon.cli import main
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/v1"
+    assert main(["serve", "--port", "0", "--backend", "openai", "--base-url", url]) == 2
+    assert f"cannot reach the model server at {url}" in capsys.readouterr().err
+
+
+@pytest.mark.model
+async def test_serve_openai_backend_scores_through_a_real_daemon(
+    tiny_engine, tiny_model_path: Path, start_daemon, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from webshepherd.daemon.cli_serve import engine_from_args
+    from webshepherd.daemon.engine.openai_backend import OpenAIBackend
+    from webshepherd.daemon.engine.openai_server import OpenAIServer
+
+    from tests.fixtures.daemon import score_without_approval, start_session
+
+    server = OpenAIServer(tiny_engine.backend, "127.0.0.1", 0, api_key=KEY)
+    server.start()
+    try:
+        monkeypatch.setenv("WS_TEST_KEY", KEY)
+        args = build_parser().parse_args(
+            [
+                "serve",
+                "--model",
+                str(tiny_model_path),
+                "--backend",
+                "openai",
+                "--base-url",
+                server.url,
+                "--api-key-env",
+                "WS_TEST_KEY",
+                "--samples",
+                "2",
+            ]
+        )
+        engine = engine_from_args(args, config_from_args(args))
+        assert isinstance(engine.backend, OpenAIBackend) and engine.backend.api_key == KEY
+        engine.config = replace(engine.config, max_new_tokens=64, checklist_max_new_tokens=64)
+        daemon = await start_daemon(engine=engine)
+        agent = await daemon.client()
+        sid = await start_session(agent)
+        scored = await score_without_approval(agent, sid)
+        assert scored["type"] == "scored" and len(scored["results"]) == 2
+        for r in scored["results"]:
+            assert r["probabilities"] == "top_k" and len(r["samples"]) == 2
+            assert r["reward"] is not None or r["feedback"]
+        assert scored["timing"]["model_ms"] > 0
+    finally:
+        server.stop()
