@@ -108,6 +108,9 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"Hugging Face id or local folder (default {DEFAULT_MODEL})",
     )
     s.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:1, ... (default auto)")
+    from webshepherd.daemon.cli_serve import add_backend_arguments
+
+    add_backend_arguments(s)
     s.add_argument("--host", default=None, help="bind address (default 127.0.0.1)")
     s.add_argument("--port", type=int, default=None, help="port (default 8765; 0 = any free port)")
     s.add_argument(
