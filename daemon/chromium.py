@@ -30,16 +30,16 @@ def launch_args(dist: Path) -> list[str]:
 
 @contextlib.asynccontextmanager
 async def extension_context(
-    user_data_dir: str | Path, dist: Path, chromium: str
+    user_data_dir: str | Path, dist: Path, chromium: str, headless: bool = True
 ) -> AsyncIterator[tuple[Any, Any]]:
-    """A headless persistent context with the extension, and the extension's service worker."""
+    """A persistent context with the extension (headless unless told), and its service worker."""
     from playwright.async_api import async_playwright
 
     async with async_playwright() as pw:
         ctx = await pw.chromium.launch_persistent_context(
             str(user_data_dir),
             executable_path=chromium,
-            headless=True,
+            headless=headless,
             args=launch_args(dist),
             viewport={"width": 1280, "height": 720},
         )

@@ -67,6 +67,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    if args.browser:
+        from webshepherd.daemon.demo.run_browser import BrowserDemoOptions, run_browser_demo
+
+        opts = BrowserDemoOptions(
+            headless=args.headless,
+            out=Path(args.out) if args.out else None,
+            samples=args.samples,
+            max_steps=args.max_steps,
+            seed=args.seed,
+        )
+        return run_browser_demo(opts, model=args.model)
     from webshepherd.daemon.demo.run import run_demo
 
     return run_demo(
@@ -202,6 +213,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     d.add_argument("--keep", action="store_true", help="keep the temporary data dir (recording)")
     d.add_argument("--no-plot", action="store_true", help="skip the terminal reward plot")
+    d.add_argument(
+        "--browser",
+        action="store_true",
+        help="the shop in Chromium with the extension's overlay and an approval (needs "
+        "`make extension` and the chromium package)",
+    )
+    d.add_argument(
+        "--headless",
+        action="store_true",
+        help="with --browser: no window; a scripted decision clicks the overlay's Reject",
+    )
+    d.add_argument(
+        "--out",
+        default=None,
+        help="with --browser: folder for the screenshots and summary.json "
+        "(headless default: ./webshepherd-demo)",
+    )
     d.set_defaults(func=cmd_demo)
 
     from webshepherd.daemon.cli_tui import add_tui_parser

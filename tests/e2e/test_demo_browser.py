@@ -1,0 +1,125 @@
+"""``webshepherd demo --browser --headless --out DIR`` end to end: the tiny model, the daemon,
+the shop in Chromium with the extension, an approval decided in the overlay, and what the
+demo wrote (summary.json, screenshots) checked against what happened."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import struct
+import subprocess
+import sys
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+from tests.e2e.browser import skip_without_browser
+
+skip_without_browser()
+pytestmark = pytest.mark.model
+DEMO = [sys.executable, "-m", "webshepherd.daemon.cli", "demo"]
+
+
+def _env(tmp_path: Path, tiny_model_path: Path, **extra: str) -> dict[str, str]:
+    return dict(
+        os.environ,
+        WEBSHEPHERD_TINY_MODEL=str(tiny_model_path),
+        COLUMNS="120",
+        WEBSHEPHERD_CONFIG_DIR=str(tmp_path / "user-config"),
+        WEBSHEPHERD_DATA_DIR=str(tmp_path / "user-data"),
+        HF_HUB_OFFLINE="1",
+        **extra,
+    )
+
+
+def _png_size(path: Path) -> tuple[int, int]:
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR", path
+    width, height = struct.unpack(">II", data[16:24])
+    assert data.endswith(b"IEND\xaeB`\x82"), path
+    return width, height
+
+
+@pytest.fixture(scope="module")
+def demo(tiny_model_path: Path, tmp_path_factory) -> tuple[subprocess.CompletedProcess, Path]:
+    tmp = tmp_path_factory.mktemp("demo-browser")
+    out = tmp / "out"
+    result = subprocess.run(
+        [*DEMO, "--browser", "--headless", "--out", str(out), "--samples", "1"],
+        env=_env(tmp, tiny_model_path),
+        capture_output=True,
+        text=True,
+        timeout=280,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:] + result.stdout[-3000:]
+    assert not (tmp / "user-data").exists() and not (tmp / "user-config").exists()
+    return result, out
+
+
+def test_the_order_is_placed_and_every_step_is_recorded(demo):
+    result, out = demo
+    summary = json.loads((out / "summary.json").read_text("utf-8"))
+    assert summary["mode"] == "headless"
+    steps, approval = summary["steps"], summary["approvals"]
+    # the shop's path: home (type, search) -> results -> product -> cart -> checkout (name, order)
+    paths = [urlsplit(s["url"]).path for s in steps]
+    assert (
+        paths
+        == ["/", "/", "/search", "/product/" + paths[3].rsplit("/", 1)[-1], "/cart"]
+        + ["/checkout"] * 2
+    )
+    assert [s["step"] for s in steps] == list(range(1, len(steps) + 1))
+    for s in steps:
+        assert len(s["candidates"]) == 3 and len(s["rewards"]) == 3
+        good = [i for i, c in enumerate(s["candidates"]) if c["good"]]
+        assert good == [s["chosen"]]
+        assert s["error"] is None
+        assert all(r is None or 0.0 <= r <= 1.0 for r in s["rewards"])
+        if s["best"] is not None:
+            scored = [r for r in s["rewards"] if r is not None]
+            assert s["rewards"][s["best"]] == max(scored)
+        assert s["latency_ms"] > 0 and s["model_ms"] >= 0
+        assert _png_size(out / s["screenshot"]) == (1280, 720)
+    held = [s for s in steps if s["step"] == approval[0]["step"]]
+    assert len(approval) == 1 and held
+    for s in steps:  # the script's good action ran everywhere (the held one was rejected)
+        assert s["executed"] == s["candidates"][s["chosen"]]["action"]
+    # the approval: a bad candidate of that step, rejected in the overlay by the extension
+    a = approval[0]
+    bad = [c["action"] for c in held[0]["candidates"] if not c["good"]]
+    assert a["action"] in bad and a["decision"] == "rejected"
+    assert a["by"].startswith("extension:")
+    assert a["executed"] == held[0]["executed"]
+    assert _png_size(out / a["screenshot"]) == (1280, 720)
+    # the outcome: the confirmation page of the order
+    outcome = summary["outcome"]
+    assert outcome["status"] == "success" and re.fullmatch(r"VW-\d+", outcome["order"])
+    assert urlsplit(outcome["url"]).path == f"/order/{outcome['order']}"
+    assert outcome["heading"] == "Thank you, Ada Lovelace!"
+    totals = summary["totals"]
+    assert totals["steps"] == len(steps) == 7 and totals["approvals"] == 1
+    assert totals["step_latency_ms"]["max"] == max(s["latency_ms"] for s in steps)
+    # the terminal told the same story
+    assert "clicking Reject in the overlay" in result.stdout
+    assert f"order {outcome['order']} placed in 7 steps" in result.stdout
+    assert re.search(r"step latency p50 \d+\.\d ms", result.stdout)
+
+
+def test_headed_without_a_display_says_what_to_do(tmp_path, tiny_model_path):
+    env = _env(tmp_path, tiny_model_path)
+    env.pop("DISPLAY", None)
+    env.pop("WAYLAND_DISPLAY", None)
+    result = subprocess.run(
+        [*DEMO, "--browser"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 2
+    text = " ".join(result.stdout.split())
+    assert "no display" in text and "--headless" in text and "xvfb-run" in text
