@@ -10,8 +10,8 @@ at every generated token, legacy completions format: ``tokens``, ``token_logprob
 ``top_logprobs``, ``text_offset``), and ``stream: true`` (server-sent events, one chunk per
 generated token with its logprobs, ``stream_options.include_usage``, then ``data: [DONE]``;
 a client that disconnects stops its generation). Prompts are processed one after another, the
-``n`` samples of a prompt in one batch. Loopback by default; ``--api-key`` requires
-``Authorization: Bearer``.
+``n`` samples of a prompt in one batch. Loopback by default; ``--api-key-env VAR`` requires
+``Authorization: Bearer`` with the key held in that environment variable.
 """
 
 from __future__ import annotations
@@ -22,10 +22,11 @@ import itertools
 import json
 import logging
 import math
+import os
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -144,7 +145,7 @@ class Completer:
             "usage": _usage(prompt_tokens, completion_tokens),
         }
 
-    def stream(self, p: _Params) -> Iterator[dict[str, Any]]:
+    def stream(self, p: _Params) -> Generator[dict[str, Any], None, None]:
         """Server-sent chunks: text and logprobs deltas as tokens are generated.
 
         Text that could be the start of a stop string is held back until it is not; the
@@ -497,14 +498,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=8001)
     ap.add_argument("--device", default="auto")
-    ap.add_argument("--api-key", default=None)
+    ap.add_argument(
+        "--api-key-env",
+        default=None,
+        metavar="VAR",
+        help="require 'Authorization: Bearer KEY', KEY read from this environment variable",
+    )
+    ap.add_argument("--api-key", default=None, help="the key itself (visible to `ps`)")
     args = ap.parse_args(argv)
+    api_key = args.api_key
+    if args.api_key_env:
+        api_key = os.environ.get(args.api_key_env)
+        if not api_key:
+            ap.error(f"--api-key-env {args.api_key_env}: that environment variable is not set")
     logging.basicConfig(level=logging.INFO)
     server = OpenAIServer(
         TransformersBackend.load(args.model, device=args.device),
         args.host,
         args.port,
-        args.api_key,
+        api_key,
     )
     print(f"serving {args.model} at {server.url}", flush=True)
     try:

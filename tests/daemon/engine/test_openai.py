@@ -286,3 +286,49 @@ def test_judge_many_runs_batches_concurrently_with_errors_apart(
     assert {c for c, _s in seen} == set(range(len(ok.suffixes)))
     assert all(g.finish_reason == "aborted" for row in third.generations for g in row)
     assert remote.judge_many([], [], []) == []
+
+
+def test_the_server_command_reads_its_key_from_the_environment(tiny_model_path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "WS_SERVER_KEY": KEY}
+    cmd = [sys.executable, "-m", "webshepherd.daemon.engine.openai_server", "--model"]
+    proc = subprocess.Popen(
+        [
+            *cmd,
+            str(tiny_model_path),
+            "--port",
+            "0",
+            "--device",
+            "cpu",
+            "--api-key-env",
+            "WS_SERVER_KEY",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("serving ") and " at http://127.0.0.1:" in line, line
+        url = line.rsplit(" at ", 1)[1].strip()
+        req = urllib.request.Request(f"{url}/models", headers={"Authorization": f"Bearer {KEY}"})
+        with urllib.request.urlopen(req, timeout=10) as r:
+            assert json.loads(r.read())["data"][0]["max_model_len"] == 2048
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(f"{url}/models", timeout=10)
+        assert e.value.code == 401
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    missing = subprocess.run(
+        [*cmd, str(tiny_model_path), "--api-key-env", "WS_NOT_SET_ANYWHERE"],
+        capture_output=True,
+        text=True,
+        env={k: v for k, v in os.environ.items() if k != "WS_NOT_SET_ANYWHERE"},
+    )
+    assert missing.returncode == 2 and "WS_NOT_SET_ANYWHERE" in missing.stderr
