@@ -51,6 +51,51 @@ def improved(new: float | None, old: float | None) -> bool:
     return new is not None and (old is None or new > old)
 
 
+class Rounds:
+    """The refinement rounds as plain data (no I/O): feed each scored candidate to :meth:`add`,
+    ask :attr:`go` whether to refine again, and :attr:`kept` for the final choice."""
+
+    def __init__(
+        self,
+        draft: Candidate,
+        reward: float | None,
+        feedback: str,
+        previous_reward: float | None,
+        max_rounds: int = 2,
+    ) -> None:
+        self.candidates = [draft]
+        self.rewards = [reward]
+        self.feedback = [feedback]
+        self.max_rounds = max_rounds
+        self.go = should_refine(reward, previous_reward) and max_rounds > 0
+
+    @property
+    def rounds(self) -> int:
+        return len(self.candidates) - 1
+
+    @property
+    def draft(self) -> Candidate:
+        """The candidate the next round refines (the latest one)."""
+        return self.candidates[-1]
+
+    def add(self, refined: Candidate, reward: float | None, feedback: str) -> None:
+        """A refined candidate and its reward; refining goes on while the reward improves."""
+        self.candidates.append(refined)
+        self.rewards.append(reward)
+        self.feedback.append(feedback)
+        self.go = improved(reward, self.rewards[-2]) and self.rounds < self.max_rounds
+
+    def stop(self) -> None:
+        """The policy gave nothing new: no further round."""
+        self.go = False
+
+    @property
+    def kept(self) -> int:
+        """The highest reward among the candidates (ties: the earlier one)."""
+        n = len(self.candidates)
+        return select(self.rewards, [1] * n, list(range(n)))
+
+
 @dataclass(frozen=True)
 class Refinement:
     """The candidates refinement went through and the one kept."""
@@ -92,34 +137,31 @@ async def refine(
 ) -> Refinement:
     """Refine ``draft`` (scored as ``result``) while its reward is below ``previous_reward``."""
     pol = as_policy(policy)
-    candidates, rewards = [draft], [result.reward]
-    feedback = [feedback_for_policy(result)]
+    book = Rounds(draft, result.reward, feedback_for_policy(result), previous_reward, max_rounds)
+    if not pol.can_refine:
+        book.stop()
     replies: list[Scored] = []
-    go = should_refine(result.reward, previous_reward) and pol.can_refine
-    while go and len(candidates) <= max_rounds:
+    while book.go:
         request = RefineRequest(
             context.intent,
             state,
             context.history,
-            candidates[-1],
-            feedback[-1],
-            round=len(candidates),
+            book.draft,
+            book.feedback[-1],
+            round=book.rounds + 1,
             plan=context.plan,
         )
         refined = await pol.refine(request)
-        if refined is None or action_key(refined.action) == action_key(candidates[-1].action):
+        if refined is None or action_key(refined.action) == action_key(book.draft.action):
+            book.stop()
             break
         scored = await session.score(
             [refined], None, samples=samples, approval="never", timeout=timeout
         )
         replies.append(scored)
-        new = scored.results[0]
-        candidates.append(refined)
-        rewards.append(new.reward)
-        feedback.append(feedback_for_policy(new))
-        go = improved(new.reward, rewards[-2])
-    n = len(candidates)
-    keep = select(rewards, [1] * n, list(range(n)))
+        book.add(refined, scored.results[0].reward, feedback_for_policy(scored.results[0]))
+    keep = book.kept
+    candidates = book.candidates
     decision = DecisionInfo(status="auto", index=keep, action=candidates[keep].action)
     chosen: Candidate | None = candidates[keep]
     if approval != "never":
@@ -127,10 +169,9 @@ async def refine(
             [candidates[keep]], None, samples=samples, approval=approval, timeout=timeout
         )
         replies.append(gate)
-        decision = gate.decision
-        chosen = decide([candidates[keep]], 0, decision.model_copy(update={"index": 0}))
-        decision = decision.model_copy(update={"index": keep})
-    return Refinement(candidates, rewards, feedback, keep, chosen, decision, replies)
+        chosen = decide([candidates[keep]], 0, gate.decision.model_copy(update={"index": 0}))
+        decision = gate.decision.model_copy(update={"index": keep})
+    return Refinement(candidates, book.rewards, book.feedback, keep, chosen, decision, replies)
 
 
 def refine_sync(session: SyncSession, policy: Any, *args: Any, **kwargs: Any) -> Refinement:
