@@ -129,6 +129,11 @@ def judge_output(
     )
 
 
+def _external(request_id: str) -> str:
+    """The id a request was added with, should an engine report its internal ``ID-suffix``."""
+    return request_id.rsplit("-", 1)[0]
+
+
 # -- the engine --------------------------------------------------------------------------------
 
 
@@ -266,7 +271,7 @@ class VLLMBackend(Backend):
                 self.engine.add_request(rid, {"prompt_token_ids": self._encode(prompt)}, params)
                 while self.engine.has_unfinished_requests():
                     for out in self.engine.step():
-                        if out.request_id == rid and out.finished:
+                        if rid in (out.request_id, _external(out.request_id)) and out.finished:
                             text = str(out.outputs[0].text)
             except WebShepherdError:
                 raise
@@ -438,12 +443,15 @@ class VLLMBackend(Backend):
             warm[rid] = j
         while warm and self.engine.has_unfinished_requests():
             for out in self.engine.step():
-                owner = warm.get(out.request_id)
+                owner = warm.get(out.request_id) or warm.get(_external(out.request_id))
                 if owner is not None and out.finished:
                     cached = getattr(out, "num_cached_tokens", None) or 0
                     owner.warm_tokens = max(0, len(owner.prefix_ids) - int(cached))
 
     def _run(self, jobs: list[_Job]) -> None:
+        for j in jobs:
+            j.aborted = j.cancel is not None and j.cancel.is_set()  # cancelled before it began
+        jobs = [j for j in jobs if not j.aborted]
         if not jobs:
             return
         if self.warm_prefix:
@@ -467,7 +475,7 @@ class VLLMBackend(Backend):
                 if not j.aborted and j.cancel is not None and j.cancel.is_set():
                     self._abort(j)
             for out in self.engine.step():
-                hit = route.get(out.request_id)
+                hit = route.get(out.request_id) or route.get(_external(out.request_id))
                 if hit is None:
                     continue
                 j, c = hit
