@@ -1,0 +1,138 @@
+"""Attention with shared prefixes kept once: prefix part + row part, merged exactly.
+
+Rows of one decode may share a prompt prefix (the K candidates x n samples of a step) and
+several steps may decode together, each with its own prefix. Instead of copying a prefix's
+KV cache into every row, each prefix keeps ONE copy (batch 1) and every row's own cache holds
+only its suffix and generated tokens. At every layer, a query attends to its group's prefix
+(one matrix product per group, the prefix read once) and to its own keys (with the padding
+mask); the two softmax parts are merged by their log-sum-exp, which is the same attention
+as over the concatenated keys.
+
+:func:`install` registers the function with transformers' ``AttentionInterface`` and sets
+it on the model; without a :class:`SharedPrefixes` argument it delegates to the model's own
+attention (``sdpa`` or ``eager``), so other calls on the model are unchanged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+# the keyword argument the model forwards to the attention function
+KWARG = "shared_prefixes"
+_NAMES = {"sdpa": "webshepherd_split_sdpa", "eager": "webshepherd_split_eager"}
+
+
+@dataclass
+class SharedPrefixes:
+    """Per group: the prefix's keys and values of every layer (batch 1) and the group's rows
+    (a contiguous range ``[start, end)`` of the batch). Rows outside every group have no
+    prefix."""
+
+    keys: list[list[torch.Tensor]] = field(default_factory=list)  # [group][layer]
+    values: list[list[torch.Tensor]] = field(default_factory=list)
+    rows: list[tuple[int, int]] = field(default_factory=list)
+
+    def add(self, cache: Any, start: int, end: int) -> None:
+        """A prefix's ``DynamicCache`` (batch 1) for rows ``[start, end)``."""
+        self.keys.append([layer.keys for layer in cache.layers])
+        self.values.append([layer.values for layer in cache.layers])
+        self.rows.append((start, end))
+
+
+def install(model: Any) -> bool:
+    """Route the model's attention through :func:`split_attention`; False when its attention
+    implementation is one this module cannot delegate to (then nothing changes)."""
+    from transformers import AttentionInterface
+    from transformers.masking_utils import AttentionMaskInterface
+
+    current = model.config._attn_implementation
+    if current in _NAMES.values():
+        return True
+    name = _NAMES.get(current)
+    if name is None:
+        return False
+    AttentionInterface.register(name, split_attention)
+    mask_fn: Any = AttentionMaskInterface._global_mapping[current]
+    AttentionMaskInterface.register(name, mask_fn)
+    model.set_attn_implementation(name)
+    return model.config._attn_implementation == name
+
+
+def _delegate(module: Any) -> Any:
+    from transformers import AttentionInterface
+
+    base = next(k for k, v in _NAMES.items() if v == module.config._attn_implementation)
+    if base == "eager":
+        import importlib
+
+        modeling = importlib.import_module(type(module).__module__)
+        return modeling.eager_attention_forward
+    return AttentionInterface._global_mapping[base]
+
+
+def split_attention(
+    module: Any,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    scaling: float | None = None,
+    dropout: float = 0.0,
+    **kwargs: Any,
+) -> tuple[torch.Tensor, None]:
+    """``query`` (B, H, q, d); ``key``/``value`` (B, Hkv, S, d): the rows' own cache;
+    ``attention_mask``: boolean (B, 1, q, S), True where a row's query may see its key."""
+    shared: SharedPrefixes | None = kwargs.pop(KWARG, None)
+    if shared is None:
+        return _delegate(module)(
+            module, query, key, value, attention_mask, scaling=scaling, dropout=dropout, **kwargs
+        )
+    b, h, q, d = query.shape
+    hkv = key.shape[1]
+    g = h // hkv
+    scale = scaling if scaling is not None else d**-0.5
+    layer = module.layer_idx
+    qr = query.reshape(b, hkv, g * q, d)
+    # the rows' own part: (B, Hkv, g*q, S), masked per row
+    s_own = torch.matmul(qr, key.transpose(-1, -2)).float() * scale
+    if attention_mask is not None:
+        allowed = attention_mask[:, :, None].expand(b, 1, g, q, key.shape[2])
+        s_own = s_own.view(b, hkv, g, q, -1).masked_fill(~allowed, float("-inf"))
+        s_own = s_own.view(b, hkv, g * q, -1)
+    m_own = s_own.amax(-1, keepdim=True)
+    m_own = torch.where(torch.isfinite(m_own), m_own, torch.zeros_like(m_own))
+    e_own = torch.exp(s_own - m_own)
+    l_own = e_own.sum(-1, keepdim=True)
+    o_own = torch.matmul(e_own.to(value.dtype), value).float()  # (B, Hkv, g*q, d)
+    out = torch.empty_like(o_own)
+    covered = torch.zeros(b, dtype=torch.bool)
+    for gi, (start, end) in enumerate(shared.rows):
+        if end <= start:
+            continue
+        kp, vp = shared.keys[gi][layer][0], shared.values[gi][layer][0]  # (Hkv, P, d)
+        n = end - start
+        # (Hkv, n*g*q, d): the group's queries side by side, one product per KV head
+        qg = qr[start:end].permute(1, 0, 2, 3).reshape(hkv, n * g * q, d)
+        s_pre = torch.bmm(qg, kp.transpose(1, 2)).float() * scale
+        m_pre = s_pre.amax(-1, keepdim=True)
+        e_pre = torch.exp(s_pre - m_pre)
+        l_pre = e_pre.sum(-1, keepdim=True)
+        o_pre = torch.bmm(e_pre.to(vp.dtype), vp).float()
+
+        def rows_first(t: torch.Tensor, n: int = n) -> torch.Tensor:
+            return t.view(hkv, n, g * q, t.shape[-1]).permute(1, 0, 2, 3)
+
+        m_pre, l_pre, o_pre = rows_first(m_pre), rows_first(l_pre), rows_first(o_pre)
+        mo, lo, oo = m_own[start:end], l_own[start:end], o_own[start:end]
+        m = torch.maximum(m_pre, mo)
+        a_pre, a_own = torch.exp(m_pre - m), torch.exp(mo - m)
+        out[start:end] = (o_pre * a_pre + oo * a_own) / (l_pre * a_pre + lo * a_own)
+        covered[start:end] = True
+    rest = ~covered
+    if bool(rest.any()):
+        out[rest] = o_own[rest] / l_own[rest]
+    attn = out.to(query.dtype).view(b, h, q, d).transpose(1, 2).contiguous()
+    return attn, None
