@@ -76,6 +76,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             samples=args.samples,
             max_steps=args.max_steps,
             seed=args.seed,
+            approval_timeout_s=args.approval_timeout,
         )
         return run_browser_demo(opts, model=args.model)
     from webshepherd.daemon.demo.run import run_demo
@@ -229,6 +230,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="with --browser: folder for the screenshots and summary.json "
         "(headless default: ./webshepherd-demo)",
+    )
+    d.add_argument(
+        "--approval-timeout",
+        type=float,
+        default=300.0,
+        help="with --browser: seconds the held action waits for a decision, then it is "
+        "rejected (default 300)",
     )
     d.set_defaults(func=cmd_demo)
 

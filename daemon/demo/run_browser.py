@@ -215,7 +215,8 @@ class _Run:
             self.console.print(
                 "  [bold magenta]Your turn:[/] in the browser window the webshepherd panel shows "
                 "an approval card. Click [bold]Approve[/] to let the agent run it, [bold]Reject"
-                "[/] to stop it, or [bold]Edit[/] to change the action."
+                f"[/] to stop it, or [bold]Edit[/] to change the action (within "
+                f"{self.approval_timeout_s:.0f} s; then it is rejected)."
             )
         scored = await pending
         decision = scored["decision"]

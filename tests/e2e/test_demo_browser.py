@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import struct
 import subprocess
 import sys
@@ -20,6 +21,7 @@ from tests.e2e.browser import skip_without_browser
 skip_without_browser()
 pytestmark = pytest.mark.model
 DEMO = [sys.executable, "-m", "webshepherd.daemon.cli", "demo"]
+HEADED_ARGS = ["--samples", "1", "--max-steps", "3", "--approval-timeout", "2"]
 
 
 def _env(tmp_path: Path, tiny_model_path: Path, **extra: str) -> dict[str, str]:
@@ -123,3 +125,30 @@ def test_headed_without_a_display_says_what_to_do(tmp_path, tiny_model_path):
     assert result.returncode == 2
     text = " ".join(result.stdout.split())
     assert "no display" in text and "--headless" in text and "xvfb-run" in text
+
+
+@pytest.mark.skipif(
+    shutil.which("xvfb-run") is None, reason="xvfb-run is missing (apt-get install xvfb)"
+)
+def test_headed_under_xvfb_waits_for_a_person(tmp_path, tiny_model_path):
+    out = tmp_path / "out"
+    result = subprocess.run(
+        ["xvfb-run", "-a", *DEMO, "--browser", "--out", str(out), *HEADED_ARGS],
+        env=_env(tmp_path, tiny_model_path),
+        capture_output=True,
+        text=True,
+        timeout=200,
+        check=False,
+    )
+    # three steps do not reach the order: exit code 1, and the summary says so
+    assert result.returncode == 1, result.stderr[-3000:] + result.stdout[-3000:]
+    assert "Your turn:" in result.stdout and "Click Approve" in result.stdout
+    summary = json.loads((out / "summary.json").read_text("utf-8"))
+    assert summary["mode"] == "headed" and summary["outcome"]["status"] == "failure"
+    assert [s["step"] for s in summary["steps"]] == [1, 2, 3]
+    [a] = summary["approvals"]
+    assert (a["step"], a["decision"], a["by"]) == (3, "timeout", None)  # nobody clicked
+    step3 = summary["steps"][2]
+    assert a["executed"] == step3["executed"] == step3["candidates"][step3["chosen"]]["action"]
+    assert step3["approval_wait_ms"] > 0
+    assert _png_size(out / a["screenshot"]) == (1280, 720)
