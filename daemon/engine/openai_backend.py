@@ -33,7 +33,7 @@ from webshepherd.protocol.errors import ModelError
 from .backend import Backend, DeltaCallback, GeneratedToken, Generation, JudgeBatch, JudgeOutput
 from .topk import label_group, piece_token
 
-__all__ = ["CHATML", "OpenAIBackend", "StreamedChoices", "label_group"]
+__all__ = ["CHATML", "OpenAIBackend", "StreamedChoices", "label_group", "usage_counts"]
 
 CHATML = "<|im_start|>{role}\n{content}<|im_end|>\n"
 
@@ -91,6 +91,25 @@ class StreamedChoices:
                 )
             )
         return out
+
+
+def usage_counts(usage: dict[str, Any], generated: int) -> tuple[int, int, bool]:
+    """``(prefilled, generated, prefix_shared)`` from a reply's ``usage``.
+
+    Servers that report ``prompt_tokens_details.cached_tokens`` (vLLM with
+    ``--enable-prompt-tokens-details``) say how much of the prompts came from their prefix
+    cache; without it nothing here can tell, and every prompt token counts as prefilled.
+    ``generated`` (the tokens received) stands in when ``completion_tokens`` is missing.
+    """
+    prompt = int(usage.get("prompt_tokens") or 0)
+    details = usage.get("prompt_tokens_details")
+    cached = int(details.get("cached_tokens") or 0) if isinstance(details, dict) else 0
+    completion = usage.get("completion_tokens")
+    return (
+        max(0, prompt - cached),
+        int(completion) if completion is not None else generated,
+        cached > 0,
+    )
 
 
 class OpenAIBackend(Backend):
@@ -179,12 +198,12 @@ class OpenAIBackend(Backend):
         else:
             flat, usage = self._judge_whole(body, k * n, n, on_delta)
         gens = tuple(tuple(flat[c * n : (c + 1) * n]) for c in range(k))
-        generated = int(usage.get("completion_tokens", sum(len(g.tokens) for g in flat)))
+        prefilled, generated, shared = usage_counts(usage, sum(len(g.tokens) for g in flat))
         return JudgeOutput(
             generations=gens,
-            prefilled_tokens=int(usage.get("prompt_tokens", 0)),
+            prefilled_tokens=prefilled,
             generated_tokens=generated,
-            prefix_shared=False,  # the server may cache the prefix; nothing here can tell
+            prefix_shared=shared,
             label_source="top_k",
         )
 

@@ -6,7 +6,7 @@ import math
 
 import pytest
 from webshepherd.daemon.engine.backend import YES
-from webshepherd.daemon.engine.openai_backend import StreamedChoices
+from webshepherd.daemon.engine.openai_backend import StreamedChoices, usage_counts
 from webshepherd.protocol.errors import ModelError
 
 
@@ -51,3 +51,11 @@ def test_bad_chunks_are_model_errors() -> None:
         StreamedChoices(1).add({"error": {"message": "boom"}})
     with pytest.raises(ModelError, match="choice 3 of 2"):
         StreamedChoices(2).add(chunk(3, "x", ["x"]))
+
+
+def test_usage_counts_read_the_servers_prefix_cache_when_it_reports_it() -> None:
+    usage = {"prompt_tokens": 5000, "completion_tokens": 900}
+    assert usage_counts(usage, 880) == (5000, 900, False)
+    cached = {**usage, "prompt_tokens_details": {"cached_tokens": 3968}}
+    assert usage_counts(cached, 880) == (1032, 900, True)
+    assert usage_counts({"prompt_tokens_details": None}, 7) == (0, 7, False)
