@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from webshepherd.protocol.agents.best_of_n import action_key
 from webshepherd.protocol.common import Candidate
 
 if TYPE_CHECKING:
@@ -270,7 +271,8 @@ class ShopPolicy:
 
     def propose(self, state: PageState, context: PolicyContext) -> list[Candidate]:
         proposals = self.agent.sample(state.url, state.axtree)
-        kept = [p for p in proposals if p.action not in context.rejected] or proposals
+        gone = {action_key(a) for a in context.rejected}
+        kept = [p for p in proposals if action_key(p.action) not in gone] or proposals
         return [Candidate(thought=p.thought, action=p.action) for p in kept]
 
     def refine(self, request: RefineRequest) -> Candidate:
