@@ -169,8 +169,12 @@ class VLLMBackend(Backend):
         top_logprobs: int = MIN_TOP_LOGPROBS,
         warm_prefix: bool = True,
         eos_ids: Iterable[int] = (),
+        ignore_stop: bool = False,
     ) -> None:
+        """``ignore_stop=True`` ignores end of sequence and stop strings: every sample is
+        exactly ``max_new_tokens`` long (benchmarks: a fixed output length)."""
         self.engine = engine
+        self.ignore_stop = ignore_stop
         self.tokenizer = tokenizer
         self.model_id = model_id
         self._max_context = max_context
@@ -196,6 +200,7 @@ class VLLMBackend(Backend):
         max_model_len: int | None = None,
         seed: int = 0,
         warm_prefix: bool = True,
+        ignore_stop: bool = False,
         **engine_args: Any,
     ) -> VLLMBackend:
         """Start a vLLM engine on ``model`` with prefix caching and top-k logprobs.
@@ -237,6 +242,7 @@ class VLLMBackend(Backend):
             top_logprobs=top_logprobs,
             warm_prefix=warm_prefix,
             eos_ids=eos,
+            ignore_stop=ignore_stop,
         )
 
     # -- Backend interface -------------------------------------------------------------
@@ -423,7 +429,8 @@ class VLLMBackend(Backend):
             n=n,
             temperature=0.0 if n == 1 else batch.temperature,
             max_tokens=batch.max_new_tokens,
-            stop=list(batch.stop) or None,
+            stop=None if self.ignore_stop else list(batch.stop) or None,
+            ignore_eos=self.ignore_stop,
             include_stop_str_in_output=True,
             logprobs=self.top_logprobs,
             output_kind=RequestOutputKind.DELTA,
@@ -503,7 +510,7 @@ class VLLMBackend(Backend):
                 comp.finish_reason,
                 piece=self._piece,
                 groups=self._groups,
-                skip=self._eos,
+                skip=() if self.ignore_stop else self._eos,
             )
             if delta and j.on_delta is not None:
                 try:
