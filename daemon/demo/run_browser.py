@@ -167,6 +167,7 @@ class _Run:
         self.steps.append(
             {
                 "step": n,
+                "daemon_step": scored["step"],  # the recording's step number (from 0)
                 "url": state.url,
                 "candidates": [
                     {**c, "good": p.good} for c, p in zip(cands, proposals, strict=True)
@@ -336,6 +337,15 @@ def run_browser_demo(
     workdir = Path(tempfile.mkdtemp(prefix="webshepherd-demo-"))
     try:
         run, outcome = asyncio.run(_serve_and_drive(engine, workdir, console, opts, chromium, dist))
+    except DemoBrowserError as exc:
+        console.print(f"[red]error:[/] {escape(exc.message)}")
+        return 1
+    except Exception as exc:  # Playwright's: most often the window was closed
+        if type(exc).__module__.startswith("playwright"):
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            console.print(f"[red]the browser stopped before the demo finished:[/] {escape(first)}")
+            return 1
+        raise
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
         engine.close()

@@ -74,6 +74,8 @@ def test_the_order_is_placed_and_every_step_is_recorded(demo):
         + ["/checkout"] * 2
     )
     assert [s["step"] for s in steps] == list(range(1, len(steps) + 1))
+    daemon_steps = [s["daemon_step"] for s in steps]
+    assert daemon_steps == sorted(daemon_steps) and daemon_steps[0] == 0
     for s in steps:
         assert len(s["candidates"]) == 3 and len(s["rewards"]) == 3
         good = [i for i, c in enumerate(s["candidates"]) if c["good"]]
