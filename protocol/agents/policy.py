@@ -103,9 +103,8 @@ def parse_plan(text: str) -> list[str]:
 
 
 async def _call(fn: Any, *args: Any) -> Any:
-    if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
-        getattr(fn, "__call__", None)  # noqa: B004
-    ):
+    target = fn if inspect.isroutine(fn) else type(fn).__call__  # a callable object
+    if inspect.iscoroutinefunction(target):
         return await fn(*args)
     out = await asyncio.to_thread(fn, *args)
     return await out if inspect.isawaitable(out) else out
