@@ -76,6 +76,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             samples=args.samples,
             max_steps=args.max_steps,
             seed=args.seed,
+            policy=args.policy,
             approval_timeout_s=args.approval_timeout,
         )
         return run_browser_demo(opts, model=args.model)

@@ -60,6 +60,7 @@ class BrowserDemoOptions:
     samples: int = 2
     max_steps: int = 12
     seed: int = 0
+    policy: str = "scripted"  # run the script's good action, or "reward": the best-rewarded
     approval_step: int = APPROVAL_STEP  # the step whose worst bad candidate is held
     approval_timeout_s: float = 300.0  # a person's time to decide (headed)
 
@@ -135,6 +136,7 @@ class _Run:
         """One step; False once the order is confirmed (nothing left to do)."""
         t0 = time.perf_counter()
         state = await self.env.observe()
+        observe_ms = (time.perf_counter() - t0) * 1000
         if agent.done(state.url):
             return False
         proposals = agent.propose(state.url, state.axtree)
@@ -147,16 +149,19 @@ class _Run:
         results = sorted(scored["results"], key=lambda r: r["index"])
         rewards = [r["reward"] for r in results]
         best, good = scored["best"], next(i for i, p in enumerate(proposals) if p.good)
+        reward_led = self.opts.policy == "reward" and best is not None
+        chosen = best if reward_led else good
         await overlay_shows_step(self.page, scored["step"], len(cands))
         shot = await self.shot(f"step-{n:02d}.png")
-        rec = StepRecord(n, state.url, proposals, rewards, good, best, _verdicts(results[good]))
+        rec = StepRecord(n, state.url, proposals, rewards, chosen, best, _verdicts(results[chosen]))
         self.records.append(rec)
         _print_step(self.console, rec, _TITLES, scored["timing"]["model_ms"])
-        action, thought, wait_ms = proposals[good].action, proposals[good].thought, 0.0
+        action, thought, wait_ms = proposals[chosen].action, proposals[chosen].thought, 0.0
         if n == self.approval_step:
             t_wait = time.perf_counter()
             action, thought = await self.ask_approval(n, proposals, rewards, action, thought)
             wait_ms = (time.perf_counter() - t_wait) * 1000
+        t_exec = time.perf_counter()
         await hook(self.page, "action", action=action, thought=thought)
         error = None
         try:
@@ -164,6 +169,7 @@ class _Run:
         except Exception as exc:  # ActionError: reported, the agent goes on
             error = getattr(exc, "message", str(exc))
             self.console.print(f"  [red]action failed:[/] {escape(error)}")
+        execute_ms = (time.perf_counter() - t_exec) * 1000
         self.steps.append(
             {
                 "step": n,
@@ -174,13 +180,16 @@ class _Run:
                 ],
                 "rewards": rewards,
                 "best": best,
-                "chosen": good,
+                "chosen": chosen,
                 "executed": action,
                 "error": error,
                 "checklist": {str(k): v for k, v in rec.items.items()},
-                "latency_ms": round((time.perf_counter() - t0) * 1000 - wait_ms, 1),
+                # the agent's step: observe + score + execute (no screenshot, no approval wait)
+                "latency_ms": round(observe_ms + score_ms + execute_ms, 1),
+                "observe_ms": round(observe_ms, 1),
                 "score_ms": round(score_ms, 1),
-                "model_ms": scored["timing"]["model_ms"],
+                "model_ms": round(scored["timing"]["model_ms"], 1),
+                "execute_ms": round(execute_ms, 1),
                 "approval_wait_ms": round(wait_ms, 1),
                 "screenshot": shot,
             }
@@ -190,7 +199,8 @@ class _Run:
     async def ask_approval(
         self, n: int, proposals: list[Any], rewards: list[float | None], good: str, why: str
     ) -> tuple[str, str]:
-        """Hold the worst bad candidate for approval; returns the action to run."""
+        """Hold the worst bad candidate for approval; returns the action to run (``good``,
+        the step's own choice, when it is rejected)."""
         i = _held_candidate(proposals, rewards)
         held = proposals[i]
         self.console.print(
@@ -285,11 +295,17 @@ async def _drive(
             "status": "success" if done else "failure",
             "order": answer,
             "url": page.url,
-            "heading": await page.locator("h1").first.inner_text(),
+            "heading": await _heading(page),
             "screenshot": final,
             "session_id": started["session_id"],
         }
         return run, outcome
+
+
+async def _heading(page: Any) -> str | None:
+    """The page's first heading (None when it has none)."""
+    h1 = page.locator("h1")
+    return await h1.first.inner_text() if await h1.count() else None
 
 
 def _summary(run: _Run, outcome: dict[str, Any], headless: bool, wall_s: float) -> dict[str, Any]:

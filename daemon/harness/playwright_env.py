@@ -41,6 +41,10 @@ _DESCRIBE = """e => ({tag: e.tagName.toLowerCase(),
   type: (e.getAttribute('type') || '').toLowerCase(),
   editable: e.isContentEditable, disabled: !!e.disabled,
   options: e.tagName === 'SELECT' ? Array.from(e.options, o => [o.value, o.label]) : null})"""
+_CAPTURE_EXACT = """async ([url, flags]) => {
+  const tabs = (await chrome.tabs.query({})).filter(t => t.url === url);
+  return tabs.length === 1 ? self.webshepherd.captureTab(tabs[0].id, flags) : {tabs: tabs.length};
+}"""
 _SETTLE = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"
 _NAVIGATING = {"click", "dblclick", "press", "keyboard_press", "keyboard_type", "select_option"}
 
@@ -113,9 +117,16 @@ class PlaywrightEnvironment:
         """The page as the model sees it (the extension's capture) and a PNG screenshot."""
         url = self.page.url
         try:
-            cap = await capture(self.worker, url, self.flags)
+            cap = await self.worker.evaluate(_CAPTURE_EXACT, [url, self.flags])
+            if cap.get("tabs") == 0:  # the tab's URL differs slightly (redirect, fragment)
+                cap = await capture(self.worker, url, self.flags)
         except Exception as exc:  # the worker's error, as text
             raise ActionError(f"capture of {url} failed: {_first_line(exc)}") from None
+        if "axtree" not in cap:
+            raise ActionError(
+                f"{cap['tabs']} tabs show {url}: the capture cannot tell them apart; "
+                "close the others"
+            )
         shot = await self.page.screenshot(type="png") if self.screenshot else None
         error, self._last_error = self._last_error, None
         return PageState(

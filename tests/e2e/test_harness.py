@@ -204,3 +204,12 @@ async def test_go_back_without_history(chromium):
     with pytest.raises(ActionError, match="no previous page"):
         await env.execute("go_back()")
     await page.close()
+
+
+async def test_two_tabs_on_one_url_are_refused_not_confused(chromium, env):
+    twin = await chromium.ctx.new_page()
+    await twin.goto(env.page.url, wait_until="load")
+    with pytest.raises(ActionError, match=r"2 tabs show .*close the others"):
+        await env.observe()
+    await twin.close()
+    assert "button 'Press me'" in (await env.observe()).axtree
