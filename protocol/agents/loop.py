@@ -109,7 +109,11 @@ async def run_episode(
     ``samples``: policy answers per step (the paper samples 20); ``top_n``: distinct
     actions scored; ``reward_samples``: reward-model samples per candidate (daemon
     default when None). ``session``: run on an already-started session (a handle or an
-    id, e.g. one the browser extension started) instead of starting one. A rejected
+    id, e.g. one the browser extension started) instead of starting one; it keeps the
+    agent info it was started with, so a plan written here reaches the prompts but not
+    the daemon. ``end``: end the session with the outcome (default). With
+    ``select="refine"`` and approval other than ``never``, a person decides on the action
+    refinement kept (one more score request per step, see :mod:`.refine`). A rejected
     action is not executed; the policy proposes again (``context.rejected``), which
     counts as a step. The outcome takes the agent's word: ``success`` when it sent its
     answer, ``failure`` when it reported the task infeasible or ran out of steps.
