@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from webshepherd.protocol import Candidate, CandidateResult, ItemProbs, Observation
 from webshepherd.protocol.agents import PageState, PolicyContext, RefineRequest, refine
@@ -141,3 +143,32 @@ async def test_refine_against_the_daemon(daemon: DaemonHandle) -> None:
         assert f"Thought: {request.draft.thought}\nAction: {request.draft.action}\n" in prompt
         for reward in got.rewards:
             assert reward is None or str(reward) not in prompt
+
+
+@pytest.mark.model
+async def test_a_person_decides_on_the_kept_candidate(daemon: DaemonHandle) -> None:
+    async with (
+        AsyncClient(daemon.url, token=TEST_TOKEN, role="monitor", name="tui") as mon,
+        AsyncClient(daemon.url, token=TEST_TOKEN) as client,
+    ):
+        sub = await mon.subscribe("*").start()
+        session = await client.start_session(
+            "Buy a cable",
+            checklist=CHECKLIST,
+            observation=Observation(url=STATE.url, axtree=STATE.axtree),
+        )
+        first = await session.score([DRAFT], samples=1, approval="never")
+        task = asyncio.create_task(
+            refine(
+                session, CountingRefiner(), STATE, PolicyContext("Buy a cable"), DRAFT,
+                first.results[0], previous_reward=2.0, samples=1, approval="always",
+            )
+        )  # fmt: skip
+        while (event := await sub.get(timeout=60)).type != "approval.request":
+            pass
+        await mon.decide(event.request_id, "edit", action="click('12')")
+        got = await asyncio.wait_for(task, 60)
+    assert event.candidate.action == got.candidates[got.index].action  # the kept one was shown
+    assert got.decision.status == "edited" and got.decision.index == got.index
+    assert got.chosen == Candidate(thought=got.candidates[got.index].thought, action="click('12')")
+    assert len(got.scored) == got.rounds + 1  # the rounds, then the person's gate
