@@ -7,11 +7,12 @@
 3. A session started through the page hook, so the overlay follows it; every step
    the scripted agent (:class:`~.agent.ShopAgent`) proposes one good and two bad
    candidates, scores them through the hook (the overlay shows the rewards and the
-   checklist) and runs the script's good action by bid with the Playwright harness.
+   checklist) and runs the script's good action (``--policy reward``: the best-rewarded
+   one) by bid with the Playwright harness.
 4. On one step the agent is tempted by its worst-rewarded bad candidate and asks
    for approval (``approval: always``): the overlay shows the card; a person decides
    (headed), or the demo clicks *Reject* in the overlay (headless). A rejected action
-   is replaced by the good one.
+   is replaced by the step's own choice.
 5. Headless (or with ``--out``) it writes a screenshot per step, one of the approval
    card, and ``summary.json`` to the output folder.
 """
