@@ -45,6 +45,11 @@ _CAPTURE_EXACT = """async ([url, flags]) => {
   const tabs = (await chrome.tabs.query({})).filter(t => t.url === url);
   return tabs.length === 1 ? self.webshepherd.captureTab(tabs[0].id, flags) : {tabs: tabs.length};
 }"""
+# The overlay (the extension's panel, drawn over the page) lets pointer actions through,
+# so an element under it is clicked, not the panel.
+_OVERLAY_PASS_THROUGH = """(on) => { for (const host of document.querySelectorAll(
+  '[data-webshepherd-overlay]')) host.style.pointerEvents = on ? 'none' : ''; }"""
+_POINTER = {"click", "dblclick", "hover", "check", "uncheck"}
 _SETTLE = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"
 _NAVIGATING = {"click", "dblclick", "press", "keyboard_press", "keyboard_type", "select_option"}
 
@@ -142,7 +147,13 @@ class PlaywrightEnvironment:
             self._last_error = exc.message
             raise
         except Exception as exc:  # Playwright's errors: first line only, no call log
-            self._last_error = f"{action.strip()}: {_first_line(exc)}"
+            why = _first_line(exc)
+            if type(exc).__name__ == "TimeoutError":
+                why = (
+                    f"the element did not take the action within {self.timeout_ms:.0f} ms "
+                    "(covered by another element, moving, or not accepting input)"
+                )
+            self._last_error = f"{action.strip()}: {why}"
             raise ActionError(self._last_error) from None
 
     # -- actions ---------------------------------------------------------
@@ -203,7 +214,20 @@ class PlaywrightEnvironment:
                 )
         if info["disabled"] and act.name not in ("hover", "focus"):
             raise ActionError(f"{act.name}: the element with bid {bid!r} ({what}) is disabled")
+        if act.name in ("check", "uncheck") and info["type"] not in ("checkbox", "radio"):
+            raise ActionError(f"{act.name}: bid {bid!r} is a {what}, not a checkbox or radio")
         await el.scroll_into_view_if_needed(timeout=t)
+        if act.name not in _POINTER:
+            return await self._act(el, act, info, t)
+        await self.page.evaluate(_OVERLAY_PASS_THROUGH, True)
+        try:
+            await self._act(el, act, info, t)
+        finally:
+            with contextlib.suppress(Exception):  # a navigation replaced the document
+                await self.page.evaluate(_OVERLAY_PASS_THROUGH, False)
+
+    async def _act(self, el: Any, act: Action, info: dict[str, Any], t: float) -> None:
+        a = act.args
         if act.name in ("click", "dblclick"):
             click = el.click if act.name == "click" else el.dblclick
             await click(button=a["button"], modifiers=list(a["modifiers"]), timeout=t)
@@ -216,8 +240,6 @@ class PlaywrightEnvironment:
         elif act.name == "focus":
             await el.focus(timeout=t)
         elif act.name in ("check", "uncheck"):
-            if info["type"] not in ("checkbox", "radio"):
-                raise ActionError(f"{act.name}: bid {bid!r} is a {what}, not a checkbox or radio")
             await (el.check if act.name == "check" else el.uncheck)(timeout=t)
         elif act.name == "press":
             await el.press(a["key_comb"], timeout=t)

@@ -34,6 +34,8 @@ INDEX = """<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>Har
 <label><input id="agree" type="checkbox"> Agree</label>
 <button id="off" type="button" disabled>Disabled</button>
 <button id="gone" type="button" style="display: none">Hidden</button>
+<div style="position: relative"><button id="covered" type="button">Covered</button>
+  <div style="position: absolute; inset: 0; background: white">cover</div></div>
 <form action="/next.html" method="get"><input id="q" name="q" aria-label="Query"></form>
 <a id="next" href="/next.html">Next page</a>
 <iframe id="frame" title="Widget" srcdoc="<button type=button id=inner
@@ -184,6 +186,9 @@ async def test_actions_that_cannot_run_raise_clear_errors(env, site):
     assert "option 'Green' not found" in missing and "'Red', 'Blue'" in missing
     assert "not a <select>" in await error(f"select_option('{button}', 'Red')")
     assert "is disabled" in await error(f"click('{await bid(env, '#off')}')")
+    assert "did not take the action within 3000 ms (covered by another element" in await error(
+        f"click('{await bid(env, '#covered')}')"
+    )
     assert "not a checkbox or radio" in await error(f"check('{button}')")
     assert "unknown action 'tap'" in await error("tap('1')")
     assert "navigation to 'http://127.0.0.1:9/' failed" in await error(
