@@ -6,7 +6,16 @@ marks every element with its ``bid`` attribute) plus a PNG screenshot of the pag
 ``bid`` (through same-origin iframes, whose letters prefix their elements' bids),
 scrolls it into view and acts, with short timeouts; actions that navigate wait for
 the new page to load. Anything that cannot run raises ``ActionError`` with the reason,
-and the next observation carries it as ``last_action_error``.
+and the next observation carries it as ``last_action_error``. Pointer actions pass
+through the extension's panel, so an element under it is still reached.
+
+    async with extension_context(profile_dir, DEFAULT_DIST, "chromium") as (ctx, worker):
+        await wait_extension_ready(worker)
+        page = await ctx.new_page()
+        await page.goto(url, wait_until="load")
+        env = PlaywrightEnvironment(page, worker)
+        state = await env.observe()  # PageState: url, axtree (bids marked), PNG screenshot
+        await env.execute("click('12')")  # ActionError when it cannot run
 """
 
 from __future__ import annotations
