@@ -3,11 +3,15 @@
     .venv/bin/python bench/run.py [--quick] [--gpu] --json OUT
 
 1. **Shared prefix vs each candidate alone** (K candidates x n samples, the engine on a
-   random-weight Qwen2 model, a fixed output length): the same step scored three ways, side by
-   side, repeats interleaved: ``shared`` (the prefix prefilled once, K x n rows decoded in one
-   batch), ``unshared`` (each candidate's whole prompt prefilled, still one batch) and
-   ``alone`` (K separate calls, one candidate each, nothing shared: the paper's loop).
-   Wall-time and prefilled-token ratios against ``shared``.
+   random-weight Qwen2 model, a fixed output length): the same step scored four ways, side by
+   side, repeats interleaved: ``shared`` (the prefix prefilled once and kept once, K x n rows
+   decoded in one batch with split prefix/row attention), ``shared_copies`` (the prefix
+   prefilled once, its KV cache repeated for every row), ``unshared`` (each candidate's whole
+   prompt prefilled, still one batch) and ``alone`` (K separate calls, one candidate each,
+   nothing shared: the paper's loop). Wall-time and prefilled-token ratios against ``shared``.
+1b. **Cross-session batching** (bench/cross_session.py): S sessions (own pages) each send a
+   K x n score request at once to a real daemon; ``batched`` (one model call) against
+   ``one_at_a_time`` (``batch_sessions=1``), wall time and steps/s, rounds interleaved.
 2. **Daemon overhead**: a real ``DaemonServer`` on loopback; round-trip latency of ``observe``
    with a 200 KB AX tree (p50/p99), and sustained messages/s with 50 concurrent clients
    (bounded by a message count and a time limit).
@@ -40,6 +44,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch
+from cross_session import bench_cross_session, print_cross_session  # bench/ is on sys.path
 from webshepherd.daemon.engine.engine import Engine, EngineConfig
 from webshepherd.daemon.engine.prompts import format_trajectory, split_judge_prompt
 from webshepherd.daemon.engine.tiny_model import ensure_tiny_model
@@ -148,7 +153,8 @@ def random_model(shape: Shape, tokenizer: Any, device: torch.device, dtype: torc
 def backends(
     shape: Shape, device: torch.device, dtype: torch.dtype
 ) -> tuple[TransformersBackend, TransformersBackend, Any]:
-    """Two backends on one random model: prefix sharing on, and off; fixed output length."""
+    """Two backends on one random model: prefix sharing on (one prefix copy, split attention),
+    and off; fixed output length."""
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(str(ensure_tiny_model(progress=False)))
@@ -159,8 +165,11 @@ def backends(
     return shared, alone, model
 
 
-def make_step(backend: TransformersBackend, prefix_tokens: int, k: int, n: int) -> StepInput:
-    """A step with ``k`` candidates whose shared judge prefix is about ``prefix_tokens`` long."""
+def make_step(
+    backend: TransformersBackend, prefix_tokens: int, k: int, n: int, session: int = 0
+) -> StepInput:
+    """A step with ``k`` candidates whose shared judge prefix is about ``prefix_tokens`` long
+    (``session`` varies the page, so different sessions have different prefixes)."""
     history = tuple(
         Turn(thought=f"I look at the results of step {i}.", action=f"click('{100 + i}')")
         for i in range(3)
@@ -175,7 +184,7 @@ def make_step(backend: TransformersBackend, prefix_tokens: int, k: int, n: int) 
     checklist = Engine(backend).parse_reference_checklist(REFERENCE)
 
     def line(i: int) -> str:
-        return f"\t[{1000 + i}] link 'USB-C cable model {i}, 2 m, braided' url: /item/{i}"
+        return f"\t[{1000 + i}] link 'USB-C cable model {i}-{session}, 2 m, braided' url: /item/{i}"
 
     def prefix_len(lines: int) -> int:
         tree = "[1] RootWebArea 'Shop', focused\n" + "\n".join(line(i) for i in range(lines))
@@ -223,18 +232,27 @@ def bench_prefix(
     device: torch.device,
     dtype: torch.dtype,
 ) -> dict[str, Any]:
-    b_shared, b_alone, _ = backends(shape, device, dtype)
+    b_shared, b_alone, model = backends(shape, device, dtype)
+    b_copies = TransformersBackend(
+        model, b_shared.tokenizer, shape.name, ignore_stop=True, split_attention=False
+    )
     cfg = EngineConfig(max_new_tokens=out_tokens, temperature=1.0, samples=n)
-    e_shared, e_alone = Engine(b_shared, cfg), Engine(b_alone, cfg)
+    e_shared, e_alone, e_copies = Engine(b_shared, cfg), Engine(b_alone, cfg), Engine(b_copies, cfg)
     step = make_step(b_shared, prefix_tokens, k, n)
 
     # the same engines with one output token: the time to the first token (prefill) alone
     one = replace(cfg, max_new_tokens=1)
-    f_shared, f_alone = Engine(b_shared, one), Engine(b_alone, one)
+    f_shared, f_alone, f_copies = Engine(b_shared, one), Engine(b_alone, one), Engine(b_copies, one)
 
     def run_shared(first: bool = False) -> tuple[float, int, int, bool]:
         t0 = time.perf_counter()
         s = (f_shared if first else e_shared).score(step)
+        sync(device)
+        return time.perf_counter() - t0, s.prompt_tokens, s.generated_tokens, s.prefix_shared
+
+    def run_copies(first: bool = False) -> tuple[float, int, int, bool]:
+        t0 = time.perf_counter()
+        s = (f_copies if first else e_copies).score(step)
         sync(device)
         return time.perf_counter() - t0, s.prompt_tokens, s.generated_tokens, s.prefix_shared
 
@@ -253,10 +271,16 @@ def bench_prefix(
         sync(device)
         return time.perf_counter() - t0, pre, gen, False
 
-    modes = {"shared": run_shared, "unshared": run_unshared, "alone": run_alone}
+    modes = {
+        "shared": run_shared,
+        "shared_copies": run_copies,
+        "unshared": run_unshared,
+        "alone": run_alone,
+    }
     # warm-up: one small call through each path (allocator, kernels, tokenizer caches)
     small = replace(step, axtree="[1] RootWebArea 'Shop'", candidates=step.candidates[:2])
     e_shared.score(small)
+    e_copies.score(small)
     e_alone.score(small)
     times: dict[str, list[float]] = {m: [] for m in modes}
     firsts: dict[str, list[float]] = {m: [] for m in modes}
@@ -300,7 +324,7 @@ def bench_prefix(
             "prefix_shared": shared,
         }
     base = result["modes"]["shared"]
-    for name in ("unshared", "alone"):
+    for name in ("shared_copies", "unshared", "alone"):
         m = result["modes"][name]
         result[f"wall_ratio_{name}_vs_shared"] = m["wall_s_median"] / base["wall_s_median"]
         result[f"prefill_ratio_{name}_vs_shared"] = m["prefilled_tokens"] / base["prefilled_tokens"]
@@ -317,20 +341,49 @@ def print_prefix(r: dict[str, Any]) -> None:
         f"{r['prefix_tokens']} tokens, {r['output_tokens']} output tokens, {r['reps']} reps"
     )
     print(
-        f"  {'mode':<10} {'wall (median)':>14} {'first token':>12} {'prefilled':>10} "
+        f"  {'mode':<13} {'wall (median)':>14} {'first token':>12} {'prefilled':>10} "
         f"{'generated':>10}  shared"
     )
     for name, m in r["modes"].items():
         print(
-            f"  {name:<10} {m['wall_s_median']:>12.3f} s {m['first_token_s_median']:>10.3f} s "
+            f"  {name:<13} {m['wall_s_median']:>12.3f} s {m['first_token_s_median']:>10.3f} s "
             f"{m['prefilled_tokens']:>10} {m['generated_tokens']:>10}  {m['prefix_shared']}"
         )
-    for name in ("unshared", "alone"):
+    for name in ("shared_copies", "unshared", "alone"):
         print(
             f"  {name} / shared: wall x{r[f'wall_ratio_{name}_vs_shared']:.2f}, "
             f"first token x{r[f'first_token_ratio_{name}_vs_shared']:.2f}, "
             f"prefilled tokens x{r[f'prefill_ratio_{name}_vs_shared']:.2f}"
         )
+
+
+def cross_session(
+    shape: Shape,
+    prefix_tokens: int,
+    out_tokens: int,
+    k: int,
+    n: int,
+    sessions: int,
+    reps: int,
+    device: torch.device,
+) -> dict[str, Any]:
+    """Section 1b: ``sessions`` sessions scored together vs one at a time (real daemons)."""
+    dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+    b_shared, _, _ = backends(shape, device, dtype)
+    engine = Engine(b_shared, EngineConfig(max_new_tokens=out_tokens, temperature=1.0, samples=n))
+    steps = [make_step(b_shared, prefix_tokens, k, n, session=i) for i in range(sessions)]
+    r = bench_cross_session(engine, steps, REFERENCE, reps, TOKEN)
+    r.update(
+        model=shape.name,
+        device=str(device),
+        sessions=sessions,
+        k=k,
+        n=n,
+        prefix_tokens=prefix_tokens,
+        output_tokens=out_tokens,
+        reps=reps,
+    )
+    return r
 
 
 # -- 2. daemon overhead -------------------------------------------------------------------
@@ -642,6 +695,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reps", type=int, help="shared-prefix section: repeats per mode")
     ap.add_argument("--device", default="auto", help="shared-prefix section: cpu, cuda, auto")
     ap.add_argument("--skip-daemon", action="store_true", help="skip the daemon section")
+    ap.add_argument("--sessions", type=int, default=4, help="cross-session section: sessions")
+    ap.add_argument(
+        "--skip-cross-session", action="store_true", help="skip the cross-session section"
+    )
     ap.add_argument("--peak-tflops", type=float, help="GPU: dense bf16 peak, TFLOP/s")
     ap.add_argument("--bandwidth-gbs", type=float, help="GPU: memory bandwidth, GB/s")
     ap.add_argument("--gpu-reps", type=int, default=10)
@@ -682,6 +739,11 @@ def main(argv: list[str] | None = None) -> int:
     pr = bench_prefix(shape, prefix_tokens, out_tokens, 5, 5, reps, device, dtype)
     report["shared_prefix"] = pr
     print_prefix(pr)
+
+    if not args.skip_cross_session:
+        cr = cross_session(shape, prefix_tokens, out_tokens, 5, 5, args.sessions, reps, device)
+        report["cross_session"] = cr
+        print_cross_session(cr)
 
     if not args.skip_daemon:
         b, _, _ = backends(QUICK_SHAPE, torch.device("cpu"), torch.float32)

@@ -102,13 +102,12 @@ def split_attention(
         allowed = attention_mask[:, :, None].expand(b, 1, g, q, key.shape[2])
         s_own = s_own.view(b, hkv, g, q, -1).masked_fill(~allowed, float("-inf"))
         s_own = s_own.view(b, hkv, g * q, -1)
-    m_own = s_own.amax(-1, keepdim=True)
-    m_own = torch.where(torch.isfinite(m_own), m_own, torch.zeros_like(m_own))
+    m_own = s_own.amax(-1, keepdim=True).clamp_min(-1e30)  # a fully masked row: all zeros
     e_own = torch.exp(s_own - m_own)
     l_own = e_own.sum(-1, keepdim=True)
     o_own = torch.matmul(e_own.to(value.dtype), value).float()  # (B, Hkv, g*q, d)
     out = torch.empty_like(o_own)
-    covered = torch.zeros(b, dtype=torch.bool)
+    alone = [True] * b  # rows with no prefix group
     for gi, (start, end) in enumerate(shared.rows):
         if end <= start:
             continue
@@ -130,9 +129,20 @@ def split_attention(
         m = torch.maximum(m_pre, mo)
         a_pre, a_own = torch.exp(m_pre - m), torch.exp(mo - m)
         out[start:end] = (o_pre * a_pre + oo * a_own) / (l_pre * a_pre + lo * a_own)
-        covered[start:end] = True
-    rest = ~covered
-    if bool(rest.any()):
-        out[rest] = o_own[rest] / l_own[rest]
+        alone[start:end] = [False] * n
+    for start, end in _runs(alone):
+        out[start:end] = o_own[start:end] / l_own[start:end]
     attn = out.to(query.dtype).view(b, h, q, d).transpose(1, 2).contiguous()
     return attn, None
+
+
+def _runs(flags: list[bool]) -> list[tuple[int, int]]:
+    """The ``[start, end)`` ranges where ``flags`` is True."""
+    runs: list[tuple[int, int]] = []
+    for i, f in enumerate(flags):
+        if f:
+            if runs and runs[-1][1] == i:
+                runs[-1] = (runs[-1][0], i + 1)
+            else:
+                runs.append((i, i + 1))
+    return runs

@@ -66,6 +66,21 @@ def test_quick_run_writes_every_figure(tmp_path: Path, tiny_model_path: Path) ->
         assert finite(pr[f"wall_ratio_{name}_vs_shared"])
         assert finite(pr[f"first_token_ratio_{name}_vs_shared"])
 
+    # the prefix kept once (split attention) and repeated per row: the same token counts
+    assert modes["shared_copies"]["prefix_shared"] is True
+    assert modes["shared_copies"]["prefilled_tokens"] == modes["shared"]["prefilled_tokens"]
+    assert finite(pr["wall_ratio_shared_copies_vs_shared"])
+
+    cs = report["cross_session"]
+    assert (cs["sessions"], cs["k"], cs["n"]) == (4, 5, 5)
+    batched, single = cs["modes"]["batched"], cs["modes"]["one_at_a_time"]
+    assert batched["batch_sessions"] == 4 and single["batch_sessions"] == 1
+    assert batched["largest_call"] >= 2  # requests did share a model call (the first may not)
+    assert single["largest_call"] == 1
+    for m in (batched, single):
+        assert len(m["wall_s"]) == cs["reps"] and finite(m["steps_per_s"])
+    assert finite(cs["speedup_batched_vs_one_at_a_time"])
+
     d = report["daemon"]
     assert d["observe_tree_bytes"] == 200_000
     assert finite(d["latency_ms_p50"]) and d["latency_ms_p99"] >= d["latency_ms_p50"]
@@ -89,6 +104,7 @@ def test_gpu_section_skips_clearly_without_cuda(tmp_path: Path, tiny_model_path:
         [
             "--quick",
             "--skip-daemon",
+            "--skip-cross-session",
             "--gpu",
             "--prefix-tokens",
             "64",
