@@ -82,13 +82,22 @@ class Scheduler:
     """Fair queue + single worker thread. Start with :meth:`start`, stop with :meth:`stop`.
 
     ``batch_sessions``: the most jobs (one per session) a batched call takes; 1 disables
-    batching.
+    batching. ``gather_s``: when an idle worker wakes up for a batched job, it waits this long
+    first, so requests sent together (several sessions' agents at one moment) share the call.
     """
 
-    def __init__(self, *, queue_limit: int, timeout_s: float, batch_sessions: int = 1):
+    def __init__(
+        self,
+        *,
+        queue_limit: int,
+        timeout_s: float,
+        batch_sessions: int = 1,
+        gather_s: float = 0.002,
+    ):
         self.queue_limit = queue_limit
         self.timeout_s = timeout_s
         self.batch_sessions = max(1, batch_sessions)
+        self.gather_s = gather_s
         self.batch_stats = BatchStats()
         self._queues: OrderedDict[str, deque[Job[Any]]] = OrderedDict()
         self._running: list[Job[Any]] = []
@@ -215,6 +224,10 @@ class Scheduler:
             del self._queues[sid]
         return job
 
+    def _head_batchable(self) -> bool:
+        q = next(iter(self._queues.values()), None)
+        return q is not None and bool(q) and q[0].runner is not None
+
     def _next_batch(self) -> list[Job[Any]]:
         """The next job, and for a batched one the heads of the following sessions' queues that
         share its runner (one per session, in round-robin order, ``batch_sessions`` at most)."""
@@ -240,11 +253,16 @@ class Scheduler:
         return batch
 
     async def _loop(self) -> None:
+        idle = False
         while True:
+            if idle and 0 < len(self._queues) < self.batch_sessions and self._head_batchable():
+                await asyncio.sleep(self.gather_s)  # let requests sent together arrive
+            idle = False
             batch = self._next_batch()
             if not batch:
                 self._wakeup.clear()
                 await self._wakeup.wait()
+                idle = True
                 continue
             now = time.monotonic()
             for job in batch:

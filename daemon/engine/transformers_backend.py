@@ -298,6 +298,7 @@ class TransformersBackend(Backend):
             "device": str(self.device),
             "dtype": str(next(self.model.parameters()).dtype).replace("torch.", ""),
             "label_tokens": len(self._groups),
+            "split_attention": self.split_attention,
         }
         if self.device.type == "cuda":
             info["gpu_memory_allocated"] = torch.cuda.memory_allocated(self.device)

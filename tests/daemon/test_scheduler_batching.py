@@ -94,6 +94,17 @@ async def test_a_busy_session_never_holds_back_another() -> None:
     await sched.stop()
 
 
+async def test_requests_sent_together_to_an_idle_worker_share_a_call() -> None:
+    sched, rec = await started(), Recorder()
+    sched.gather_s = 0.5  # generous: the two later requests come a few loop turns after
+    first = submit(sched, rec, "s0", 0)  # the worker is idle: it wakes up for this one
+    for _ in range(3):
+        await asyncio.sleep(0)
+    await asyncio.gather(first, submit(sched, rec, "s1", 0), submit(sched, rec, "s2", 0))
+    assert rec.calls == [[("s0", 0), ("s1", 0), ("s2", 0)]]
+    await sched.stop()
+
+
 @pytest.mark.parametrize("bound", [1, 3])
 async def test_batch_sessions_bounds_a_call(bound: int) -> None:
     sched, rec = await started(batch_sessions=bound), Recorder()
