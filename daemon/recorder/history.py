@@ -107,7 +107,7 @@ class History:
                 "SELECT action, reward FROM candidate_results WHERE score_id = ? ORDER BY idx",
                 (s["id"],),
             ).fetchall()
-            st.step_candidates[s["step"]] = [(c["action"], c["reward"]) for c in cands]
+            st.remember_candidates(s["step"], [(c["action"], c["reward"]) for c in cands])
             rewards = [c["reward"] for c in cands if c["reward"] is not None]
             if rewards:
                 st.step_rewards[s["step"]] = max(rewards)

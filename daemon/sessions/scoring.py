@@ -96,9 +96,10 @@ class ScoringAndApprovals:
         results = [convert.candidate_result(c) for c in result.candidates]
         best = convert.best_index(results)
         best_reward = results[best].reward if best is not None else None
-        st.step_candidates[job.step] = [
-            (c.action, r.reward) for c, r in zip(job.candidates, results, strict=False)
-        ]
+        st.remember_candidates(
+            job.step,
+            [(c.action, r.reward) for c, r in zip(job.candidates, results, strict=False)],
+        )
         reason = approval_reason(
             job.approval, best_reward, st.previous_reward(job.step), self.policy
         )

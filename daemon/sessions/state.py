@@ -43,6 +43,16 @@ class SessionState:
         if not self.checklist_slot.done():
             self.checklist_slot.set_result(checklist)
 
+    def remember_candidates(self, step: int, scored: list[tuple[str, float | None]]) -> None:
+        """Keep the (action, reward) pairs scored at ``step``, newest first, across requests.
+
+        Refinement scores one draft per request, so the executed action may come from an
+        earlier request of the same step; a later score of the same action wins.
+        """
+        newer = {action for action, _ in scored}
+        older = [p for p in self.step_candidates.get(step, []) if p[0] not in newer]
+        self.step_candidates[step] = [*scored, *older]
+
     def previous_reward(self, step: int) -> float | None:
         """The reward of the latest earlier step (executed candidate's, else the best)."""
         earlier = [s for s in self.step_rewards if s < step]

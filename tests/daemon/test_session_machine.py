@@ -268,3 +268,18 @@ def test_never_skips_the_gate_even_without_rewards():
     assert (
         reply.best is None and reply.decision.status == "auto" and reply.results[0].reward is None
     )
+
+
+def test_executed_action_scored_by_an_earlier_request_of_the_step_keeps_its_reward():
+    """Refinement scores drafts one request at a time; the kept one may be an earlier draft."""
+    core = make_core()
+    sid = started(core)
+    core.score_done(score_job(core, sid), step_score(0.9, 0.2), Timing())
+    refined = core.score(
+        OWNER, rq.Score(id="c2", session_id=sid, approval="never", candidates=[{"action": "x()"}])
+    )
+    (job,) = [e for e in refined if isinstance(e, RunScore)]
+    core.score_done(job, step_score(0.4), Timing())
+    core.action(OWNER, rq.Action(id="x1", session_id=sid, action="click('1')"))
+    assert core.get(sid).step_rewards[0] == 0.9
+    assert core.get(sid).previous_reward(1) == 0.9
