@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import re
 import secrets
 import shutil
@@ -28,22 +27,12 @@ from urllib.parse import urlsplit
 
 from rich.console import Console
 from rich.markup import escape
-from rich.panel import Panel
 
 from .agent import CHECKLIST, TASK, Proposal, ShopAgent
 from .browser import ActionError, Browser
+from .demo_engine import load_demo_engine, print_noise_note
 from .shop import ShopServer
 
-REAL_MODEL = "WebShepherd/WebShepherd_3B"
-NOISE_NOTE = (
-    "[bold yellow]The tiny model's rewards are noise.[/] It is a few-hundred-thousand-parameter "
-    "model trained for a minute on CPU so that the whole pipeline (prompts, sampling, label "
-    "probabilities, Eq. 2 rewards, recording) runs offline; its judgements mean nothing, and "
-    "many of its samples contain no label at all (reward '—'). For real rewards, on a GPU "
-    "workstation run\n"
-    f"  [bold]webshepherd serve --model {REAL_MODEL}[/]   (or [bold]webshepherd demo --model "
-    f"{REAL_MODEL}[/])"
-)
 MARKS = {"yes": "[green]✓[/]", "in_progress": "[yellow]~[/]", "no": "[red]✗[/]"}
 
 
@@ -224,32 +213,7 @@ def run_demo(
     console.rule("[bold]webshepherd demo")
     console.print(f"task: [bold]{TASK}[/]")
 
-    from webshepherd.daemon.engine.engine import EngineConfig
-    from webshepherd.daemon.engine.loader import load_engine
-    from webshepherd.daemon.engine.tiny_model import (
-        default_tiny_model_path,
-        ensure_tiny_model,
-        is_complete,
-    )
-
-    tiny = model is None
-    if tiny:
-        path = default_tiny_model_path()
-        if not is_complete(path):
-            console.print(f"building the tiny model at {path} (about a minute, only once) ...")
-        model = str(ensure_tiny_model(path, progress=True))
-        console.print(Panel(NOISE_NOTE, border_style="yellow"))
-    assert model is not None
-    console.print(f"loading model {model} ...")
-    with contextlib.suppress(Exception):  # keep the demo's output readable
-        from transformers.utils import logging as hf_logging
-
-        hf_logging.disable_progress_bar()
-    engine = load_engine(
-        model,
-        device="auto",
-        config=EngineConfig(samples=samples, max_new_tokens=160 if tiny else 512),
-    )
+    engine, tiny = load_demo_engine(model, samples, console)
     workdir = Path(tempfile.mkdtemp(prefix="webshepherd-demo-"))
     try:
         records, done, answer = asyncio.run(
@@ -278,7 +242,7 @@ def run_demo(
                 chart = re.sub(r"\x1b\[[0-9;]*m", "", chart)
             print(chart)
     if tiny:
-        console.print(Panel(NOISE_NOTE, border_style="yellow"))
+        print_noise_note(console)
     return 0
 
 
@@ -310,9 +274,7 @@ async def _serve_and_drive(
     shop = ShopServer().start()
     console.print(f"daemon on {server.url} (temporary data dir {workdir}); shop on {shop.url}")
     try:
-        return await _drive(
-            server.url, token, shop.url, samples, max_steps, seed, console, policy
-        )
+        return await _drive(server.url, token, shop.url, samples, max_steps, seed, console, policy)
     finally:
         shop.stop()
         await server.stop()

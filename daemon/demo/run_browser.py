@@ -35,7 +35,6 @@ from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
-from rich.panel import Panel
 
 from .agent import CHECKLIST, TASK, ShopAgent
 from .browser_page import (
@@ -46,7 +45,8 @@ from .browser_page import (
     overlay_shows_step,
     pair,
 )
-from .run import NOISE_NOTE, StepRecord, _print_step
+from .demo_engine import load_demo_engine, print_noise_note
+from .run import StepRecord, _print_step
 from .shop import ShopServer
 
 APPROVAL_STEP = 3  # the search results: wrong products are tempting there
@@ -350,7 +350,7 @@ def run_browser_demo(
     if opts.out is not None:
         opts.out.mkdir(parents=True, exist_ok=True)
     console.print(f"task: [bold]{TASK}[/]")
-    engine, tiny = _load_engine(model, opts.samples, console)
+    engine, tiny = load_demo_engine(model, opts.samples, console)
     workdir = Path(tempfile.mkdtemp(prefix="webshepherd-demo-"))
     try:
         run, outcome = asyncio.run(_serve_and_drive(engine, workdir, console, opts, chromium, dist))
@@ -374,7 +374,7 @@ def run_browser_demo(
             json.dumps(summary, indent=2) + "\n", encoding="utf-8"
         )
     if tiny:
-        console.print(Panel(NOISE_NOTE, border_style="yellow"))
+        print_noise_note(console)
     return 0 if outcome["status"] == "success" else 1
 
 
@@ -399,34 +399,6 @@ def _print_totals(console: Console, summary: dict[str, Any], out: Path | None) -
         console.print(
             f"wrote {out}/summary.json and {len([s for s in shots if s]) + 1} screenshots"
         )
-
-
-def _load_engine(model: str | None, samples: int, console: Console) -> tuple[Any, bool]:
-    from webshepherd.daemon.engine.engine import EngineConfig
-    from webshepherd.daemon.engine.loader import load_engine
-    from webshepherd.daemon.engine.tiny_model import (
-        default_tiny_model_path,
-        ensure_tiny_model,
-        is_complete,
-    )
-
-    tiny = model is None
-    if tiny:
-        path = default_tiny_model_path()
-        if not is_complete(path):
-            console.print(f"building the tiny model at {path} (about a minute, only once) ...")
-        model = str(ensure_tiny_model(path, progress=True))
-        console.print(Panel(NOISE_NOTE, border_style="yellow"))
-    assert model is not None
-    console.print(f"loading model {model} ...")
-    try:
-        from transformers.utils import logging as hf_logging
-
-        hf_logging.disable_progress_bar()
-    except ImportError:
-        pass
-    config = EngineConfig(samples=samples, max_new_tokens=160 if tiny else 512)
-    return load_engine(model, device="auto", config=config), tiny
 
 
 async def _serve_and_drive(

@@ -1,0 +1,54 @@
+"""The demos' model: the tiny model (built if not cached) or a named one, and the note
+that says the tiny model's rewards are noise."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from rich.console import Console
+from rich.panel import Panel
+
+REAL_MODEL = "WebShepherd/WebShepherd_3B"
+NOISE_NOTE = (
+    "[bold yellow]The tiny model's rewards are noise.[/] It is a few-hundred-thousand-parameter "
+    "model trained for a minute on CPU so that the whole pipeline (prompts, sampling, label "
+    "probabilities, Eq. 2 rewards, recording) runs offline; its judgements mean nothing, and "
+    "many of its samples contain no label at all (reward '—'). For real rewards, on a GPU "
+    "workstation run\n"
+    f"  [bold]webshepherd serve --model {REAL_MODEL}[/]   (or [bold]webshepherd demo --model "
+    f"{REAL_MODEL}[/])"
+)
+
+
+def print_noise_note(console: Console) -> None:
+    """The tiny model's warning, in a yellow panel."""
+    console.print(Panel(NOISE_NOTE, border_style="yellow"))
+
+
+def load_demo_engine(model: str | None, samples: int, console: Console) -> tuple[Any, bool]:
+    """Load ``model`` (None: the tiny model, built if not cached); returns the engine and
+    whether it is the tiny model."""
+    from webshepherd.daemon.engine.engine import EngineConfig
+    from webshepherd.daemon.engine.loader import load_engine
+    from webshepherd.daemon.engine.tiny_model import (
+        default_tiny_model_path,
+        ensure_tiny_model,
+        is_complete,
+    )
+
+    tiny = model is None
+    if tiny:
+        path = default_tiny_model_path()
+        if not is_complete(path):
+            console.print(f"building the tiny model at {path} (about a minute, only once) ...")
+        model = str(ensure_tiny_model(path, progress=True))
+        print_noise_note(console)
+    assert model is not None
+    console.print(f"loading model {model} ...")
+    with contextlib.suppress(Exception):  # keep the demo's output readable
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+    config = EngineConfig(samples=samples, max_new_tokens=160 if tiny else 512)
+    return load_engine(model, device="auto", config=config), tiny
