@@ -31,6 +31,7 @@ from typing import Any
 from webshepherd.protocol.errors import ModelError
 
 from .backend import Backend, DeltaCallback, GeneratedToken, Generation, JudgeBatch, JudgeOutput
+from .tokenizer_text import encode_plain, render_chat_template
 from .topk import label_group, piece_token
 
 __all__ = ["CHATML", "OpenAIBackend", "StreamedChoices", "label_group", "usage_counts"]
@@ -146,17 +147,13 @@ class OpenAIBackend(Backend):
 
     def render_chat(self, messages: Sequence[dict[str, str]]) -> str:
         if self.tokenizer is not None:
-            return str(
-                self.tokenizer.apply_chat_template(
-                    list(messages), tokenize=False, add_generation_prompt=True
-                )
-            )
+            return render_chat_template(self.tokenizer, messages)
         text = "".join(CHATML.format(role=m["role"], content=m["content"]) for m in messages)
         return text + "<|im_start|>assistant\n"
 
     def count_tokens(self, text: str) -> int:
         if self.tokenizer is not None:
-            return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+            return len(encode_plain(self.tokenizer, text))
         return len(text.encode("utf-8")) // 2 + 1  # over-estimate: BPE averages 3-4 bytes/token
 
     def generate(

@@ -29,6 +29,7 @@ from webshepherd.protocol.errors import ModelError, WebShepherdError
 
 from .backend import Backend, DeltaCallback, GeneratedToken, Generation, JudgeBatch, JudgeOutput
 from .labels import label_token_ids
+from .tokenizer_text import encode_plain, render_chat_template
 from .topk import mass_by_id
 
 log = logging.getLogger(__name__)
@@ -252,11 +253,7 @@ class VLLMBackend(Backend):
         return self._max_context
 
     def render_chat(self, messages: Sequence[dict[str, str]]) -> str:
-        return str(
-            self.tokenizer.apply_chat_template(
-                list(messages), tokenize=False, add_generation_prompt=True
-            )
-        )
+        return render_chat_template(self.tokenizer, messages)
 
     def count_tokens(self, text: str) -> int:
         return len(self._encode(text))
@@ -390,7 +387,7 @@ class VLLMBackend(Backend):
             raise ModelError("the model has been closed")
 
     def _encode(self, text: str) -> list[int]:
-        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+        return encode_plain(self.tokenizer, text)
 
     def _piece(self, tid: int) -> str:
         p = self._pieces.get(tid)
