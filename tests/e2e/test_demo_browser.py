@@ -5,35 +5,21 @@ demo wrote (summary.json, screenshots) checked against what happened."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import struct
 import subprocess
-import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 
 from tests.e2e.browser import skip_without_browser
+from tests.fixtures.demo_cli import DEMO, demo_env, run_demo
 
 skip_without_browser()
 pytestmark = pytest.mark.model
-DEMO = [sys.executable, "-m", "webshepherd.daemon.cli", "demo"]
 HEADED_ARGS = ["--samples", "1", "--max-steps", "3", "--approval-timeout", "2"]
-
-
-def _env(tmp_path: Path, tiny_model_path: Path, **extra: str) -> dict[str, str]:
-    return dict(
-        os.environ,
-        WEBSHEPHERD_TINY_MODEL=str(tiny_model_path),
-        COLUMNS="120",
-        WEBSHEPHERD_CONFIG_DIR=str(tmp_path / "user-config"),
-        WEBSHEPHERD_DATA_DIR=str(tmp_path / "user-data"),
-        HF_HUB_OFFLINE="1",
-        **extra,
-    )
 
 
 def _png_size(path: Path) -> tuple[int, int]:
@@ -48,13 +34,10 @@ def _png_size(path: Path) -> tuple[int, int]:
 def demo(tiny_model_path: Path, tmp_path_factory) -> tuple[subprocess.CompletedProcess, Path]:
     tmp = tmp_path_factory.mktemp("demo-browser")
     out = tmp / "out"
-    result = subprocess.run(
+    result = run_demo(
         [*DEMO, "--browser", "--headless", "--out", str(out), "--samples", "1"],
-        env=_env(tmp, tiny_model_path),
-        capture_output=True,
-        text=True,
+        demo_env(tmp, tiny_model_path),
         timeout=280,
-        check=False,
     )
     assert result.returncode == 0, result.stderr[-3000:] + result.stdout[-3000:]
     assert not (tmp / "user-data").exists() and not (tmp / "user-config").exists()
@@ -113,17 +96,10 @@ def test_the_order_is_placed_and_every_step_is_recorded(demo):
 
 
 def test_headed_without_a_display_says_what_to_do(tmp_path, tiny_model_path):
-    env = _env(tmp_path, tiny_model_path)
+    env = demo_env(tmp_path, tiny_model_path)
     env.pop("DISPLAY", None)
     env.pop("WAYLAND_DISPLAY", None)
-    result = subprocess.run(
-        [*DEMO, "--browser"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    result = run_demo([*DEMO, "--browser"], env, timeout=120)
     assert result.returncode == 2
     text = " ".join(result.stdout.split())
     assert "no display" in text and "--headless" in text and "xvfb-run" in text
@@ -134,13 +110,10 @@ def test_headed_without_a_display_says_what_to_do(tmp_path, tiny_model_path):
 )
 def test_headed_under_xvfb_waits_for_a_person(tmp_path, tiny_model_path):
     out = tmp_path / "out"
-    result = subprocess.run(
+    result = run_demo(
         ["xvfb-run", "-a", *DEMO, "--browser", "--out", str(out), *HEADED_ARGS],
-        env=_env(tmp_path, tiny_model_path),
-        capture_output=True,
-        text=True,
+        demo_env(tmp_path, tiny_model_path),
         timeout=200,
-        check=False,
     )
     # three steps do not reach the order: exit code 1, and the summary says so
     assert result.returncode == 1, result.stderr[-3000:] + result.stdout[-3000:]

@@ -2,43 +2,25 @@
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.fixtures.demo_cli import DEMO, demo_env, run_demo
 
 pytestmark = pytest.mark.model
 
 
 def test_demo_runs_end_to_end(tiny_model_path: Path, tmp_path: Path) -> None:
-    env = dict(
-        os.environ,
-        WEBSHEPHERD_TINY_MODEL=str(tiny_model_path),
-        COLUMNS="120",
-        WEBSHEPHERD_CONFIG_DIR=str(tmp_path / "user-config"),
-        WEBSHEPHERD_DATA_DIR=str(tmp_path / "user-data"),
-        HF_HUB_OFFLINE="1",
-    )
-    result = subprocess.run(
-        [sys.executable, "-m", "webshepherd.daemon.cli", "demo"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=400,
-        check=False,
-    )
+    result = run_demo(DEMO, demo_env(tmp_path, tiny_model_path), timeout=400)
     out = result.stdout
     assert result.returncode == 0, result.stderr[-3000:] + out[-3000:]
     steps = re.findall(r"^step (\d+)  (\S+)", out, re.MULTILINE)
     assert steps and steps[0] == ("1", "/")
     assert [int(n) for n, _ in steps] == list(range(1, len(steps) + 1))
     # Three candidates per step, each with a reward bar and value or a dash, one chosen.
-    rows = re.findall(
-        r"^  (→| )(★| )(\S.{27}) (good|bad )  (█*░* \d\.\d{3}|—)", out, re.MULTILINE
-    )
+    rows = re.findall(r"^  (→| )(★| )(\S.{27}) (good|bad )  (█*░* \d\.\d{3}|—)", out, re.MULTILINE)
     assert len(rows) == 3 * len(steps)
     assert sum(mark == "→" for mark, *_ in rows) == len(steps)
     # The default policy runs the script's good action; Web-Shepherd's pick is starred.
