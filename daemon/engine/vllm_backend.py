@@ -12,8 +12,8 @@ Label probabilities come from the top-k log-probabilities of the model's raw dis
 its batch's requests between engine steps. ``prefilled_tokens`` counts what vLLM did not take
 from its prefix cache (``num_cached_tokens``), so it reports how much of the prefix was reused.
 
-vLLM is imported only when a backend is loaded; the conversion helpers at the top of this
-module take plain Python data and need no vLLM.
+vLLM is imported only when a backend is loaded; the conversion of its outputs
+(:mod:`.vllm_outputs`, re-exported here) takes plain Python data and needs no vLLM.
 """
 
 from __future__ import annotations
@@ -21,119 +21,30 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from webshepherd.protocol.errors import ModelError, WebShepherdError
 
-from .backend import Backend, DeltaCallback, GeneratedToken, Generation, JudgeBatch, JudgeOutput
+from .backend import Backend, DeltaCallback, JudgeBatch, JudgeOutput
 from .labels import label_token_ids
 from .tokenizer_text import encode_plain, render_chat_template
-from .topk import mass_by_id
+from .vllm_outputs import SampleStream, external_id, judge_output, plain_top
+
+__all__ = [
+    "MIN_TOP_LOGPROBS",
+    "PREFIX_BLOCK",
+    "SampleStream",
+    "VLLMBackend",
+    "judge_output",
+    "plain_top",
+]
 
 log = logging.getLogger(__name__)
 
 MIN_TOP_LOGPROBS = 20
 PREFIX_BLOCK = 16  # vLLM caches whole KV blocks (16 tokens by default): shorter prefixes never hit
-
-# -- plain-data conversion (no vLLM) ----------------------------------------------------------
-
-
-def plain_top(entry: Mapping[int, Any] | None, k: int) -> dict[int, float]:
-    """``{token id: logprob}`` of the top ``k`` of one position.
-
-    ``entry`` maps token ids to floats or to objects with ``logprob`` and ``rank`` (vLLM's
-    ``Logprob``); vLLM adds the sampled token even when it ranks below ``k``: it is left out, so
-    the mass is a plain top-k sum.
-    """
-    out: dict[int, float] = {}
-    for tid, value in (entry or {}).items():
-        logprob = getattr(value, "logprob", value)
-        rank = getattr(value, "rank", None)
-        if logprob is None or (rank is not None and rank > k):
-            continue
-        out[int(tid)] = float(logprob)
-    return out
-
-
-@dataclass
-class SampleStream:
-    """One sample's text, tokens and finish, folded from the engine's delta outputs."""
-
-    parts: list[str] = field(default_factory=list)
-    ids: list[int] = field(default_factory=list)
-    tokens: list[GeneratedToken] = field(default_factory=list)
-    finish: str | None = None
-
-    def add(
-        self,
-        text: str,
-        token_ids: Sequence[int],
-        logprobs: Sequence[Mapping[int, float]] | None,
-        finish_reason: str | None,
-        *,
-        piece: Callable[[int], str],
-        groups: Mapping[int, int],
-        skip: Iterable[int] = (),
-    ) -> str:
-        """Fold one delta in (``logprobs``: plain top-k per new token); returns the text delta.
-
-        Tokens in ``skip`` (end of sequence) end the sample without becoming tokens.
-        """
-        skipped = set(skip)
-        for i, tid in enumerate(token_ids):
-            if tid in skipped:
-                continue
-            top = logprobs[i] if logprobs is not None and i < len(logprobs) else {}
-            self.ids.append(tid)
-            self.tokens.append(
-                GeneratedToken(
-                    piece=piece(tid), group=groups.get(tid), mass=mass_by_id(top, groups)
-                )
-            )
-        if text:
-            self.parts.append(text)
-        if finish_reason is not None:
-            self.finish = str(finish_reason)
-        return text
-
-    def generation(self, aborted: bool = False) -> Generation:
-        """``finish_reason``: vLLM's ``stop``/``length``; ``abort`` or none when aborted."""
-        finish = {"stop": "stop", "length": "length"}.get(self.finish or "")
-        if finish is None:
-            finish = "aborted" if aborted or self.finish == "abort" else "length"
-        return Generation(text="".join(self.parts), tokens=tuple(self.tokens), finish_reason=finish)
-
-
-def judge_output(
-    streams: Sequence[Sequence[SampleStream]],
-    prompt_tokens: Sequence[int],
-    cached_tokens: Sequence[int],
-    *,
-    aborted: bool = False,
-    warm_tokens: int = 0,
-) -> JudgeOutput:
-    """A batch's :class:`JudgeOutput`: ``streams[candidate][sample]``, each candidate's prompt
-    length and its tokens vLLM found in its prefix cache; ``warm_tokens`` were prefilled to
-    seed the cache (the prefix alone)."""
-    prefilled = warm_tokens + sum(
-        max(0, p - c) for p, c in zip(prompt_tokens, cached_tokens, strict=True)
-    )
-    gens = tuple(tuple(s.generation(aborted) for s in row) for row in streams)
-    return JudgeOutput(
-        generations=gens,
-        prefilled_tokens=prefilled,
-        generated_tokens=sum(len(s.ids) for row in streams for s in row),
-        prefix_shared=sum(cached_tokens) > 0,
-        label_source="top_k",
-    )
-
-
-def _external(request_id: str) -> str:
-    """The id a request was added with, should an engine report its internal ``ID-suffix``."""
-    return request_id.rsplit("-", 1)[0]
-
 
 # -- the engine --------------------------------------------------------------------------------
 
@@ -274,7 +185,7 @@ class VLLMBackend(Backend):
                 self.engine.add_request(rid, {"prompt_token_ids": self._encode(prompt)}, params)
                 while self.engine.has_unfinished_requests():
                     for out in self.engine.step():
-                        if rid in (out.request_id, _external(out.request_id)) and out.finished:
+                        if rid in (out.request_id, external_id(out.request_id)) and out.finished:
                             text = str(out.outputs[0].text)
             except WebShepherdError:
                 raise
@@ -447,7 +358,7 @@ class VLLMBackend(Backend):
             warm[rid] = j
         while warm and self.engine.has_unfinished_requests():
             for out in self.engine.step():
-                owner = warm.get(out.request_id) or warm.get(_external(out.request_id))
+                owner = warm.get(out.request_id) or warm.get(external_id(out.request_id))
                 if owner is not None and out.finished:
                     cached = getattr(out, "num_cached_tokens", None) or 0
                     owner.warm_tokens = max(0, len(owner.prefix_ids) - int(cached))
@@ -479,7 +390,7 @@ class VLLMBackend(Backend):
                 if not j.aborted and j.cancel is not None and j.cancel.is_set():
                     self._abort(j)
             for out in self.engine.step():
-                hit = route.get(out.request_id) or route.get(_external(out.request_id))
+                hit = route.get(out.request_id) or route.get(external_id(out.request_id))
                 if hit is None:
                     continue
                 j, c = hit
