@@ -1,0 +1,176 @@
+"""One step of the browser demo: the agent's candidates scored through the page hook, the
+approval of a held candidate in the overlay, the action run with the harness, and each
+step's record (what ``summary.json`` lists)."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+from rich.markup import escape
+
+from .agent import CHECKLIST, ShopAgent
+from .browser_page import approval_card, click_decision, hook, overlay_shows_step
+from .run import StepRecord, _print_step
+
+if TYPE_CHECKING:
+    from .run_browser import BrowserDemoOptions
+
+__all__ = ["DemoRun", "held_candidate", "verdicts"]
+
+
+_TITLES = {int(n): t for n, t in re.findall(r"^Checklist (\d+): (.+)$", CHECKLIST, re.MULTILINE)}
+
+
+def verdicts(result: dict[str, Any]) -> dict[int, str]:
+    """Each checklist item's likeliest label in one scored result."""
+    out = {}
+    for it in result.get("items") or []:
+        probs = {k: it[k] for k in ("yes", "in_progress", "no")}
+        out[it["index"]] = max(probs, key=lambda k: probs[k])
+    return out
+
+
+def held_candidate(agent_step: list[Any], rewards: list[float | None]) -> int:
+    """The bad candidate with the lowest reward (no reward counts as 0)."""
+    bad = [i for i, p in enumerate(agent_step) if not p.good]
+    return min(bad, key=lambda i: (rewards[i] if rewards[i] is not None else 0.0, i))
+
+
+class DemoRun:
+    """One drive through the shop: the page, the harness, and what happened."""
+
+    def __init__(self, page: Any, env: Any, console: Console, opts: BrowserDemoOptions) -> None:
+        self.page, self.env, self.console, self.opts = page, env, console, opts
+        self.out, self.headless, self.samples = opts.out, opts.headless, opts.samples
+        self.approval_step, self.approval_timeout_s = opts.approval_step, opts.approval_timeout_s
+        self.steps: list[dict[str, Any]] = []
+        self.approvals: list[dict[str, Any]] = []
+        self.records: list[StepRecord] = []
+
+    async def shot(self, name: str) -> str | None:
+        if self.out is None:
+            return None
+        await self.page.screenshot(path=str(self.out / name), type="png")
+        return name
+
+    async def step(self, n: int, agent: ShopAgent) -> bool:
+        """One step; False once the order is confirmed (nothing left to do)."""
+        t0 = time.perf_counter()
+        state = await self.env.observe()
+        observe_ms = (time.perf_counter() - t0) * 1000
+        if agent.done(state.url):
+            return False
+        proposals = agent.propose(state.url, state.axtree)
+        cands = [{"thought": p.thought, "action": p.action} for p in proposals]
+        t_score = time.perf_counter()
+        scored = await hook(
+            self.page, "score", candidates=cands, samples=self.samples, approval="never"
+        )
+        score_ms = (time.perf_counter() - t_score) * 1000
+        results = sorted(scored["results"], key=lambda r: r["index"])
+        rewards = [r["reward"] for r in results]
+        best, good = scored["best"], next(i for i, p in enumerate(proposals) if p.good)
+        reward_led = self.opts.policy == "reward" and best is not None
+        chosen = best if reward_led else good
+        await overlay_shows_step(self.page, scored["step"], len(cands))
+        shot = await self.shot(f"step-{n:02d}.png")
+        rec = StepRecord(n, state.url, proposals, rewards, chosen, best, verdicts(results[chosen]))
+        self.records.append(rec)
+        _print_step(self.console, rec, _TITLES, scored["timing"]["model_ms"])
+        action, thought, wait_ms = proposals[chosen].action, proposals[chosen].thought, 0.0
+        if n == self.approval_step:
+            t_wait = time.perf_counter()
+            action, thought = await self.ask_approval(n, proposals, rewards, action, thought)
+            wait_ms = (time.perf_counter() - t_wait) * 1000
+        t_exec = time.perf_counter()
+        await hook(self.page, "action", action=action, thought=thought)
+        error = None
+        try:
+            await self.env.execute(action)
+        except Exception as exc:  # ActionError: reported, the agent goes on
+            error = getattr(exc, "message", str(exc))
+            self.console.print(f"  [red]action failed:[/] {escape(error)}")
+        execute_ms = (time.perf_counter() - t_exec) * 1000
+        self.steps.append(
+            {
+                "step": n,
+                "daemon_step": scored["step"],  # the recording's step number (from 0)
+                "url": state.url,
+                "candidates": [
+                    {**c, "good": p.good} for c, p in zip(cands, proposals, strict=True)
+                ],
+                "rewards": rewards,
+                "best": best,
+                "chosen": chosen,
+                "executed": action,
+                "error": error,
+                "checklist": {str(k): v for k, v in rec.items.items()},
+                # the agent's step: observe + score + execute (no screenshot, no approval wait)
+                "latency_ms": round(observe_ms + score_ms + execute_ms, 1),
+                "observe_ms": round(observe_ms, 1),
+                "score_ms": round(score_ms, 1),
+                "model_ms": round(scored["timing"]["model_ms"], 1),
+                "execute_ms": round(execute_ms, 1),
+                "approval_wait_ms": round(wait_ms, 1),
+                "screenshot": shot,
+            }
+        )
+        return True
+
+    async def ask_approval(
+        self, n: int, proposals: list[Any], rewards: list[float | None], good: str, why: str
+    ) -> tuple[str, str]:
+        """Hold the worst bad candidate for approval; returns the action to run (``good``,
+        the step's own choice, when it is rejected)."""
+        i = held_candidate(proposals, rewards)
+        held = proposals[i]
+        self.console.print(
+            f"  [bold magenta]approval:[/] the agent is tempted by {escape(held.action)} "
+            f"(reward {'—' if rewards[i] is None else f'{rewards[i]:.3f}'}); held for a human"
+        )
+        pending = asyncio.ensure_future(
+            hook(
+                self.page,
+                "score",
+                candidates=[{"thought": held.thought, "action": held.action}],
+                samples=self.samples,
+                approval="always",
+                timeout_s=self.approval_timeout_s + 60,
+            )
+        )
+        card = await approval_card(self.page)
+        shot = await self.shot("approval.png")
+        if self.headless:
+            self.console.print("  [magenta]scripted decision:[/] clicking Reject in the overlay")
+            await click_decision(card, "reject")
+        else:
+            self.console.print(
+                "  [bold magenta]Your turn:[/] in the browser window the webshepherd panel shows "
+                "an approval card. Click [bold]Approve[/] to let the agent run it, [bold]Reject"
+                f"[/] to stop it, or [bold]Edit[/] to change the action (within "
+                f"{self.approval_timeout_s:.0f} s; then it is rejected)."
+            )
+        scored = await pending
+        decision = scored["decision"]
+        approved = decision["status"] in ("approved", "edited")
+        run = decision.get("action") or held.action
+        self.approvals.append(
+            {
+                "step": n,
+                "action": held.action,
+                "reward": scored["results"][0]["reward"],
+                "decision": decision["status"],
+                "by": decision.get("by"),
+                "executed": run if approved else good,
+                "screenshot": shot,
+            }
+        )
+        self.console.print(
+            f"  [magenta]decision:[/] {decision['status']} by {decision.get('by') or 'nobody'}"
+            f" → runs {escape(run if approved else good)}"
+        )
+        return (run, held.thought) if approved else (good, why)
