@@ -153,11 +153,14 @@ class EngineJobs:
             except Exception as exc:
                 results[i] = _model_error(items[i].job, exc)
         elif ready:
-            scores = self.engine.score_many(
-                [step for _, step in ready],
-                [items[i].progress for i, _ in ready],
-                [cancels[i] for i, _ in ready],
-            )
+            try:
+                scores = self.engine.score_many(
+                    [step for _, step in ready],
+                    [items[i].progress for i, _ in ready],
+                    [cancels[i] for i, _ in ready],
+                )
+            except Exception as exc:  # the shared call itself failed: every member's error
+                scores = [exc] * len(ready)
             for (i, _), res in zip(ready, scores, strict=True):
                 results[i] = _model_error(items[i].job, res) if isinstance(res, Exception) else res
         return results
