@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import secrets
 import shutil
 import sys
 import tempfile
@@ -30,8 +29,7 @@ from rich.markup import escape
 
 from .agent import CHECKLIST, TASK, Proposal, ShopAgent
 from .browser import ActionError, Browser
-from .demo_engine import load_demo_engine, print_noise_note
-from .shop import ShopServer
+from .demo_setup import demo_servers, load_demo_engine, print_noise_note
 
 MARKS = {"yes": "[green]✓[/]", "in_progress": "[yellow]~[/]", "no": "[red]✗[/]"}
 
@@ -255,26 +253,6 @@ async def _serve_and_drive(
     console: Console,
     policy: str,
 ) -> tuple[list[StepRecord], bool, str | None]:
-    from webshepherd.daemon.config import DaemonConfig
-    from webshepherd.daemon.server import DaemonServer
-
-    token = secrets.token_urlsafe(24)
-    config = DaemonConfig(
-        host="127.0.0.1",
-        port=0,
-        data_dir=workdir / "data",
-        config_dir=workdir / "config",
-        token=token,
-        approval_threshold=None,
-        approval_drop=None,
-        default_samples=samples,
-    )
-    server = DaemonServer(config, engine)
-    await server.start()
-    shop = ShopServer().start()
-    console.print(f"daemon on {server.url} (temporary data dir {workdir}); shop on {shop.url}")
-    try:
+    async with demo_servers(engine, workdir, samples) as (server, token, shop):
+        console.print(f"daemon on {server.url} (temporary data dir {workdir}); shop on {shop.url}")
         return await _drive(server.url, token, shop.url, samples, max_steps, seed, console, policy)
-    finally:
-        shop.stop()
-        await server.stop()

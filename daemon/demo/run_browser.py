@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import secrets
 import shutil
 import sys
 import tempfile
@@ -37,8 +36,7 @@ from .agent import CHECKLIST, TASK, ShopAgent
 from .browser_page import DemoBrowserError, hook, pair
 from .browser_report import build_summary, print_totals, write_summary
 from .browser_steps import DemoRun
-from .demo_engine import load_demo_engine, print_noise_note
-from .shop import ShopServer
+from .demo_setup import demo_servers, load_demo_engine, print_noise_note
 
 APPROVAL_STEP = 3  # the search results: wrong products are tempting there
 
@@ -198,32 +196,17 @@ async def _serve_and_drive(
     chromium: str,
     dist: Path,
 ) -> tuple[DemoRun, dict[str, Any]]:
-    from webshepherd.daemon.config import DaemonConfig
     from webshepherd.daemon.extension_id import EXTENSION_ID
-    from webshepherd.daemon.server import DaemonServer
 
-    token = secrets.token_urlsafe(24)
-    config = DaemonConfig(
-        host="127.0.0.1",
-        port=0,
-        data_dir=workdir / "data",
-        config_dir=workdir / "config",
-        token=token,
+    async with demo_servers(
+        engine,
+        workdir,
+        opts.samples,
         allowed_extension_ids=(EXTENSION_ID,),
-        approval_threshold=None,
-        approval_drop=None,
         approval_timeout_s=opts.approval_timeout_s,
-        default_samples=opts.samples,
-    )
-    server = DaemonServer(config, engine)
-    await server.start()
-    shop = ShopServer().start()
-    console.print(
-        f"daemon on {server.url} (temporary data dir); shop on {shop.url}; "
-        f"Chromium {'headless' if opts.headless else 'headed'} with the extension"
-    )
-    try:
+    ) as (server, token, shop):
+        console.print(
+            f"daemon on {server.url} (temporary data dir); shop on {shop.url}; "
+            f"Chromium {'headless' if opts.headless else 'headed'} with the extension"
+        )
         return await _drive(server.url, token, shop.url, chromium, dist, workdir, console, opts)
-    finally:
-        shop.stop()
-        await server.stop()

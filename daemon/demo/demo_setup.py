@@ -1,13 +1,21 @@
-"""The demos' model: the tiny model (built if not cached) or a named one, and the note
-that says the tiny model's rewards are noise."""
+"""What both demos start: the model (the tiny one, built if not cached, or a named one; with
+the note that says the tiny model's rewards are noise), the in-process daemon and the shop."""
 
 from __future__ import annotations
 
 import contextlib
-from typing import Any
+import secrets
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.panel import Panel
+
+from .shop import ShopServer
+
+if TYPE_CHECKING:
+    from webshepherd.daemon.server import DaemonServer
 
 REAL_MODEL = "WebShepherd/WebShepherd_3B"
 NOISE_NOTE = (
@@ -52,3 +60,35 @@ def load_demo_engine(model: str | None, samples: int, console: Console) -> tuple
         hf_logging.disable_progress_bar()
     config = EngineConfig(samples=samples, max_new_tokens=160 if tiny else 512)
     return load_engine(model, device="auto", config=config), tiny
+
+
+@contextlib.asynccontextmanager
+async def demo_servers(
+    engine: Any, workdir: Path, samples: int, **config: Any
+) -> AsyncIterator[tuple[DaemonServer, str, ShopServer]]:
+    """The daemon on an ephemeral loopback port (a fresh token, data and config under
+    ``workdir``, no approval rules; ``config``: more ``DaemonConfig`` fields) and the shop;
+    yields ``(daemon, token, shop)`` and stops both."""
+    from webshepherd.daemon.config import DaemonConfig
+    from webshepherd.daemon.server import DaemonServer
+
+    token = secrets.token_urlsafe(24)
+    daemon_config = DaemonConfig(
+        host="127.0.0.1",
+        port=0,
+        data_dir=workdir / "data",
+        config_dir=workdir / "config",
+        token=token,
+        approval_threshold=None,
+        approval_drop=None,
+        default_samples=samples,
+        **config,
+    )
+    server = DaemonServer(daemon_config, engine)
+    await server.start()
+    shop = ShopServer().start()
+    try:
+        yield server, token, shop
+    finally:
+        shop.stop()
+        await server.stop()
