@@ -34,6 +34,7 @@ class SharedPrefixes:
     keys: list[list[torch.Tensor]] = field(default_factory=list)  # [group][layer]
     values: list[list[torch.Tensor]] = field(default_factory=list)
     rows: list[tuple[int, int]] = field(default_factory=list)
+    calls: int = 0  # attention calls that saw these prefixes (the install probe counts them)
 
     def add(self, cache: Any, start: int, end: int) -> None:
         """A prefix's ``DynamicCache`` (batch 1) for rows ``[start, end)``."""
@@ -58,7 +59,34 @@ def install(model: Any) -> bool:
     mask_fn: Any = AttentionMaskInterface._global_mapping[current]
     AttentionMaskInterface.register(name, mask_fn)
     model.set_attn_implementation(name)
-    return model.config._attn_implementation == name
+    if model.config._attn_implementation == name and _routes(model):
+        return True
+    model.set_attn_implementation(current)
+    return False
+
+
+def _routes(model: Any) -> bool:
+    """Whether every layer's attention receives the prefixes (a model that does not pass the
+    keyword down would silently attend without them): one 2-token prefix, one token after."""
+    dev = next(model.parameters()).device
+    try:
+        with torch.inference_mode():
+            cache = model(
+                input_ids=torch.tensor([[1, 2]], device=dev), use_cache=True, logits_to_keep=1
+            ).past_key_values
+            shared = SharedPrefixes()
+            shared.add(cache, 0, 1)
+            model(
+                input_ids=torch.tensor([[3]], device=dev),
+                position_ids=torch.tensor([[2]], device=dev),
+                attention_mask=torch.ones((1, 1, 1, 1), dtype=torch.bool, device=dev),
+                use_cache=True,
+                logits_to_keep=1,
+                **{KWARG: shared},
+            )
+    except Exception:
+        return False
+    return shared.calls == len(shared.keys[0]) > 0
 
 
 def _delegate(module: Any) -> Any:
@@ -90,6 +118,7 @@ def split_attention(
         return _delegate(module)(
             module, query, key, value, attention_mask, scaling=scaling, dropout=dropout, **kwargs
         )
+    shared.calls += 1
     b, h, q, d = query.shape
     hkv = key.shape[1]
     g = h // hkv

@@ -127,3 +127,16 @@ def test_repeated_cache_layout_gives_the_same_results(backend: TransformersBacke
     # without split attention, judge_many judges one batch after the other
     outs = copies.judge_many([_batch(backend), other_batch(backend)], [None, None], [None, None])
     assert all(isinstance(o, JudgeOutput) for o in outs)
+
+
+def test_an_eager_attention_model_gets_split_attention_too(
+    backend: TransformersBackend, tiny_model_path
+) -> None:
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(str(tiny_model_path), attn_implementation="eager")
+    eager = TransformersBackend(model, backend.tokenizer, "eager")
+    assert eager.split_attention
+    assert model.config._attn_implementation == "webshepherd_split_eager"
+    batch = other_batch(eager, max_new=12)
+    same(eager.judge(batch), backend.judge(batch))
