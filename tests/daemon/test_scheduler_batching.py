@@ -199,6 +199,17 @@ async def test_one_member_failing_fails_only_that_member() -> None:
 # -- through a real daemon with the tiny model ----------------------------------------------
 
 
+async def test_the_batch_knob_reaches_the_scheduler(start_daemon) -> None:
+    from webshepherd.daemon.cli import build_parser
+    from webshepherd.daemon.cli_serve import config_from_args
+
+    assert config_from_args(build_parser().parse_args(["serve"])).batch_sessions == 8
+    args = build_parser().parse_args(["serve", "--batch-sessions", "1"])
+    assert config_from_args(args).batch_sessions == 1
+    daemon = await start_daemon(batch_sessions=1)
+    assert daemon.server.scheduler.batch_sessions == 1
+
+
 async def test_three_sessions_scored_in_one_call_get_their_own_replies(start_daemon) -> None:
     daemon = await start_daemon(batch_sessions=8)
     clients = [await daemon.client(name=f"agent{i}") for i in range(3)]
