@@ -44,16 +44,24 @@ class SharedPrefixes:
 
 
 def install(model: Any) -> bool:
-    """Route the model's attention through :func:`split_attention`; False when its attention
-    implementation is one this module cannot delegate to (then nothing changes)."""
+    """Route the model's attention through :func:`split_attention`. False (the model keeps
+    its own attention) when that is neither ``sdpa`` nor ``eager``, when some layer does not
+    attend to the full context (sliding windows), or when the model does not pass the
+    prefixes down to every layer."""
     from transformers import AttentionInterface
     from transformers.masking_utils import AttentionMaskInterface
 
-    current = model.config._attn_implementation
+    config = model.config
+    current = config._attn_implementation
     if current in _NAMES.values():
         return True
     name = _NAMES.get(current)
-    if name is None:
+    layer_types = getattr(config, "layer_types", None) or ["full_attention"]
+    if (
+        name is None
+        or getattr(config, "use_sliding_window", False)
+        or any(t != "full_attention" for t in layer_types)
+    ):
         return False
     AttentionInterface.register(name, split_attention)
     mask_fn: Any = AttentionMaskInterface._global_mapping[current]

@@ -140,3 +140,18 @@ def test_an_eager_attention_model_gets_split_attention_too(
     assert model.config._attn_implementation == "webshepherd_split_eager"
     batch = other_batch(eager, max_new=12)
     same(eager.judge(batch), backend.judge(batch))
+
+
+def test_a_sliding_window_model_keeps_its_own_attention(
+    backend: TransformersBackend, tiny_model_path
+) -> None:
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(
+        str(tiny_model_path), use_sliding_window=True, sliding_window=4096, max_window_layers=0
+    )
+    windowed = TransformersBackend(model, backend.tokenizer, "windowed")
+    assert not windowed.split_attention
+    assert model.config._attn_implementation == "sdpa"
+    out = windowed.judge(other_batch(windowed, max_new=8))  # the repeated-cache layout
+    assert out.prefix_shared and out.generated_tokens > 0
