@@ -46,6 +46,7 @@ test: $(STAMP) extension
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check protocol daemon tui bench tests
 	$(VENV)/bin/mypy protocol daemon tui bench
 
 schema: $(STAMP)

@@ -35,15 +35,21 @@ class Probe:
 
 def interleaved(sessions: int, steps: int) -> list[dict[str, Any]]:
     per = [
-        session_events(f"s{i:02d}", steps, seed=i, agent=f"agent-{i}", repeat_at=steps // 2,
-                       approval_at=steps - 1 if i % 5 == 0 else None)
+        session_events(
+            f"s{i:02d}",
+            steps,
+            seed=i,
+            agent=f"agent-{i}",
+            repeat_at=steps // 2,
+            approval_at=steps - 1 if i % 5 == 0 else None,
+        )
         for i in range(sessions)
     ]
     out: list[dict[str, Any]] = []
     cursors = [0] * sessions
     while any(c < len(p) for c, p in zip(cursors, per, strict=True)):
         for i, p in enumerate(per):  # one step's worth (≈5 events) of each session in turn
-            take = p[cursors[i]: cursors[i] + 5]
+            take = p[cursors[i] : cursors[i] + 5]
             cursors[i] += len(take)
             out.extend(take)
         out.append(stats_event())
@@ -78,7 +84,7 @@ async def bench_refresh(events: list[dict[str, Any]], batch: int) -> dict[str, f
             idle_ms.append((time.perf_counter() - t0) * 1e3)
         for start in range(0, len(events), batch):
             t0 = time.perf_counter()
-            for e in events[start: start + batch]:
+            for e in events[start : start + batch]:
                 app.state.fold_raw(e)
             t1 = time.perf_counter()
             app.main.sync()
@@ -111,11 +117,15 @@ def main() -> None:
     rate = bench_fold(events)
     print(f"fold only:      {rate:,.0f} events/s ({1e6 / rate:.1f} µs/event)")
     r = asyncio.run(bench_refresh(events, args.batch))
-    print(f"refreshes:      {r['refreshes']:.0f} (one per {args.batch} events, 160×48, "
-          f"selected session's plot ends with {r['plot_points']:.0f} points)")
+    print(
+        f"refreshes:      {r['refreshes']:.0f} (one per {args.batch} events, 160×48, "
+        f"selected session's plot ends with {r['plot_points']:.0f} points)"
+    )
     print(f"widget sync:    p50 {r['sync_p50']:.2f} ms  p95 {r['sync_p95']:.2f} ms")
-    print(f"fold+sync+frame p50 {r['frame_p50']:.2f} ms  p95 {r['frame_p95']:.2f} ms  "
-          f"max {r['frame_max']:.2f} ms")
+    print(
+        f"fold+sync+frame p50 {r['frame_p50']:.2f} ms  p95 {r['frame_p95']:.2f} ms  "
+        f"max {r['frame_max']:.2f} ms"
+    )
     print(f"idle frame      p50 {r['idle_p50']:.2f} ms (nothing changed: the harness's share)")
     total = len(events) / (r["refreshes"] * r["frame_p50"] / 1e3)
     print(f"sustained:      ≈{total:,.0f} events/s with a redraw every {args.batch} events")

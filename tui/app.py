@@ -52,7 +52,11 @@ class WebShepherdApp(App[None]):
         self.dirty = True
         self.device: DeviceReading | None = None
         self.link = DaemonLink(
-            self.state, url, token, on_change=self.mark_dirty, on_status=self.set_status,
+            self.state,
+            url,
+            token,
+            on_change=self.mark_dirty,
+            on_status=self.set_status,
             backoff_max_s=backoff_max_s,
         )
         self.main = MainScreen(self.state)

@@ -75,16 +75,22 @@ async def test_unreachable_daemon_says_how_to_start_it() -> None:
 async def test_full_session(daemon: DaemonHandle) -> None:
     progress: list[str] = []
     async with client(daemon) as c:
-        session = await c.start_session("Buy the cheapest USB-C cable", start_url=OBS.url,
-                                        checklist=CHECKLIST, observation=OBS, agent="sdk-test")
+        session = await c.start_session(
+            "Buy the cheapest USB-C cable",
+            start_url=OBS.url,
+            checklist=CHECKLIST,
+            observation=OBS,
+            agent="sdk-test",
+        )
         checklist = await session.checklist(timeout=30)
         titles = [i.title for i in checklist.items]
         assert titles == ["Search for USB-C cables", "Open the cheapest"]
         assert checklist.source == "reference"
         observed = await session.observe(OBS.url, OBS.axtree)
         assert observed.step >= 0
-        scored = await session.score(CANDIDATES, samples=1, approval="never",
-                                     on_progress=lambda p: progress.append(p.delta))
+        scored = await session.score(
+            CANDIDATES, samples=1, approval="never", on_progress=lambda p: progress.append(p.delta)
+        )
         assert isinstance(scored, Scored)
         assert [r.index for r in scored.results] == [0, 1]
         assert scored.decision.status == "auto"

@@ -24,8 +24,9 @@ class FixedProbe:
     """The same CPU/RAM reading every time (snapshots must not depend on this machine)."""
 
     def read(self) -> DeviceReading:
-        return DeviceReading(cpu_percent=12.0, cpus=16, ram_used_mb=8192.0,
-                             ram_total_mb=65536.0, source="fixed")
+        return DeviceReading(
+            cpu_percent=12.0, cpus=16, ram_used_mb=8192.0, ram_total_mb=65536.0, source="fixed"
+        )
 
 
 def recorded_state() -> MonitorState:
@@ -38,10 +39,19 @@ def recorded_state() -> MonitorState:
 def screen_text(app: App[object]) -> str:
     """What the terminal shows, as plain text (one line per row, trailing blanks kept)."""
     width, height = app.size
-    console = Console(width=width, height=height, file=io.StringIO(), force_terminal=True,
-                      color_system="truecolor", record=True, legacy_windows=False, safe_box=False)
-    console.print(app.screen._compositor.render_update(
-        full=True, screen_stack=app._background_screens))
+    console = Console(
+        width=width,
+        height=height,
+        file=io.StringIO(),
+        force_terminal=True,
+        color_system="truecolor",
+        record=True,
+        legacy_windows=False,
+        safe_box=False,
+    )
+    console.print(
+        app.screen._compositor.render_update(full=True, screen_stack=app._background_screens)
+    )
     return console.export_text(styles=False)
 
 

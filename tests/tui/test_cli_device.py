@@ -59,8 +59,12 @@ def test_probe_reads_cpu_and_ram(use_psutil):
 @pytest.mark.parametrize("gpu", [True, False])
 def test_device_table_prefers_a_local_gpu(gpu):
     local = device.DeviceReading(
-        gpus=[device.GpuReading("Local GPU", 1024.0, 4096.0, 50.0)] if gpu else [], cpus=2,
-        cpu_percent=10.0, ram_used_mb=1.0, ram_total_mb=2.0)
+        gpus=[device.GpuReading("Local GPU", 1024.0, 4096.0, 50.0)] if gpu else [],
+        cpus=2,
+        cpu_percent=10.0,
+        ram_used_mb=1.0,
+        ram_total_mb=2.0,
+    )
     console = Console(width=80, record=True, file=io.StringIO())
     console.print(device_table(local, None))
     text = console.export_text()

@@ -22,15 +22,28 @@ pytestmark = pytest.mark.model
 
 
 def tui(url: str) -> WebShepherdApp:
-    return WebShepherdApp(url, TEST_TOKEN, probe=FixedProbe(), refresh_s=0.1,
-                          backoff_max_s=0.5)
+    return WebShepherdApp(url, TEST_TOKEN, probe=FixedProbe(), refresh_s=0.1, backoff_max_s=0.5)
 
 
 async def step(agent, sid: str, n: int, approval: str = "never") -> dict:
-    await agent.request({"type": "observe", "session_id": sid,
-                         "url": f"http://shop.local/p{n}", "axtree": OBS["axtree"]})
-    scored = await agent.request({"type": "score", "session_id": sid, "candidates": CANDS,
-                                  "samples": 1, "approval": approval}, timeout=60)
+    await agent.request(
+        {
+            "type": "observe",
+            "session_id": sid,
+            "url": f"http://shop.local/p{n}",
+            "axtree": OBS["axtree"],
+        }
+    )
+    scored = await agent.request(
+        {
+            "type": "score",
+            "session_id": sid,
+            "candidates": CANDS,
+            "samples": 1,
+            "approval": approval,
+        },
+        timeout=60,
+    )
     assert scored["type"] == "scored", scored
     await agent.request({"type": "action", "session_id": sid, "action": CANDS[0]["action"]})
     return scored
@@ -67,8 +80,11 @@ async def test_sessions_appear_and_the_curve_grows(daemon):
         assert "Search for cables" in text and "live-agent" in text
         await agent.request({"type": "session.end", "session_id": sid, "outcome": "success"})
         await wait_until(pilot, lambda: view.state == "ended", what="the end")
-        await wait_until(pilot, lambda: "ended: success" in str(table.get_cell(sid, "state")),
-                         what="the state cell")
+        await wait_until(
+            pilot,
+            lambda: "ended: success" in str(table.get_cell(sid, "state")),
+            what="the state cell",
+        )
 
         # history (sessions.list) -> replay (session.get), stepping with the keys
         await pilot.press("h")
@@ -111,10 +127,21 @@ async def test_approval_keys_resolve_real_requests(daemon):
         panel = app.screen.query_one(ApprovalsPanel)
         await pilot.press("2")
         scored_by_key = {}
-        for n, keys, status in ((1, ["a"], "approved"), (2, ["r"], "rejected"),
-                                (3, ["e", "ctrl+u", *"click('99')", "enter"], "edited")):
-            await agent.send({"type": "score", "id": f"c{n}", "session_id": sid,
-                              "candidates": CANDS, "samples": 1, "approval": "always"})
+        for n, keys, status in (
+            (1, ["a"], "approved"),
+            (2, ["r"], "rejected"),
+            (3, ["e", "ctrl+u", *"click('99')", "enter"], "edited"),
+        ):
+            await agent.send(
+                {
+                    "type": "score",
+                    "id": f"c{n}",
+                    "session_id": sid,
+                    "candidates": CANDS,
+                    "samples": 1,
+                    "approval": "always",
+                }
+            )
             await wait_until(pilot, lambda: panel.table.row_count == 1, what=f"request {n}")
             assert app.state.sessions[sid].state == "waiting_approval"
             for key in keys:
@@ -125,8 +152,10 @@ async def test_approval_keys_resolve_real_requests(daemon):
             scored_by_key[status] = scored["decision"]
             await wait_until(pilot, lambda: panel.table.row_count == 0, what="the row to go")
         assert scored_by_key["approved"]["status"] == "approved"
-        assert scored_by_key["approved"]["action"] == CANDS[scored_by_key["approved"]["index"]][
-            "action"]
+        assert (
+            scored_by_key["approved"]["action"]
+            == CANDS[scored_by_key["approved"]["index"]]["action"]
+        )
         assert scored_by_key["rejected"]["status"] == "rejected"
         assert scored_by_key["edited"]["status"] == "edited"
         assert scored_by_key["edited"]["action"] == "click('99')"
@@ -134,15 +163,24 @@ async def test_approval_keys_resolve_real_requests(daemon):
 
         # a request decided elsewhere disappears
         resolved = set(app.state.resolved)
-        await agent.send({"type": "score", "id": "c4", "session_id": sid, "candidates": CANDS,
-                          "samples": 1, "approval": "always"})
+        await agent.send(
+            {
+                "type": "score",
+                "id": "c4",
+                "session_id": sid,
+                "candidates": CANDS,
+                "samples": 1,
+                "approval": "always",
+            }
+        )
         req = await other.wait_for(
             lambda m: m["type"] == "approval.request" and m["request_id"] not in resolved,
             timeout=60,
         )
         await wait_until(pilot, lambda: panel.table.row_count == 1, what="request 4")
-        reply = await other.request({"type": "approval.decide", "request_id": req["request_id"],
-                                     "decision": "approve"})
+        reply = await other.request(
+            {"type": "approval.decide", "request_id": req["request_id"], "decision": "approve"}
+        )
         assert reply["type"] == "approval.resolved"
         await wait_until(pilot, lambda: panel.table.row_count == 0, what="resolved elsewhere")
         assert app.state.approvals == {}

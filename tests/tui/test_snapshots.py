@@ -26,13 +26,22 @@ def offline_app() -> WebShepherdApp:
 def recorded_session(sid: str) -> Session:
     events = [e for e in load_recorded() if e.get("session_id") == sid]
     checklist = next(e for e in events if e["type"] == "checklist")
-    return Session.model_validate({
-        "type": "session", "id": "m1", "checklist": checklist,
-        "session": {"session_id": sid, "intent": "Buy the cheapest USB-C cable",
-                    "agent": {"name": "shop-agent"}, "state": "running", "steps": 14,
-                    "created_at": 1_700_000_010.0},
-        "events": [e for e in events if e["type"] != "checklist"],
-    })
+    return Session.model_validate(
+        {
+            "type": "session",
+            "id": "m1",
+            "checklist": checklist,
+            "session": {
+                "session_id": sid,
+                "intent": "Buy the cheapest USB-C cable",
+                "agent": {"name": "shop-agent"},
+                "state": "running",
+                "steps": 14,
+                "created_at": 1_700_000_010.0,
+            },
+            "events": [e for e in events if e["type"] != "checklist"],
+        }
+    )
 
 
 async def ready(pilot, app: WebShepherdApp) -> None:

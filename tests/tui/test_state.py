@@ -47,8 +47,15 @@ def test_missing_reward_stays_missing():
 
 def test_executed_action_differs_from_the_candidates():
     state = folded(session_events("a", 1, seed=1, outcome=None))
-    state.fold_raw({"type": "action", "session_id": "a", "step": 1, "action": "click('999')",
-                    "source": "human"})
+    state.fold_raw(
+        {
+            "type": "action",
+            "session_id": "a",
+            "step": 1,
+            "action": "click('999')",
+            "source": "human",
+        }
+    )
     step = state.sessions["a"].steps[1]
     assert step.executed == "click('999')" and step.executed_source == "human"
     assert step.executed_reward is None and step.best_reward is not None
@@ -63,15 +70,39 @@ def test_labels():
 def test_streaming_feedback_resets_on_scored():
     state = MonitorState()
     for delta in ("The agent ", "clicked"):
-        state.fold_raw({"type": "score.progress", "session_id": "s", "request": "c1",
-                        "candidate": 0, "sample": 0, "delta": delta})
+        state.fold_raw(
+            {
+                "type": "score.progress",
+                "session_id": "s",
+                "request": "c1",
+                "candidate": 0,
+                "sample": 0,
+                "delta": delta,
+            }
+        )
     view = state.sessions["s"]
     assert view.feedback == "The agent clicked"
-    state.fold_raw({"type": "score.progress", "session_id": "s", "request": "c1", "candidate": 1,
-                    "sample": 0, "delta": "Wrong"})
+    state.fold_raw(
+        {
+            "type": "score.progress",
+            "session_id": "s",
+            "request": "c1",
+            "candidate": 1,
+            "sample": 0,
+            "delta": "Wrong",
+        }
+    )
     assert view.feedback == "#0.0: The agent clicked\n#1.0: Wrong"
-    state.fold_raw({"type": "score.progress", "session_id": "s", "request": "c2", "candidate": 0,
-                    "sample": 0, "delta": "New"})
+    state.fold_raw(
+        {
+            "type": "score.progress",
+            "session_id": "s",
+            "request": "c2",
+            "candidate": 0,
+            "sample": 0,
+            "delta": "New",
+        }
+    )
     assert view.feedback == "New"  # a new request starts over
     events = session_events("s", 1, seed=0, progress=False, outcome=None)
     state.fold_raw(events[-2])  # scored
@@ -85,8 +116,15 @@ def test_approval_pending_then_resolved():
     assert (pending.session_id, pending.step, pending.reason) == ("w", 2, "below_threshold")
     assert state.sessions["w"].state == "waiting_approval"
     v0 = state.approvals_version
-    state.fold_raw({"type": "approval.resolved", "request_id": pending.request_id,
-                    "session_id": "w", "decision": "reject", "by": "extension:x"})
+    state.fold_raw(
+        {
+            "type": "approval.resolved",
+            "request_id": pending.request_id,
+            "session_id": "w",
+            "decision": "reject",
+            "by": "extension:x",
+        }
+    )
     assert state.approvals == {} and state.approvals_version > v0
     assert state.sessions["w"].state == "running"
     state.fold_raw(events[-1])  # the request replayed late (a catch-up): stays resolved
@@ -105,8 +143,15 @@ def test_repeated_action_on_the_same_url_is_a_signal():
 
 def test_daemon_signal_events_and_unknown_types():
     state = MonitorState()
-    state.fold_raw({"type": "signal", "session_id": "s", "step": 2, "kind": "loop",
-                    "message": "revisits the same page"})
+    state.fold_raw(
+        {
+            "type": "signal",
+            "session_id": "s",
+            "step": 2,
+            "kind": "loop",
+            "message": "revisits the same page",
+        }
+    )
     state.fold_raw({"type": "something.new", "session_id": "s"})
     (signal,) = state.sessions["s"].signals
     assert (signal.step, signal.kind, signal.message) == (2, "loop", "revisits the same page")
@@ -130,12 +175,21 @@ def test_versions_grow_only_for_what_changed():
 def test_load_history_replaces_a_session_and_drops_stale_approvals():
     live = session_events("w", 3, seed=3, approval_at=3, resolve_approval=False, outcome=None)
     state = folded(live[:5])  # saw only the start live
-    history = Session.model_validate({
-        "type": "session", "id": "m1",
-        "session": {"session_id": "w", "intent": "Compare", "agent": {"name": "tree-agent"},
-                    "state": "running", "steps": 3, "created_at": 1.0},
-        "events": live,
-    })
+    history = Session.model_validate(
+        {
+            "type": "session",
+            "id": "m1",
+            "session": {
+                "session_id": "w",
+                "intent": "Compare",
+                "agent": {"name": "tree-agent"},
+                "state": "running",
+                "steps": 3,
+                "created_at": 1.0,
+            },
+            "events": live,
+        }
+    )
     view = state.load_history(history)
     assert view is state.sessions["w"] and len(view.scored_steps) == 2
     assert (view.intent, view.agent, view.created_at) == ("Compare", "tree-agent", 1.0)
@@ -150,9 +204,16 @@ def test_live_typed_signal_event_is_shown():
     """A ``signal`` parsed by the SDK (a pydantic model) lands like a recorded one."""
     state = MonitorState()
     msg = SERVER_ADAPTER.validate_python(
-        {"type": "signal", "session_id": "s", "step": 3, "kind": "repeated_action",
-         "action": "click('12')", "ok": False, "repeats": 2,
-         "detail": "click('12') again on an unchanged page"}
+        {
+            "type": "signal",
+            "session_id": "s",
+            "step": 3,
+            "kind": "repeated_action",
+            "action": "click('12')",
+            "ok": False,
+            "repeats": 2,
+            "detail": "click('12') again on an unchanged page",
+        }
     )
     state.fold(msg)
     (signal,) = state.sessions["s"].signals

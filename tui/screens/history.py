@@ -37,15 +37,22 @@ class HistoryScreen(Screen[None]):
         self.summaries: list[SessionSummary] = []
 
     def compose(self) -> ComposeResult:
-        yield Static("recorded sessions (newest first) — enter replays, escape goes back",
-                     id="history-title")
+        yield Static(
+            "recorded sessions (newest first) — enter replays, escape goes back", id="history-title"
+        )
         yield DataTable(cursor_type="row", id="history")
         yield Footer()
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
-        for name, width in (("started", 16), ("agent", 12), ("steps", 5), ("reward", 6),
-                            ("state", 10), ("intent", 40)):
+        for name, width in (
+            ("started", 16),
+            ("agent", 12),
+            ("steps", 5),
+            ("reward", 6),
+            ("state", 10),
+            ("intent", 40),
+        ):
             table.add_column(name, key=name, width=width)
         self.action_reload()
 

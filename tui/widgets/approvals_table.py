@@ -38,8 +38,8 @@ class ApprovalsPanel(Vertical):
     @property
     def ready(self) -> bool:
         """Composed and mounted, children included."""
-        return self.is_mounted and len(self.children) == 3 and all(
-            c.is_mounted for c in self.children
+        return (
+            self.is_mounted and len(self.children) == 3 and all(c.is_mounted for c in self.children)
         )
 
     @property

@@ -106,7 +106,7 @@ def render_plot(
     axis = "└" + "─" * (cols - 1)
     left, right = f"step {lo}", str(hi)
     foot = " " * (Y_AXIS - 1) + axis
-    out.append("\n" + foot[: width], "dim")
+    out.append("\n" + foot[:width], "dim")
     out.append("\n")
     label = " " * Y_AXIS + left + right.rjust(max(cols - len(left), 0))
     out.append(label[:width], "dim")

@@ -116,8 +116,8 @@ class SessionDetail(VerticalScroll):
     @property
     def ready(self) -> bool:
         """Composed and mounted, children included."""
-        return self.is_mounted and len(self.children) == 5 and all(
-            c.is_mounted for c in self.children
+        return (
+            self.is_mounted and len(self.children) == 5 and all(c.is_mounted for c in self.children)
         )
 
     def on_mount(self) -> None:
