@@ -50,10 +50,11 @@ def _no_candidates() -> StepScore:
     return StepScore(candidates=(), prompt_tokens=0, generated_tokens=0, prefix_shared=False)
 
 
-def _step_score(out: JudgeOutput, truncated: bool) -> StepScore:
-    """Eq. 2 rewards of every candidate from the backend's generations."""
+def _step_score(out: JudgeOutput, truncated: bool, checklist: ParsedChecklist) -> StepScore:
+    """Eq. 2 rewards of every candidate from the backend's generations (checklist items only)."""
+    items = frozenset(it.index for it in checklist.items) or None
     cands = tuple(
-        score_candidate(k, gens, out.label_source) for k, gens in enumerate(out.generations)
+        score_candidate(k, gens, out.label_source, items) for k, gens in enumerate(out.generations)
     )
     return StepScore(
         candidates=cands,
@@ -142,7 +143,7 @@ class Engine:
             batch, truncated = self._judge_batch(step)
             out = self.backend.judge(batch, on_delta=on_progress, cancel=cancel)
             self._account(out.prefilled_tokens, out.generated_tokens, t0)
-        return _step_score(out, truncated)
+        return _step_score(out, truncated, step.checklist)
 
     def score_many(
         self,
@@ -201,7 +202,7 @@ class Engine:
             else:
                 try:
                     with _model_errors("scoring"):
-                        results[i] = _step_score(out, truncated[i])
+                        results[i] = _step_score(out, truncated[i], steps[i].checklist)
                 except WebShepherdError as exc:
                     results[i] = exc
         return results

@@ -10,7 +10,7 @@ label). At most one label counts per line.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from .backend import IN_PROGRESS, NO, YES, GeneratedToken, Generation
@@ -125,7 +125,7 @@ def feedback_text(text: str) -> str:
     return (text[: min(hits)] if hits else text).strip()
 
 
-def _why_unparsed(gens: Sequence[Generation]) -> str:
+def _why_unparsed(gens: Sequence[Generation], off_list: bool = False) -> str:
     n = len(gens)
     head = f"no label found in {n} sample{'s' if n != 1 else ''}: "
     if gens and all(g.finish_reason == "aborted" for g in gens):
@@ -133,16 +133,41 @@ def _why_unparsed(gens: Sequence[Generation]) -> str:
     if not any(_region(g.text) for g in gens):
         cut = " (cut at max_new_tokens)" if any(g.finish_reason == "length" for g in gens) else ""
         return head + f"the model wrote no <answer> block{cut}"
+    if off_list:
+        return head + "the <answer> block labelled only items that are not on the checklist"
     return head + "the <answer> block held no Yes / In Progress / No label"
 
 
+def on_checklist(
+    labels: Sequence[tuple[int | None, LabelProbs]], items: Collection[int] | None
+) -> list[tuple[int | None, LabelProbs]]:
+    """The labels of checklist items only: a "Checklist N:" line naming no item is dropped
+    (an unnumbered label stands for the item of its order). ``items=None`` keeps them all."""
+    if items is None:
+        return list(labels)
+    return [
+        (idx, probs)
+        for order, (idx, probs) in enumerate(labels, start=1)
+        if (idx if idx is not None else order) in items
+    ]
+
+
 def score_candidate(
-    index: int, gens: Sequence[Generation], label_source: LabelSource = "full"
+    index: int,
+    gens: Sequence[Generation],
+    label_source: LabelSource = "full",
+    checklist_items: Collection[int] | None = None,
 ) -> CandidateScore:
-    """Aggregate one candidate's samples: reward = mean over parsed samples (never a silent 0)."""
+    """Aggregate one candidate's samples: reward = mean over parsed samples (never a silent 0).
+
+    ``checklist_items``: the checklist's item numbers; labels of other numbers do not count.
+    """
     samples: list[SampleScore] = []
+    off_list = False
     for g in gens:
-        labels = extract_labels(g.tokens)
+        found = extract_labels(g.tokens)
+        labels = on_checklist(found, checklist_items)
+        off_list = off_list or len(labels) < len(found)
         samples.append(
             SampleScore(text=g.text, items=sample_items(labels), reward=sample_reward(labels))
         )
@@ -152,7 +177,7 @@ def score_candidate(
             index=index,
             reward=None,
             items=(),
-            feedback=_why_unparsed(gens),
+            feedback=_why_unparsed(gens, off_list),
             samples=tuple(samples),
             parsed_samples=0,
             label_source=label_source,

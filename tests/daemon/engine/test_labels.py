@@ -152,3 +152,15 @@ def test_variant_lists_follow_the_paper() -> None:
     assert {"ĠYes", "ĊDone", "Correct"} <= set(LABEL_VARIANTS[YES])
     assert {"ĠNot", "Un", "ĊNope"} <= set(LABEL_VARIANTS[NO])
     assert {"ĠIn", "InProgress", "ĊPartial"} <= set(LABEL_VARIANTS[IN_PROGRESS])
+
+
+def test_labels_of_items_not_on_the_checklist_do_not_count() -> None:
+    on = _toks("<answer>", "\n", "Checklist", " 1", ":", " Yes", "\n", mass=(1.0, 0.0, 0.0))
+    off = _toks("Checklist", " 7", ":", " No", "\n", "</answer>", mass=(0.0, 0.0, 1.0))
+    score = score_candidate(0, [_gen([*on, *off])], checklist_items={1, 2})
+    assert score.reward == pytest.approx(1.0)
+    assert [i.index for i in score.items] == [1]
+    assert score_candidate(0, [_gen([*on, *off])]).reward == pytest.approx(0.5)  # all counted
+    only_off = _toks("<answer>", "\n", *[t.piece for t in off])
+    none = score_candidate(0, [_gen(only_off)], checklist_items={1, 2})
+    assert none.reward is None and "not on the checklist" in none.feedback
