@@ -263,8 +263,9 @@ class TransformersBackend(Backend):
                 parts.append((i, self._part(b, d, c)))
             except Exception as exc:
                 results[i] = exc
-        if len(parts) < 2:
-            rest = super().judge_many(
+
+        def one_by_one() -> list[JudgeOutput | Exception]:
+            rest = super(TransformersBackend, self).judge_many(
                 [batches[i] for i, _ in parts],
                 [on_deltas[i] for i, _ in parts],
                 [cancels[i] for i, _ in parts],
@@ -272,19 +273,15 @@ class TransformersBackend(Backend):
             for (i, _), r in zip(parts, rest, strict=True):
                 results[i] = r
             return results
+
+        if len(parts) < 2:
+            return one_by_one()
         try:
             with self._lock:
                 outs = self._guarded(lambda: self._decode_split([p for _, p in parts]))
         except Exception:
             log.warning("a merged decode of %d batches failed; judging them one by one", len(parts))
-            rest = super().judge_many(
-                [batches[i] for i, _ in parts],
-                [on_deltas[i] for i, _ in parts],
-                [cancels[i] for i, _ in parts],
-            )
-            for (i, _), r in zip(parts, rest, strict=True):
-                results[i] = r
-            return results
+            return one_by_one()
         for (i, part), out in zip(parts, outs, strict=True):
             results[i] = self._output(part, out)
         return results
