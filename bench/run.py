@@ -37,6 +37,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -91,6 +92,10 @@ GPU_PEAKS: dict[str, tuple[float, float]] = {
 
 
 # -- helpers ------------------------------------------------------------------------------
+
+
+# (wall seconds, prefilled tokens, generated tokens, prefix shared) of one scoring
+Timed = tuple[float, int, int, bool]
 
 
 def pct(values: list[float], q: float) -> float:
@@ -244,25 +249,22 @@ def bench_prefix(
     one = replace(cfg, max_new_tokens=1)
     f_shared, f_alone, f_copies = Engine(b_shared, one), Engine(b_alone, one), Engine(b_copies, one)
 
-    def run_shared(first: bool = False) -> tuple[float, int, int, bool]:
-        t0 = time.perf_counter()
-        s = (f_shared if first else e_shared).score(step)
-        sync(device)
-        return time.perf_counter() - t0, s.prompt_tokens, s.generated_tokens, s.prefix_shared
+    def one_call(full: Engine, first_token: Engine) -> Callable[..., Timed]:
+        """A mode that scores the whole step in one engine call."""
 
-    def run_copies(first: bool = False) -> tuple[float, int, int, bool]:
-        t0 = time.perf_counter()
-        s = (f_copies if first else e_copies).score(step)
-        sync(device)
-        return time.perf_counter() - t0, s.prompt_tokens, s.generated_tokens, s.prefix_shared
+        def run(first: bool = False) -> Timed:
+            t0 = time.perf_counter()
+            s = (first_token if first else full).score(step)
+            sync(device)
+            return time.perf_counter() - t0, s.prompt_tokens, s.generated_tokens, s.prefix_shared
 
-    def run_unshared(first: bool = False) -> tuple[float, int, int, bool]:
-        t0 = time.perf_counter()
-        s = (f_alone if first else e_alone).score(step)
-        sync(device)
-        return time.perf_counter() - t0, s.prompt_tokens, s.generated_tokens, s.prefix_shared
+        return run
 
-    def run_alone(first: bool = False) -> tuple[float, int, int, bool]:
+    run_shared = one_call(e_shared, f_shared)
+    run_copies = one_call(e_copies, f_copies)
+    run_unshared = one_call(e_alone, f_alone)
+
+    def run_alone(first: bool = False) -> Timed:
         t0 = time.perf_counter()
         pre = gen = 0
         for c in step.candidates:
