@@ -13,6 +13,7 @@ import pytest
 from webshepherd.daemon.scheduler import Scheduler
 from webshepherd.protocol.errors import ModelError, OverloadedError
 
+from tests.daemon.test_backpressure import until
 from tests.fixtures.daemon import CANDS, start_session
 
 
@@ -34,14 +35,6 @@ class Recorder:
         self.calls.append(list(items))
         self.cancelled.append([c.is_set() for c in cancels])
         return [ModelError(f"{it} failed") if it[-1] == "fail" else ("done", it) for it in items]
-
-
-async def until(cond, timeout: float = 10.0) -> None:
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    while not cond():
-        assert loop.time() < end, "condition not reached in time"
-        await asyncio.sleep(0.01)
 
 
 async def started(batch_sessions: int = 8, queue_limit: int = 100) -> Scheduler:
