@@ -45,16 +45,14 @@ class DemoRun:
 
     def __init__(self, page: Any, env: Any, console: Console, opts: BrowserDemoOptions) -> None:
         self.page, self.env, self.console, self.opts = page, env, console, opts
-        self.out, self.headless, self.samples = opts.out, opts.headless, opts.samples
-        self.approval_step, self.approval_timeout_s = opts.approval_step, opts.approval_timeout_s
         self.steps: list[dict[str, Any]] = []
         self.approvals: list[dict[str, Any]] = []
         self.records: list[StepRecord] = []
 
     async def shot(self, name: str) -> str | None:
-        if self.out is None:
+        if self.opts.out is None:
             return None
-        await self.page.screenshot(path=str(self.out / name), type="png")
+        await self.page.screenshot(path=str(self.opts.out / name), type="png")
         return name
 
     async def step(self, n: int, agent: ShopAgent) -> bool:
@@ -68,7 +66,7 @@ class DemoRun:
         cands = [{"thought": p.thought, "action": p.action} for p in proposals]
         t_score = time.perf_counter()
         scored = await hook(
-            self.page, "score", candidates=cands, samples=self.samples, approval="never"
+            self.page, "score", candidates=cands, samples=self.opts.samples, approval="never"
         )
         score_ms = (time.perf_counter() - t_score) * 1000
         results = sorted(scored["results"], key=lambda r: r["index"])
@@ -82,7 +80,7 @@ class DemoRun:
         self.records.append(rec)
         _print_step(self.console, rec, _TITLES, scored["timing"]["model_ms"])
         action, thought, wait_ms = proposals[chosen].action, proposals[chosen].thought, 0.0
-        if n == self.approval_step:
+        if n == self.opts.approval_step:
             t_wait = time.perf_counter()
             action, thought = await self.ask_approval(n, proposals, rewards, action, thought)
             wait_ms = (time.perf_counter() - t_wait) * 1000
@@ -137,14 +135,14 @@ class DemoRun:
                 self.page,
                 "score",
                 candidates=[{"thought": held.thought, "action": held.action}],
-                samples=self.samples,
+                samples=self.opts.samples,
                 approval="always",
-                timeout_s=self.approval_timeout_s + 60,
+                timeout_s=self.opts.approval_timeout_s + 60,
             )
         )
         card = await approval_card(self.page)
         shot = await self.shot("approval.png")
-        if self.headless:
+        if self.opts.headless:
             self.console.print("  [magenta]scripted decision:[/] clicking Reject in the overlay")
             await click_decision(card, "reject")
         else:
@@ -152,7 +150,7 @@ class DemoRun:
                 "  [bold magenta]Your turn:[/] in the browser window the webshepherd panel shows "
                 "an approval card. Click [bold]Approve[/] to let the agent run it, [bold]Reject"
                 f"[/] to stop it, or [bold]Edit[/] to change the action (within "
-                f"{self.approval_timeout_s:.0f} s; then it is rejected)."
+                f"{self.opts.approval_timeout_s:.0f} s; then it is rejected)."
             )
         scored = await pending
         decision = scored["decision"]
