@@ -13,6 +13,7 @@ from webshepherd.protocol.client import AsyncClient
 from webshepherd.protocol.client_sync import Client
 
 from tests.fixtures.daemon import TEST_TOKEN, DaemonHandle
+from tests.protocol.test_client import client
 
 CHECKLIST = "Checklist 1: Search for USB-C cables\nChecklist 2: Open the cheapest"
 OBS = Observation(
@@ -94,10 +95,6 @@ def test_decisions_are_honoured() -> None:
 
 
 # -- with the daemon ---------------------------------------------------------------------
-
-
-def client(daemon: DaemonHandle, **kw: Any) -> AsyncClient:
-    return AsyncClient(daemon.url, token=TEST_TOKEN, **kw)
 
 
 @pytest.mark.model

@@ -21,10 +21,10 @@ from webshepherd.protocol.agents import (
     run_episode_sync,
     select,
 )
-from webshepherd.protocol.client import AsyncClient
 from webshepherd.protocol.client_sync import Client
 
 from tests.fixtures.daemon import TEST_TOKEN, DaemonHandle
+from tests.protocol.test_client import client
 
 pytestmark = pytest.mark.model
 
@@ -33,10 +33,6 @@ pytestmark = pytest.mark.model
 def shop() -> Iterator[ShopServer]:
     with ShopServer() as server:
         yield server
-
-
-def client(daemon: DaemonHandle, **kw: Any) -> AsyncClient:
-    return AsyncClient(daemon.url, token=TEST_TOKEN, **kw)
 
 
 def check_best_of_n_step(rec: StepResult) -> None:
