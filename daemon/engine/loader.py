@@ -73,11 +73,7 @@ def load_backend(model: str, *, device: str = "auto") -> TransformersBackend:
     tried: list[str] = []
     path = Path(model).expanduser()
     if path.exists():
-        if not path.is_dir() or not (path / "config.json").exists():
-            raise ModelUnavailableError(
-                f"cannot load model {model!r}: {path} exists but is not a model folder "
-                f"(no config.json). {_FIX}"
-            )
+        _check_folder(model)  # a file, or a folder without config.json
         try:
             return TransformersBackend.load(str(path), device=device, local_files_only=True)
         except Exception as e:
