@@ -11,77 +11,48 @@ reply. Rounds alternate between the two daemons (drift hits both alike). Used by
 from __future__ import annotations
 
 import asyncio
-import json
 import statistics
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from daemon_client import Client, open_session  # bench/ is on sys.path
 from webshepherd.daemon.engine.types import StepInput
 
 
-async def _client(url: str, token: str, step: StepInput, checklist: str) -> tuple[Any, str]:
-    from websockets.asyncio.client import connect
-
-    ws = await connect(url, open_timeout=30, max_size=None)
-
-    async def request(msg: dict[str, Any]) -> dict[str, Any]:
-        await ws.send(json.dumps(msg))
-        while True:
-            reply = json.loads(await ws.recv())
-            if reply.get("id") == msg["id"]:
-                return reply
-
-    hello = {
-        "type": "hello",
-        "id": "h",
-        "protocol": 1,
-        "token": token,
-        "client": {"name": "bench", "version": "1", "role": "agent"},
-    }
-    assert (await request(hello))["type"] == "welcome"
-    started = await request(
+async def _client(url: str, token: str, step: StepInput, checklist: str) -> tuple[Client, str]:
+    return await open_session(
+        url,
+        token,
+        "bench",
         {
-            "type": "session.start",
-            "id": "s",
             "intent": step.intent,
             "start_url": step.current_url,
             "observation": {"url": step.current_url, "axtree": step.axtree},
             "checklist": checklist,
-        }
+        },
     )
-    assert started["type"] == "session.started", started
-    return ws, started["session_id"]
 
 
-async def _round(clients: list[tuple[Any, str]], step: StepInput, tag: str) -> float:
+async def _round(clients: list[tuple[Client, str]], step: StepInput) -> float:
     """Every client sends one score request at once; seconds until the last reply."""
+    candidates = [{"thought": c.thought, "action": c.action} for c in step.candidates]
 
-    async def one(ws: Any, sid: str) -> None:
-        rid = f"{tag}-{sid}"
-        await ws.send(
-            json.dumps(
-                {
-                    "type": "score",
-                    "id": rid,
-                    "session_id": sid,
-                    "candidates": [
-                        {"thought": c.thought, "action": c.action} for c in step.candidates
-                    ],
-                    "samples": step.samples,
-                    "approval": "never",
-                }
-            )
+    async def one(c: Client, sid: str) -> None:
+        reply = await c.request(
+            {
+                "type": "score",
+                "session_id": sid,
+                "candidates": candidates,
+                "samples": step.samples,
+                "approval": "never",
+            }
         )
-        while True:
-            reply = json.loads(await ws.recv())
-            if reply.get("id") == rid:
-                assert reply["type"] == "scored", reply
-                return
+        assert reply["type"] == "scored", reply
 
     t0 = time.perf_counter()
-    await asyncio.gather(*(one(ws, sid) for ws, sid in clients))
+    await asyncio.gather(*(one(c, sid) for c, sid in clients))
     return time.perf_counter() - t0
 
 
@@ -94,7 +65,7 @@ async def _bench(
     modes = {"batched": len(steps), "one_at_a_time": 1}
     with tempfile.TemporaryDirectory(prefix="webshepherd-bench-") as tmp:
         servers: dict[str, Any] = {}
-        clients: dict[str, list[tuple[Any, str]]] = {}
+        clients: dict[str, list[tuple[Client, str]]] = {}
         try:
             for name, batch in modes.items():
                 config = DaemonConfig(
@@ -113,13 +84,13 @@ async def _bench(
             times: dict[str, list[float]] = {m: [] for m in modes}
             for r in range(reps + 1):  # round 0: warm-up, not counted
                 for name in modes:
-                    dt = await _round(clients[name], steps[0], f"r{r}{name}")
+                    dt = await _round(clients[name], steps[0])
                     if r:
                         times[name].append(dt)
             stats = {name: servers[name].scheduler.batch_stats for name in modes}
         finally:
             for cs in clients.values():
-                await asyncio.gather(*(ws.close() for ws, _ in cs))
+                await asyncio.gather(*(c.ws.close() for c, _ in cs))
             for server in servers.values():
                 await server.stop()
     out: dict[str, Any] = {"modes": {}}

@@ -46,6 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch
 from cross_session import bench_cross_session, print_cross_session  # bench/ is on sys.path
+from daemon_client import Client, open_session
 from webshepherd.daemon.engine.engine import Engine, EngineConfig
 from webshepherd.daemon.engine.prompts import format_trajectory, split_judge_prompt
 from webshepherd.daemon.engine.tiny_model import ensure_tiny_model
@@ -391,45 +392,18 @@ def cross_session(
 # -- 2. daemon overhead -------------------------------------------------------------------
 
 
-class _Client:
-    def __init__(self, ws: Any) -> None:
-        self.ws = ws
-        self.n = 0
-
-    async def request(self, msg: dict[str, Any]) -> dict[str, Any]:
-        self.n += 1
-        rid = f"r{self.n}"
-        await self.ws.send(json.dumps({**msg, "id": rid}))
-        while True:
-            reply = json.loads(await self.ws.recv())
-            if reply.get("id") == rid:
-                return reply
-
-
-async def _connect(url: str, name: str) -> tuple[_Client, str]:
-    from websockets.asyncio.client import connect
-
-    ws = await connect(url, open_timeout=30, max_size=None)
-    c = _Client(ws)
-    hello = {
-        "type": "hello",
-        "protocol": 1,
-        "token": TOKEN,
-        "client": {"name": name, "version": "1", "role": "agent"},
-    }
-    welcome = await c.request(hello)
-    assert welcome["type"] == "welcome", welcome
-    started = await c.request(
+async def _connect(url: str, name: str) -> tuple[Client, str]:
+    return await open_session(
+        url,
+        TOKEN,
+        name,
         {
-            "type": "session.start",
             "intent": "Buy the cheapest USB-C cable",
             "start_url": "http://shop.local/",
             "observation": {"url": "http://shop.local/", "axtree": "[1] RootWebArea 'Shop'"},
             "checklist": REFERENCE,
-        }
+        },
     )
-    assert started["type"] == "session.started", started
-    return c, started["session_id"]
 
 
 def axtree_of(size: int) -> str:
@@ -486,7 +460,7 @@ async def _daemon_bench(
             done = 0
             deadline = time.perf_counter() + time_limit_s
 
-            async def loop(c: _Client, sid: str) -> None:
+            async def loop(c: Client, sid: str) -> None:
                 nonlocal done
                 m = {
                     "type": "observe",
