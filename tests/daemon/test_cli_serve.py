@@ -10,6 +10,8 @@ from webshepherd.daemon.cli import DEFAULT_MODEL, build_parser
 from webshepherd.daemon.cli_serve import config_from_args
 from webshepherd.daemon.config import DaemonConfig
 
+from tests.fixtures.ports import closed_port
+
 
 @pytest.fixture(autouse=True)
 def _dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -119,14 +121,9 @@ def test_serve_refuses_a_backend_it_cannot_use(
 
 
 def test_serve_says_when_the_server_is_unreachable(capsys: pytest.CaptureFixture[str]) -> None:
-    import socket
-
     from webshepherd.daemon.cli import main
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    url = f"http://127.0.0.1:{port}/v1"
+    url = f"http://127.0.0.1:{closed_port()}/v1"
     assert main(["serve", "--port", "0", "--backend", "openai", "--base-url", url]) == 2
     assert f"cannot reach the model server at {url}" in capsys.readouterr().err
 

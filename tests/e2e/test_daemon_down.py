@@ -2,24 +2,17 @@
 
 from __future__ import annotations
 
-import socket
-
 from tests.e2e.browser import GOLDEN, serve_dir, skip_without_browser
 from tests.e2e.conftest import wait_connected
 from tests.e2e.test_golden_capture import hook
 from tests.fixtures.daemon import TEST_TOKEN
+from tests.fixtures.ports import closed_port
 
 skip_without_browser()
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 async def test_daemon_down_badge_off_and_no_page_errors(browser):
-    await browser.configure(f"ws://127.0.0.1:{free_port()}/v1", TEST_TOKEN)
+    await browser.configure(f"ws://127.0.0.1:{closed_port()}/v1", TEST_TOKEN)
     await wait_connected(browser, "disconnected")
     assert await browser.worker.evaluate("() => chrome.action.getBadgeText({})") == "off"
     errors: list[str] = []

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib.util
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,15 +14,10 @@ from webshepherd.daemon.engine.openai_server import OpenAIServer
 from webshepherd.daemon.engine.transformers_backend import TransformersBackend
 from webshepherd.protocol.errors import ModelUnavailableError
 
+from tests.fixtures.ports import closed_port
+
 KEY = "sk-loader-test"
 HAS_VLLM = importlib.util.find_spec("vllm") is not None
-
-
-def closed_port() -> int:
-    """A loopback port nothing listens on (bound, then released)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")

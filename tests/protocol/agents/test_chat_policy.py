@@ -8,7 +8,6 @@ byte for byte.
 from __future__ import annotations
 
 import json
-import socket
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -21,6 +20,8 @@ from webshepherd.protocol.agents.chat_policy import completions_url
 from webshepherd.protocol.agents.policy import PolicyError, parse_answer, parse_plan
 from webshepherd.protocol.agents.prompts import PLAN_SYSTEM, propose_prompt, refine_prompt
 from webshepherd.protocol.errors import ErrorCode
+
+from tests.fixtures.ports import closed_port
 
 STATE = PageState(
     url="http://shop.test/",
@@ -159,9 +160,7 @@ async def test_errors_are_policy_errors(chat: ChatServer) -> None:
     chat.answers.append((200, ["no tags at all"]))
     with pytest.raises(PolicyError, match="none of the 1 answers"):
         await ChatPolicy(chat.url, "m").propose(STATE, PolicyContext("x", samples=1))
-    with socket.socket() as s:  # a loopback port nobody listens on
-        s.bind(("127.0.0.1", 0))
-        closed = f"http://127.0.0.1:{s.getsockname()[1]}"
+    closed = f"http://127.0.0.1:{closed_port()}"
     with pytest.raises(PolicyError, match="cannot reach the policy model"):
         await ChatPolicy(closed, "m", timeout_s=5).propose(STATE, PolicyContext("x"))
 
