@@ -79,6 +79,16 @@ class ItemProbs(Model):
     in_progress: float = Field(ge=0, le=1)
     no: float = Field(ge=0, le=1)
 
+    @property
+    def likeliest(self) -> Literal["yes", "in_progress", "no"]:
+        """The most probable label (ties: Yes, then In Progress, then No)."""
+        probs: dict[Literal["yes", "in_progress", "no"], float] = {
+            "yes": self.yes,
+            "in_progress": self.in_progress,
+            "no": self.no,
+        }
+        return max(probs, key=lambda k: probs[k])
+
 
 class SampleResult(Model):
     reward: float | None

@@ -53,11 +53,7 @@ def _bar(reward: float | None, width: int = 10) -> str:
 
 
 def _items(result: Any) -> dict[int, str]:
-    out = {}
-    for it in result.items:
-        probs = {"yes": it.yes, "in_progress": it.in_progress, "no": it.no}
-        out[it.index] = max(probs, key=lambda k: probs[k])
-    return out
+    return {it.index: it.likeliest for it in result.items}
 
 
 async def _drive(

@@ -33,8 +33,7 @@ def feedback_for_policy(result: CandidateResult) -> str:
     """The judge's feedback paragraph and its checklist evaluation, without any score."""
     lines = []
     for it in result.items:
-        probs = {"yes": it.yes, "in_progress": it.in_progress, "no": it.no}
-        lines.append(f"Checklist {it.index}: {_LABELS[max(probs, key=lambda k: probs[k])]}")
+        lines.append(f"Checklist {it.index}: {_LABELS[it.likeliest]}")
     parts = [result.feedback.strip(), "\n".join(lines)]
     return "\n\n".join(p for p in parts if p)
 
