@@ -53,8 +53,9 @@ class MainScreen(Screen[None]):
         self.detail = SessionDetail(id="detail")
         self.approvals = ApprovalsPanel(id="approvals-panel")
         self.device_panel = DevicePanel(id="device")
+        self.status_bar = Static(id="status")
         self.composed = True
-        yield Static(id="status")
+        yield self.status_bar
         with TabbedContent(initial="tab-sessions"):
             with TabPane("Sessions", id="tab-sessions"), Container(id="sessions-body"):
                 yield self.table
@@ -67,13 +68,14 @@ class MainScreen(Screen[None]):
 
     @property
     def ready(self) -> bool:
-        """Every widget mounted (TabbedContent mounts its panes a little after the screen)."""
+        """Every widget mounted (TabbedContent mounts its panes a little after the screen) and
+        still in the app's DOM (not while the app exits and removes them)."""
         if not self.composed:
             return False
-        widgets = (self.table, self.device_panel)
+        widgets = (self.status_bar, self.table, self.device_panel)
         return (
             self.is_mounted
-            and all(w.is_mounted for w in widgets)
+            and all(w.is_mounted and w.is_attached for w in widgets)
             and self.detail.ready
             and self.approvals.ready
         )
@@ -101,7 +103,7 @@ class MainScreen(Screen[None]):
         if n:
             plural = "s" if n > 1 else ""
             line.append(f"   ⚠ {n} approval{plural} pending (2)", "bold black on yellow")
-        self.query_one("#status", Static).update(line)
+        self.status_bar.update(line)
 
     def sync(self) -> bool:
         """Show the state (cheap when nothing changed: every widget skips unchanged parts);
