@@ -44,10 +44,20 @@ extension: $(EXT_STAMP)
 test: $(STAMP) extension
 	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
 
-lint: $(STAMP)
+# The type check sees the installed names: build/typecheck/webshepherd/{protocol,daemon,tui}
+# are links to the design card's folders, so `webshepherd.*` imports resolve across packages.
+TYPECHECK := build/typecheck
+$(TYPECHECK)/webshepherd/.links:
+	mkdir -p $(TYPECHECK)/webshepherd
+	for d in protocol daemon tui; do ln -sfn ../../../$$d $(TYPECHECK)/webshepherd/$$d; done
+	touch $@
+
+lint: $(STAMP) $(TYPECHECK)/webshepherd/.links
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/ruff format --check protocol daemon tui bench tests
-	$(VENV)/bin/mypy protocol daemon tui bench
+	$(VENV)/bin/ruff format --check protocol daemon tui bench tests examples
+	MYPYPATH=$(TYPECHECK) $(VENV)/bin/mypy -p webshepherd.protocol -p webshepherd.daemon -p webshepherd.tui
+	MYPYPATH=$(TYPECHECK) $(VENV)/bin/mypy --strict -p webshepherd.protocol
+	MYPYPATH=$(TYPECHECK) $(VENV)/bin/mypy bench
 
 schema: $(STAMP)
 	$(VENV)/bin/webshepherd schema

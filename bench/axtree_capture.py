@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from webshepherd.daemon.chromium import capture, extension_context, wait_extension_ready
+from webshepherd.daemon.browser.chromium import capture, extension_context, wait_extension_ready
 
 from tests.e2e.browser import CHROMIUM, DIST, serve_dir
 

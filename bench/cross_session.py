@@ -60,7 +60,7 @@ async def _bench(
     engine: Any, steps: list[StepInput], checklist: str, reps: int, token: str
 ) -> dict[str, Any]:
     from webshepherd.daemon.config import DaemonConfig
-    from webshepherd.daemon.server import DaemonServer
+    from webshepherd.daemon.server.server import DaemonServer
 
     modes = {"batched": len(steps), "one_at_a_time": 1}
     with tempfile.TemporaryDirectory(prefix="webshepherd-bench-") as tmp:

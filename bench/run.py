@@ -47,10 +47,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch
 from cross_session import bench_cross_session, print_cross_session  # bench/ is on sys.path
 from daemon_client import Client, open_session
+from webshepherd.daemon.dev.tiny_model import ensure_tiny_model
+from webshepherd.daemon.engine.backends.transformers_backend import TransformersBackend
 from webshepherd.daemon.engine.engine import Engine, EngineConfig
 from webshepherd.daemon.engine.prompts import format_trajectory, split_judge_prompt
-from webshepherd.daemon.engine.tiny_model import ensure_tiny_model
-from webshepherd.daemon.engine.transformers_backend import TransformersBackend
 from webshepherd.daemon.engine.types import CandidateAction, StepInput, Turn
 
 REFERENCE = (
@@ -426,7 +426,7 @@ async def _daemon_bench(
     time_limit_s: float,
 ) -> dict[str, Any]:
     from webshepherd.daemon.config import DaemonConfig
-    from webshepherd.daemon.server import DaemonServer
+    from webshepherd.daemon.server.server import DaemonServer
 
     with tempfile.TemporaryDirectory(prefix="webshepherd-bench-") as tmp:
         config = DaemonConfig(

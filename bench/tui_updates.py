@@ -22,13 +22,19 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from webshepherd.tui.app import WebShepherdApp
-from webshepherd.tui.device import DeviceReading
+from webshepherd.tui.device import DeviceProbe, DeviceReading
 from webshepherd.tui.state import MonitorState
+from webshepherd.tui.widgets.reward_plot import RewardPlot
 
 from tests.tui.events import session_events, stats_event
 
 
-class Probe:
+class Probe(DeviceProbe):
+    """A device probe that reads nothing (the bench measures the TUI, not the machine)."""
+
+    def __init__(self) -> None:
+        super().__init__(use_psutil=False)
+
     def read(self) -> DeviceReading:
         return DeviceReading(cpu_percent=0.0, cpus=1, source="bench")
 
@@ -93,7 +99,7 @@ async def bench_refresh(events: list[dict[str, Any]], batch: int) -> dict[str, f
             t3 = time.perf_counter()
             sync_ms.append((t2 - t1) * 1e3)
             frame_ms.append((t3 - t0) * 1e3)
-        plot_points = len(app.main.query_one("RewardPlot").points[0])
+        plot_points = len(app.main.query_one(RewardPlot).points[0])
     return {
         "refreshes": len(frame_ms),
         "sync_p50": pct(sync_ms, 50),

@@ -8,11 +8,10 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from webshepherd.daemon.server.extension_id import EXTENSION_ID
 from webshepherd.protocol.errors import WebShepherdError
 from webshepherd.protocol.token_store import APP_NAME, default_config_dir
 from webshepherd.protocol.version import DEFAULT_HOST, DEFAULT_PATH, DEFAULT_PORT, MAX_FRAME_BYTES
-
-from .extension_id import EXTENSION_ID
 
 log = logging.getLogger(__name__)
 

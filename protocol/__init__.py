@@ -3,7 +3,7 @@
 The pydantic models here are the single source of truth for protocol.md.
 """
 
-from .common import (
+from webshepherd.protocol.common import (
     AgentInfo,
     Candidate,
     CandidateResult,
@@ -19,8 +19,8 @@ from .common import (
     SessionSummary,
     Timing,
 )
-from .errors import ErrorCode, ProtocolError, WebShepherdError, error_from_code
-from .replies import (
+from webshepherd.protocol.errors import ErrorCode, ProtocolError, WebShepherdError, error_from_code
+from webshepherd.protocol.replies import (
     ActionEvent,
     ActionRecorded,
     ApprovalRequest,
@@ -40,7 +40,7 @@ from .replies import (
     Subscribed,
     Welcome,
 )
-from .requests import (
+from webshepherd.protocol.requests import (
     Action,
     ApprovalDecide,
     Hello,
@@ -53,7 +53,7 @@ from .requests import (
     SessionStart,
     Subscribe,
 )
-from .union import (
+from webshepherd.protocol.union import (
     CLIENT_ADAPTER,
     SERVER_ADAPTER,
     ClientMessage,
@@ -62,7 +62,12 @@ from .union import (
     parse_client_message,
     parse_server_message,
 )
-from .version import DEFAULT_PORT, DEFAULT_URL, MAX_FRAME_BYTES, PROTOCOL_VERSION
+from webshepherd.protocol.version import (
+    DEFAULT_PORT,
+    DEFAULT_URL,
+    MAX_FRAME_BYTES,
+    PROTOCOL_VERSION,
+)
 
 __all__ = [
     "CLIENT_ADAPTER",

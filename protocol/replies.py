@@ -10,8 +10,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import Field
-
-from .common import (
+from webshepherd.protocol.common import (
     AgentInfo,
     ApprovalReason,
     Candidate,
@@ -30,7 +29,7 @@ from .common import (
     Source,
     Timing,
 )
-from .errors import ErrorCode
+from webshepherd.protocol.errors import ErrorCode
 
 
 class Welcome(Model):

@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import Field, model_validator
-
-from .common import (
+from webshepherd.protocol.common import (
     AgentInfo,
     ApprovalMode,
     Candidate,

@@ -6,9 +6,8 @@ import json
 from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
-
-from .errors import ProtocolError
-from .replies import (
+from webshepherd.protocol.errors import ProtocolError
+from webshepherd.protocol.replies import (
     ActionEvent,
     ActionRecorded,
     ApprovalRequest,
@@ -28,7 +27,7 @@ from .replies import (
     Subscribed,
     Welcome,
 )
-from .requests import (
+from webshepherd.protocol.requests import (
     Action,
     ApprovalDecide,
     Hello,

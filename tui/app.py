@@ -7,17 +7,17 @@ from typing import ClassVar
 from textual import work
 from textual.app import App
 from textual.binding import Binding, BindingType
+from webshepherd.protocol.common import Decision
 from webshepherd.protocol.errors import WebShepherdError
 from webshepherd.protocol.version import DEFAULT_URL
-
-from .device import DeviceProbe, DeviceReading
-from .link import DaemonLink
-from .screens.help import HelpScreen
-from .screens.history import HistoryScreen
-from .screens.main import MainScreen
-from .screens.messages import DecisionMade, ReplayRequested
-from .screens.replay import ReplayScreen
-from .state import MonitorState
+from webshepherd.tui.device import DeviceProbe, DeviceReading
+from webshepherd.tui.link import DaemonLink
+from webshepherd.tui.screens.help import HelpScreen
+from webshepherd.tui.screens.history import HistoryScreen
+from webshepherd.tui.screens.main import MainScreen
+from webshepherd.tui.screens.messages import DecisionMade, ReplayRequested
+from webshepherd.tui.screens.replay import ReplayScreen
+from webshepherd.tui.state import MonitorState
 
 
 class WebShepherdApp(App[None]):
@@ -96,7 +96,7 @@ class WebShepherdApp(App[None]):
         self.send_decision(message.request_id, message.decision, message.action)
 
     @work(group="decide")
-    async def send_decision(self, request_id: str, decision: str, action: str | None) -> None:
+    async def send_decision(self, request_id: str, decision: Decision, action: str | None) -> None:
         try:
             await self.link.decide(request_id, decision, action)
         except WebShepherdError as exc:

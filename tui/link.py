@@ -14,10 +14,10 @@ import logging
 from collections.abc import Callable
 
 from webshepherd.protocol.client import AsyncClient
+from webshepherd.protocol.common import Decision
 from webshepherd.protocol.errors import UnauthorizedError, WebShepherdError
 from webshepherd.protocol.version import DEFAULT_URL
-
-from .state import MonitorState
+from webshepherd.tui.state import MonitorState
 
 log = logging.getLogger(__name__)
 
@@ -131,6 +131,6 @@ class DaemonLink:
         self.on_change()
         return loaded
 
-    async def decide(self, request_id: str, decision: str, action: str | None = None) -> str:
+    async def decide(self, request_id: str, decision: Decision, action: str | None = None) -> str:
         reply = await self.client.decide(request_id, decision, action)
         return reply.decision

@@ -16,7 +16,7 @@ import urllib.request
 from dataclasses import dataclass
 from urllib.parse import urlencode, urljoin
 
-from .axtree import Node, Page, parse_html, role_of, to_axtree
+from webshepherd.daemon.demo.axtree import Node, Page, parse_html, role_of, to_axtree
 
 _ACTION = re.compile(r"^\s*([a-z_]+)\((.*)\)\s*$", re.DOTALL)
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never a proxy

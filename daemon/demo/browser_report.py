@@ -10,9 +10,8 @@ from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
-
-from .agent import TASK
-from .browser_steps import DemoRun
+from webshepherd.daemon.demo.agent import TASK
+from webshepherd.daemon.demo.browser_steps import DemoRun
 
 __all__ = ["build_summary", "print_totals", "write_summary"]
 

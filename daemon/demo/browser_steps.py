@@ -11,13 +11,17 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
-
-from .agent import CHECKLIST, ShopAgent
-from .browser_page import approval_card, click_decision, hook, overlay_shows_step
-from .run import StepRecord, _print_step
+from webshepherd.daemon.demo.agent import CHECKLIST, ShopAgent
+from webshepherd.daemon.demo.browser_page import (
+    approval_card,
+    click_decision,
+    hook,
+    overlay_shows_step,
+)
+from webshepherd.daemon.demo.run import StepRecord, _print_step
 
 if TYPE_CHECKING:
-    from .run_browser import BrowserDemoOptions
+    from webshepherd.daemon.demo.run_browser import BrowserDemoOptions
 
 __all__ = ["DemoRun", "held_candidate", "verdicts"]
 

@@ -11,11 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.panel import Panel
-
-from .shop import ShopServer
+from webshepherd.daemon.demo.shop import ShopServer
 
 if TYPE_CHECKING:
-    from webshepherd.daemon.server import DaemonServer
+    from webshepherd.daemon.server.server import DaemonServer
 
 REAL_MODEL = "WebShepherd/WebShepherd_3B"
 NOISE_NOTE = (
@@ -37,13 +36,13 @@ def print_noise_note(console: Console) -> None:
 def load_demo_engine(model: str | None, samples: int, console: Console) -> tuple[Any, bool]:
     """Load ``model`` (None: the tiny model, built if not cached); returns the engine and
     whether it is the tiny model."""
-    from webshepherd.daemon.engine.engine import EngineConfig
-    from webshepherd.daemon.engine.loader import load_engine
-    from webshepherd.daemon.engine.tiny_model import (
+    from webshepherd.daemon.dev.tiny_model import (
         default_tiny_model_path,
         ensure_tiny_model,
         is_complete,
     )
+    from webshepherd.daemon.engine.engine import EngineConfig
+    from webshepherd.daemon.engine.loader import load_engine
 
     tiny = model is None
     if tiny:
@@ -70,7 +69,7 @@ async def demo_servers(
     ``workdir``, no approval rules; ``config``: more ``DaemonConfig`` fields) and the shop;
     yields ``(daemon, token, shop)`` and stops both."""
     from webshepherd.daemon.config import DaemonConfig
-    from webshepherd.daemon.server import DaemonServer
+    from webshepherd.daemon.server.server import DaemonServer
 
     token = secrets.token_urlsafe(24)
     daemon_config = DaemonConfig(

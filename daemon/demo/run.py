@@ -26,10 +26,9 @@ from urllib.parse import urlsplit
 
 from rich.console import Console
 from rich.markup import escape
-
-from .agent import CHECKLIST, TASK, Proposal, ShopAgent
-from .browser import ActionError, Browser
-from .demo_setup import demo_servers, load_demo_engine, print_noise_note
+from webshepherd.daemon.demo.agent import CHECKLIST, TASK, Proposal, ShopAgent
+from webshepherd.daemon.demo.browser import ActionError, Browser
+from webshepherd.daemon.demo.demo_setup import demo_servers, load_demo_engine, print_noise_note
 
 MARKS = {"yes": "[green]✓[/]", "in_progress": "[yellow]~[/]", "no": "[red]✗[/]"}
 

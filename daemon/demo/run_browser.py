@@ -31,12 +31,11 @@ from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
-
-from .agent import CHECKLIST, TASK, ShopAgent
-from .browser_page import DemoBrowserError, hook, pair
-from .browser_report import build_summary, print_totals, write_summary
-from .browser_steps import DemoRun
-from .demo_setup import demo_servers, load_demo_engine, print_noise_note
+from webshepherd.daemon.demo.agent import CHECKLIST, TASK, ShopAgent
+from webshepherd.daemon.demo.browser_page import DemoBrowserError, hook, pair
+from webshepherd.daemon.demo.browser_report import build_summary, print_totals, write_summary
+from webshepherd.daemon.demo.browser_steps import DemoRun
+from webshepherd.daemon.demo.demo_setup import demo_servers, load_demo_engine, print_noise_note
 
 APPROVAL_STEP = 3  # the search results: wrong products are tempting there
 
@@ -57,7 +56,7 @@ class BrowserDemoOptions:
 
 def check_requirements(headless: bool) -> tuple[str, Path]:
     """Chromium, the built extension, Playwright and (headed) a display; else a clear error."""
-    from webshepherd.daemon.chromium import DEFAULT_DIST
+    from webshepherd.daemon.browser.chromium import DEFAULT_DIST
 
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if chromium is None:
@@ -98,8 +97,8 @@ async def _drive(
     console: Console,
     opts: BrowserDemoOptions,
 ) -> tuple[DemoRun, dict[str, Any]]:
-    from webshepherd.daemon.chromium import extension_context, wait_extension_ready
-    from webshepherd.daemon.harness.playwright_env import PlaywrightEnvironment
+    from webshepherd.daemon.browser.chromium import extension_context, wait_extension_ready
+    from webshepherd.daemon.browser.playwright_env import PlaywrightEnvironment
 
     async with extension_context(workdir / "profile", dist, chromium, headless=opts.headless) as (
         ctx,
@@ -196,7 +195,7 @@ async def _serve_and_drive(
     chromium: str,
     dist: Path,
 ) -> tuple[DemoRun, dict[str, Any]]:
-    from webshepherd.daemon.extension_id import EXTENSION_ID
+    from webshepherd.daemon.server.extension_id import EXTENSION_ID
 
     async with demo_servers(
         engine,

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import asyncio
 
+from webshepherd.daemon.demo import browser as text_browser
 from webshepherd.protocol.agents import ActionError, ActionResult, PageState
-
-from . import browser as text_browser
 
 _UNSUPPORTED = {"select_option", "keyboard_press", "go_forward", "dblclick", "drag_and_drop"}
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from itertools import pairwise
 
-from .types import ChecklistItem, ParsedChecklist
+from webshepherd.daemon.engine.types import ChecklistItem, ParsedChecklist
 
 _ITEM = re.compile(
     r"^[\s>#*\-]*\**\s*checklist\s*(?:item\s*)?#?\s*(\d+)\s*\**\s*[:.)\-–—]\s*\**\s*(.*?)\s*\**\s*$",

@@ -9,14 +9,23 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from webshepherd.daemon.engine.backends.base import Backend, JudgeBatch, JudgeOutput
+from webshepherd.daemon.engine.checklist_parse import parse_checklist
+from webshepherd.daemon.engine.checklist_parse import parse_reference_checklist as _parse_reference
+from webshepherd.daemon.engine.labels import score_candidate
+from webshepherd.daemon.engine.prompts import (
+    checklist_messages,
+    format_trajectory,
+    split_judge_prompt,
+)
+from webshepherd.daemon.engine.types import (
+    EngineStats,
+    ParsedChecklist,
+    ProgressCallback,
+    StepInput,
+    StepScore,
+)
 from webshepherd.protocol.errors import ModelError, WebShepherdError
-
-from .backend import Backend, JudgeBatch, JudgeOutput
-from .checklist_parse import parse_checklist
-from .checklist_parse import parse_reference_checklist as _parse_reference
-from .labels import score_candidate
-from .prompts import checklist_messages, format_trajectory, split_judge_prompt
-from .types import EngineStats, ParsedChecklist, ProgressCallback, StepInput, StepScore
 
 log = logging.getLogger(__name__)
 

@@ -13,8 +13,14 @@ import re
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from .backend import IN_PROGRESS, NO, YES, GeneratedToken, Generation
-from .types import CandidateScore, ItemScore, LabelProbs, LabelSource, SampleScore
+from webshepherd.daemon.engine.backends.base import IN_PROGRESS, NO, YES, GeneratedToken, Generation
+from webshepherd.daemon.engine.types import (
+    CandidateScore,
+    ItemScore,
+    LabelProbs,
+    LabelSource,
+    SampleScore,
+)
 
 _WORDS: dict[int, tuple[str, ...]] = {
     YES: ("Yes", "yes", "YES", "Done", "Completed", "Correct"),

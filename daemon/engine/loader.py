@@ -17,14 +17,13 @@ import urllib.request
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
+from webshepherd.daemon.engine.engine import Engine, EngineConfig
 from webshepherd.protocol.errors import ModelUnavailableError
 
-from .engine import Engine, EngineConfig
-
 if TYPE_CHECKING:
-    from .backend import Backend
-    from .openai_backend import OpenAIBackend
-    from .transformers_backend import TransformersBackend
+    from webshepherd.daemon.engine.backends.base import Backend
+    from webshepherd.daemon.engine.backends.openai_backend import OpenAIBackend
+    from webshepherd.daemon.engine.backends.transformers_backend import TransformersBackend
 
 BackendKind = Literal["transformers", "vllm", "openai"]
 BACKENDS: tuple[str, ...] = get_args(BackendKind)
@@ -68,7 +67,7 @@ def _check_folder(model: str) -> None:
 
 def load_backend(model: str, *, device: str = "auto") -> TransformersBackend:
     """Try a local folder, the HF cache (``local_files_only``), then a download (not if offline)."""
-    from .transformers_backend import TransformersBackend
+    from webshepherd.daemon.engine.backends.transformers_backend import TransformersBackend
 
     tried: list[str] = []
     path = Path(model).expanduser()
@@ -101,7 +100,7 @@ def load_backend(model: str, *, device: str = "auto") -> TransformersBackend:
 
 
 def load_vllm_backend(model: str, *, device: str = "auto", **options: Any) -> Backend:
-    """A :class:`~webshepherd.daemon.engine.vllm_backend.VLLMBackend` (CUDA and vLLM needed).
+    """A :class:`~.backends.vllm_backend.VLLMBackend` (CUDA and vLLM needed).
 
     ``options`` go to ``VLLMBackend.load`` (``top_logprobs``, ``gpu_memory_utilization``, …).
     """
@@ -124,7 +123,7 @@ def load_vllm_backend(model: str, *, device: str = "auto", **options: Any) -> Ba
             "(check the driver and CUDA_VISIBLE_DEVICES), or use --backend transformers"
         )
     _check_folder(model)
-    from .vllm_backend import VLLMBackend
+    from webshepherd.daemon.engine.backends.vllm_backend import VLLMBackend
 
     local = Path(model).expanduser()
     try:
@@ -166,7 +165,7 @@ def probe_models(root: str, api_key: str | None, timeout_s: float = 5.0) -> list
         raise ModelUnavailableError(
             f"cannot reach the model server at {root} ({reason}): start it "
             "(e.g. `vllm serve MODEL` or "
-            "`python -m webshepherd.daemon.engine.openai_server --model MODEL`) "
+            "`python -m webshepherd.daemon.dev.openai_server --model MODEL`) "
             "or fix --base-url"
         ) from e
     except ValueError as e:
@@ -210,10 +209,10 @@ def load_openai_backend(
     probe_timeout_s: float = 5.0,
     **options: Any,
 ) -> OpenAIBackend:
-    """An :class:`~webshepherd.daemon.engine.openai_backend.OpenAIBackend` on a server that
+    """An :class:`~webshepherd.daemon.engine.backends.openai_backend.OpenAIBackend` on a server that
     answers ``GET /models``. ``model`` names the tokenizer / chat template; ``remote_model``
     the server's model name (default: ``model``, or the only model the server has)."""
-    from .openai_backend import OpenAIBackend
+    from webshepherd.daemon.engine.backends.openai_backend import OpenAIBackend
 
     if not base_url:
         raise ModelUnavailableError(

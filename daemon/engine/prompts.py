@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from functools import cache
 from importlib import resources
 
-from .types import CandidateAction, Turn
+from webshepherd.daemon.engine.types import CandidateAction, Turn
 
 _PLACEHOLDER = re.compile(
     r"\{(intent|start_url|text_observation|trajectory|current_url|checklist|thought|action)\}"

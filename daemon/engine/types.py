@@ -2,7 +2,7 @@
 
 The daemon talks to the model only through :class:`Engine` (engine.py) and
 these types; backends (transformers, vLLM, remote) sit behind
-:class:`webshepherd.daemon.engine.backend.Backend`.
+:class:`webshepherd.daemon.engine.backends.base.Backend`.
 """
 
 from __future__ import annotations

@@ -1,8 +1,11 @@
-"""The agent harness: BrowserGym action strings parsed (``actions``) and run by bid in a
-real page through Playwright (``playwright_env``), as an ``Environment`` of the SDK's
-agent loop (``webshepherd.protocol.agents``)."""
+"""The agent harness, kept as a public import path: :mod:`webshepherd.daemon.browser` holds it."""
 
-from .actions import SIGNATURES, Action, parse_action
-from .playwright_env import PlaywrightEnvironment, frame_bids
+from webshepherd.daemon.browser import (
+    SIGNATURES,
+    Action,
+    PlaywrightEnvironment,
+    frame_bids,
+    parse_action,
+)
 
 __all__ = ["SIGNATURES", "Action", "PlaywrightEnvironment", "frame_bids", "parse_action"]

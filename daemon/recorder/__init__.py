@@ -1,6 +1,6 @@
 """The SQLite recording of sessions: writes (:class:`Recorder`) and reads (:class:`History`)."""
 
-from .history import History
-from .store import Recorder
+from webshepherd.daemon.recorder.history import History
+from webshepherd.daemon.recorder.store import Recorder
 
 __all__ = ["History", "Recorder"]

@@ -6,12 +6,11 @@ import json
 import sqlite3
 from typing import Any
 
+from webshepherd.daemon.engine.types import Turn
+from webshepherd.daemon.recorder.store import Recorder
+from webshepherd.daemon.sessions.state import SessionState
 from webshepherd.protocol.common import AgentInfo, ChecklistItem, SessionSummary
 from webshepherd.protocol.replies import Checklist
-
-from ..engine.types import Turn
-from ..sessions.state import SessionState
-from .store import Recorder
 
 
 def _summary(row: sqlite3.Row) -> SessionSummary:
@@ -65,7 +64,7 @@ class History:
 
     def load_state(self, session_id: str) -> SessionState | None:
         """Rebuild what the session machine needs to continue a session after a restart."""
-        from ..convert import parsed_checklist
+        from webshepherd.daemon.sessions.convert import parsed_checklist
 
         row = self.db.execute(
             "SELECT * FROM sessions WHERE session_id = ?", (session_id,)

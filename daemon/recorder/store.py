@@ -10,9 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from webshepherd.daemon.recorder.schema import DDL, SCHEMA_VERSION
 from webshepherd.protocol.errors import WebShepherdError
-
-from .schema import DDL, SCHEMA_VERSION
 
 
 def _json(v: Any) -> str:

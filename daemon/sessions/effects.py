@@ -10,9 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel
+from webshepherd.daemon.engine.types import CandidateAction, Turn
 from webshepherd.protocol.common import ApprovalMode
-
-from ..engine.types import CandidateAction, Turn
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,20 @@ import time
 import uuid
 from collections.abc import Callable
 
+from webshepherd.daemon.engine.types import ParsedChecklist, Turn
+from webshepherd.daemon.sessions import convert
+from webshepherd.daemon.sessions.approvals import ApprovalBook, ApprovalPolicy
+from webshepherd.daemon.sessions.effects import (
+    Effect,
+    Publish,
+    Record,
+    Reply,
+    RunChecklist,
+    reply_and_publish,
+)
+from webshepherd.daemon.sessions.scoring import PendingScore, ScoringAndApprovals
+from webshepherd.daemon.sessions.signals import SignalBook
+from webshepherd.daemon.sessions.state import SessionState
 from webshepherd.protocol import requests as rq
 from webshepherd.protocol.common import ChecklistSource, Observation, Screenshot
 from webshepherd.protocol.errors import ProtocolError, SessionClosedError, UnknownSessionError
@@ -23,14 +37,6 @@ from webshepherd.protocol.replies import (
     SessionEnded,
     SessionStarted,
 )
-
-from .. import convert
-from ..approvals import ApprovalBook, ApprovalPolicy
-from ..engine.types import ParsedChecklist, Turn
-from ..signals import SignalBook
-from .effects import Effect, Publish, Record, Reply, RunChecklist, reply_and_publish
-from .scoring import PendingScore, ScoringAndApprovals
-from .state import SessionState
 
 __all__ = ["PendingScore", "SessionCore"]
 

@@ -8,6 +8,25 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from webshepherd.daemon.engine.types import StepScore
+from webshepherd.daemon.sessions import convert
+from webshepherd.daemon.sessions.approvals import (
+    ApprovalBook,
+    ApprovalPolicy,
+    Resolution,
+    approval_reason,
+)
+from webshepherd.daemon.sessions.effects import (
+    AwaitApproval,
+    Effect,
+    Publish,
+    Record,
+    Reply,
+    Resolved,
+    RunScore,
+    reply_and_publish,
+)
+from webshepherd.daemon.sessions.state import SessionState
 from webshepherd.protocol import requests as rq
 from webshepherd.protocol.common import (
     Candidate,
@@ -18,21 +37,6 @@ from webshepherd.protocol.common import (
 )
 from webshepherd.protocol.errors import ProtocolError
 from webshepherd.protocol.replies import ApprovalRequest, ApprovalResolved, Scored
-
-from .. import convert
-from ..approvals import ApprovalBook, ApprovalPolicy, Resolution, approval_reason
-from ..engine.types import StepScore
-from .effects import (
-    AwaitApproval,
-    Effect,
-    Publish,
-    Record,
-    Reply,
-    Resolved,
-    RunScore,
-    reply_and_publish,
-)
-from .state import SessionState
 
 
 @dataclass

@@ -5,9 +5,9 @@ from __future__ import annotations
 import concurrent.futures
 from dataclasses import dataclass, field
 
+from webshepherd.daemon.engine.types import ParsedChecklist, Turn
 from webshepherd.protocol.common import AgentInfo, Outcome, SessionSummary, Source
-
-from ..engine.types import ParsedChecklist, Turn
+from webshepherd.protocol.common import SessionState as SummaryState
 
 
 @dataclass
@@ -59,6 +59,7 @@ class SessionState:
         return self.step_rewards[max(earlier)] if earlier else None
 
     def summary(self) -> SessionSummary:
+        state: SummaryState
         if self.ended:
             state = "ended"
         elif self.waiting_approvals:

@@ -17,7 +17,7 @@ function repoRoot(): string {
   return dir;
 }
 
-const GOLDEN = resolve(repoRoot(), "../shared/data/axtree-golden");
+const GOLDEN = resolve(repoRoot(), "tests/fixtures/data/axtree-golden");
 const pages = readdirSync(GOLDEN)
   .filter((f) => f.endsWith(".axtree.json"))
   .map((f) => f.slice(0, -".axtree.json".length))

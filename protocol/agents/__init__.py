@@ -5,13 +5,35 @@ with the step-by-step and full-plan paradigms. No browser or model imports:
 an :class:`~webshepherd.protocol.agents.environment.Environment` supplies pages.
 """
 
-from .best_of_n import BestOfN, best_of_n, best_of_n_sync, group_proposals, select
-from .chat_policy import ChatPolicy
-from .environment import ActionError, ActionResult, Environment, PageState
-from .loop import EpisodeResult, StepResult, run_episode, run_episode_sync
-from .policy import AsyncPolicy, PolicyContext, PolicyError, RefineRequest, as_policy
-from .prompts import Turn
-from .refine import Refinement, refine, refine_sync
+from webshepherd.protocol.agents.best_of_n import (
+    BestOfN,
+    best_of_n,
+    best_of_n_sync,
+    group_proposals,
+    select,
+)
+from webshepherd.protocol.agents.chat_policy import ChatPolicy
+from webshepherd.protocol.agents.environment import (
+    ActionError,
+    ActionResult,
+    Environment,
+    PageState,
+)
+from webshepherd.protocol.agents.loop import (
+    EpisodeResult,
+    StepResult,
+    run_episode,
+    run_episode_sync,
+)
+from webshepherd.protocol.agents.policy import (
+    AsyncPolicy,
+    PolicyContext,
+    PolicyError,
+    RefineRequest,
+    as_policy,
+)
+from webshepherd.protocol.agents.prompts import Turn
+from webshepherd.protocol.agents.refine import Refinement, refine, refine_sync
 
 __all__ = [
     "ActionError",

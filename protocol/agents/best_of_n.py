@@ -16,13 +16,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..client_session import CandidateLike, to_candidates
-from ..common import Candidate, DecisionInfo, Observation
-from ..replies import Scored
+from webshepherd.protocol.client.session import CandidateLike, to_candidates
+from webshepherd.protocol.common import Candidate, DecisionInfo, Observation
+from webshepherd.protocol.replies import Scored
 
 if TYPE_CHECKING:
-    from ..client_session import SessionHandle
-    from ..client_sync import SyncSession
+    from webshepherd.protocol.client.session import SessionHandle
+    from webshepherd.protocol.client.sync import SyncSession
 
 Approval = Literal["auto", "always", "never"]
 
@@ -180,7 +180,7 @@ def best_of_n_sync(
     observation: Observation | dict[str, Any] | None = None,
     timeout: float | None = None,
 ) -> BestOfN:
-    """Blocking :func:`best_of_n` for a :class:`~webshepherd.protocol.client_sync.SyncSession`."""
+    """Blocking :func:`best_of_n` for a :class:`~webshepherd.protocol.client.sync.SyncSession`."""
     return session.client._run(
         best_of_n(
             session.aio,

@@ -15,10 +15,16 @@ import urllib.request
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..common import Candidate
-from .environment import PageState
-from .policy import PolicyContext, PolicyError, RefineRequest, parse_answer, parse_plan
-from .prompts import plan_messages
+from webshepherd.protocol.agents.environment import PageState
+from webshepherd.protocol.agents.policy import (
+    PolicyContext,
+    PolicyError,
+    RefineRequest,
+    parse_answer,
+    parse_plan,
+)
+from webshepherd.protocol.agents.prompts import plan_messages
+from webshepherd.protocol.common import Candidate
 
 _LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 

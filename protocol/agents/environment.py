@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from ..errors import ErrorCode, WebShepherdError
+from webshepherd.protocol.errors import ErrorCode, WebShepherdError
 
 
 @dataclass(frozen=True)

@@ -18,18 +18,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..client_session import SessionHandle
-from ..common import AgentInfo, Candidate, Observation, Outcome, Screenshot
-from ..replies import SessionEnded, Signal
-from .best_of_n import Approval, best_of_n
-from .environment import ActionError, ActionResult, Environment
-from .policy import PolicyContext, as_policy
-from .prompts import Turn
-from .refine import refine
+from webshepherd.protocol.agents.best_of_n import Approval, best_of_n
+from webshepherd.protocol.agents.environment import ActionError, ActionResult, Environment
+from webshepherd.protocol.agents.policy import PolicyContext, as_policy
+from webshepherd.protocol.agents.prompts import Turn
+from webshepherd.protocol.agents.refine import refine
+from webshepherd.protocol.client.session import SessionHandle
+from webshepherd.protocol.common import AgentInfo, Candidate, Observation, Outcome, Screenshot
+from webshepherd.protocol.replies import SessionEnded, Signal
 
 if TYPE_CHECKING:
-    from ..client import AsyncClient
-    from ..client_sync import Client
+    from webshepherd.protocol.client import AsyncClient
+    from webshepherd.protocol.client.sync import Client
 
 Paradigm = Literal["step", "plan"]
 Selection = Literal["best_of_n", "refine", "first"]
@@ -253,6 +253,6 @@ async def run_episode(
 def run_episode_sync(
     client: Client, env: Environment, policy: Any, intent: str, **kw: Any
 ) -> EpisodeResult:
-    """Blocking :func:`run_episode` on a :class:`~webshepherd.protocol.client_sync.Client`
+    """Blocking :func:`run_episode` on a :class:`~webshepherd.protocol.client.sync.Client`
     (the environment's coroutines run on the client's private loop)."""
     return client._run(run_episode(client.aio, env, policy, intent, **kw))

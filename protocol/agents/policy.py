@@ -15,11 +15,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..client_session import CandidateLike, to_candidates
-from ..common import Candidate
-from ..errors import ErrorCode, WebShepherdError
-from .environment import PageState
-from .prompts import Turn, propose_prompt, refine_prompt
+from webshepherd.protocol.agents.environment import PageState
+from webshepherd.protocol.agents.prompts import Turn, propose_prompt, refine_prompt
+from webshepherd.protocol.client.session import CandidateLike, to_candidates
+from webshepherd.protocol.common import Candidate
+from webshepherd.protocol.errors import ErrorCode, WebShepherdError
 
 
 class PolicyError(WebShepherdError):

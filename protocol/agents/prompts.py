@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from .action_space import ACTION_SPACE
+from webshepherd.protocol.agents.action_space import ACTION_SPACE
 
 REFINE_TEMPLATE = """# Instructions
 You are given a draft thought and action for the current step. This draft has not been executed yet.

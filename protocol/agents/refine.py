@@ -16,15 +16,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..common import Candidate, CandidateResult, DecisionInfo
-from ..replies import Scored
-from .best_of_n import Approval, action_key, decide, select
-from .environment import PageState
-from .policy import PolicyContext, RefineRequest, as_policy
+from webshepherd.protocol.agents.best_of_n import Approval, action_key, decide, select
+from webshepherd.protocol.agents.environment import PageState
+from webshepherd.protocol.agents.policy import PolicyContext, RefineRequest, as_policy
+from webshepherd.protocol.common import Candidate, CandidateResult, DecisionInfo
+from webshepherd.protocol.replies import Scored
 
 if TYPE_CHECKING:
-    from ..client_session import SessionHandle
-    from ..client_sync import SyncSession
+    from webshepherd.protocol.client.session import SessionHandle
+    from webshepherd.protocol.client.sync import SyncSession
 
 _LABELS = {"yes": "Yes", "in_progress": "In Progress", "no": "No"}
 
@@ -174,5 +174,5 @@ async def refine(
 
 
 def refine_sync(session: SyncSession, policy: Any, *args: Any, **kwargs: Any) -> Refinement:
-    """Blocking :func:`refine` for a :class:`~webshepherd.protocol.client_sync.SyncSession`."""
+    """Blocking :func:`refine` for a :class:`~webshepherd.protocol.client.sync.SyncSession`."""
     return session.client._run(refine(session.aio, policy, *args, **kwargs))

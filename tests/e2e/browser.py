@@ -1,5 +1,6 @@
 """Chromium with the built extension for the end-to-end tests: the product's launcher
-(webshepherd.daemon.chromium) plus test helpers (skips, a static server, a Browser)."""
+(webshepherd.daemon.browser.chromium) plus test helpers (a requirement check, a static
+server, a Browser)."""
 
 from __future__ import annotations
 
@@ -12,31 +13,31 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-from webshepherd.daemon.chromium import capture, extension_context, wait_extension_ready
+from webshepherd.daemon.browser.chromium import capture, extension_context, wait_extension_ready
+
+from tests.fixtures.data import AXTREE_GOLDEN
 
 REPO = Path(__file__).resolve().parents[2]
 DIST = REPO / "extension" / "dist"
-GOLDEN = REPO.parent / "shared" / "data" / "axtree-golden"
+GOLDEN = AXTREE_GOLDEN
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 GOLDEN_PORT = 46453  # BrowserGym's goldens carry this port in their URLs
 
 
-def skip_without_browser() -> None:
-    """Skip the calling module unless Chromium and the built extension are there."""
+def require_browser() -> None:
+    """Fail the calling module, saying what to install, unless Chromium, the built extension
+    and Playwright are there (`make test` and `.ci/run` provide all three)."""
+    missing = []
     if not Path(CHROMIUM).exists():
-        pytest.skip("chromium is not installed (apt-get install chromium)", allow_module_level=True)
+        missing.append("chromium is not installed (apt-get install chromium)")
     if not (DIST / "manifest.json").exists():
-        pytest.skip(
-            "the extension is not built (cd extension && npm ci && npm run build)",
-            allow_module_level=True,
-        )
+        missing.append("the extension is not built (cd extension && npm ci && npm run build)")
     try:
         import playwright  # noqa: F401
     except ImportError:
-        pytest.skip(
-            "the playwright package is missing (pip install -e '.[dev]')", allow_module_level=True
-        )
+        missing.append("the playwright package is missing (pip install -e '.[dev]')")
+    if missing:
+        raise RuntimeError("; ".join(missing))
 
 
 class Browser:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from tests.e2e.browser import GOLDEN, serve_dir, skip_without_browser
+from tests.e2e.browser import GOLDEN, require_browser, serve_dir
 from tests.e2e.conftest import wait_connected
 from tests.e2e.test_golden_capture import hook
 from tests.fixtures.daemon import TEST_TOKEN
 from tests.fixtures.ports import closed_port
 
-skip_without_browser()
+require_browser()
 
 
 async def test_daemon_down_badge_off_and_no_page_errors(browser):

@@ -14,10 +14,10 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.e2e.browser import skip_without_browser
+from tests.e2e.browser import require_browser
 from tests.fixtures.demo_cli import DEMO, demo_env, run_demo
 
-skip_without_browser()
+require_browser()
 pytestmark = pytest.mark.model
 HEADED_ARGS = ["--samples", "1", "--max-steps", "3", "--approval-timeout", "2"]
 

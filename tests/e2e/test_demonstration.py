@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.browser import serve_dir, skip_without_browser
+from tests.e2e.browser import require_browser, serve_dir
 
-skip_without_browser()
+require_browser()
 
 PAGES = Path(__file__).resolve().parent / "demo_pages"
 SECRET = "hunter2-s3cret"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from webshepherd.daemon.extension_id import EXTENSION_ID, extension_id_from_key
+from webshepherd.daemon.server.extension_id import EXTENSION_ID, extension_id_from_key
 
 from tests.e2e.browser import REPO
 

@@ -10,12 +10,12 @@ import pytest
 from tests.e2e.browser import (
     GOLDEN,
     GOLDEN_PORT,
+    require_browser,
     serve_dir,
-    skip_without_browser,
     without_inline_text_boxes,
 )
 
-skip_without_browser()
+require_browser()
 
 PAGES = ["p1-form", "p2-shop", "p3-quotes", "p4-iframe"]
 

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
-from webshepherd.daemon.harness.playwright_env import PlaywrightEnvironment, frame_bids
+from webshepherd.daemon.browser.playwright_env import PlaywrightEnvironment, frame_bids
 from webshepherd.protocol.agents.environment import ActionError, Environment
 
-from tests.e2e.browser import Browser, open_browser, serve_dir, skip_without_browser
+from tests.e2e.browser import Browser, open_browser, require_browser, serve_dir
 
-skip_without_browser()
+require_browser()
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 INDEX = """<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>Harness</title></head>

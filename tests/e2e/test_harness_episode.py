@@ -6,17 +6,17 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from webshepherd.daemon.browser.playwright_env import PlaywrightEnvironment
 from webshepherd.daemon.demo.agent import CHECKLIST, SHOPPER, TASK, ShopAgent
 from webshepherd.daemon.demo.shop import ShopServer
-from webshepherd.daemon.harness.playwright_env import PlaywrightEnvironment
 from webshepherd.protocol.agents import PageState, PolicyContext, run_episode
 from webshepherd.protocol.client import AsyncClient
 from webshepherd.protocol.common import Candidate
 
-from tests.e2e.browser import skip_without_browser
+from tests.e2e.browser import require_browser
 from tests.fixtures.daemon import TEST_TOKEN
 
-skip_without_browser()
+require_browser()
 pytestmark = pytest.mark.model
 
 

@@ -3,12 +3,12 @@ clicked by bid (the panel lets the action through), and the panel works again af
 
 from __future__ import annotations
 
+from webshepherd.daemon.browser.playwright_env import PlaywrightEnvironment
 from webshepherd.daemon.demo.browser_page import hook
-from webshepherd.daemon.harness.playwright_env import PlaywrightEnvironment
 
-from tests.e2e.browser import serve_dir, skip_without_browser
+from tests.e2e.browser import require_browser, serve_dir
 
-skip_without_browser()
+require_browser()
 
 PAGE = """<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>Under</title></head>
 <body><h1>Under the panel</h1>

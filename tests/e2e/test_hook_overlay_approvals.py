@@ -7,10 +7,10 @@ import asyncio
 
 import pytest
 
-from tests.e2e.browser import GOLDEN, serve_dir, skip_without_browser
+from tests.e2e.browser import GOLDEN, require_browser, serve_dir
 from tests.e2e.test_golden_capture import hook
 
-skip_without_browser()
+require_browser()
 
 CHECKLIST = "Checklist 1: Search for a product\nChecklist 2: Add it to the cart"
 CANDS = [
@@ -136,7 +136,7 @@ async def test_approval_by_another_client_dismisses_the_card(paired, site):
 
 
 async def test_approval_timeout_dismisses_the_card(start_daemon, browser, site):
-    from webshepherd.daemon.extension_id import EXTENSION_ID
+    from webshepherd.daemon.server.extension_id import EXTENSION_ID
 
     from tests.e2e.conftest import wait_connected
     from tests.fixtures.daemon import TEST_TOKEN

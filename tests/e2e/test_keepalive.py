@@ -11,15 +11,15 @@ import json
 import subprocess
 from pathlib import Path
 
-from webshepherd.daemon.chromium import launch_args
-from webshepherd.daemon.extension_id import EXTENSION_ID
+from webshepherd.daemon.browser.chromium import launch_args
+from webshepherd.daemon.server.extension_id import EXTENSION_ID
 from websockets.asyncio.client import connect
 
-from tests.e2e.browser import CHROMIUM, DIST, skip_without_browser
+from tests.e2e.browser import CHROMIUM, DIST, require_browser
 from tests.e2e.test_worker_restart import extension_conns, until
 from tests.fixtures.daemon import TEST_TOKEN
 
-skip_without_browser()
+require_browser()
 
 IDLE_S = 45
 

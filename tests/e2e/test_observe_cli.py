@@ -9,12 +9,12 @@ from tests.e2e.browser import (
     GOLDEN,
     GOLDEN_PORT,
     REPO,
+    require_browser,
     serve_dir,
-    skip_without_browser,
     without_inline_text_boxes,
 )
 
-skip_without_browser()
+require_browser()
 
 
 def run_observe(*args: str) -> subprocess.CompletedProcess[str]:

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import asyncio
 
-from tests.e2e.browser import GOLDEN, serve_dir, skip_without_browser
+from tests.e2e.browser import GOLDEN, require_browser, serve_dir
 from tests.e2e.test_golden_capture import hook
 
-skip_without_browser()
+require_browser()
 
 
 def extension_conns(daemon) -> dict[int, object]:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from webshepherd.protocol import Observation, Scored
 from webshepherd.protocol.client import AsyncClient
-from webshepherd.protocol.client_sync import Client
+from webshepherd.protocol.client.sync import Client
 from webshepherd.protocol.errors import (
     ConnectionLostError,
     ErrorCode,

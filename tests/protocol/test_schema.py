@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import jsonschema
-from webshepherd.protocol.schema import SCHEMA_PATH, build_schema, render_schema, side_schema
+from webshepherd.protocol.json_schema import SCHEMA_PATH, build_schema, render_schema, side_schema
 from webshepherd.protocol.union import CLIENT_TYPES, SERVER_TYPES
 
 

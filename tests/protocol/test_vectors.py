@@ -8,7 +8,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 from webshepherd.protocol import ErrorCode, ProtocolError, dump
-from webshepherd.protocol.schema import side_schema
+from webshepherd.protocol.json_schema import side_schema
 from webshepherd.protocol.union import (
     CLIENT_TYPES,
     SERVER_TYPES,

@@ -7,7 +7,7 @@ import io
 
 import pytest
 from rich.console import Console
-from webshepherd.daemon import cli_tui
+from webshepherd.daemon.cli import tui as cli_tui
 from webshepherd.tui import device
 from webshepherd.tui.app import WebShepherdApp
 from webshepherd.tui.widgets.device_panel import device_table

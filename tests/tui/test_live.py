@@ -14,7 +14,7 @@ from webshepherd.tui.widgets.reward_plot import RewardPlot
 from webshepherd.tui.widgets.session_detail import SessionDetail
 from webshepherd.tui.widgets.sessions_table import SessionsTable
 
-from tests.daemon.test_session_flow import CANDS, OBS, start_session
+from tests.daemon.server.test_session_flow import CANDS, OBS, start_session
 from tests.fixtures.daemon import TEST_TOKEN
 from tests.tui.helpers import FixedProbe, screen_text, wait_until
 

@@ -14,9 +14,8 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 from webshepherd.protocol.common import SessionSummary
 from webshepherd.protocol.errors import WebShepherdError
-
-from ..widgets.session_detail import fmt_reward
-from .messages import ReplayRequested
+from webshepherd.tui.screens.messages import ReplayRequested
+from webshepherd.tui.widgets.session_detail import fmt_reward
 
 LoadSessions = Callable[[], Awaitable[list[SessionSummary]]]
 

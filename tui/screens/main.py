@@ -12,15 +12,15 @@ from textual.binding import Binding, BindingType
 from textual.containers import Container
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
-
-from ..device import DeviceReading
-from ..state import MonitorState
-from ..widgets.approvals_table import ApprovalsPanel
-from ..widgets.device_panel import DevicePanel
-from ..widgets.session_detail import SessionDetail
-from ..widgets.sessions_table import SessionsTable
-from .edit_action import EditActionScreen
-from .messages import DecisionMade, ReplayRequested
+from webshepherd.protocol.common import Decision
+from webshepherd.tui.device import DeviceReading
+from webshepherd.tui.screens.edit_action import EditActionScreen
+from webshepherd.tui.screens.messages import DecisionMade, ReplayRequested
+from webshepherd.tui.state import MonitorState
+from webshepherd.tui.widgets.approvals_table import ApprovalsPanel
+from webshepherd.tui.widgets.device_panel import DevicePanel
+from webshepherd.tui.widgets.session_detail import SessionDetail
+from webshepherd.tui.widgets.sessions_table import SessionsTable
 
 WIDE = 120
 FOCUS_IN = {"tab-sessions": "#sessions", "tab-approvals": "#approvals", "tab-device": "#device"}
@@ -151,7 +151,7 @@ class MainScreen(Screen[None]):
         self.query_one(TabbedContent).active = tab
         self.query_one(f"#{tab} {FOCUS_IN[tab]}").focus()
 
-    def action_decide(self, decision: str) -> None:
+    def action_decide(self, decision: Decision) -> None:
         pending = self.approvals.selected
         if pending is None:
             self.notify("no pending approval", severity="warning")

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from textual.message import Message
+from webshepherd.protocol.common import Decision
 
 
 class DecisionMade(Message):
     """A human decided an approval request (``action`` holds the edit)."""
 
-    def __init__(self, request_id: str, decision: str, action: str | None = None) -> None:
+    def __init__(self, request_id: str, decision: Decision, action: str | None = None) -> None:
         super().__init__()
         self.request_id = request_id
         self.decision = decision

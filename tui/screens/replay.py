@@ -13,9 +13,8 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 from webshepherd.protocol.errors import WebShepherdError
 from webshepherd.protocol.replies import Session
-
-from ..state import MonitorState, SessionView
-from ..widgets.session_detail import SessionDetail
+from webshepherd.tui.state import MonitorState, SessionView
+from webshepherd.tui.widgets.session_detail import SessionDetail
 
 LoadSession = Callable[[], Awaitable[Session]]
 

@@ -6,9 +6,8 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import DataTable, Static
-
-from ..state import ApprovalView, MonitorState
-from .session_detail import fmt_reward
+from webshepherd.tui.state import ApprovalView, MonitorState
+from webshepherd.tui.widgets.session_detail import fmt_reward
 
 
 class ApprovalsPanel(Vertical):

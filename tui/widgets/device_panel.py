@@ -6,8 +6,7 @@ from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 from webshepherd.protocol.replies import Stats
-
-from ..device import DeviceReading, GpuReading
+from webshepherd.tui.device import DeviceReading, GpuReading
 
 
 def _mb(used: float | None, total: float | None) -> str:

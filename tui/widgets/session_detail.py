@@ -7,9 +7,8 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
-
-from ..state import LABEL_MARK, SessionView, StepView
-from .reward_plot import RewardPlot
+from webshepherd.tui.state import LABEL_MARK, SessionView, StepView
+from webshepherd.tui.widgets.reward_plot import RewardPlot
 
 LABEL_STYLE = {"yes": "bold green", "in_progress": "yellow", "no": "red"}
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from rich.text import Text
 from textual.widgets import DataTable
-
-from ..state import MonitorState, SessionView
-from .session_detail import fmt_reward
+from webshepherd.tui.state import MonitorState, SessionView
+from webshepherd.tui.widgets.session_detail import fmt_reward
 
 STATE_STYLE = {"running": "green", "waiting_approval": "bold yellow", "ended": "dim"}
 

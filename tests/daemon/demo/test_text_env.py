@@ -6,7 +6,7 @@ import pytest
 from webshepherd.daemon.demo.agent import PLAN, ShopPolicy
 from webshepherd.daemon.demo.shop import ShopServer
 from webshepherd.daemon.demo.text_env import TextEnvironment
-from webshepherd.daemon.signals import follows
+from webshepherd.daemon.sessions.signals import follows
 from webshepherd.protocol.agents import ActionError, Environment, PolicyContext, RefineRequest
 from webshepherd.protocol.agents.best_of_n import action_key
 from webshepherd.protocol.common import Candidate

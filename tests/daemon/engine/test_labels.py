@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from webshepherd.daemon.engine.backend import IN_PROGRESS, NO, YES, GeneratedToken, Generation
+from webshepherd.daemon.engine.backends.base import IN_PROGRESS, NO, YES, GeneratedToken, Generation
 from webshepherd.daemon.engine.labels import (
     LABEL_VARIANTS,
     extract_labels,

@@ -7,11 +7,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from webshepherd.daemon.dev.openai_server import OpenAIServer
+from webshepherd.daemon.engine.backends.openai_backend import OpenAIBackend
+from webshepherd.daemon.engine.backends.transformers_backend import TransformersBackend
 from webshepherd.daemon.engine.engine import Engine
 from webshepherd.daemon.engine.loader import api_root, load_engine, load_openai_backend
-from webshepherd.daemon.engine.openai_backend import OpenAIBackend
-from webshepherd.daemon.engine.openai_server import OpenAIServer
-from webshepherd.daemon.engine.transformers_backend import TransformersBackend
 from webshepherd.protocol.errors import ModelUnavailableError
 
 from tests.fixtures.ports import closed_port

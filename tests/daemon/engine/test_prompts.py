@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
+from webshepherd.daemon.dev.tiny_model import CHAT_TEMPLATE
 from webshepherd.daemon.engine.prompts import (
     checklist_messages,
     format_trajectory,
@@ -13,18 +13,15 @@ from webshepherd.daemon.engine.prompts import (
     split_judge_prompt,
     template_bytes,
 )
-from webshepherd.daemon.engine.tiny_model import CHAT_TEMPLATE
 from webshepherd.daemon.engine.types import CandidateAction, Turn
 
-SHARED = Path(__file__).resolve().parents[3] / ".." / "shared" / "docs" / "model-interface"
+from tests.fixtures.data import MODEL_INTERFACE
+
 TREE = "RootWebArea 'Shop {x}'\n\t[12] textbox 'Search {checklist}' focused\n\t[13] button 'Go'"
 
 
 def _shared(name: str) -> list[dict[str, str]]:
-    path = SHARED / f"{name}_messages.template.json"
-    if not path.exists():
-        pytest.skip(f"shared model interface not found at {path}")
-    return json.loads(path.read_text("utf-8"))
+    return json.loads((MODEL_INTERFACE / f"{name}_messages.template.json").read_text("utf-8"))
 
 
 def _expected(name: str, values: dict[str, str]) -> list[dict[str, str]]:
@@ -40,7 +37,7 @@ def _expected(name: str, values: dict[str, str]) -> list[dict[str, str]]:
 @pytest.mark.parametrize("name", ["checklist", "judge"])
 def test_packaged_templates_are_byte_identical(name: str) -> None:
     _shared(name)
-    assert template_bytes(name) == (SHARED / f"{name}_messages.template.json").read_bytes()
+    assert template_bytes(name) == (MODEL_INTERFACE / f"{name}_messages.template.json").read_bytes()
 
 
 def test_checklist_messages_match_template() -> None:

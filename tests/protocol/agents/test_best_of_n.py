@@ -10,7 +10,7 @@ from webshepherd.protocol import Candidate, DecisionInfo, Observation
 from webshepherd.protocol.agents import best_of_n, best_of_n_sync, group_proposals, select
 from webshepherd.protocol.agents.best_of_n import action_key, decide
 from webshepherd.protocol.client import AsyncClient
-from webshepherd.protocol.client_sync import Client
+from webshepherd.protocol.client.sync import Client
 
 from tests.fixtures.daemon import TEST_TOKEN, DaemonHandle
 from tests.protocol.test_client import client

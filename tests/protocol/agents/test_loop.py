@@ -11,7 +11,7 @@ import pytest
 from webshepherd.daemon.demo.agent import CHECKLIST, PLAN, TASK, ShopPolicy
 from webshepherd.daemon.demo.shop import ShopServer
 from webshepherd.daemon.demo.text_env import TextEnvironment
-from webshepherd.daemon.signals import follows
+from webshepherd.daemon.sessions.signals import follows
 from webshepherd.protocol import Signal
 from webshepherd.protocol.agents import (
     PageState,
@@ -21,7 +21,7 @@ from webshepherd.protocol.agents import (
     run_episode_sync,
     select,
 )
-from webshepherd.protocol.client_sync import Client
+from webshepherd.protocol.client.sync import Client
 
 from tests.fixtures.daemon import TEST_TOKEN, DaemonHandle
 from tests.protocol.test_client import client

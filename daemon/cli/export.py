@@ -1,0 +1,151 @@
+"""``webshepherd export``: recorded sessions as WebPRM preference pairs or SFT rows."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from webshepherd.protocol.errors import WebShepherdError
+
+
+def add_export_parser(sub: Any) -> None:
+    e = sub.add_parser(
+        "export",
+        help="recorded sessions as training data (WebPRM preference pairs or SFT rows)",
+    )
+    e.add_argument("--format", choices=["webprm", "sft"], required=True)
+    e.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        help="file (.parquet or .jsonl) or folder (both are written there)",
+    )
+    e.add_argument("--sessions", nargs="+", metavar="ID", default=None, help="only these")
+    e.add_argument("--since", default=None, help="only sessions started on/after (ISO date)")
+    e.add_argument(
+        "--redact",
+        action="append",
+        default=[],
+        metavar="REGEX",
+        help="mask matches in every exported text (repeatable); password values always are",
+    )
+    e.add_argument(
+        "--sft-layout",
+        choices=["sharegpt", "alpaca"],
+        default="sharegpt",
+        help="LLaMA-Factory layout of sft rows (default sharegpt)",
+    )
+    e.add_argument("--data-dir", type=Path, default=None, help="where the recording lives")
+    e.add_argument("--quiet", action="store_true", help="no progress bar")
+    e.set_defaults(func=cmd_export)
+
+
+def _since(text: str | None) -> float | None:
+    if text is None:
+        return None
+    try:
+        dt = datetime.fromisoformat(text)
+    except ValueError:
+        raise WebShepherdError(f"--since {text!r}: expected an ISO date like 2026-05-01") from None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return dt.timestamp()
+
+
+def _targets(out: Path, fmt: str) -> list[Path]:
+    if out.suffix.lower() in (".parquet", ".jsonl"):
+        return [out]
+    if out.suffix:
+        raise WebShepherdError(f"--out {out}: use a .parquet or .jsonl file, or a folder")
+    return [out / f"{fmt}.parquet", out / f"{fmt}.jsonl"]
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from webshepherd.daemon.config import default_data_dir
+    from webshepherd.daemon.offline.export.webprm import (
+        Summary,
+        open_recording,
+        select_sessions,
+        sft_rows,
+        webprm_rows,
+    )
+    from webshepherd.daemon.offline.export.writers import webprm_schema, write_jsonl, write_parquet
+
+    data_dir = args.data_dir or default_data_dir()
+    con = open_recording(data_dir / "webshepherd.sqlite3")
+    try:
+        sessions = select_sessions(con, args.sessions, _since(args.since))
+        targets = _targets(args.out, args.format)
+        base = targets[0].parent
+        total = 0
+        for s in sessions:
+            total += con.execute(
+                "SELECT COUNT(DISTINCT step) FROM score_requests WHERE session_id = ?",
+                (s["session_id"],),
+            ).fetchone()[0]
+        bar = _bar(total, args.quiet, f"export {args.format}")
+        summary = Summary()
+        if args.format == "webprm":
+            rows = list(
+                webprm_rows(
+                    con,
+                    sessions,
+                    args.redact,
+                    image_dir=base / "images",
+                    image_ref=lambda p: os.path.relpath(p, base),
+                    progress=bar.update,
+                    summary=summary,
+                )
+            )
+        else:
+            rows = list(
+                sft_rows(
+                    con,
+                    sessions,
+                    args.redact,
+                    layout=args.sft_layout,
+                    progress=bar.update,
+                    summary=summary,
+                )
+            )
+        bar.close()
+    finally:
+        con.close()
+    for t in targets:
+        if t.suffix == ".parquet":
+            write_parquet(rows, t, webprm_schema() if args.format == "webprm" else None)
+        else:
+            write_jsonl(rows, t)
+    info = summary.as_dict()
+    info["files"] = [str(t) for t in targets]
+    print(json.dumps(info, indent=2))
+    print(
+        f"exported {info['rows']} rows from {len(sessions)} sessions "
+        f"({info['skipped']} steps skipped: "
+        f"{', '.join(f'{k} {v}' for k, v in info['skipped_by_reason'].items()) or 'none'})",
+        file=sys.stderr,
+    )
+    return 0
+
+
+class _NoBar:
+    def update(self, n: int = 1) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def _bar(total: int, quiet: bool, desc: str) -> Any:
+    if quiet:
+        return _NoBar()
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return _NoBar()
+    return tqdm(total=total, desc=desc, unit="step", file=sys.stderr, disable=None)

@@ -1,0 +1,144 @@
+"""``webshepherd serve``: build the daemon's config from the command line, load the model, run."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from webshepherd.daemon.config import DaemonConfig, check_bind
+from webshepherd.daemon.engine.loader import BACKENDS
+from webshepherd.protocol.errors import ModelUnavailableError
+
+if TYPE_CHECKING:
+    from webshepherd.daemon.engine.engine import Engine
+
+_REMOTE_FLAGS = (
+    ("base_url", "--base-url"),
+    ("api_key_env", "--api-key-env"),
+    ("remote_model", "--remote-model"),
+)
+
+
+def add_backend_arguments(s: argparse.ArgumentParser) -> None:
+    """``serve``'s model backend flags."""
+    s.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        default="transformers",
+        help="transformers (default: this process, any device), vllm (this process, CUDA, "
+        "the gpu extra) or openai (an OpenAI-compatible server such as `vllm serve`)",
+    )
+    s.add_argument(
+        "--base-url",
+        default=None,
+        metavar="URL",
+        help="with --backend openai: the server's API root, e.g. http://127.0.0.1:8000/v1",
+    )
+    s.add_argument(
+        "--api-key-env",
+        default=None,
+        metavar="VAR",
+        help="with --backend openai: the environment variable that holds the server's API key",
+    )
+    s.add_argument(
+        "--remote-model",
+        default=None,
+        metavar="NAME",
+        help="with --backend openai: the server's name for the model (default: --model, or "
+        "the only model the server has); --model still names the tokenizer and chat template",
+    )
+
+
+def config_from_args(args: argparse.Namespace) -> DaemonConfig:
+    """A :class:`DaemonConfig` with the defaults, overridden by the flags given."""
+    config = DaemonConfig()
+    changes: dict[str, Any] = {}
+    for flag, attr in [
+        ("host", "host"),
+        ("port", "port"),
+        ("samples", "default_samples"),
+        ("data_dir", "data_dir"),
+        ("tls_cert", "tls_cert"),
+        ("tls_key", "tls_key"),
+        ("approval_timeout", "approval_timeout_s"),
+        ("approval_default", "approval_default"),
+        ("queue_limit", "queue_limit"),
+        ("batch_sessions", "batch_sessions"),
+    ]:
+        value = getattr(args, flag, None)
+        if value is not None:
+            changes[attr] = value
+    if args.allow_origin:
+        changes["allowed_extension_ids"] = tuple(
+            o.removeprefix("chrome-extension://").strip("/") for o in args.allow_origin
+        )
+    if args.insecure:
+        changes["insecure"] = True
+    if args.approval_threshold is not None:
+        changes["approval_threshold"] = (
+            None if args.approval_threshold < 0 else args.approval_threshold
+        )
+    return replace(config, **changes)
+
+
+def engine_from_args(args: argparse.Namespace, config: DaemonConfig) -> Engine:
+    """Load the engine the flags describe; ``ModelUnavailableError`` says what to fix."""
+    from webshepherd.daemon.engine.engine import EngineConfig
+    from webshepherd.daemon.engine.loader import load_engine
+
+    backend = getattr(args, "backend", "transformers")
+    if backend != "openai":
+        given = [flag for attr, flag in _REMOTE_FLAGS if getattr(args, attr, None)]
+        if given:
+            raise ModelUnavailableError(
+                f"{', '.join(given)} only apply to --backend openai (the backend is {backend})"
+            )
+    api_key = None
+    if getattr(args, "api_key_env", None):
+        api_key = os.environ.get(args.api_key_env)
+        if not api_key:
+            raise ModelUnavailableError(
+                f"--api-key-env {args.api_key_env}: that environment variable is not set or empty"
+            )
+    return load_engine(
+        args.model,
+        device=args.device,
+        config=EngineConfig(samples=config.default_samples),
+        backend=backend,
+        base_url=getattr(args, "base_url", None),
+        api_key=api_key,
+        remote_model=getattr(args, "remote_model", None),
+    )
+
+
+def serve(args: argparse.Namespace) -> int:
+    if args.verbose == 0:
+        logging.getLogger("webshepherd").setLevel(logging.INFO)
+        logging.getLogger().setLevel(logging.INFO)
+    config = config_from_args(args)
+    check_bind(config)  # refuse a bad bind before spending a minute loading the model
+
+    from webshepherd.daemon.server.server import run_daemon
+
+    backend = getattr(args, "backend", "transformers")
+    where = f"at {args.base_url}" if backend == "openai" else f"device {args.device}"
+    print(
+        f"webshepherd: loading {args.model} ({backend}, {where}) ...", file=sys.stderr, flush=True
+    )
+    try:
+        engine = engine_from_args(args, config)
+    except ModelUnavailableError as exc:
+        print(f"webshepherd: the model could not be loaded.\n{exc.message}", file=sys.stderr)
+        return 2
+    print(
+        f"webshepherd: model loaded; recording to {config.db_path}; "
+        "`webshepherd token` prints the pairing token",
+        file=sys.stderr,
+        flush=True,
+    )
+    run_daemon(config, engine)
+    return 0

@@ -1,0 +1,336 @@
+"""The completions behind :mod:`.openai_server`: request validation, and generation on a
+transformers model with top-k logprobs in the legacy completions format, whole or as
+streamed chunks (plain dicts; no HTTP here)."""
+
+from __future__ import annotations
+
+import math
+import time
+import uuid
+from collections.abc import Generator, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from webshepherd.daemon.engine.backends.transformers_backend import TransformersBackend
+
+MAX_LOGPROBS = 20
+
+
+class RequestError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def _stop_cut(text: str, stops: Sequence[str]) -> int | None:
+    """Index of the earliest stop string in ``text``, else ``None``."""
+    hits = [i for s in stops if s and (i := text.find(s)) >= 0]
+    return min(hits) if hits else None
+
+
+@dataclass
+class _Row:
+    """One sample being generated: token ids, their logprobs and top-k, what was streamed."""
+
+    ids: list[int] = field(default_factory=list)
+    lps: list[float] = field(default_factory=list)
+    tops: list[dict[str, float]] = field(default_factory=list)
+    finish: str | None = None
+    sent_tokens: int = 0
+    sent_text: str = ""
+
+
+@dataclass(frozen=True)
+class CompletionParams:
+    """A validated completions request."""
+
+    prompts: list[str]
+    n: int
+    max_tokens: int
+    temperature: float
+    stops: list[str]
+    k: int
+    seed: int | None
+    include_usage: bool
+
+
+class Completer:
+    """Runs completions on a loaded transformers model (one at a time)."""
+
+    def __init__(self, backend: TransformersBackend) -> None:
+        self.backend = backend
+        self.model = backend.model
+        self.tokenizer = backend.tokenizer
+        self.model_id = backend.model_id
+        self._lock = backend._lock  # the daemon may score on the same model meanwhile
+        self._eos = set(backend._eos)
+        self._pieces: dict[int, str] = {}
+        self.disconnects = 0  # streams whose client went away before the end
+
+    def params(self, body: dict[str, Any]) -> CompletionParams:
+        """Validate a request body (``RequestError`` with an HTTP status when it is bad)."""
+        prompts = body.get("prompt")
+        if isinstance(prompts, str):
+            prompts = [prompts]
+        if (
+            not isinstance(prompts, list)
+            or not prompts
+            or not all(isinstance(p, str) for p in prompts)
+        ):
+            raise RequestError(400, "'prompt' must be a string or a non-empty list of strings")
+        n = self._int(body, "n", 1, 1, 64)
+        max_tokens = self._int(body, "max_tokens", 16, 1, 1 << 20)
+        k = self._int(body, "logprobs", 0, 0, MAX_LOGPROBS) if body.get("logprobs") else 0
+        temperature = float(body.get("temperature", 1.0))
+        if not 0 <= temperature <= 10:
+            raise RequestError(400, "'temperature' must lie in [0, 10]")
+        stop = body.get("stop") or []
+        stops = [stop] if isinstance(stop, str) else list(stop)
+        if not all(isinstance(s, str) for s in stops):
+            raise RequestError(400, "'stop' must be a string or a list of strings")
+        seed = body.get("seed")
+        options = body.get("stream_options") or {}
+        return CompletionParams(
+            prompts=prompts,
+            n=n,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            stops=[s for s in stops if s],
+            k=k,
+            seed=seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
+            include_usage=isinstance(options, dict) and bool(options.get("include_usage")),
+        )
+
+    def complete(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The whole completion as one JSON reply."""
+        p = self.params(body)
+        choices: list[dict[str, Any]] = []
+        prompt_ids = [self._prompt_ids(prompt, p.max_tokens) for prompt in p.prompts]
+        prompt_tokens = completion_tokens = 0
+        with self._lock, torch.inference_mode():
+            if p.seed is not None:
+                torch.manual_seed(p.seed)
+            for ids in prompt_ids:
+                prompt_tokens += len(ids)
+                *_, rows = self._steps(ids, p)  # the rows after the last token
+                for row in rows:
+                    completion_tokens += len(row.ids)
+                    choices.append({"index": len(choices), **self._choice(row, p)})
+        return {
+            **self._head("text_completion"),
+            "choices": choices,
+            "usage": _usage(prompt_tokens, completion_tokens),
+        }
+
+    def stream(self, p: CompletionParams) -> Generator[dict[str, Any], None, None]:
+        """Server-sent chunks: text and logprobs deltas as tokens are generated.
+
+        Text that could be the start of a stop string is held back until it is not; the
+        chunk that ends a sample carries its ``finish_reason``. Close the iterator to stop.
+        """
+        head = self._head("text_completion")
+        prompt_ids = [self._prompt_ids(prompt, p.max_tokens) for prompt in p.prompts]
+        prompt_tokens = completion_tokens = 0
+        with self._lock, torch.inference_mode():
+            if p.seed is not None:
+                torch.manual_seed(p.seed)
+            for i, ids in enumerate(prompt_ids):
+                prompt_tokens += len(ids)
+                done: set[int] = set()
+                rows: list[_Row] = []
+                for rows in self._steps(ids, p):
+                    out = []
+                    for r, row in enumerate(rows):
+                        if r in done:
+                            continue
+                        delta = self._delta(row, p)
+                        if delta is not None:
+                            out.append({"index": i * p.n + r, **delta})
+                        if row.finish is not None:
+                            done.add(r)
+                    if out:
+                        yield {**head, "choices": out}
+                completion_tokens += sum(len(row.ids) for row in rows)
+        if p.include_usage:
+            yield {**head, "choices": [], "usage": _usage(prompt_tokens, completion_tokens)}
+
+    # -- internals ---------------------------------------------------------------------
+
+    def _head(self, obj: str) -> dict[str, Any]:
+        return {
+            "id": f"cmpl-{uuid.uuid4().hex}",
+            "object": obj,
+            "created": int(time.time()),
+            "model": self.model_id,
+        }
+
+    def _prompt_ids(self, prompt: str, max_tokens: int) -> list[int]:
+        ids = self.backend._encode(prompt)
+        if not ids:
+            raise RequestError(400, "empty prompt")
+        if len(ids) + max_tokens > self.backend.max_context:
+            raise RequestError(
+                400,
+                f"prompt ({len(ids)} tokens) + max_tokens ({max_tokens}) exceed the "
+                f"model's context of {self.backend.max_context} tokens",
+            )
+        return ids
+
+    @staticmethod
+    def _int(body: dict[str, Any], key: str, default: int, lo: int, hi: int) -> int:
+        v = body.get(key, default)
+        if v is None:
+            v = default
+        if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+            raise RequestError(400, f"'{key}' must be an integer in [{lo}, {hi}]")
+        return v
+
+    def _piece(self, tid: int) -> str:
+        piece = self._pieces.get(tid)
+        if piece is None:
+            piece = self._pieces[tid] = self.tokenizer.decode([tid])
+        return piece
+
+    def _steps(self, ids: list[int], p: CompletionParams) -> Iterator[list[_Row]]:
+        """Sample ``p.n`` completions of ``ids`` in one batch; yields the rows after every token.
+
+        The same calls as TransformersBackend's decode loop (explicit mask and positions), so
+        a greedy completion here is the one the backend writes for the prompt alone. The
+        caller holds the model lock and inference mode.
+        """
+        dev, n = self.backend.device, p.n
+        mask = torch.ones((1, len(ids)), dtype=torch.long, device=dev)
+        out = self.model(
+            input_ids=torch.tensor([ids], device=dev),
+            attention_mask=mask,
+            position_ids=torch.arange(len(ids), device=dev)[None],
+            use_cache=True,
+        )
+        cache, logits = out.past_key_values, out.logits[:, -1, :].float()
+        if n > 1:
+            cache.batch_repeat_interleave(n)
+            logits, mask = logits.repeat_interleave(n, dim=0), mask.repeat_interleave(n, dim=0)
+        rows = [_Row() for _ in range(n)]
+        active = list(range(n))
+        pos = len(ids)
+        for _ in range(p.max_tokens):
+            logp = torch.log_softmax(logits, dim=-1)
+            if p.temperature <= 0:
+                chosen = logits.argmax(-1)
+            else:
+                probs = torch.softmax(logits / p.temperature, -1)
+                chosen = torch.multinomial(probs, 1).squeeze(-1)
+            chosen_lp = logp.gather(1, chosen[:, None]).squeeze(1).tolist()
+            top = torch.topk(logp, p.k, dim=-1) if p.k else None
+            keep: list[int] = []
+            for b, tid in enumerate(chosen.tolist()):
+                row = rows[active[b]]
+                if tid in self._eos:
+                    row.finish = "stop"
+                    continue
+                row.ids.append(tid)
+                row.lps.append(chosen_lp[b])
+                if top is not None:
+                    entry: dict[str, float] = {}
+                    for lp, t in zip(top.values[b].tolist(), top.indices[b].tolist(), strict=True):
+                        s = self._piece(t)
+                        # tokens decoding to the same text: their probabilities add up
+                        entry[s] = (
+                            lp if s not in entry else math.log(math.exp(entry[s]) + math.exp(lp))
+                        )
+                    row.tops.append(entry)
+                text = self.tokenizer.decode(row.ids, skip_special_tokens=True)
+                if _stop_cut(text, p.stops) is not None:
+                    row.finish = "stop"
+                    continue
+                keep.append(b)
+            if not keep:
+                break
+            yield rows
+            if len(keep) < len(active):
+                sel = torch.tensor(keep, device=dev)
+                cache.batch_select_indices(sel)
+                chosen, mask = chosen[sel], mask[sel]
+                active = [active[b] for b in keep]
+            mask = torch.cat(
+                [mask, torch.ones((len(active), 1), dtype=mask.dtype, device=dev)], dim=1
+            )
+            out = self.model(
+                input_ids=chosen[:, None],
+                attention_mask=mask,
+                position_ids=torch.full((len(active), 1), pos, device=dev),
+                past_key_values=cache,
+                use_cache=True,
+            )
+            cache, logits = out.past_key_values, out.logits[:, -1, :].float()
+            pos += 1
+        for row in rows:
+            row.finish = row.finish or "length"
+        yield rows
+
+    def _final(self, row: _Row, stops: list[str]) -> tuple[str, int]:
+        """A finished row's text and how many of its tokens it keeps (the stop string cut off,
+        like OpenAI and vLLM: the stop string is not part of the text)."""
+        text = self.tokenizer.decode(row.ids, skip_special_tokens=True)
+        cut = _stop_cut(text, stops)
+        if cut is None:
+            return text, len(row.ids)
+        kept = used = 0
+        while kept < len(row.ids) and used < cut:
+            used += len(self._piece(row.ids[kept]))
+            kept += 1
+        return text[:cut], kept
+
+    def _logprobs(self, row: _Row, lo: int, hi: int, offset: int) -> dict[str, Any]:
+        pieces = [self._piece(t) for t in row.ids[lo:hi]]
+        offsets = []
+        for piece in pieces:
+            offsets.append(offset)
+            offset += len(piece)
+        return {
+            "tokens": pieces,
+            "token_logprobs": row.lps[lo:hi],
+            "top_logprobs": row.tops[lo:hi],
+            "text_offset": offsets,
+        }
+
+    def _choice(self, row: _Row, p: CompletionParams) -> dict[str, Any]:
+        text, kept = self._final(row, p.stops)
+        return {
+            "text": text,
+            "logprobs": self._logprobs(row, 0, kept, 0) if p.k else None,
+            "finish_reason": row.finish or "length",
+        }
+
+    def _delta(self, row: _Row, p: CompletionParams) -> dict[str, Any] | None:
+        """What of ``row`` can be streamed now (None: nothing yet)."""
+        lo = row.sent_tokens
+        if row.finish is not None:
+            text, hi = self._final(row, p.stops)
+            delta = text[len(row.sent_text) :] if text.startswith(row.sent_text) else ""
+        else:
+            # hold back what could still become a stop string, and incomplete characters
+            hold = max((len(s) for s in p.stops), default=1) - 1
+            text = self.tokenizer.decode(row.ids, skip_special_tokens=True)
+            safe, hi, used = len(text) - hold, lo, len(row.sent_text)
+            while hi < len(row.ids):
+                piece = self._piece(row.ids[hi])
+                if used + len(piece) > safe or piece.endswith("\ufffd"):
+                    break
+                used += len(piece)
+                hi += 1
+            if hi == lo:
+                return None
+            delta = "".join(self._piece(t) for t in row.ids[lo:hi])
+        logprobs = self._logprobs(row, lo, hi, len(row.sent_text)) if p.k else None
+        row.sent_tokens, row.sent_text = hi, row.sent_text + delta
+        return {"text": delta, "logprobs": logprobs, "finish_reason": row.finish}
+
+
+def _usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
+    return {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+    }

@@ -1,0 +1,663 @@
+"""The transformers backend: a shared prefix prefilled once, then one batched decode loop.
+
+Rows are K candidates x n samples (and, through ``judge_many``, the rows of several
+sessions' steps). Each prefix's KV cache is computed once and kept once
+(split_attention.py: each row attends to its group's single prefix copy and to its own
+cache); the suffixes (different lengths) are left-padded, masked out with the attention
+mask, and given explicit position ids continuing their prefix, so every row sees exactly
+the positions and keys it would see alone. ``split_attention=False`` keeps the older
+layout (the prefix's cache repeated for every row, one step at a time). At every generated
+position the full-vocabulary softmax gives the probability mass of the three label groups.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import torch
+from webshepherd.daemon.engine.backends import split_attention as split
+from webshepherd.daemon.engine.backends.base import (
+    Backend,
+    DeltaCallback,
+    GeneratedToken,
+    Generation,
+    JudgeBatch,
+    JudgeOutput,
+)
+from webshepherd.daemon.engine.labels import label_token_ids
+from webshepherd.protocol.errors import ModelError, WebShepherdError
+
+log = logging.getLogger(__name__)
+R = TypeVar("R")
+
+
+def pick_device(device: str = "auto") -> torch.device:
+    """``auto``: cuda when available, else cpu."""
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+def _common_prefix(prefix: list[int], fulls: list[list[int]]) -> int:
+    """Length of the longest prefix of ``prefix`` that every full prompt's ids start with."""
+    n = len(prefix)
+    for f in fulls:
+        i = 0
+        while i < min(n, len(f)) and f[i] == prefix[i]:
+            i += 1
+        n = i
+    return n
+
+
+@dataclass
+class _Row:
+    ids: list[int] = field(default_factory=list)
+    tokens: list[GeneratedToken] = field(default_factory=list)
+    tail: str = ""  # concatenated pieces, for stop checks
+    sent: str = ""  # decoded text already passed to on_delta
+    finish: str | None = None
+
+
+@dataclass
+class _Decoded:
+    rows: list[_Row]
+    prefilled: int
+
+
+@dataclass
+class _Part:
+    """One judge batch inside a decode: its token ids and its own decoding settings."""
+
+    prefix: list[int]  # empty: nothing shared, the suffixes are whole prompts
+    suffixes: list[list[int]]
+    n: int
+    max_new: int
+    temperature: float
+    stop: tuple[str, ...]
+    on_delta: DeltaCallback | None
+    cancel: threading.Event | None
+
+    @property
+    def greedy(self) -> bool:
+        return self.n == 1
+
+    @property
+    def prefilled(self) -> int:
+        return len(self.prefix) + sum(len(s) for s in self.suffixes)
+
+
+class TransformersBackend(Backend):
+    """A causal LM loaded with ``AutoModelForCausalLM``; see :func:`TransformersBackend.load`."""
+
+    name = "transformers"
+    boundary_slack = (
+        1  # prefix tokens that may re-tokenize differently at the prefix/suffix boundary
+    )
+
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        model_id: str,
+        *,
+        share_prefix: bool = True,
+        ignore_stop: bool = False,
+        split_attention: bool = True,
+        merge_batches: bool = True,
+    ) -> None:
+        """``share_prefix=False`` prefills every candidate's whole prompt (no shared KV cache);
+        ``ignore_stop=True`` ignores end-of-sequence tokens and stop strings, so every row
+        generates exactly ``max_new_tokens`` (benchmarks: a fixed output length).
+        ``split_attention=False`` repeats the prefix's KV cache for every row instead of
+        keeping one copy (the older layout; also the fallback when the model's attention
+        cannot be routed); ``merge_batches=False`` makes ``judge_many`` judge one batch after
+        the other instead of decoding them together."""
+        self.share_prefix = share_prefix
+        self.ignore_stop = ignore_stop
+        self.merge_batches = merge_batches
+        self.split_attention = False
+        if split_attention:
+            try:
+                self.split_attention = split.install(model)
+            except Exception:  # an unusual model: keep its own attention, repeat the prefix
+                log.warning("split prefix attention unavailable for %s", model_id, exc_info=True)
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.model_id = model_id
+        self.device = next(model.parameters()).device
+        self._lock = threading.Lock()
+        self._groups = label_token_ids(tokenizer)
+        missing = {0, 1, 2} - set(self._groups.values())
+        if missing:
+            log.warning(
+                "tokenizer of %s has no whole-token label variant for groups %s: "
+                "their probabilities will read 0",
+                model_id,
+                sorted(missing),
+            )
+        self._group_idx = [
+            torch.tensor(
+                [t for t, g in self._groups.items() if g == grp],
+                dtype=torch.long,
+                device=self.device,
+            )
+            for grp in range(3)
+        ]
+        eos = {tokenizer.eos_token_id, getattr(model.generation_config, "eos_token_id", None)}
+        flat: set[int] = set()
+        for e in eos:
+            flat.update(e if isinstance(e, list) else [e] if e is not None else [])
+        self._eos = flat
+        self._pad = (
+            tokenizer.pad_token_id if tokenizer.pad_token_id is not None else min(flat, default=0)
+        )
+        self._pieces: dict[int, str] = {}
+
+    @classmethod
+    def load(
+        cls,
+        model: str,
+        *,
+        device: str = "auto",
+        local_files_only: bool = False,
+        share_prefix: bool = True,
+        ignore_stop: bool = False,
+        split_attention: bool = True,
+    ) -> TransformersBackend:
+        """Load tokenizer and model (bf16 on cuda, fp32 on cpu). Errors propagate to the caller."""
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        dev = pick_device(device)
+        tok = AutoTokenizer.from_pretrained(model, local_files_only=local_files_only)
+        dtype = torch.bfloat16 if dev.type == "cuda" else torch.float32
+        lm: Any = AutoModelForCausalLM.from_pretrained(
+            model, dtype=dtype, local_files_only=local_files_only
+        )
+        return cls(
+            lm.to(dev),
+            tok,
+            model,
+            share_prefix=share_prefix,
+            ignore_stop=ignore_stop,
+            split_attention=split_attention,
+        )
+
+    # -- Backend interface -------------------------------------------------------------
+
+    @property
+    def max_context(self) -> int:
+        return int(getattr(self.model.config, "max_position_embeddings", 32768))
+
+    def render_chat(self, messages: Sequence[dict[str, str]]) -> str:
+        return str(
+            self.tokenizer.apply_chat_template(
+                list(messages), tokenize=False, add_generation_prompt=True
+            )
+        )
+
+    def count_tokens(self, text: str) -> int:
+        return len(self._encode(text))
+
+    def generate(
+        self, prompt: str, max_new_tokens: int, temperature: float = 0.0, stop: Sequence[str] = ()
+    ) -> str:
+        with self._lock:
+            out = self._guarded(
+                lambda: self._decode_copies(
+                    [],
+                    [self._encode(prompt)],
+                    1,
+                    max_new_tokens,
+                    temperature,
+                    temperature <= 0,
+                    stop,
+                    None,
+                    None,
+                )
+            )
+        return self._text(out.rows[0])
+
+    def judge(
+        self,
+        batch: JudgeBatch,
+        on_delta: DeltaCallback | None = None,
+        cancel: threading.Event | None = None,
+    ) -> JudgeOutput:
+        if not batch.suffixes:
+            return _empty_output()
+        part = self._part(batch, on_delta, cancel)
+        with self._lock:
+            if self.split_attention:
+                out = self._guarded(lambda: self._decode_split([part]))[0]
+            else:
+                out = self._guarded(
+                    lambda: self._decode_copies(
+                        part.prefix,
+                        part.suffixes,
+                        part.n,
+                        part.max_new,
+                        part.temperature,
+                        part.greedy,
+                        part.stop,
+                        on_delta,
+                        cancel,
+                    )
+                )
+        return self._output(part, out)
+
+    def judge_many(
+        self,
+        batches: Sequence[JudgeBatch],
+        on_deltas: Sequence[DeltaCallback | None],
+        cancels: Sequence[threading.Event | None],
+    ) -> list[JudgeOutput | Exception]:
+        """Several sessions' batches in one decode (each prefix prefilled and kept once, all
+        rows decoded together); when that decode fails, each batch is judged alone so a
+        failure is only its own batch's."""
+        if not (self.split_attention and self.merge_batches) or len(batches) < 2:
+            return super().judge_many(batches, on_deltas, cancels)
+        results: list[JudgeOutput | Exception] = [_empty_output() for _ in batches]
+        parts: list[tuple[int, _Part]] = []
+        for i, (b, d, c) in enumerate(zip(batches, on_deltas, cancels, strict=True)):
+            if not b.suffixes:
+                continue
+            try:
+                parts.append((i, self._part(b, d, c)))
+            except Exception as exc:
+                results[i] = exc
+
+        def one_by_one() -> list[JudgeOutput | Exception]:
+            rest = super(TransformersBackend, self).judge_many(
+                [batches[i] for i, _ in parts],
+                [on_deltas[i] for i, _ in parts],
+                [cancels[i] for i, _ in parts],
+            )
+            for (i, _), r in zip(parts, rest, strict=True):
+                results[i] = r
+            return results
+
+        if len(parts) < 2:
+            return one_by_one()
+        try:
+            with self._lock:
+                outs = self._guarded(lambda: self._decode_split([p for _, p in parts]))
+        except Exception:
+            log.warning("a merged decode of %d batches failed; judging them one by one", len(parts))
+            return one_by_one()
+        for (i, part), out in zip(parts, outs, strict=True):
+            results[i] = self._output(part, out)
+        return results
+
+    def health(self) -> dict[str, object]:
+        if self.model is None:
+            return {"backend": self.name, "model": self.model_id, "closed": True}
+        info: dict[str, object] = {
+            "backend": self.name,
+            "model": self.model_id,
+            "device": str(self.device),
+            "dtype": str(next(self.model.parameters()).dtype).replace("torch.", ""),
+            "label_tokens": len(self._groups),
+            "split_attention": self.split_attention,
+        }
+        if self.device.type == "cuda":
+            info["gpu_memory_allocated"] = torch.cuda.memory_allocated(self.device)
+            info["gpu_memory_total"] = torch.cuda.get_device_properties(self.device).total_memory
+        return info
+
+    def close(self) -> None:
+        self.model = None
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+
+    # -- internals ---------------------------------------------------------------------
+
+    def _encode(self, text: str) -> list[int]:
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def _piece(self, tid: int) -> str:
+        p = self._pieces.get(tid)
+        if p is None:
+            p = self._pieces[tid] = "" if tid in self._eos else self.tokenizer.decode([tid])
+        return p
+
+    def _text(self, row: _Row) -> str:
+        return str(self.tokenizer.decode(row.ids, skip_special_tokens=True))
+
+    def _guarded(self, fn: Callable[[], R]) -> R:
+        if self.model is None:
+            raise ModelError("the model has been closed")
+        try:
+            with torch.inference_mode():
+                return fn()
+        except WebShepherdError:
+            raise
+        except torch.cuda.OutOfMemoryError as e:
+            log.exception("out of GPU memory")
+            raise ModelError(
+                "the model ran out of GPU memory; try fewer candidates or samples"
+            ) from e
+        except Exception as e:
+            log.exception("transformers backend failed")
+            raise ModelError(f"the model failed while generating ({type(e).__name__})") from e
+
+    def _part(
+        self, batch: JudgeBatch, on_delta: DeltaCallback | None, cancel: threading.Event | None
+    ) -> _Part:
+        """Tokenize a batch and decide whether its prefix is shared."""
+        prefix_ids = self._encode(batch.prefix) if batch.prefix else []
+        fulls = [self._encode(batch.prefix + s) for s in batch.suffixes]
+        p = _common_prefix(prefix_ids, fulls)
+        # Byte-level BPE merges the prefix's trailing "THOUGHT: " space into the suffix's first
+        # word: up to ``boundary_slack`` tokens move to the suffixes; beyond that, no sharing.
+        shared = (
+            self.share_prefix
+            and p > 0
+            and len(prefix_ids) - p <= self.boundary_slack
+            and all(len(f) > p for f in fulls)
+        )
+        return _Part(
+            prefix=prefix_ids[:p] if shared else [],
+            suffixes=[f[p:] for f in fulls] if shared else fulls,
+            n=max(1, batch.samples),
+            max_new=batch.max_new_tokens,
+            temperature=batch.temperature,
+            stop=tuple(batch.stop),
+            on_delta=on_delta,
+            cancel=cancel,
+        )
+
+    def _output(self, part: _Part, out: _Decoded) -> JudgeOutput:
+        n = part.n
+        gens = tuple(
+            tuple(
+                Generation(
+                    text=self._text(r), tokens=tuple(r.tokens), finish_reason=r.finish or "length"
+                )
+                for r in out.rows[k * n : (k + 1) * n]
+            )
+            for k in range(len(part.suffixes))
+        )
+        return JudgeOutput(
+            generations=gens,
+            prefilled_tokens=out.prefilled,
+            generated_tokens=sum(len(r.ids) for r in out.rows),
+            prefix_shared=bool(part.prefix),
+            label_source="full",
+        )
+
+    def _decode_split(self, parts: list[_Part]) -> list[_Decoded]:
+        """All rows of all ``parts`` in one decode; each prefix prefilled and kept once."""
+        dev = self.device
+        shared = split.SharedPrefixes()
+        group_of: dict[int, int] = {}  # part -> its prefix's group
+        start = 0
+        for pi, part in enumerate(parts):
+            if part.prefix:
+                group_of[pi] = len(shared.keys)
+                cache = self.model(
+                    input_ids=torch.tensor([part.prefix], device=dev),
+                    use_cache=True,
+                    logits_to_keep=1,
+                ).past_key_values
+                shared.add(cache, start, start + len(part.suffixes))
+            start += len(part.suffixes)
+        # one row per candidate: left-padded suffixes, positions continuing each prefix
+        owner = [pi for pi, part in enumerate(parts) for _ in part.suffixes]
+        sufs = [s for part in parts for s in part.suffixes]
+        width = max(len(s) for s in sufs)
+        ids = torch.full((len(sufs), width), self._pad, dtype=torch.long, device=dev)
+        valid = torch.zeros((len(sufs), width), dtype=torch.bool, device=dev)
+        pos = torch.zeros((len(sufs), width), dtype=torch.long, device=dev)
+        for r, s in enumerate(sufs):
+            p = len(parts[owner[r]].prefix)
+            ids[r, width - len(s) :] = torch.tensor(s, device=dev)
+            valid[r, width - len(s) :] = True
+            pos[r, width - len(s) :] = torch.arange(p, p + len(s), device=dev)
+        causal = torch.ones((width, width), dtype=torch.bool, device=dev).tril()
+        # a padding query sees itself only (no fully masked row, no NaN in the cache)
+        mask = (valid[:, None, :] & causal) | torch.eye(width, dtype=torch.bool, device=dev)
+        extra = {split.KWARG: shared} if shared.keys else {}
+        out = self.model(
+            input_ids=ids,
+            attention_mask=mask[:, None],
+            position_ids=pos,
+            use_cache=True,
+            logits_to_keep=1,
+            **extra,
+        )
+        cache, logits = out.past_key_values, out.logits[:, -1, :].float()
+        next_pos = pos[:, -1] + 1
+        # the samples: row r repeated n times (its part's n), rows of a part stay contiguous
+        expand = [r for r in range(len(sufs)) for _ in range(parts[owner[r]].n)]
+        if len(expand) > len(sufs):
+            sel = torch.tensor(expand, device=dev)
+            cache.batch_select_indices(sel)
+            logits, valid, next_pos = logits[sel], valid[sel], next_pos[sel]
+        rows = [_Row() for _ in expand]
+        part_of = [owner[r] for r in expand]
+        first_row = [0] * len(parts)
+        for b in range(len(rows) - 1, -1, -1):
+            first_row[part_of[b]] = b
+        per_part: list[list[_Row]] = [[] for _ in parts]
+        for b, row in enumerate(rows):
+            per_part[part_of[b]].append(row)
+
+        def where(b: int) -> tuple[int, int]:  # row -> (candidate, sample) in its part
+            part = parts[part_of[b]]
+            i = b - first_row[part_of[b]]
+            return i // part.n, i % part.n
+
+        active = [b for b in range(len(rows)) if parts[part_of[b]].max_new > 0]
+        if len(active) < len(rows):
+            sel = torch.tensor(active, device=dev, dtype=torch.long)
+            cache.batch_select_indices(sel)
+            logits, valid, next_pos = logits[sel], valid[sel], next_pos[sel]
+        step = 0
+        while active:
+            cancelled = {
+                pi
+                for pi, part in enumerate(parts)
+                if part.cancel is not None and part.cancel.is_set()
+            }
+            if cancelled:
+                for b in active:
+                    if part_of[b] in cancelled:
+                        rows[b].finish = "aborted"
+            probs = torch.softmax(logits, dim=-1)
+            mass = torch.stack([probs[:, g].sum(-1) for g in self._group_idx], dim=-1).tolist()
+            chosen = logits.argmax(-1)
+            sampled = [i for i, b in enumerate(active) if not parts[part_of[b]].greedy]
+            if sampled:
+                si = torch.tensor(sampled, device=dev)
+                temps = torch.tensor(
+                    [max(parts[part_of[active[i]]].temperature, 1e-5) for i in sampled],
+                    device=dev,
+                )
+                pick = torch.multinomial(torch.softmax(logits[si] / temps[:, None], -1), 1)
+                chosen[si] = pick.squeeze(-1)
+            keep: list[int] = []
+            for i, (b, tid) in enumerate(zip(active, chosen.tolist(), strict=True)):
+                row = rows[b]
+                if row.finish == "aborted":
+                    continue
+                part = parts[part_of[b]]
+                self._append(row, tid, mass[i], part.stop)
+                if part.on_delta is not None:
+                    self._emit(part.on_delta, *where(b), row)
+                if (
+                    row.finish is None
+                    and len(row.tokens) < part.max_new
+                    and step + 1 < part.max_new
+                ):
+                    keep.append(i)
+            step += 1
+            if not keep:
+                break
+            if len(keep) < len(active):
+                sel = torch.tensor(keep, device=dev)
+                cache.batch_select_indices(sel)
+                chosen, valid, next_pos = chosen[sel], valid[sel], next_pos[sel]
+                active = [active[i] for i in keep]
+            valid = torch.cat(
+                [valid, torch.ones((len(active), 1), dtype=torch.bool, device=dev)], dim=1
+            )
+            shared.rows = _ranges([part_of[b] for b in active], group_of, len(shared.keys))
+            out = self.model(
+                input_ids=chosen[:, None],
+                attention_mask=valid[:, None, None, :],
+                position_ids=next_pos[:, None],
+                past_key_values=cache,
+                use_cache=True,
+                logits_to_keep=1,
+                **extra,
+            )
+            cache, logits = out.past_key_values, out.logits[:, -1, :].float()
+            next_pos = next_pos + 1
+        for row in rows:
+            if row.finish is None:
+                row.finish = "length"
+        return [
+            _Decoded(rows=per_part[pi], prefilled=part.prefilled) for pi, part in enumerate(parts)
+        ]
+
+    def _decode_copies(
+        self,
+        prefix: list[int],
+        suffixes: list[list[int]],
+        n: int,
+        max_new: int,
+        temperature: float,
+        greedy: bool,
+        stop: Sequence[str],
+        on_delta: DeltaCallback | None,
+        cancel: threading.Event | None,
+    ) -> _Decoded:
+        dev, k, p = self.device, len(suffixes), len(prefix)
+        cache = None
+        if p:
+            cache = self.model(
+                input_ids=torch.tensor([prefix], device=dev), use_cache=True
+            ).past_key_values
+            if k > 1:
+                cache.batch_repeat_interleave(k)
+        width = max(len(s) for s in suffixes)
+        ids = torch.full((k, width), self._pad, dtype=torch.long, device=dev)
+        mask = torch.zeros((k, p + width), dtype=torch.long, device=dev)
+        mask[:, :p] = 1
+        pos = torch.full((k, width), p, dtype=torch.long, device=dev)
+        for i, s in enumerate(suffixes):
+            ids[i, width - len(s) :] = torch.tensor(s, device=dev)
+            mask[i, p + width - len(s) :] = 1
+            pos[i, width - len(s) :] = torch.arange(p, p + len(s), device=dev)
+        out = self.model(
+            input_ids=ids,
+            attention_mask=mask,
+            position_ids=pos,
+            past_key_values=cache,
+            use_cache=True,
+        )
+        cache, logits = out.past_key_values, out.logits[:, -1, :].float()
+        next_pos = pos[:, -1] + 1
+        if n > 1:
+            cache.batch_repeat_interleave(n)
+            logits, mask, next_pos = (
+                t.repeat_interleave(n, dim=0) for t in (logits, mask, next_pos)
+            )
+        rows = [_Row() for _ in range(k * n)]
+        active = list(range(k * n))  # batch position -> row index
+        stops = tuple(stop)
+        for _step in range(max_new):
+            if cancel is not None and cancel.is_set():
+                for r in active:
+                    rows[r].finish = "aborted"
+                break
+            probs = torch.softmax(logits, dim=-1)
+            mass = torch.stack([probs[:, g].sum(-1) for g in self._group_idx], dim=-1).tolist()
+            if greedy:
+                chosen = logits.argmax(-1)
+            else:
+                chosen = torch.multinomial(
+                    torch.softmax(logits / max(temperature, 1e-5), -1), 1
+                ).squeeze(-1)
+            keep: list[int] = []
+            for b, tid in enumerate(chosen.tolist()):
+                row = rows[active[b]]
+                self._append(row, tid, mass[b], stops)
+                if on_delta is not None:
+                    self._emit(on_delta, active[b] // n, active[b] % n, row)
+                if row.finish is None:
+                    keep.append(b)
+            if not keep:
+                break
+            if len(keep) < len(active):
+                cache.batch_select_indices(torch.tensor(keep, device=dev))
+                sel = torch.tensor(keep, device=dev)
+                chosen, mask, next_pos = chosen[sel], mask[sel], next_pos[sel]
+                active = [active[b] for b in keep]
+            mask = torch.cat(
+                [mask, torch.ones((len(active), 1), dtype=mask.dtype, device=dev)], dim=1
+            )
+            out = self.model(
+                input_ids=chosen[:, None],
+                attention_mask=mask,
+                position_ids=next_pos[:, None],
+                past_key_values=cache,
+                use_cache=True,
+            )
+            cache, logits = out.past_key_values, out.logits[:, -1, :].float()
+            next_pos = next_pos + 1
+        for row in rows:
+            if row.finish is None:
+                row.finish = "length"
+        prefilled = p + sum(len(s) for s in suffixes)
+        return _Decoded(rows=rows, prefilled=prefilled)
+
+    def _append(self, row: _Row, tid: int, mass: list[float], stops: tuple[str, ...]) -> None:
+        if tid in self._eos and not self.ignore_stop:
+            row.finish = "stop"
+            return
+        piece = self._piece(tid)
+        row.ids.append(tid)
+        row.tokens.append(
+            GeneratedToken(
+                piece=piece, group=self._groups.get(tid), mass=(mass[0], mass[1], mass[2])
+            )
+        )
+        row.tail = (row.tail + piece)[-64:]
+        if not self.ignore_stop and any(s in row.tail for s in stops):
+            row.finish = "stop"
+
+    def _emit(self, on_delta: DeltaCallback, cand: int, sample: int, row: _Row) -> None:
+        text = self._text(row)
+        if row.finish is None and text.endswith("\ufffd"):
+            return  # an incomplete UTF-8 character: wait for the next token
+        if text.startswith(row.sent) and len(text) > len(row.sent):
+            on_delta(cand, sample, text[len(row.sent) :])
+            row.sent = text
+
+
+def _ranges(
+    parts_of_rows: list[int], group_of: dict[int, int], groups: int
+) -> list[tuple[int, int]]:
+    """Each prefix group's contiguous range of rows (``(0, 0)`` when none is left)."""
+    ranges = [(0, 0)] * groups
+    for b, pi in enumerate(parts_of_rows):
+        g = group_of.get(pi)
+        if g is not None:
+            start = ranges[g][0] if ranges[g] != (0, 0) else b
+            ranges[g] = (start, b + 1)
+    return ranges
+
+
+def _empty_output() -> JudgeOutput:
+    return JudgeOutput(
+        generations=(),
+        prefilled_tokens=0,
+        generated_tokens=0,
+        prefix_shared=False,
+        label_source="full",
+    )

@@ -1,0 +1,298 @@
+"""The WebRewardBench harness: score chosen and rejected actions, report MRR and accuracies.
+
+Metrics (Web-Shepherd §5.1), per source subset and over all rows:
+
+* MRR: mean over steps of 1 / rank of the chosen action among all candidates by reward;
+* step accuracy: share of steps where the chosen action ranks first;
+* trajectory accuracy: share of tasks (rows grouped by ``task_id``) where it ranks first
+  at every step.
+
+Ties are penalized: rank = 1 + number of rejected actions whose reward is at least the
+chosen one's, so a reward model that gives every candidate the same score ranks the
+chosen action last. A missing reward (no parsable judgement) counts as −∞.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from webshepherd.daemon.offline.evaluation.rows import (
+    DataError,
+    need_int,
+    need_str,
+    need_str_list,
+    read_rows,
+)
+from webshepherd.protocol.errors import WebShepherdError
+
+
+@dataclass(frozen=True)
+class Turn:
+    thought: str
+    action: str
+
+
+@dataclass(frozen=True)
+class BenchRow:
+    row: int
+    task_id: str
+    step_id: int
+    intent: str
+    start_url: str
+    checklist: str
+    thought_history: tuple[str, ...]
+    action_history: tuple[str, ...]
+    current_url: str
+    text_observation: str
+    chosen: Turn
+    rejected: tuple[Turn, ...]
+    source: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.source}/{self.task_id}/{self.step_id}"
+
+
+def _turns(path: Path, row: int, data: dict[str, Any], field: str) -> list[Turn]:
+    v = data.get(field)
+    if v is None:
+        raise DataError(path, row, field, "missing")
+    if isinstance(v, str):
+        try:
+            v = json.loads(v)
+        except json.JSONDecodeError:
+            raise DataError(path, row, field, "expected {thought, action} objects") from None
+    if isinstance(v, dict):
+        v = [v]
+    if not isinstance(v, list):
+        raise DataError(path, row, field, "expected a list of {thought, action} objects")
+    out = []
+    for k, t in enumerate(v):
+        if not isinstance(t, dict):
+            raise DataError(path, row, f"{field}[{k}]", "expected a {thought, action} object")
+        action = t.get("action")
+        if not isinstance(action, str) or not action.strip():
+            raise DataError(path, row, f"{field}[{k}].action", "missing or empty")
+        thought = t.get("thought") or ""
+        if not isinstance(thought, str):
+            raise DataError(path, row, f"{field}[{k}].thought", "expected a string")
+        out.append(Turn(thought, action))
+    return out
+
+
+def parse_row(path: Path, i: int, d: dict[str, Any]) -> BenchRow:
+    """A WebRewardBench row (or a webprm export row: ``checklist``, one ``chosen`` object)."""
+    if d.get("gt_checklist") is not None:
+        checklist = need_str(path, i, d, "gt_checklist")
+    elif d.get("checklist") is not None:
+        checklist = need_str(path, i, d, "checklist")
+    else:
+        raise DataError(path, i, "gt_checklist", "missing (and no 'checklist' either)")
+    if not checklist.strip():
+        raise DataError(path, i, "gt_checklist", "empty")
+    chosen = _turns(path, i, d, "chosen")
+    if not chosen:
+        raise DataError(path, i, "chosen", "empty list")
+    rejected = _turns(path, i, d, "rejected")
+    if not rejected:
+        raise DataError(path, i, "rejected", "empty list: nothing to rank against")
+    th = need_str_list(path, i, d, "thought_history")
+    ah = need_str_list(path, i, d, "action_history")
+    if th and len(th) != len(ah):
+        raise DataError(path, i, "thought_history", f"{len(th)} thoughts for {len(ah)} actions")
+    source = d.get("source_name") or d.get("website_name") or "recorded"
+    return BenchRow(
+        row=i,
+        task_id=need_str(path, i, d, "task_id", numbers=True),
+        step_id=need_int(path, i, d, "step_id"),
+        intent=need_str(path, i, d, "intent"),
+        start_url=need_str(path, i, d, "start_url", optional=True),
+        checklist=checklist,
+        thought_history=tuple(th or [""] * len(ah)),
+        action_history=tuple(ah),
+        current_url=need_str(path, i, d, "current_url", optional=True),
+        text_observation=need_str(path, i, d, "text_observation"),
+        chosen=chosen[0],
+        rejected=tuple(rejected),
+        source=str(source),
+    )
+
+
+def read_bench(path: Path) -> list[BenchRow]:
+    rows = [parse_row(path, i, d) for i, d in read_rows(path)]
+    if not rows:
+        raise DataError(path, None, None, "no rows")
+    seen: dict[str, int] = {}
+    for r in rows:
+        if r.key in seen:
+            raise DataError(path, r.row, "step_id", f"duplicate of row {seen[r.key]} ({r.key})")
+        seen[r.key] = r.row
+    return rows
+
+
+class Scorer(Protocol):
+    name: str
+
+    def score(self, row: BenchRow, samples: int) -> list[float | None]:
+        """Rewards of ``[chosen, *rejected]``."""
+        ...
+
+
+class EngineScorer:
+    """Scores in process through :class:`~webshepherd.daemon.engine.engine.Engine`."""
+
+    def __init__(self, engine: Any):
+        self.engine = engine
+        self.name = f"engine:{engine.model_id}"
+
+    def score(self, row: BenchRow, samples: int) -> list[float | None]:
+        from webshepherd.daemon.engine.types import CandidateAction, StepInput
+        from webshepherd.daemon.engine.types import Turn as ETurn
+
+        step = StepInput(
+            intent=row.intent,
+            current_url=row.current_url,
+            axtree=row.text_observation,
+            checklist=self.engine.parse_reference_checklist(row.checklist),
+            history=tuple(
+                ETurn(t, a) for t, a in zip(row.thought_history, row.action_history, strict=True)
+            ),
+            candidates=tuple(
+                CandidateAction(c.thought, c.action) for c in (row.chosen, *row.rejected)
+            ),
+            samples=samples,
+        )
+        return [c.reward for c in self.engine.score(step).candidates]
+
+
+class DaemonScorer:
+    """Scores through a running daemon: one short session per row (reference checklist,
+    the row's history reported as actions, ``approval: never``), ended afterwards."""
+
+    def __init__(self, url: str, token: str | None = None):
+        from webshepherd.protocol.client.sync import Client
+
+        self.client = Client(url, token, name="webshepherd-eval", reconnect=False)
+        self.client.connect()
+        self.name = f"daemon:{url}"
+
+    def score(self, row: BenchRow, samples: int) -> list[float | None]:
+        c = self.client
+        s = c.start_session(
+            row.intent,
+            start_url=row.start_url or None,
+            checklist=row.checklist,
+            observation={"url": row.current_url or "about:blank", "axtree": row.text_observation},
+            agent={"name": "webshepherd-eval"},
+        )
+        try:
+            for t, a in zip(row.thought_history, row.action_history, strict=True):
+                c.report_action(s.session_id, a, thought=t or None)
+            scored = c.score(
+                s.session_id,
+                [{"thought": x.thought, "action": x.action} for x in (row.chosen, *row.rejected)],
+                samples=samples,
+                approval="never",
+            )
+        finally:
+            c.end_session(s.session_id, "unknown")
+        return [r.reward for r in sorted(scored.results, key=lambda r: r.index)]
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def rank_of_chosen(rewards: Sequence[float | None]) -> int:
+    """1 + rejected rewards ≥ the chosen's (ties penalized; None = −∞)."""
+    vals = [-math.inf if r is None else float(r) for r in rewards]
+    chosen = vals[0]
+    return 1 + sum(1 for r in vals[1:] if r >= chosen)
+
+
+def metrics(results: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per ``source`` and ``all``: ``mrr``, ``step_accuracy``, ``trajectory_accuracy``."""
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in results:
+        groups[r["source"]].append(r)
+        groups["all"].append(r)
+    out: dict[str, dict[str, Any]] = {}
+    for src, rows in sorted(groups.items(), key=lambda kv: (kv[0] == "all", kv[0])):
+        ranks = [rank_of_chosen(r["rewards"]) for r in rows]
+        tasks: dict[tuple[str, str], bool] = {}
+        for r, rank in zip(rows, ranks, strict=True):
+            k = (r["source"], r["task_id"])
+            tasks[k] = tasks.get(k, True) and rank == 1
+        out[src] = {
+            "steps": len(rows),
+            "tasks": len(tasks),
+            "mrr": sum(1 / k for k in ranks) / len(ranks),
+            "step_accuracy": sum(1 for k in ranks if k == 1) / len(ranks),
+            "trajectory_accuracy": sum(tasks.values()) / len(tasks),
+        }
+    return out
+
+
+def _save(path: Path, report: dict[str, Any]) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp.write_text(json.dumps(report, indent=1, ensure_ascii=False), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def run(
+    data: Path,
+    scorer: Scorer,
+    out: Path,
+    *,
+    samples: int = 1,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, Any]:
+    """Score every row not yet in ``out`` (a resumable JSON report), then add the metrics."""
+    rows = read_bench(data)
+    report: dict[str, Any] = {
+        "data": str(data),
+        "scorer": scorer.name,
+        "samples": samples,
+        "rows": {},
+    }
+    if out.exists():
+        try:
+            old = json.loads(out.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as e:
+            raise WebShepherdError(f"--json {out}: exists but is not a report ({e})") from None
+        if old.get("samples") != samples or not isinstance(old.get("rows"), dict):
+            raise WebShepherdError(
+                f"--json {out}: holds a run with other settings (samples "
+                f"{old.get('samples')}); pass another file to start afresh"
+            )
+        known = {r.key for r in rows}
+        report["rows"] = {k: v for k, v in old["rows"].items() if k in known}
+    done = len(report["rows"])
+    for r in rows:
+        if r.key in report["rows"]:
+            continue
+        rewards = scorer.score(r, samples)
+        report["rows"][r.key] = {
+            "row": r.row,
+            "source": r.source,
+            "task_id": r.task_id,
+            "step_id": r.step_id,
+            "candidates": [r.chosen.action, *(x.action for x in r.rejected)],
+            "rewards": rewards,
+            "rank": rank_of_chosen(rewards),
+        }
+        _save(out, report)
+        done += 1
+        if progress:
+            progress(done, len(rows))
+    report["metrics"] = metrics(report["rows"].values())
+    report["complete"] = True
+    _save(out, report)
+    return report

@@ -1,0 +1,201 @@
+"""The daemon's engine work: checklist and scoring jobs on the scheduler, score progress
+frames, and the periodic stats frames. A mixin of :class:`~.server.DaemonServer`."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from webshepherd.daemon.engine.types import ParsedChecklist, StepInput, StepScore
+from webshepherd.daemon.server.stats import device_stats
+from webshepherd.daemon.sessions import Effect, RunChecklist, RunScore, convert
+from webshepherd.protocol.common import Timing
+from webshepherd.protocol.errors import ModelError, WebShepherdError
+from webshepherd.protocol.replies import Error, ScoreProgress
+from webshepherd.protocol.union import dump
+
+if TYPE_CHECKING:
+    from webshepherd.daemon.config import DaemonConfig
+    from webshepherd.daemon.server.fanout import Hub
+    from webshepherd.daemon.server.scheduler import Scheduler
+    from webshepherd.daemon.server.server import EngineAPI
+    from webshepherd.daemon.server.stats import StatsCollector
+    from webshepherd.daemon.sessions import SessionCore
+    from webshepherd.daemon.sessions.state import SessionState
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class _ScoreItem:
+    """A score job as the scheduler batches it: the request, its session, its progress sink."""
+
+    job: RunScore
+    state: SessionState
+    progress: Callable[[int, int, str], None]
+
+
+def _model_error(job: RunScore, exc: Exception) -> Exception:
+    """A scoring failure as the requester sees it (no internals for unexpected ones)."""
+    if isinstance(exc, WebShepherdError):
+        return exc
+    log.error("scoring %s failed", job.request_id, exc_info=exc)
+    return ModelError(f"the model failed on this request ({type(exc).__name__})")
+
+
+class EngineJobs:
+    """Runs the engine side of the effects ``RunChecklist`` and ``RunScore``."""
+
+    config: DaemonConfig
+    engine: EngineAPI
+    core: SessionCore
+    hub: Hub
+    stats: StatsCollector
+    scheduler: Scheduler | None
+
+    if TYPE_CHECKING:  # provided by DaemonServer
+
+        def _run(self, effects: list[Effect]) -> None: ...
+        def _error(self, conn_id: int, rid: str | None, err: BaseException) -> None: ...
+
+    async def _checklist(self, job: RunChecklist) -> None:
+        assert self.scheduler is not None
+        st = self.core.sessions[job.session_id]
+        engine = self.engine
+
+        def work(cancel: Any) -> tuple[ParsedChecklist, str]:
+            try:
+                if job.reference is not None:
+                    parsed, source = engine.parse_reference_checklist(job.reference), "reference"
+                else:
+                    parsed = engine.make_checklist(job.intent, job.start_url, job.axtree)
+                    source = "generated"
+            except Exception as exc:
+                log.error("checklist of session %s failed", job.session_id, exc_info=exc)
+                err = ModelError(f"the model failed to make the checklist ({type(exc).__name__})")
+                if not st.checklist_slot.done():
+                    st.checklist_slot.set_exception(err)
+                raise err from None
+            if not st.checklist_slot.done():
+                st.checklist_slot.set_result(parsed)  # visible to the next job of this session
+            return parsed, source
+
+        try:
+            fin = await self.scheduler.run(job.session_id, None, work)
+        except WebShepherdError as exc:
+            if st.owner is not None:
+                self.hub.send(st.owner, dump(Error(code=exc.code, message=exc.message)))
+            return
+        parsed, source = fin.value
+        self._run(
+            self.core.checklist_ready(
+                job.session_id, parsed, "reference" if source == "reference" else "generated"
+            )
+        )
+
+    async def _score(self, job: RunScore) -> None:
+        assert self.scheduler is not None
+        st = self.core.sessions[job.session_id]
+        loop = asyncio.get_running_loop()
+        started = time.monotonic()
+
+        def progress(cand: int, sample: int, delta: str) -> None:
+            loop.call_soon_threadsafe(self._progress, job, st.owner, cand, sample, delta)
+
+        try:
+            fin = await self.scheduler.run_batched(
+                job.session_id, job.conn, _ScoreItem(job, st, progress), self._score_many
+            )
+        except Exception as exc:
+            self._error(job.conn, job.request_id, exc)
+            return
+        self.stats.step_done((time.monotonic() - started) * 1000)
+        try:
+            self._run(
+                self.core.score_done(
+                    job, fin.value, Timing(queue_ms=fin.queue_ms, model_ms=fin.run_ms)
+                )
+            )
+        except Exception as exc:
+            self._error(job.conn, job.request_id, exc)
+
+    def _score_many(
+        self, items: Sequence[_ScoreItem], cancels: Sequence[threading.Event]
+    ) -> list[StepScore | Exception]:
+        """The scheduler's batch runner for score jobs (worker thread): one step alone through
+        ``engine.score``, several sessions' steps together through ``engine.score_many``."""
+        results: list[StepScore | Exception] = [
+            ModelError("the step was not scored") for _ in items
+        ]
+        ready: list[tuple[int, StepInput]] = []
+        for i, it in enumerate(items):
+            slot = it.state.checklist_slot
+            if not slot.done():
+                results[i] = ModelError(
+                    "the session has no checklist (its generation did not finish)"
+                )
+                continue
+            try:
+                ready.append((i, convert.step_input(it.job, slot.result())))
+            except Exception as exc:
+                results[i] = _model_error(it.job, exc)
+        if len(ready) == 1:
+            i, step = ready[0]
+            try:
+                results[i] = self.engine.score(step, items[i].progress, cancels[i])
+            except Exception as exc:
+                results[i] = _model_error(items[i].job, exc)
+        elif ready:
+            try:
+                scores = self.engine.score_many(
+                    [step for _, step in ready],
+                    [items[i].progress for i, _ in ready],
+                    [cancels[i] for i, _ in ready],
+                )
+            except Exception as exc:  # the shared call itself failed: every member's error
+                scores = [exc] * len(ready)
+            for (i, _), res in zip(ready, scores, strict=True):
+                results[i] = _model_error(items[i].job, res) if isinstance(res, Exception) else res
+        return results
+
+    def _progress(
+        self, job: RunScore, owner: int | None, cand: int, sample: int, delta: str
+    ) -> None:
+        frame = dump(
+            ScoreProgress(
+                session_id=job.session_id,
+                request=job.request_id,
+                candidate=cand,
+                sample=sample,
+                delta=delta,
+            )
+        )
+        targets = {c.id for c in self.hub.targets(job.session_id, owner)} | {job.conn}
+        for cid in targets:
+            self.hub.send(cid, frame)
+
+    async def _stats_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(self.config.stats_interval_s)
+            subs = list(self.hub.subscribers())
+            if not subs or self.scheduler is None:
+                continue
+            device = await loop.run_in_executor(None, device_stats)
+            snap = self.stats.snapshot(
+                queue_depth=self.scheduler.depth,
+                in_flight=self.scheduler.in_flight,
+                engine_stats=self.engine.stats,
+                sessions_active=self.core.active,
+                connections=len(self.hub.conns),
+                pending_approvals=len(self.core.approvals),
+                device=device,
+            )
+            frame = dump(snap)
+            for c in subs:
+                c.send(frame)

@@ -1,0 +1,380 @@
+"""The socket layer: a websockets server that feeds the session machine and runs its effects.
+
+Security (protocol.md): Origin allowlist and Host check before the WebSocket
+opens (HTTP 403), ``hello`` with the token within ``hello_timeout_s`` (else
+1008), frames over ``max_frame_bytes`` closed with 1009 by websockets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import logging
+import signal
+import ssl
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from webshepherd.daemon.config import DaemonConfig, allowed_hosts, check_bind, is_loopback
+from webshepherd.daemon.engine.types import EngineStats, ParsedChecklist, StepInput, StepScore
+from webshepherd.daemon.recorder import History, Recorder
+from webshepherd.daemon.server.fanout import Conn, Hub
+from webshepherd.daemon.server.handshake import (
+    CLOSE_POLICY,
+    check_request,
+    daemon_version,
+    read_hello,
+)
+from webshepherd.daemon.server.jobs import EngineJobs
+from webshepherd.daemon.server.scheduler import Scheduler
+from webshepherd.daemon.server.stats import StatsCollector
+from webshepherd.daemon.sessions import (
+    AwaitApproval,
+    Effect,
+    Publish,
+    Record,
+    Reply,
+    Resolved,
+    RunChecklist,
+    RunScore,
+    SessionCore,
+)
+from webshepherd.daemon.sessions.approvals import ApprovalPolicy
+from webshepherd.protocol import requests as rq
+from webshepherd.protocol.common import DaemonInfo
+from webshepherd.protocol.errors import (
+    ErrorCode,
+    ProtocolError,
+    UnknownSessionError,
+    WebShepherdError,
+)
+from webshepherd.protocol.replies import (
+    Error,
+    Pong,
+    Session,
+    Sessions,
+    Subscribed,
+    Welcome,
+)
+from webshepherd.protocol.token_store import TokenStore
+from webshepherd.protocol.union import dump, parse_client_message, request_id_of
+from webshepherd.protocol.version import PROTOCOL_VERSION
+from websockets.asyncio.server import Server, ServerConnection, serve
+from websockets.exceptions import ConnectionClosed
+from websockets.http11 import Request, Response
+
+__all__ = ["CLOSE_POLICY", "DaemonServer", "EngineAPI", "run_daemon"]
+
+log = logging.getLogger(__name__)
+
+
+class EngineAPI(Protocol):
+    """What the daemon needs of ``webshepherd.daemon.engine.Engine`` (blocking; one thread)."""
+
+    @property
+    def model_id(self) -> str: ...
+    @property
+    def backend_name(self) -> str: ...
+    @property
+    def stats(self) -> EngineStats: ...
+
+    def make_checklist(self, intent: str, start_url: str, axtree: str) -> ParsedChecklist: ...
+    def parse_reference_checklist(self, text: str) -> ParsedChecklist: ...
+    def score(self, step: StepInput, on_progress: Any = None, cancel: Any = None) -> StepScore: ...
+    def score_many(
+        self, steps: Sequence[StepInput], on_progress: Any = None, cancels: Any = None
+    ) -> list[StepScore | Exception]: ...
+
+
+class DaemonServer(EngineJobs):
+    """The reward daemon: ``await start()``, then ``serve_forever()`` or ``stop()``."""
+
+    def __init__(self, config: DaemonConfig, engine: EngineAPI):
+        check_bind(config)
+        self.config = config
+        self.engine = engine
+        self.token = config.token or TokenStore(config.config_dir).get_or_create()
+        self.core = SessionCore(
+            ApprovalPolicy(config.approval_threshold, config.approval_drop),
+            default_samples=config.default_samples,
+            approval_timeout_s=config.approval_timeout_s,
+            approval_default=config.approval_default,
+        )
+        self.hub = Hub()
+        self.stats = StatsCollector()
+        self.recorder: Recorder | None = None
+        self.history: History | None = None
+        self.scheduler: Scheduler | None = None
+        self._server: Server | None = None
+        self._hosts: frozenset[str] = frozenset()
+        self._ids = itertools.count(1)
+        self._tasks: dict[int | None, set[asyncio.Task[Any]]] = {}
+        self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._stopped = asyncio.Event()
+        self.port = config.port
+
+    @property
+    def url(self) -> str:
+        scheme = "wss" if self.config.tls else "ws"
+        host = f"[{self.config.host}]" if ":" in self.config.host else self.config.host
+        return f"{scheme}://{host}:{self.port}{self.config.path}"
+
+    # -- lifecycle -----------------------------------------------------------
+    async def start(self) -> None:
+        cfg = self.config
+        self.recorder = Recorder(cfg.db_path)
+        self.history = History(self.recorder)
+        self.scheduler = Scheduler(
+            queue_limit=cfg.queue_limit,
+            timeout_s=cfg.request_timeout_s,
+            batch_sessions=cfg.batch_sessions,
+        )
+        self.scheduler.start()
+        ssl_ctx = None
+        if cfg.tls_cert is not None:
+            ssl_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ssl_ctx.load_cert_chain(cfg.tls_cert, cfg.tls_key)
+        self._server = await serve(
+            self._handler,
+            cfg.host,
+            cfg.port,
+            process_request=self._check_request,
+            max_size=cfg.max_frame_bytes,
+            ssl=ssl_ctx,
+            ping_interval=20,
+            ping_timeout=20,
+        )
+        self.port = next(iter(self._server.sockets)).getsockname()[1]
+        hosts = set(allowed_hosts(self.port))
+        if not is_loopback(cfg.host):
+            hosts.add(f"{cfg.host}:{self.port}")
+        self._hosts = frozenset(hosts)
+        self._spawn(None, self._stats_loop())
+        log.info(
+            "webshepherd daemon listening on %s (model %s, backend %s)",
+            self.url,
+            self.engine.model_id,
+            self.engine.backend_name,
+        )
+
+    async def stop(self) -> None:
+        self._stopped.set()
+        if self._server is not None:
+            self._server.close()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._server.wait_closed(), 5)
+        for timer in self._timers.values():
+            timer.cancel()
+        tasks = [t for ts in self._tasks.values() for t in ts]
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for conn in list(self.hub.conns.values()):
+            await conn.stop()
+        if self.scheduler is not None:
+            await self.scheduler.stop()
+        if self.recorder is not None:
+            self.recorder.close()
+
+    async def serve_forever(self) -> None:
+        await self._stopped.wait()
+
+    # -- HTTP checks before the WebSocket opens (handshake.py) ---------------
+    def _check_request(self, connection: ServerConnection, request: Request) -> Response | None:
+        return check_request(
+            connection, request, self.config.path, self.config.allowed_origins, self._hosts
+        )
+
+    # -- one connection ------------------------------------------------------
+    async def _handler(self, ws: ServerConnection) -> None:
+        conn = await self._handshake(ws)
+        if conn is None:
+            return
+        try:
+            async for raw in ws:
+                self._on_frame(conn, raw)
+        except ConnectionClosed:
+            pass
+        finally:
+            self._drop(conn)
+
+    async def _handshake(self, ws: ServerConnection) -> Conn | None:
+        msg = await read_hello(ws, self.config.hello_timeout_s, self.token)
+        if msg is None:
+            return None
+        conn = Conn(
+            next(self._ids),
+            ws,
+            msg.client.role,
+            msg.client.name,
+            self.config.send_queue_size,
+            self.config.slow_consumer_s,
+        )
+        self.hub.add(conn)
+        info = DaemonInfo(
+            version=daemon_version(), model=self.engine.model_id, backend=self.engine.backend_name
+        )
+        conn.send(dump(Welcome(id=msg.id, protocol=PROTOCOL_VERSION, daemon=info)))
+        return conn
+
+    def _drop(self, conn: Conn) -> None:
+        self.hub.remove(conn.id)
+        conn.closed = True
+        if self.scheduler is not None:
+            n = self.scheduler.cancel_connection(conn.id)
+            if n:
+                log.info("connection %d left; cancelled %d engine job(s)", conn.id, n)
+        for t in self._tasks.pop(conn.id, set()):
+            t.cancel()
+        self._spawn(None, conn.stop())
+
+    def _spawn(self, owner: int | None, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        bucket = self._tasks.setdefault(owner, set())
+        bucket.add(task)
+        task.add_done_callback(bucket.discard)
+
+    # -- requests ------------------------------------------------------------
+    def _error(self, conn_id: int, rid: str | None, err: BaseException) -> None:
+        if isinstance(err, WebShepherdError):
+            exc = err
+        else:
+            log.error("internal error answering %s", rid, exc_info=err)
+            exc = WebShepherdError(
+                "internal error; the daemon's log has the details", ErrorCode.INTERNAL
+            )
+        self.hub.send(
+            conn_id,
+            dump(Error(id=rid, code=exc.code, message=exc.message, retryable=exc.retryable)),
+        )
+
+    def _on_frame(self, conn: Conn, raw: str | bytes) -> None:
+        rid = request_id_of(raw)
+        try:
+            msg = parse_client_message(raw)
+            rid = msg.id
+            self._dispatch(conn, msg)
+        except Exception as exc:
+            self._error(conn.id, rid, exc)
+
+    def _restore(self, session_id: str, conn: Conn) -> None:
+        """Load a session from the recording (after a restart) the first time it is addressed."""
+        if self.core.has(session_id) or self.history is None:
+            return
+        state = self.history.load_state(session_id)
+        if state is not None:
+            state.owner = conn.id
+            self.core.restore(state)
+
+    def _dispatch(self, conn: Conn, msg: Any) -> None:
+        core = self.core
+        sid = getattr(msg, "session_id", None)
+        if isinstance(sid, str) and not isinstance(msg, rq.SessionGet):
+            self._restore(sid, conn)
+        if isinstance(msg, rq.Hello):
+            raise ProtocolError("hello: already authenticated on this connection")
+        if isinstance(msg, rq.SessionStart):
+            self._run(core.start(conn.id, msg))
+        elif isinstance(msg, rq.Observe):
+            self._run(core.observe(conn.id, msg))
+        elif isinstance(msg, rq.Score):
+            self._run(core.score(conn.id, msg))
+        elif isinstance(msg, rq.ApprovalDecide):
+            self._run(core.decide(conn.id, conn.label, msg))
+        elif isinstance(msg, rq.Action):
+            self._run(core.action(conn.id, msg))
+        elif isinstance(msg, rq.SessionEnd):
+            self._run(core.end(conn.id, msg))
+        elif isinstance(msg, rq.Subscribe):
+            conn.subscriptions = "*" if msg.sessions == "*" else set(msg.sessions)
+            conn.send(dump(Subscribed(id=msg.id, sessions=msg.sessions)))
+        elif isinstance(msg, rq.SessionsList):
+            conn.send(dump(Sessions(id=msg.id, sessions=self._list(msg.limit))))
+        elif isinstance(msg, rq.SessionGet):
+            conn.send(dump(self._session_get(msg)))
+        elif isinstance(msg, rq.Ping):
+            conn.send(dump(Pong(id=msg.id)))
+
+    def _list(self, limit: int) -> list[Any]:
+        assert self.history is not None
+        out = self.history.list_sessions(limit)
+        return [
+            self.core.sessions[s.session_id].summary() if s.session_id in self.core.sessions else s
+            for s in out
+        ]
+
+    def _session_get(self, msg: rq.SessionGet) -> Session:
+        assert self.history is not None
+        summary = self.history.summary(msg.session_id)
+        if summary is None:
+            raise UnknownSessionError(f"session_id: no session {msg.session_id!r}")
+        live = self.core.sessions.get(msg.session_id)
+        if live is not None:
+            summary = live.summary()
+        return Session(
+            id=msg.id,
+            session=summary,
+            checklist=self.history.checklist(msg.session_id),
+            events=self.history.events(msg.session_id),
+        )
+
+    # -- effects -------------------------------------------------------------
+    def _run(self, effects: list[Effect]) -> None:
+        assert self.recorder is not None
+        for e in effects:
+            if isinstance(e, Record):
+                self.recorder.apply(e.op, e.data)
+            elif isinstance(e, Reply):
+                self.hub.send(e.conn, dump(e.message))
+            elif isinstance(e, Publish):
+                body = e.event.model_dump(mode="json")
+                self.recorder.append_event(e.session_id, body)
+                st = self.core.sessions.get(e.session_id)
+                self.hub.publish(
+                    e.session_id,
+                    st.owner if st else None,
+                    json.dumps(body),
+                    to_approvers=e.to_approvers,
+                    exclude=e.exclude,
+                )
+            elif isinstance(e, RunChecklist):
+                self._spawn(None, self._checklist(e))
+            elif isinstance(e, RunScore):
+                self._spawn(e.conn, self._score(e))
+            elif isinstance(e, AwaitApproval):
+                loop = asyncio.get_running_loop()
+                self._timers[e.request_id] = loop.call_later(
+                    e.timeout_s, self._expire, e.request_id
+                )
+            elif isinstance(e, Resolved):
+                timer = self._timers.pop(e.request_id, None)
+                if timer is not None:
+                    timer.cancel()
+
+    def _expire(self, request_id: str) -> None:
+        self._timers.pop(request_id, None)
+        try:
+            self._run(self.core.expire(request_id))
+        except Exception:
+            log.exception("expiring approval %s failed", request_id)
+
+
+def run_daemon(config: DaemonConfig, engine: EngineAPI) -> None:
+    """Run the daemon until SIGINT or SIGTERM (blocking)."""
+
+    async def main() -> None:
+        server = DaemonServer(config, engine)
+        await server.start()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, server._stopped.set)
+        try:
+            await server.serve_forever()
+        finally:
+            await server.stop()
+            log.info("webshepherd daemon stopped")
+
+    asyncio.run(main())

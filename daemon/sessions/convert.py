@@ -1,0 +1,82 @@
+"""Engine types <-> protocol models."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from webshepherd.daemon.engine import types as et
+from webshepherd.protocol import common as pc
+from webshepherd.protocol.replies import Checklist
+
+if TYPE_CHECKING:
+    from webshepherd.daemon.sessions.effects import RunScore
+
+
+def checklist_event(
+    session_id: str, parsed: et.ParsedChecklist, source: pc.ChecklistSource
+) -> Checklist:
+    items = [pc.ChecklistItem(index=i.index, title=i.title, goal=i.goal) for i in parsed.items]
+    return Checklist(session_id=session_id, source=source, items=items, text=parsed.text)
+
+
+def parsed_checklist(event: Checklist) -> et.ParsedChecklist:
+    items = tuple(et.ChecklistItem(index=i.index, title=i.title, goal=i.goal) for i in event.items)
+    return et.ParsedChecklist(items=items, text=event.text)
+
+
+def candidate_action(c: pc.Candidate) -> et.CandidateAction:
+    return et.CandidateAction(thought=c.thought, action=c.action)
+
+
+def _clip(p: float) -> float:
+    return min(1.0, max(0.0, p))
+
+
+def item_probs(items: tuple[et.ItemScore, ...]) -> list[pc.ItemProbs]:
+    return [
+        pc.ItemProbs(
+            index=max(1, i.index),
+            yes=_clip(i.probs.yes),
+            in_progress=_clip(i.probs.in_progress),
+            no=_clip(i.probs.no),
+        )
+        for i in items
+    ]
+
+
+def candidate_result(c: et.CandidateScore) -> pc.CandidateResult:
+    return pc.CandidateResult(
+        index=c.index,
+        reward=c.reward,
+        items=item_probs(c.items),
+        feedback=c.feedback,
+        samples=[
+            pc.SampleResult(reward=s.reward, text=s.text, items=item_probs(s.items))
+            for s in c.samples
+        ],
+        parsed_samples=c.parsed_samples,
+        probabilities=c.label_source,
+    )
+
+
+def best_index(results: list[pc.CandidateResult]) -> int | None:
+    """Highest reward; ties go to the earlier candidate; None when no reward at all."""
+    best: int | None = None
+    best_reward = float("-inf")
+    for r in results:
+        if r.reward is not None and r.reward > best_reward:
+            best, best_reward = r.index, r.reward
+    return best
+
+
+def step_input(job: RunScore, checklist: et.ParsedChecklist) -> et.StepInput:
+    """The engine's input for one ``RunScore`` effect of the session machine."""
+    return et.StepInput(
+        intent=job.intent,
+        current_url=job.url,
+        axtree=job.axtree,
+        checklist=checklist,
+        history=job.history,
+        candidates=job.candidates,
+        samples=job.samples,
+    )

@@ -1,0 +1,173 @@
+"""``webshepherd serve`` flags map onto DaemonConfig."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from webshepherd.daemon.cli import DEFAULT_MODEL, build_parser
+from webshepherd.daemon.cli.serve import config_from_args
+from webshepherd.daemon.config import DaemonConfig
+
+from tests.fixtures.ports import closed_port
+
+
+@pytest.fixture(autouse=True)
+def _dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WEBSHEPHERD_CONFIG_DIR", str(tmp_path / "config"))
+    monkeypatch.setenv("WEBSHEPHERD_DATA_DIR", str(tmp_path / "data"))
+
+
+def test_defaults_are_the_daemon_defaults(tmp_path: Path) -> None:
+    args = build_parser().parse_args(["serve"])
+    assert args.model == DEFAULT_MODEL == "WebShepherd/WebShepherd_3B"
+    assert config_from_args(args) == DaemonConfig()
+    assert config_from_args(args).data_dir == tmp_path / "data"
+
+
+def test_flags_override(tmp_path: Path) -> None:
+    args = build_parser().parse_args(
+        [
+            "serve",
+            "--host",
+            "::1",
+            "--port",
+            "0",
+            "--samples",
+            "3",
+            "--data-dir",
+            str(tmp_path / "d"),
+            "--allow-origin",
+            "chrome-extension://abc/",
+            "def",
+            "--tls-cert",
+            "c.pem",
+            "--tls-key",
+            "k.pem",
+            "--insecure",
+            "--approval-threshold",
+            "-1",
+            "--approval-timeout",
+            "30",
+            "--approval-default",
+            "approve",
+            "--queue-limit",
+            "8",
+        ]
+    )
+    cfg = config_from_args(args)
+    assert (cfg.host, cfg.port, cfg.default_samples) == ("::1", 0, 3)
+    assert cfg.data_dir == tmp_path / "d"
+    assert cfg.allowed_extension_ids == ("abc", "def")
+    assert cfg.allowed_origins == {"chrome-extension://abc", "chrome-extension://def"}
+    assert (cfg.tls_cert, cfg.tls_key, cfg.insecure) == (Path("c.pem"), Path("k.pem"), True)
+    assert cfg.approval_threshold is None  # negative: never ask because of a low reward
+    assert (cfg.approval_timeout_s, cfg.approval_default, cfg.queue_limit) == (30, "approve", 8)
+    threshold = config_from_args(
+        build_parser().parse_args(["serve", "--approval-threshold", "0.5"])
+    )
+    assert threshold.approval_threshold == 0.5
+
+
+def test_the_bundled_extension_is_allowed_by_default() -> None:
+    from webshepherd.daemon.server.extension_id import EXTENSION_ID
+
+    cfg = config_from_args(build_parser().parse_args(["serve"]))
+    assert cfg.allowed_origins == {f"chrome-extension://{EXTENSION_ID}"}
+
+
+# -- backends --------------------------------------------------------------------------------
+
+KEY = "sk-serve-test"
+
+
+def test_backend_flags_parse() -> None:
+    args = build_parser().parse_args(["serve"])
+    assert (args.backend, args.base_url, args.api_key_env, args.remote_model) == (
+        "transformers",
+        None,
+        None,
+        None,
+    )
+    args = build_parser().parse_args(
+        ["serve", "--backend", "openai", "--base-url", "http://h:1/v1", "--api-key-env", "K"]
+    )
+    assert (args.backend, args.base_url, args.api_key_env) == ("openai", "http://h:1/v1", "K")
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["serve", "--backend", "tgi"])
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--backend", "openai"], "--base-url"),
+        (["--base-url", "http://127.0.0.1:9/v1"], "only apply to --backend openai"),
+        (
+            ["--backend", "openai", "--base-url", "http://127.0.0.1:9/v1", "--api-key-env", "NOPE"],
+            "NOPE: that environment variable is not set",
+        ),
+        (["--backend", "openai", "--base-url", "ftp://h/v1"], "not an http"),
+    ],
+)
+def test_serve_refuses_a_backend_it_cannot_use(
+    flags: list[str], message: str, capsys: pytest.CaptureFixture[str], monkeypatch
+) -> None:
+    from webshepherd.daemon.cli import main
+
+    monkeypatch.delenv("NOPE", raising=False)
+    assert main(["serve", "--port", "0", *flags]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_serve_says_when_the_server_is_unreachable(capsys: pytest.CaptureFixture[str]) -> None:
+    from webshepherd.daemon.cli import main
+
+    url = f"http://127.0.0.1:{closed_port()}/v1"
+    assert main(["serve", "--port", "0", "--backend", "openai", "--base-url", url]) == 2
+    assert f"cannot reach the model server at {url}" in capsys.readouterr().err
+
+
+@pytest.mark.model
+async def test_serve_openai_backend_scores_through_a_real_daemon(
+    tiny_engine, tiny_model_path: Path, start_daemon, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from webshepherd.daemon.cli.serve import engine_from_args
+    from webshepherd.daemon.dev.openai_server import OpenAIServer
+    from webshepherd.daemon.engine.backends.openai_backend import OpenAIBackend
+
+    from tests.fixtures.daemon import score_without_approval, start_session
+
+    server = OpenAIServer(tiny_engine.backend, "127.0.0.1", 0, api_key=KEY)
+    server.start()
+    try:
+        monkeypatch.setenv("WS_TEST_KEY", KEY)
+        args = build_parser().parse_args(
+            [
+                "serve",
+                "--model",
+                str(tiny_model_path),
+                "--backend",
+                "openai",
+                "--base-url",
+                server.url,
+                "--api-key-env",
+                "WS_TEST_KEY",
+                "--samples",
+                "2",
+            ]
+        )
+        engine = engine_from_args(args, config_from_args(args))
+        assert isinstance(engine.backend, OpenAIBackend) and engine.backend.api_key == KEY
+        engine.config = replace(engine.config, max_new_tokens=64, checklist_max_new_tokens=64)
+        daemon = await start_daemon(engine=engine)
+        agent = await daemon.client()
+        sid = await start_session(agent)
+        scored = await score_without_approval(agent, sid)
+        assert scored["type"] == "scored" and len(scored["results"]) == 2
+        for r in scored["results"]:
+            assert r["probabilities"] == "top_k" and len(r["samples"]) == 2
+            assert r["reward"] is not None or r["feedback"]
+        assert scored["timing"]["model_ms"] > 0
+    finally:
+        server.stop()

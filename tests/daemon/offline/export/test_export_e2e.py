@@ -1,0 +1,317 @@
+"""Record sessions through a real daemon with the tiny model, export them, load the export
+with ``datasets``, and run the WebRewardBench harness on it (in process and via the daemon)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+
+from webshepherd.daemon.cli import main
+from webshepherd.daemon.engine.prompts import format_trajectory, judge_messages
+from webshepherd.daemon.engine.types import Turn
+from webshepherd.daemon.offline.evaluation import rewardbench as rb
+from webshepherd.daemon.offline.export.negatives import is_negative
+
+from tests.fixtures.daemon import TEST_TOKEN
+
+SECRET = "hunter2-secret"
+EMAIL = "me@x.org"
+LOGIN = {
+    "url": "http://shop.local/login",
+    "axtree": "[1] RootWebArea 'Login'\n\t[2] textbox 'Email'\n\t[3] textbox 'Password'\n"
+    "\t[4] button 'Sign in'",
+    "screenshot": {"mime": "image/png", "data": base64.b64encode(b"\x89PNG login").decode()},
+}
+HOME = {
+    "url": "http://shop.local/account",
+    "axtree": f"[1] RootWebArea 'Account'\n\t[5] StaticText 'Hello {EMAIL}'\n"
+    "\t[6] link 'Orders'\n\t[7] link 'Logout'",
+}
+CHECKLIST = "Checklist 1: Sign in\nChecklist 2: Open the orders"
+
+
+async def _start(c, intent: str, obs: dict) -> str:
+    r = await c.request(
+        {
+            "type": "session.start",
+            "intent": intent,
+            "start_url": obs["url"],
+            "observation": obs,
+            "checklist": CHECKLIST,
+        }
+    )
+    assert r["type"] == "session.started", r
+    return r["session_id"]
+
+
+async def _score(c, sid: str, actions: list[str], approval: str = "never", obs=None) -> None:
+    msg = {
+        "type": "score",
+        "session_id": sid,
+        "candidates": [{"thought": f"I will {a}", "action": a} for a in actions],
+        "samples": 1,
+        "approval": approval,
+    }
+    if obs is not None:
+        msg["observation"] = obs
+    await c.send({**msg, "id": c.next_id()})
+
+
+async def record(daemon) -> dict[str, str]:
+    agent = await daemon.client()
+    approver = await daemon.client(role="extension", name="ext")
+    # Session 1 (ends in failure): a person edits step 0 and demonstrates step 1.
+    s1 = await _start(agent, "Sign in and open my orders", LOGIN)
+    await _score(agent, s1, ["click('4')", f"fill('2', '{EMAIL}')", "click('7')"], "always")
+    req = await approver.wait_for("approval.request", timeout=60)
+    edited = f"fill('3', '{SECRET}')"
+    r = await approver.request(
+        {
+            "type": "approval.decide",
+            "request_id": req["request_id"],
+            "decision": "edit",
+            "action": edited,
+        }
+    )
+    assert r["type"] == "approval.resolved"
+    assert (await agent.wait_for("scored", timeout=60))["decision"]["status"] == "edited"
+    await agent.request(
+        {
+            "type": "action",
+            "session_id": s1,
+            "action": edited,
+            "thought": f"The password is {SECRET}",
+        }
+    )
+    await agent.request({"type": "observe", "session_id": s1, **HOME})
+    await _score(agent, s1, ["scroll(0, 300)", "click('7')", "goto('http://shop.local/')"])
+    await agent.wait_for("scored", timeout=60)
+    await agent.request(
+        {
+            "type": "action",
+            "session_id": s1,
+            "action": "click('6')",
+            "thought": "Orders",
+            "source": "human",
+        }
+    )
+    await agent.request({"type": "session.end", "session_id": s1, "outcome": "failure"})
+    # Session 2 (ends in success): the executed actions are the chosen ones.
+    s2 = await _start(agent, "Open my orders", HOME)
+    await _score(agent, s2, ["click('6')", "click('7')", "fill('6', 'orders')", "scroll(0, 1)"])
+    await agent.wait_for("scored", timeout=60)
+    await agent.request({"type": "action", "session_id": s2, "action": "click('6')"})
+    await agent.request({"type": "session.end", "session_id": s2, "outcome": "success"})
+    # Session 3 (failure, no person involved): nothing trustworthy, skipped.
+    s3 = await _start(agent, "Log out", HOME)
+    await _score(agent, s3, ["click('7')", "click('6')"])
+    await agent.wait_for("scored", timeout=60)
+    await agent.request({"type": "action", "session_id": s3, "action": "click('6')"})
+    await agent.request({"type": "session.end", "session_id": s3, "outcome": "failure"})
+    return {"edited": s1, "success": s2, "failed": s3, "edited_away": req["candidate"]["action"]}
+
+
+def _cli(*argv: str) -> int:
+    return main(list(argv))
+
+
+async def test_export_load_and_rewardbench(daemon, tmp_path, capsys, tiny_model_path):
+    sids = await record(daemon)
+    data_dir = str(daemon.config.data_dir)
+    out = tmp_path / "export"
+    rc = await asyncio.to_thread(
+        _cli,
+        "export",
+        "--format",
+        "webprm",
+        "--out",
+        str(out),
+        "--data-dir",
+        data_dir,
+        "--redact",
+        r"me@x\.org",
+        "--quiet",
+    )
+    assert rc == 0
+    summary = json.loads(capsys.readouterr().out)
+    s1, s2, s3 = sids["edited"], sids["success"], sids["failed"]
+    assert summary["per_session"][s1] == 2 and summary["per_session"][s3] == 0
+    assert summary["skipped_by_reason"].get("no_trustworthy_chosen") == 1  # session 3
+    assert summary["rows"] == 2 + summary["per_session"][s2]
+    parquet, jsonl = out / "webprm.parquet", out / "webprm.jsonl"
+    raw = jsonl.read_text()
+    assert SECRET not in raw and EMAIL not in raw and "[REDACTED]" in raw
+
+    import datasets
+
+    ds = datasets.load_dataset(
+        "parquet", data_files=str(parquet), split="train", cache_dir=str(tmp_path / "hf")
+    )
+    assert set(ds.column_names) == {
+        "task_id",
+        "step_id",
+        "intent",
+        "website_name",
+        "start_url",
+        "thought_history",
+        "action_history",
+        "current_url",
+        "text_observation",
+        "image_observation",
+        "checklist",
+        "checklist_target_list",
+        "chosen",
+        "rejected",
+    }
+    rows = {(r["task_id"], r["step_id"]): r for r in ds}
+    assert len(rows) == summary["rows"]
+    for r in ds:
+        assert SECRET not in json.dumps(r) and EMAIL not in json.dumps(r)
+    step0, step1 = rows[(s1, 0)], rows[(s1, 1)]
+    # step 0: the edited action is chosen (its password masked); all three candidates
+    # (the edited-away one first) are clear negatives
+    assert step0["chosen"]["action"] == "fill('3', '[REDACTED]')"
+    assert step0["rejected"][0]["action"] == sids["edited_away"].replace(EMAIL, "[REDACTED]")
+    assert {x["action"] for x in step0["rejected"]} == {
+        "click('4')",
+        "fill('2', '[REDACTED]')",
+        "click('7')",
+    }
+    assert step0["image_observation"] and (out / step0["image_observation"]).read_bytes() == (
+        b"\x89PNG login"
+    )
+    assert step0["website_name"] == "shop.local"
+    assert step0["checklist_target_list"] == ["Sign in", "Open the orders"]
+    # step 1: the human's action is chosen; the history holds the masked password fill
+    assert step1["chosen"]["action"] == "click('6')"
+    assert step1["action_history"] == ["fill('3', '[REDACTED]')"]
+    assert step1["thought_history"] == ["The password is [REDACTED]"]
+    assert {x["action"] for x in step1["rejected"]} == {
+        "scroll(0, 300)",
+        "click('7')",
+        "goto('http://shop.local/')",
+    }
+    assert step1["image_observation"] is None
+    if (s2, 0) in rows:  # success session: executed action chosen, only clear negatives
+        r2 = rows[(s2, 0)]
+        assert r2["chosen"]["action"] == "click('6')"
+        assert all(is_negative("click('6')", x["action"]) for x in r2["rejected"])
+        assert "fill('6', 'orders')" not in {x["action"] for x in r2["rejected"]}
+
+    # --sessions and --since select what is exported
+    one = tmp_path / "one.jsonl"
+    args = ["export", "--format", "webprm", "--data-dir", data_dir, "--quiet"]
+    assert await asyncio.to_thread(_cli, *args, "--out", str(one), "--sessions", s1) == 0
+    assert json.loads(capsys.readouterr().out)["per_session"] == {s1: 2}
+    assert {json.loads(x)["task_id"] for x in one.read_text().splitlines()} == {s1}
+    assert await asyncio.to_thread(_cli, *args, "--out", str(one), "--since", "2999-01-01") == 0
+    assert json.loads(capsys.readouterr().out)["rows"] == 0 and one.read_text() == ""
+    assert await asyncio.to_thread(_cli, *args, "--out", str(one), "--sessions", "nope") == 1
+    assert "no recorded session nope" in capsys.readouterr().err
+
+    # WebRewardBench harness on the export, in process with the tiny model
+    report_path = tmp_path / "bench.json"
+    rc = await asyncio.to_thread(
+        _cli,
+        "eval",
+        "rewardbench",
+        "--data",
+        str(parquet),
+        "--model",
+        str(tiny_model_path),
+        "--device",
+        "cpu",
+        "--max-new-tokens",
+        "48",
+        "--json",
+        str(report_path),
+        "--quiet",
+    )
+    assert rc == 0
+    printed = capsys.readouterr().out
+    assert "MRR" in printed and "shop.local" in printed
+    report = json.loads(report_path.read_text())
+    assert report["complete"] and len(report["rows"]) == summary["rows"]
+    for key, res in report["rows"].items():
+        task, step = res["task_id"], res["step_id"]
+        assert len(res["rewards"]) == 1 + len(rows[(task, step)]["rejected"])
+        assert res["candidates"][0] == rows[(task, step)]["chosen"]["action"]
+        assert key == f"shop.local/{task}/{step}"
+    recomputed = rb.metrics(report["rows"].values())
+    assert report["metrics"] == json.loads(json.dumps(recomputed))
+    assert set(report["metrics"]) == {"shop.local", "all"}
+
+    # the same rows through the running daemon (--url)
+    via = tmp_path / "bench-url.json"
+    rc = await asyncio.to_thread(
+        _cli,
+        "eval",
+        "rewardbench",
+        "--data",
+        str(jsonl),
+        "--url",
+        daemon.url,
+        "--token",
+        TEST_TOKEN,
+        "--json",
+        str(via),
+        "--quiet",
+    )
+    assert rc == 0
+    report2 = json.loads(via.read_text())
+    assert set(report2["rows"]) == set(report["rows"])
+    assert all(
+        len(v["rewards"]) == len(report["rows"][k]["rewards"]) for k, v in report2["rows"].items()
+    )
+
+    # sft rows: the exact judge prompt and the recorded judgement, no secrets
+    sft = tmp_path / "sft.jsonl"
+    rc = await asyncio.to_thread(
+        _cli, "export", "--format", "sft", "--out", str(sft), "--data-dir", data_dir, "--quiet"
+    )
+    assert rc == 0
+    capsys.readouterr()
+    sft_rows = [json.loads(line) for line in sft.read_text().splitlines()]
+    assert sft_rows and SECRET not in sft.read_text()
+    first = sft_rows[0]
+    assert first["conversations"][0]["from"] == "human"
+    assert "Checklist 1: Sign in" in first["conversations"][0]["value"]
+    assert first["conversations"][1]["value"].strip() and "system" in first
+    assert {r["label"] for r in sft_rows} <= {"chosen", "rejected"}
+    # the demonstrated click('6') was never scored (no judgement to learn from); the
+    # rejected candidates of that step were, and their prompts are the engine's
+    demo = [r for r in sft_rows if (r["task_id"], r["step_id"]) == (s1, 1)]
+    assert {r["label"] for r in demo} == {"rejected"}
+    expected = {
+        judge_messages(
+            intent="Sign in and open my orders",
+            trajectory=format_trajectory(
+                [Turn("The password is [REDACTED]", "fill('3', '[REDACTED]')")]
+            ),
+            current_url=HOME["url"],
+            text_observation=HOME["axtree"],
+            checklist=step1["checklist"],
+            thought=f"I will {a}",
+            action=a,
+        )[1]["content"]
+        for a in ("scroll(0, 300)", "click('7')", "goto('http://shop.local/')")
+    }
+    assert {r["conversations"][0]["value"] for r in demo} == expected
+
+
+async def test_export_errors(tmp_path, capsys):
+    assert (
+        await asyncio.to_thread(
+            _cli,
+            "export",
+            "--format",
+            "webprm",
+            "--out",
+            str(tmp_path / "x.parquet"),
+            "--data-dir",
+            str(tmp_path / "none"),
+        )
+        == 1
+    )
+    assert "no recording at" in capsys.readouterr().err

@@ -1,0 +1,74 @@
+"""The approval policy and the book of open requests, without sockets."""
+
+from __future__ import annotations
+
+import pytest
+from webshepherd.daemon.sessions.approvals import ApprovalBook, ApprovalPolicy, approval_reason
+from webshepherd.protocol.errors import ProtocolError
+
+POLICY = ApprovalPolicy(threshold=0.3, drop=0.3)
+
+
+@pytest.mark.parametrize(
+    ("mode", "best", "previous", "expected"),
+    [
+        ("auto", 0.9, None, None),
+        ("auto", 0.29, None, "below_threshold"),
+        ("auto", 0.3, None, None),
+        ("auto", None, None, "below_threshold"),
+        ("auto", 0.5, 0.85, "reward_drop"),
+        ("auto", 0.6, 0.85, None),
+        ("auto", 0.1, 0.9, "below_threshold"),
+        ("always", 0.99, None, "always"),
+        ("never", 0.0, 1.0, None),
+        ("never", None, None, None),
+    ],
+)
+def test_policy(mode, best, previous, expected):
+    assert approval_reason(mode, best, previous, POLICY) == expected
+
+
+def test_policy_can_be_switched_off():
+    off = ApprovalPolicy(threshold=None, drop=None)
+    assert approval_reason("auto", 0.0, 1.0, off) is None
+    assert approval_reason("always", 1.0, None, off) == "always"
+
+
+def test_first_decision_wins_and_later_ones_are_refused():
+    book = ApprovalBook()
+    req = book.open("sess-1", 3, 1, "click('40')")
+    assert len(book) == 1
+    res = book.decide(req.request_id, "edit", "click('41')", "monitor:tui", "closer")
+    assert (res.status, res.action, res.by, res.approved) == (
+        "edited",
+        "click('41')",
+        "monitor:tui",
+        True,
+    )
+    assert len(book) == 0
+    with pytest.raises(ProtocolError, match=r"already resolved.*first decision wins"):
+        book.decide(req.request_id, "approve", None, "extension:ext", None)
+    assert book.expire(req.request_id) is None  # the timer fires too late: nothing changes
+
+
+def test_unknown_request_is_refused():
+    with pytest.raises(ProtocolError, match="no open approval request"):
+        ApprovalBook().decide("nope", "approve", None, "monitor:x", None)
+
+
+@pytest.mark.parametrize(("default", "approved"), [("reject", False), ("approve", True)])
+def test_timeout_applies_the_default(default, approved):
+    book = ApprovalBook(default)
+    req = book.open("s", 0, 0, "click('1')")
+    res = book.expire(req.request_id)
+    assert res is not None
+    assert (res.decision, res.status, res.approved) == ("timeout", "timeout", approved)
+    with pytest.raises(ProtocolError, match="already resolved"):
+        book.decide(req.request_id, "approve", None, "monitor:late", None)
+
+
+def test_reject_keeps_the_candidate_action_for_the_record():
+    book = ApprovalBook()
+    req = book.open("s", 0, 2, "click('9')")
+    res = book.decide(req.request_id, "reject", None, "extension:ext", "wrong")
+    assert (res.status, res.approved, res.note) == ("rejected", False, "wrong")

@@ -1,0 +1,109 @@
+"""Live process signals: the pure rules, the session machine's effects, and a real daemon
+pushing a repeated action to a subscriber (and recording it)."""
+
+from __future__ import annotations
+
+import itertools
+
+from webshepherd.daemon.sessions import Publish, SessionCore
+from webshepherd.daemon.sessions.approvals import ApprovalPolicy
+from webshepherd.daemon.sessions.signals import SignalBook, follows
+from webshepherd.protocol import requests as rq
+from webshepherd.protocol.common import AgentInfo
+
+STEP = AgentInfo()
+OBS = {"url": "http://shop.local/", "axtree": "[1] RootWebArea 'Shop'\n\t[2] button 'Next'"}
+
+
+def test_repeated_action_needs_the_same_observation():
+    book = SignalBook()
+    book.observed("s", "http://a/", "tree")
+    assert book.action("s", 0, "click('2')", None, STEP) == []
+    # same page, same action: a repeat
+    [sig] = book.action("s", 0, "click( '2')", None, STEP)
+    assert (sig.kind, sig.repeats, sig.ok) == ("repeated_action", 2, False)
+    [sig] = book.action("s", 0, "click('2')", None, STEP)
+    assert sig.repeats == 3
+    # the page changed: the same action again is progress, not a loop
+    book.observed("s", "http://a/", "tree 2")
+    assert book.action("s", 1, "click('2')", None, STEP) == []
+    # a different action on the same page is no repeat either
+    assert book.action("s", 1, "click('3')", None, STEP) == []
+    # sessions are tracked apart
+    book.observed("t", "http://a/", "tree 2")
+    assert book.action("t", 0, "click('3')", None, STEP) == []
+
+
+def test_element_mismatch_from_the_announced_action():
+    book = SignalBook()
+    book.observed("s", "u", "t")
+    ok = "In summary, the next action I will perform is ```click [12]```"
+    assert book.action("s", 0, "click [12]", ok, STEP) == []
+    bad = "In summary, the next action I will perform is ```type [5] [AMC]```"
+    [sig] = book.action("s", 1, "scroll [down]", bad, STEP)
+    assert (sig.kind, sig.planned, sig.rate) == ("element_mismatch", "type [5] [AMC]", 0.5)
+    # a thought without an announcement says nothing
+    assert book.action("s", 2, "click [7]", "I click the button", STEP) == []
+
+
+def test_plan_adherence_for_plan_agents():
+    plan = ["Click the Products link", "Click the Electronics category", "Click Smartphones filter"]
+    agent = AgentInfo(planning="plan", plan=plan)
+    book = SignalBook()
+    [a] = book.action("s", 0, "click('40')", "Open Products", agent)
+    assert (a.ok, a.plan_step, a.rate) == (True, 1, 1.0)
+    [b] = book.action("s", 1, "click('9')", "About us looks useful", agent)
+    assert (b.ok, b.plan_step, b.rate) == (False, 2, 0.5)
+    [c] = book.action("s", 2, "click('77')", "the Smartphones filter", agent)
+    assert (c.ok, c.plan_step) == (True, 3) and "skips plan step 2" in c.detail
+    # the plan is done: no more adherence signals; step agents never get them
+    assert book.action("s", 3, "click('1')", "x", agent) == []
+    assert book.action("t", 0, "click('1')", "Products", AgentInfo(plan=plan)) == []
+    assert follows("Type the city", "fill('4', 'Boston')", "type the city name") is True
+    assert follows("Type the city", "click('4')", "open menu") is False
+
+
+def test_session_machine_publishes_signals_after_the_action_event():
+    ids = itertools.count(1)
+    core = SessionCore(ApprovalPolicy(0.3, 0.3), new_id=lambda: f"sess{next(ids)}")
+    start = core.start(1, rq.SessionStart(id="a", intent="Buy", observation=OBS))
+    sid = next(e for e in start if isinstance(e, Publish)).session_id
+    first = core.action(1, rq.Action(id="b", session_id=sid, action="click('2')"))
+    assert not [e for e in first if isinstance(e, Publish) and e.event.type == "signal"]
+    again = core.action(1, rq.Action(id="c", session_id=sid, action="click('2')"))
+    pubs = [e for e in again if isinstance(e, Publish)]
+    assert [p.event.type for p in pubs] == ["action", "signal"]
+    assert pubs[1].exclude is None  # the agent gets it too
+    assert pubs[1].event.kind == "repeated_action"
+    # a new observation resets the loop detector
+    core.observe(1, rq.Observe(id="d", session_id=sid, url=OBS["url"], axtree="other"))
+    third = core.action(1, rq.Action(id="e", session_id=sid, action="click('2')"))
+    assert [e.event.type for e in third if isinstance(e, Publish)] == ["action"]
+
+
+async def test_daemon_pushes_repeated_action_to_a_subscriber(daemon):
+    monitor = await daemon.client(role="monitor", name="tui")
+    await monitor.request({"type": "subscribe", "sessions": "*"})
+    agent = await daemon.client()
+    started = await agent.request(
+        {
+            "type": "session.start",
+            "intent": "Go to the next page",
+            "observation": OBS,
+            "checklist": "Checklist 1: Open the next page",
+        }
+    )
+    sid = started["session_id"]
+    for rid in ("a1", "a2"):
+        reply = await agent.request(
+            {"id": rid, "type": "action", "session_id": sid, "action": "click('2')"}
+        )
+        assert reply["type"] == "action.recorded"
+    sig = await monitor.wait_for("signal", timeout=20)
+    assert sig["session_id"] == sid and sig["kind"] == "repeated_action"
+    assert sig["repeats"] == 2 and sig["ok"] is False
+    own = await agent.wait_for("signal", timeout=20)
+    assert own["kind"] == "repeated_action"
+    # stored: session.get returns it among the recorded events
+    got = await monitor.request({"type": "session.get", "session_id": sid})
+    assert [e for e in got["events"] if e["type"] == "signal"] == [sig]
