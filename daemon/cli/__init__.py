@@ -286,6 +286,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         _err("interrupted")
         return 130
 
-
-if __name__ == "__main__":
-    sys.exit(main())
