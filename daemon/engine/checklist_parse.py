@@ -3,6 +3,11 @@
 The model writes ``[CHECKLISTS]`` (or an ``<answer>`` block) followed by lines
 ``Checklist N: title`` each with an optional ``- Goal: …`` line. Variants are
 tolerated: markdown bold, ``Checklist N -``, numbering gaps, no section header.
+
+The items serve the UI and map the judge's labels to items; the judge prompt
+gets the checklist text itself, as the authors' pipeline passes it: the part of
+the model's output after the last ``[CHECKLISTS]`` (else inside the last
+``<answer>``) stripped, else the whole output; a user's checklist verbatim.
 """
 
 from __future__ import annotations
@@ -20,6 +25,15 @@ _GOAL = re.compile(r"^[\s>*\-•]*\**\s*goal\s*\**\s*[:\-–]\s*\**\s*(.*?)\s*\*
 _SECTION = re.compile(r"\[\s*CHECKLISTS?\s*\]", re.IGNORECASE)
 _ANSWER = re.compile(r"<answer>(.*?)(?:</answer>|$)", re.DOTALL)
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
+
+
+def checklist_text(generated: str) -> str:
+    """The checklist the judge sees, cut from the model's output as the authors cut it."""
+    if "[CHECKLISTS]" in generated:
+        return generated.split("[CHECKLISTS]")[-1].strip()
+    if "<answer>" in generated:
+        return generated.split("<answer>")[-1].split("</answer>")[0].strip()
+    return generated
 
 
 def _section(text: str) -> str:
@@ -41,33 +55,49 @@ def _render(items: list[ChecklistItem]) -> str:
     return "\n".join(lines)
 
 
-def parse_checklist(text: str) -> ParsedChecklist:
-    """Items ``Checklist N: title`` (+ optional goal) from generated text; none if none parse.
+def _items(text: str) -> list[ChecklistItem]:
+    """``Checklist N: title`` lines, each with its goal (continuation lines joined by spaces).
 
     The model's numbers are kept when they increase (gaps allowed), else the
-    items are renumbered 1..n, so the judge's ``Checklist N:`` labels map back.
+    items are renumbered 1..n.
     """
     body = _section(text).replace("</answer>", "\n")
     items: list[ChecklistItem] = []
+    in_goal = False
     for line in body.splitlines():
         m = _ITEM.match(line)
         if m and m.group(2):
             items.append(ChecklistItem(index=int(m.group(1)), title=m.group(2).strip()))
+            in_goal = False
             continue
         g = _GOAL.match(line)
-        if g and items and items[-1].goal is None and g.group(1):
-            last = items[-1]
-            items[-1] = ChecklistItem(index=last.index, title=last.title, goal=g.group(1).strip())
+        last = items[-1] if items else None
+        if g and last and last.goal is None and g.group(1):
+            items[-1] = ChecklistItem(last.index, last.title, goal=g.group(1).strip())
+            in_goal = True
+        elif in_goal and last and last.goal and line.strip():
+            items[-1] = ChecklistItem(last.index, last.title, f"{last.goal} {line.strip()}")
+        else:
+            in_goal = False
     if any(b.index <= a.index for a, b in pairwise(items)):
         items = [ChecklistItem(i, it.title, it.goal) for i, it in enumerate(items, start=1)]
-    return ParsedChecklist(items=tuple(items), text=_render(items))
+    return items
+
+
+def parse_checklist(text: str) -> ParsedChecklist:
+    """The model's checklist output: its items (none if none parse) and the text the judge sees."""
+    section = checklist_text(text)
+    return ParsedChecklist(items=tuple(_items(section)), text=section)
 
 
 def parse_reference_checklist(text: str) -> ParsedChecklist:
-    """A user-given checklist: parsed like the model's, else one item per non-empty line."""
-    parsed = parse_checklist(text)
-    if parsed.items:
-        return parsed
+    """A user-given checklist. In the model's format (``Checklist N:`` lines) the judge sees
+    it verbatim, as the authors pass the dataset's checklist; other text (plain lines, bullets)
+    is one item per non-empty line, shown to the judge as ``Checklist N: line`` so its labels
+    name the items."""
+    found = _items(text)
+    if found:
+        return ParsedChecklist(items=tuple(found), text=text)
     items = [
         ChecklistItem(index=i, title=_BULLET.sub("", line).strip())
         for i, line in enumerate(

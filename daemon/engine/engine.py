@@ -13,11 +13,7 @@ from webshepherd.daemon.engine.backends.base import Backend, JudgeBatch, JudgeOu
 from webshepherd.daemon.engine.checklist_parse import parse_checklist
 from webshepherd.daemon.engine.checklist_parse import parse_reference_checklist as _parse_reference
 from webshepherd.daemon.engine.labels import score_candidate
-from webshepherd.daemon.engine.prompts import (
-    checklist_messages,
-    format_trajectory,
-    split_judge_prompt,
-)
+from webshepherd.daemon.engine.prompts import checklist_messages, judge_fields, split_judge_prompt
 from webshepherd.daemon.engine.types import (
     EngineStats,
     ParsedChecklist,
@@ -220,16 +216,11 @@ class Engine:
         """The step's judge prompts (AX tree cut to fit) as one batch, and whether it was cut."""
         if not step.checklist.items:
             raise ModelError("cannot score a step without checklist items")
-        trajectory = format_trajectory(step.history, self.config.history_steps)
 
         def parts(tree: str) -> tuple[str, list[str]]:
             return split_judge_prompt(
                 self.backend.render_chat,
-                intent=step.intent,
-                trajectory=trajectory,
-                current_url=step.current_url,
-                text_observation=tree,
-                checklist=step.checklist.text,
+                **judge_fields(step, self.config.history_steps, tree),
                 candidates=step.candidates,
             )
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from functools import cache
 from importlib import resources
 
-from webshepherd.daemon.engine.types import CandidateAction, Turn
+from webshepherd.daemon.engine.types import CandidateAction, StepInput, Turn
 
 _PLACEHOLDER = re.compile(
     r"\{(intent|start_url|text_observation|trajectory|current_url|checklist|thought|action)\}"
@@ -86,11 +86,33 @@ def judge_messages(
 
 
 def format_trajectory(history: Sequence[Turn], last: int = 10) -> str:
-    """Past steps in the training format, the last ``last`` kept, numbered by their real step."""
+    """Past steps as the authors' benchmark writes them (``get_trajectory``): the last
+    ``last`` kept, numbered by their real step, a blank line after each; ``""`` at step 0."""
     start = max(0, len(history) - last)
     return "".join(
-        f"THOUGHT {i}: {t.thought}\nACTION {i}: {t.action}\n\n"
+        f"Thought {i}: {t.thought}\nAction {i}: {t.action}\n\n"
         for i, t in enumerate(history[start:], start=start + 1)
+    )
+
+
+def judge_fields(step: StepInput, history_steps: int, axtree: str | None = None) -> dict[str, str]:
+    """The judge prompt's values for ``step`` but the candidate (``axtree``: a cut tree)."""
+    return {
+        "intent": step.intent,
+        "trajectory": format_trajectory(step.history, history_steps),
+        "current_url": step.current_url,
+        "text_observation": step.axtree if axtree is None else axtree,
+        "checklist": step.checklist.text,
+    }
+
+
+def step_judge_messages(
+    step: StepInput, candidate: int, history_steps: int, axtree: str | None = None
+) -> list[dict[str, str]]:
+    """The chat messages the engine sends to judge candidate ``candidate`` of ``step``."""
+    c = step.candidates[candidate]
+    return judge_messages(
+        **judge_fields(step, history_steps, axtree), thought=c.thought, action=c.action
     )
 
 

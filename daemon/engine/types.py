@@ -23,7 +23,7 @@ class ChecklistItem:
 
 @dataclass(frozen=True)
 class ParsedChecklist:
-    """A checklist as the judge prompt shows it (``text``) and as items."""
+    """A checklist as the judge prompt shows it (``text``, the original text) and as items."""
 
     items: tuple[ChecklistItem, ...]
     text: str
@@ -31,7 +31,7 @@ class ParsedChecklist:
 
 @dataclass(frozen=True)
 class Turn:
-    """One past step of the trajectory, in the training format's THOUGHT/ACTION."""
+    """One past step of the trajectory: the agent's thought and action."""
 
     thought: str
     action: str

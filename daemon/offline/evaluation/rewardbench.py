@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from webshepherd.daemon.engine.checklist_parse import parse_reference_checklist
+from webshepherd.daemon.engine.types import CandidateAction, StepInput, Turn
 from webshepherd.daemon.offline.evaluation.rows import (
     DataError,
     need_int,
@@ -31,12 +33,6 @@ from webshepherd.daemon.offline.evaluation.rows import (
     read_rows,
 )
 from webshepherd.protocol.errors import WebShepherdError
-
-
-@dataclass(frozen=True)
-class Turn:
-    thought: str
-    action: str
 
 
 @dataclass(frozen=True)
@@ -58,6 +54,24 @@ class BenchRow:
     @property
     def key(self) -> str:
         return f"{self.source}/{self.task_id}/{self.step_id}"
+
+    @property
+    def history(self) -> tuple[Turn, ...]:
+        """The steps before this one: the row's history lists cut at ``step_id``, as the
+        authors' ``get_trajectory`` reads them (the lists may run past the step)."""
+        return tuple(
+            Turn(t, a)
+            for t, a in zip(
+                self.thought_history[: self.step_id],
+                self.action_history[: self.step_id],
+                strict=True,
+            )
+        )
+
+    @property
+    def candidates(self) -> tuple[Turn, ...]:
+        """``chosen`` then the rejected actions, in the row's order."""
+        return (self.chosen, *self.rejected)
 
 
 def _turns(path: Path, row: int, data: dict[str, Any], field: str) -> list[Turn]:
@@ -107,11 +121,21 @@ def parse_row(path: Path, i: int, d: dict[str, Any]) -> BenchRow:
     ah = need_str_list(path, i, d, "action_history")
     if th and len(th) != len(ah):
         raise DataError(path, i, "thought_history", f"{len(th)} thoughts for {len(ah)} actions")
+    step_id = need_int(path, i, d, "step_id")
+    if step_id < 0:
+        raise DataError(path, i, "step_id", f"expected a step number ≥ 0, got {step_id}")
+    if len(ah) < step_id:
+        raise DataError(
+            path,
+            i,
+            "action_history",
+            f"{len(ah)} past actions for step {step_id} (needs {step_id})",
+        )
     source = d.get("source_name") or d.get("website_name") or "recorded"
     return BenchRow(
         row=i,
         task_id=need_str(path, i, d, "task_id", numbers=True),
-        step_id=need_int(path, i, d, "step_id"),
+        step_id=step_id,
         intent=need_str(path, i, d, "intent"),
         start_url=need_str(path, i, d, "start_url", optional=True),
         checklist=checklist,
@@ -137,6 +161,19 @@ def read_bench(path: Path) -> list[BenchRow]:
     return rows
 
 
+def step_input(row: BenchRow, samples: int = 1) -> StepInput:
+    """The engine's input for ``row``: its checklist as given, the history up to ``step_id``."""
+    return StepInput(
+        intent=row.intent,
+        current_url=row.current_url,
+        axtree=row.text_observation,
+        checklist=parse_reference_checklist(row.checklist),
+        history=row.history,
+        candidates=tuple(CandidateAction(c.thought, c.action) for c in row.candidates),
+        samples=samples,
+    )
+
+
 class Scorer(Protocol):
     name: str
 
@@ -153,22 +190,7 @@ class EngineScorer:
         self.name = f"engine:{engine.model_id}"
 
     def score(self, row: BenchRow, samples: int) -> list[float | None]:
-        from webshepherd.daemon.engine.types import CandidateAction, StepInput
-        from webshepherd.daemon.engine.types import Turn as ETurn
-
-        step = StepInput(
-            intent=row.intent,
-            current_url=row.current_url,
-            axtree=row.text_observation,
-            checklist=self.engine.parse_reference_checklist(row.checklist),
-            history=tuple(
-                ETurn(t, a) for t, a in zip(row.thought_history, row.action_history, strict=True)
-            ),
-            candidates=tuple(
-                CandidateAction(c.thought, c.action) for c in (row.chosen, *row.rejected)
-            ),
-            samples=samples,
-        )
+        step = step_input(row, samples)
         return [c.reward for c in self.engine.score(step).candidates]
 
 
@@ -193,11 +215,11 @@ class DaemonScorer:
             agent={"name": "webshepherd-eval"},
         )
         try:
-            for t, a in zip(row.thought_history, row.action_history, strict=True):
-                c.report_action(s.session_id, a, thought=t or None)
+            for t in row.history:
+                c.report_action(s.session_id, t.action, thought=t.thought or None)
             scored = c.score(
                 s.session_id,
-                [{"thought": x.thought, "action": x.action} for x in (row.chosen, *row.rejected)],
+                [{"thought": x.thought, "action": x.action} for x in row.candidates],
                 samples=samples,
                 approval="never",
             )

@@ -21,10 +21,30 @@ def test_model_format_keeps_lines_and_goals() -> None:
         (1, "Search for shoes", 'Type "shoes" into the search box.'),
         (2, "Open the product page", "Click the first result."),
     ]
-    assert c.text == (
-        'Checklist 1: Search for shoes\n- Goal: Type "shoes" into the search box.\n'
-        "Checklist 2: Open the product page\n- Goal: Click the first result."
+    # the judge sees the text after [CHECKLISTS], stripped, as the authors cut it
+    assert c.text == MODEL_OUTPUT.split("[CHECKLISTS]")[-1].strip()
+
+
+def test_judge_text_is_verbatim_blank_lines_and_continued_goals() -> None:
+    section = (
+        "Checklist 1: Search\n- Goal: Type the name\n  and press Enter.\n\n"
+        "Checklist 2: Buy\n- Goal: Pay."
     )
+    c = parse_checklist(f"[SUBGOAL ANALYSIS]\nplan\n\n[CHECKLISTS]\n{section}\n\n")
+    assert c.text == section
+    assert [(i.index, i.goal) for i in c.items] == [
+        (1, "Type the name and press Enter."),
+        (2, "Pay."),
+    ]
+    ref = parse_reference_checklist(section + "\n")
+    assert ref.text == section + "\n" and len(ref.items) == 2
+
+
+def test_answer_block_and_no_marker_are_cut_like_the_authors() -> None:
+    answer = "analysis\n<answer>\nChecklist 1: A\n- Goal: a\n</answer>\ntrailing"
+    assert parse_checklist(answer).text == "Checklist 1: A\n- Goal: a"
+    bare = "Checklist 1: A\n- Goal: a\n"
+    assert parse_checklist(bare).text == bare
 
 
 def test_variants_bold_dash_gaps_and_no_header() -> None:

@@ -55,8 +55,8 @@ def test_judge_messages_match_template_with_trajectory() -> None:
     history = (Turn("I search.", "fill('12', 'shoes')"), Turn("I open it.", "click('40')"))
     trajectory = format_trajectory(history)
     assert trajectory == (
-        "THOUGHT 1: I search.\nACTION 1: fill('12', 'shoes')\n\n"
-        "THOUGHT 2: I open it.\nACTION 2: click('40')\n\n"
+        "Thought 1: I search.\nAction 1: fill('12', 'shoes')\n\n"
+        "Thought 2: I open it.\nAction 2: click('40')\n\n"
     )
     values = {
         "intent": "Buy red shoes",
@@ -69,8 +69,8 @@ def test_judge_messages_match_template_with_trajectory() -> None:
     }
     got = judge_messages(**values)
     assert got == _expected("judge", values)
-    assert "## Trajectory\nTHOUGHT 1: I search." in got[1]["content"]
-    assert "ACTION 2: click('40')\n\n## Current State" in got[1]["content"]
+    assert "## Trajectory\nThought 1: I search." in got[1]["content"]
+    assert "Action 2: click('40')\n\n## Current State" in got[1]["content"]
 
 
 def test_placeholders_in_values_stay_literal() -> None:
@@ -84,9 +84,9 @@ def test_placeholders_in_values_stay_literal() -> None:
 def test_trajectory_keeps_last_ten_numbered_by_real_step() -> None:
     history = tuple(Turn(f"t{i}", f"a{i}") for i in range(1, 13))
     text = format_trajectory(history)
-    assert text.startswith("THOUGHT 3: t3\nACTION 3: a3\n\n")
-    assert text.endswith("THOUGHT 12: t12\nACTION 12: a12\n\n")
-    assert text.count("THOUGHT ") == 10
+    assert text.startswith("Thought 3: t3\nAction 3: a3\n\n")
+    assert text.endswith("Thought 12: t12\nAction 12: a12\n\n")
+    assert text.count("Thought ") == 10
     assert format_trajectory(()) == ""
 
 

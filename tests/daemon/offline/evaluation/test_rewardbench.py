@@ -16,8 +16,8 @@ def row(task="t1", step=0, source="mind2web_test_task", **over):
         "intent": "Buy a cable",
         "start_url": "http://shop/",
         "gt_checklist": "Checklist 1: Search\nChecklist 2: Buy",
-        "thought_history": ["look"],
-        "action_history": ["click('1')"],
+        "thought_history": [f"look {i}" for i in range(step)],
+        "action_history": [f"click('{i}')" for i in range(step)],
         "current_url": "http://shop/s",
         "text_observation": "[1] RootWebArea 'Shop'",
         "chosen": [{"thought": "good", "action": "click('good')"}],
@@ -110,6 +110,7 @@ def test_run_resumes_after_an_interruption(tmp_path):
         ({"step_id": "two"}, "row 2 field 'step_id': expected an integer"),
         ({"action_history": "oops"}, "row 2 field 'action_history': expected a list of strings"),
         ({"thought_history": ["a", "b"]}, "row 2 field 'thought_history': 2 thoughts for 1"),
+        ({"step_id": 3}, "row 2 field 'action_history': 1 past actions for step 3"),
         ({"text_observation": 5}, "row 2 field 'text_observation': expected a string, got int"),
         ({"chosen": "[1, 2]"}, "row 2 field 'chosen[0]': expected a {thought, action} object"),
     ],
@@ -177,3 +178,22 @@ def test_cli_reports_bad_rows(tmp_path, capsys):
     )
     assert rc == 1
     assert "row 2 field 'rejected'" in capsys.readouterr().err
+
+
+def test_history_is_cut_at_step_id_like_the_authors():
+    """A row whose history lists run past its step (a whole episode's) reaches the engine cut
+    at ``step_id``: the judge never sees the step it judges or later ones."""
+    r = rb.parse_row(
+        "x.jsonl",
+        1,
+        row(step=2, thought_history=["a", "b", "c", "d"], action_history=["1", "2", "3", "4"]),
+    )
+    assert [(t.thought, t.action) for t in r.history] == [("a", "1"), ("b", "2")]
+    step = rb.step_input(r, samples=5)
+    assert step.history == r.history and step.samples == 5
+    assert [c.action for c in step.candidates] == [
+        "click('good')",
+        "click('bad1')",
+        "click('bad2')",
+    ]
+    assert rb.parse_row("x.jsonl", 1, row(step=0)).history == ()
