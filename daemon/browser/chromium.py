@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-DEFAULT_DIST = Path(__file__).resolve().parents[1] / "extension" / "dist"
+DEFAULT_DIST = Path(__file__).resolve().parents[2] / "extension" / "dist"
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
