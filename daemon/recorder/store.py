@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import logging
+import os
 import sqlite3
+import stat
 import threading
 import time
 from collections.abc import Callable
@@ -12,6 +15,28 @@ from typing import Any
 
 from webshepherd.daemon.recorder.schema import DDL, SCHEMA_VERSION
 from webshepherd.protocol.errors import WebShepherdError
+
+log = logging.getLogger(__name__)
+SIDE_FILES = ("-wal", "-shm", "-journal")
+
+
+def make_private(db_path: Path) -> None:
+    """The recording holds AX trees and screenshots: its folder 0700, its files 0600.
+
+    The folder is created 0700; an existing one the daemon's user owns is narrowed to 0700
+    unless it is a shared (sticky) folder such as /tmp. The database file is created 0600
+    before SQLite opens it; SQLite gives its WAL and SHM files the database file's mode.
+    """
+    folder = db_path.parent
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    st = folder.stat()
+    if st.st_mode & 0o077 and not st.st_mode & stat.S_ISVTX and st.st_uid == os.getuid():
+        log.info("narrowing %s to 0700 (the recording is private)", folder)
+        folder.chmod(0o700)
+    os.close(os.open(db_path, os.O_RDWR | os.O_CREAT, 0o600))
+    for path in [db_path, *(db_path.with_name(db_path.name + s) for s in SIDE_FILES)]:
+        if path.exists() and path.stat().st_mode & 0o077:
+            path.chmod(0o600)
 
 
 def _json(v: Any) -> str:
@@ -22,7 +47,7 @@ class Recorder:
     """The SQLite recording of every session (WAL; one connection, used from the event loop)."""
 
     def __init__(self, path: Path):
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_private(path)
         self.path = path
         self.db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
         self.db.row_factory = sqlite3.Row

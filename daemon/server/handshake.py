@@ -2,7 +2,8 @@
 
 The HTTP checks run before the WebSocket opens (path, Origin allowlist, Host: else HTTP 404
 or 403); then the first message must be ``hello`` with the protocol version and the token
-within ``hello_timeout_s`` (else close code 1008).
+within ``hello_timeout_s`` (else close code 1008). Before that, frames are limited to
+:data:`PREAUTH_FRAME_BYTES` (else 1009); :func:`read_hello` raises the limit on success.
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ from websockets.http11 import Request, Response
 
 log = logging.getLogger(__name__)
 CLOSE_POLICY = 1008
+# Until ``hello`` succeeds a frame may hold this much (a hello is a few hundred bytes); then
+# the configured limit applies. An unauthenticated client cannot make the daemon buffer more.
+PREAUTH_FRAME_BYTES = 16 * 1024
 
 
 def daemon_version() -> str:
@@ -65,8 +69,13 @@ async def refuse(ws: ServerConnection, rid: str | None, exc: WebShepherdError) -
         await ws.close(CLOSE_POLICY, exc.message[:120])
 
 
-async def read_hello(ws: ServerConnection, timeout_s: float, token: str) -> rq.Hello | None:
-    """The client's valid ``hello``, or ``None`` once the connection is refused or gone."""
+async def read_hello(
+    ws: ServerConnection, timeout_s: float, token: str, max_frame_bytes: int
+) -> rq.Hello | None:
+    """The client's valid ``hello``, or ``None`` once the connection is refused or gone.
+
+    On success the connection's frame limit becomes ``max_frame_bytes``. Any frame that is
+    not a valid hello is answered with an error and a 1008 close, never a 1011."""
     try:
         raw = await asyncio.wait_for(ws.recv(), timeout_s)
     except TimeoutError:
@@ -74,12 +83,12 @@ async def read_hello(ws: ServerConnection, timeout_s: float, token: str) -> rq.H
         return None
     except ConnectionClosed:
         return None
-    rid = request_id_of(raw)
     try:
         msg = parse_client_message(raw)
     except ProtocolError as exc:
-        await refuse(ws, rid, exc)
+        await refuse(ws, request_id_of(raw), exc)
         return None
+    rid = msg.id
     if not isinstance(msg, rq.Hello):
         await refuse(ws, rid, UnauthorizedError("the first message must be hello (with the token)"))
         return None
@@ -96,4 +105,5 @@ async def read_hello(ws: ServerConnection, timeout_s: float, token: str) -> rq.H
     if not tokens_equal(msg.token, token):
         await refuse(ws, rid, UnauthorizedError("wrong token (see `webshepherd token`)"))
         return None
+    ws.protocol.max_message_size = max_frame_bytes
     return msg

@@ -2,7 +2,8 @@
 
 Security (protocol.md): Origin allowlist and Host check before the WebSocket
 opens (HTTP 403), ``hello`` with the token within ``hello_timeout_s`` (else
-1008), frames over ``max_frame_bytes`` closed with 1009 by websockets.
+1008), frames over ``max_frame_bytes`` (over ``PREAUTH_FRAME_BYTES`` before ``hello``)
+closed with 1009 by websockets.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from webshepherd.daemon.recorder import History, Recorder
 from webshepherd.daemon.server.fanout import Conn, Hub
 from webshepherd.daemon.server.handshake import (
     CLOSE_POLICY,
+    PREAUTH_FRAME_BYTES,
     check_request,
     daemon_version,
     read_hello,
@@ -141,7 +143,7 @@ class DaemonServer(EngineJobs):
             cfg.host,
             cfg.port,
             process_request=self._check_request,
-            max_size=cfg.max_frame_bytes,
+            max_size=PREAUTH_FRAME_BYTES,  # the configured limit once hello succeeds
             ssl=ssl_ctx,
             ping_interval=20,
             ping_timeout=20,
@@ -201,7 +203,9 @@ class DaemonServer(EngineJobs):
             self._drop(conn)
 
     async def _handshake(self, ws: ServerConnection) -> Conn | None:
-        msg = await read_hello(ws, self.config.hello_timeout_s, self.token)
+        msg = await read_hello(
+            ws, self.config.hello_timeout_s, self.token, self.config.max_frame_bytes
+        )
         if msg is None:
             return None
         conn = Conn(
@@ -251,13 +255,15 @@ class DaemonServer(EngineJobs):
         )
 
     def _on_frame(self, conn: Conn, raw: str | bytes) -> None:
-        rid = request_id_of(raw)
         try:
             msg = parse_client_message(raw)
-            rid = msg.id
+        except ProtocolError as exc:
+            self._error(conn.id, request_id_of(raw), exc)
+            return
+        try:
             self._dispatch(conn, msg)
         except Exception as exc:
-            self._error(conn.id, rid, exc)
+            self._error(conn.id, msg.id, exc)
 
     def _restore(self, session_id: str, conn: Conn) -> None:
         """Load a session from the recording (after a restart) the first time it is addressed."""

@@ -1,0 +1,674 @@
+"""Hostile and heavy use of a real daemon subprocess (tiny model, loopback): the figures of
+issue 14 and the event-loop stall of issue 17, side by side in one run.
+
+```
+.venv/bin/python bench/hostile.py [--quick] [--only NAME ...] [--soak S] --json OUT
+```
+
+Sections (each on a fresh daemon process with its own data dir):
+
+- ``pipelining``: 300 pings and 400 observes sent back to back while reading concurrently:
+  replies lost, rows recorded, the close code if the daemon cut the client;
+- ``preauth``: 16 connections each send one 31 MiB frame before ``hello``: the daemon's
+  RSS growth (peak, sampled) per frame;
+- ``idle_sessions``: 1,000 sessions started (client checklist), then idle: RSS per 1,000;
+  and a burst of 1,000 ``session.start`` sent at once: ``overloaded`` replies, and those
+  without a request id;
+- ``kill9``: a scripted session (observes, actions, scores) with the daemon killed with
+  SIGKILL at random moments, restarted on the same data dir: acknowledged rows missing;
+- ``fairness``: one session scores a step with a big AX tree (``--heavy-mb``) while another
+  session scores small steps: the slowest small score, and the same after the heavy client
+  disconnects;
+- ``stall``: one client sends a 31 MiB ``observe`` while another pings every 5 ms: worst and
+  median ping round trip during the big message (issue 17's target: worst < 50 ms);
+- ``soak`` (``--soak S``): 20 clients observe/score/ping for S seconds: RSS growth and
+  replies lost.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import random
+import signal
+import socket
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+TOKEN = "bench-hostile-token-0123456789abcdef"
+MIB = 1 << 20
+BIG_FRAME = 31 * MIB
+HELLO = {
+    "type": "hello",
+    "protocol": 1,
+    "token": TOKEN,
+    "client": {"name": "bench", "version": "1", "role": "agent"},
+}
+OBS = {"url": "http://shop.local/", "axtree": "[1] RootWebArea 'Shop'\n\t[2] searchbox 'Search'"}
+CANDS = [{"thought": "Search.", "action": "fill('2', 'cable')"}]
+CHECKLIST = "Checklist 1: Search for cables\nChecklist 2: Open the cheapest"
+
+
+# -- the daemon subprocess ----------------------------------------------------------------
+
+
+def _serve(port: int, data_dir: str, max_new_tokens: int) -> None:
+    """The child: a real daemon with the tiny model and short generations."""
+    import logging
+
+    from webshepherd.daemon.config import DaemonConfig
+    from webshepherd.daemon.dev.tiny_model import ensure_tiny_model
+    from webshepherd.daemon.engine.engine import EngineConfig
+    from webshepherd.daemon.engine.loader import load_engine
+    from webshepherd.daemon.server.server import run_daemon
+
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    engine = load_engine(
+        str(ensure_tiny_model(progress=False)),
+        device="cpu",
+        config=EngineConfig(
+            max_new_tokens=max_new_tokens, checklist_max_new_tokens=max_new_tokens, samples=1
+        ),
+    )
+    config = DaemonConfig(
+        host="127.0.0.1",
+        port=port,
+        data_dir=Path(data_dir),
+        config_dir=Path(data_dir) / "config",
+        token=TOKEN,
+        default_samples=1,
+        approval_threshold=None,
+        approval_drop=None,
+    )
+    run_daemon(config, engine)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Daemon:
+    """A daemon subprocess on a data dir; ``start`` again after ``kill`` is a restart."""
+
+    def __init__(self, data_dir: Path, max_new_tokens: int = 8):
+        self.data_dir = data_dir
+        self.max_new_tokens = max_new_tokens
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.port = 0
+        self.log = data_dir / "daemon.log"
+
+    @property
+    def url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}/v1"
+
+    @property
+    def db(self) -> Path:
+        return self.data_dir / "webshepherd.sqlite3"
+
+    async def start(self) -> None:
+        self.port = _free_port()
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        with open(self.log, "ab") as log:
+            self.proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    __file__,
+                    "_serve",
+                    str(self.port),
+                    str(self.data_dir),
+                    str(self.max_new_tokens),
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        from websockets.asyncio.client import connect
+
+        for _ in range(600):
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"daemon exited; see {self.log}")
+            try:
+                async with connect(self.url, open_timeout=2):
+                    return
+            except OSError:
+                await asyncio.sleep(0.1)
+        raise RuntimeError("daemon did not start")
+
+    def rss_mib(self) -> float:
+        import psutil
+
+        assert self.proc is not None
+        return float(psutil.Process(self.proc.pid).memory_info().rss) / MIB
+
+    def peak_rss_mib(self) -> float:
+        """The process's RSS high-water mark (``VmHWM``): no peak is missed between samples."""
+        assert self.proc is not None
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+        return self.rss_mib()
+
+    def kill9(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.kill9()
+
+    def tracebacks(self) -> int:
+        return self.log.read_text(errors="replace").count("Traceback") if self.log.exists() else 0
+
+
+@contextlib.asynccontextmanager
+async def running(base: Path, name: str, max_new_tokens: int = 8) -> AsyncIterator[Daemon]:
+    d = Daemon(base / name, max_new_tokens)
+    await d.start()
+    try:
+        yield d
+    finally:
+        d.stop()
+
+
+class Conn:
+    """One client connection with a reader task: replies by id, everything else counted."""
+
+    def __init__(self, ws: Any):
+        self.ws = ws
+        self.replies: dict[str, dict[str, Any]] = {}
+        self.waiters: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        self.events: list[dict[str, Any]] = []
+        self.close_code: int | None = None
+        self.n = 0
+        self.reader = asyncio.get_running_loop().create_task(self._read())
+
+    @classmethod
+    async def open(cls, url: str, hello: bool = True) -> Conn:
+        from websockets.asyncio.client import connect
+
+        ws = await connect(url, open_timeout=30, max_size=None, ping_interval=None)
+        c = cls(ws)
+        if hello:
+            welcome = await c.request(HELLO)
+            assert welcome["type"] == "welcome", welcome
+        return c
+
+    async def _read(self) -> None:
+        from websockets.exceptions import ConnectionClosed
+
+        try:
+            async for raw in self.ws:
+                msg = json.loads(raw)
+                rid = msg.get("id")
+                if isinstance(rid, str):
+                    self.replies[rid] = msg
+                    fut = self.waiters.pop(rid, None)
+                    if fut is not None and not fut.done():
+                        fut.set_result(msg)
+                else:
+                    self.events.append(msg)
+        except ConnectionClosed:
+            pass
+        self.close_code = self.ws.close_code
+        for fut in self.waiters.values():
+            if not fut.done():
+                fut.set_exception(ConnectionError(f"closed {self.close_code}"))
+
+    def next_id(self) -> str:
+        self.n += 1
+        return f"r{self.n}"
+
+    async def send(self, msg: dict[str, Any]) -> str:
+        rid = msg.get("id") or self.next_id()
+        await self.ws.send(json.dumps({**msg, "id": rid}))
+        return str(rid)
+
+    async def request(self, msg: dict[str, Any], timeout: float = 120) -> dict[str, Any]:
+        rid = msg.get("id") or self.next_id()
+        fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self.waiters[rid] = fut
+        await self.ws.send(json.dumps({**msg, "id": rid}))
+        return await asyncio.wait_for(fut, timeout)
+
+    async def start_session(self, **extra: Any) -> str:
+        r = await self.request(
+            {
+                "type": "session.start",
+                "intent": "Buy the cheapest cable",
+                "start_url": OBS["url"],
+                "observation": OBS,
+                "checklist": CHECKLIST,
+                **extra,
+            }
+        )
+        assert r["type"] == "session.started", r
+        return str(r["session_id"])
+
+    async def close(self) -> None:
+        with contextlib.suppress(Exception):
+            await self.ws.close()
+        self.reader.cancel()
+
+
+def burst(ws: Any, frames: list[str]) -> None:
+    """Queue every frame in the protocol object and write them in one go, as a client that
+    pipelines over a fast link does (``ws.send`` would write each frame separately)."""
+    for f in frames:
+        ws.protocol.send_text(f.encode())
+    ws.send_data()
+
+
+async def _until(pred: Callable[[], bool], timeout: float) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if pred():
+            return True
+        await asyncio.sleep(0.05)
+    return pred()
+
+
+def _rows(db: Path, sql: str, *args: Any) -> int:
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return int(con.execute(sql, args).fetchone()[0])
+    finally:
+        con.close()
+
+
+# -- sections -------------------------------------------------------------------------------
+
+
+async def pipelining(base: Path, quick: bool) -> dict[str, Any]:
+    pings, observes = (60, 80) if quick else (300, 400)
+    async with running(base, "pipelining") as d:
+        c = await Conn.open(d.url)
+        ids = [c.next_id() for _ in range(pings)]
+        burst(c.ws, [json.dumps({"type": "ping", "id": rid}) for rid in ids])
+        await _until(lambda: all(r in c.replies for r in ids) or c.close_code is not None, 30)
+        pongs = sum(1 for r in ids if r in c.replies)
+        ping_close = c.close_code
+        await c.close()
+
+        c = await Conn.open(d.url)
+        sid = await c.start_session()
+        ids = [c.next_id() for _ in range(observes)]
+        burst(
+            c.ws, [json.dumps({"type": "observe", "session_id": sid, "id": r, **OBS}) for r in ids]
+        )
+        await _until(lambda: all(r in c.replies for r in ids) or c.close_code is not None, 60)
+        acked = sum(1 for r in ids if c.replies.get(r, {}).get("type") == "observed")
+        obs_close = c.close_code
+        await c.close()
+        await asyncio.sleep(0.5)
+        recorded = _rows(d.db, "SELECT COUNT(*) FROM observations WHERE session_id = ?", sid) - 1
+    return {
+        "pings_sent": pings,
+        "pongs": pongs,
+        "pongs_lost": pings - pongs,
+        "ping_close_code": ping_close,
+        "observes_sent": observes,
+        "observes_acknowledged": acked,
+        "observes_recorded": recorded,
+        "observe_replies_lost": observes - acked,
+        "observe_close_code": obs_close,
+    }
+
+
+async def preauth(base: Path, quick: bool) -> dict[str, Any]:
+    n = 4 if quick else 16
+    async with running(base, "preauth") as d:
+        await asyncio.sleep(1)
+        before = d.peak_rss_mib()
+        # a hello whose token is 31 MiB: valid JSON, so the daemon reads and parses all of it
+        frame = json.dumps({**HELLO, "token": "x" * (BIG_FRAME - 200)})
+        conns = [await Conn.open(d.url, hello=False) for _ in range(n)]
+
+        async def push(c: Conn) -> None:
+            with contextlib.suppress(Exception):
+                await c.ws.send(frame)
+
+        await asyncio.gather(*(push(c) for c in conns))
+        await _until(lambda: all(c.close_code is not None for c in conns), 30)
+        peak = d.peak_rss_mib()
+        codes = [c.close_code for c in conns]
+        for c in conns:
+            await c.close()
+        await asyncio.sleep(1)
+        after = d.rss_mib()
+    return {
+        "frames": n,
+        "frame_mib": BIG_FRAME / MIB,
+        "rss_peak_before_mib": round(before, 1),
+        "rss_peak_mib": round(peak, 1),
+        "rss_after_mib": round(after, 1),
+        "rss_peak_per_frame_mib": round((peak - before) / n, 2),
+        "close_codes": sorted({str(c) for c in codes}),
+    }
+
+
+async def idle_sessions(base: Path, quick: bool) -> dict[str, Any]:
+    n = 200 if quick else 1000
+    async with running(base, "idle") as d:
+        c = await Conn.open(d.url)
+        await c.start_session()  # warm-up: first session's allocations
+        await asyncio.sleep(1)
+        before = d.rss_mib()
+        for _ in range(n):
+            await c.start_session()
+        await asyncio.sleep(2)
+        after = d.rss_mib()
+        await c.close()
+
+        b = await Conn.open(d.url)
+        ids = [b.next_id() for _ in range(n)]
+        start = {"type": "session.start", "intent": "burst", "observation": OBS}
+        burst(b.ws, [json.dumps({**start, "id": r, "checklist": CHECKLIST}) for r in ids])
+        await _until(lambda: all(r in b.replies for r in ids) or b.close_code is not None, 60)
+        await asyncio.sleep(3)
+        overloaded_with_id = sum(1 for r in ids if b.replies.get(r, {}).get("code") == "overloaded")
+        overloaded_no_id = sum(
+            1 for e in b.events if e.get("type") == "error" and e.get("code") == "overloaded"
+        )
+        started = [b.replies[r]["session_id"] for r in ids if "session_id" in b.replies.get(r, {})]
+        no_checklist = sum(
+            1
+            for s in started
+            if _rows(d.db, "SELECT COUNT(*) FROM checklists WHERE session_id = ?", s) == 0
+        )
+        await b.close()
+    return {
+        "sessions": n,
+        "rss_before_mib": round(before, 1),
+        "rss_after_mib": round(after, 1),
+        "rss_per_1000_sessions_mib": round((after - before) * 1000 / n, 2),
+        "burst": n,
+        "burst_started": len(started),
+        "burst_overloaded_with_request_id": overloaded_with_id,
+        "burst_overloaded_without_request_id": overloaded_no_id,
+        "burst_sessions_without_checklist": no_checklist,
+    }
+
+
+async def kill9(base: Path, quick: bool, seed: int = 14) -> dict[str, Any]:
+    rounds = 3 if quick else 8
+    rng = random.Random(seed)
+    d = Daemon(base / "kill9")
+    acked: dict[str, set[tuple[str, int]]] = {"observation": set(), "action": set()}
+    sessions: list[str] = []
+    scored: set[str] = set()
+    started_acked = 0
+    try:
+        for _ in range(rounds):
+            await d.start()
+            c = await Conn.open(d.url)
+            stop_at = time.monotonic() + rng.uniform(0.3, 2.5)
+
+            async def script(c: Conn = c) -> None:
+                nonlocal started_acked
+                sid = await c.start_session()
+                started_acked += 1
+                sessions.append(sid)
+                for _ in range(10_000):
+                    r = await c.request({"type": "observe", "session_id": sid, **OBS})
+                    acked["observation"].add((sid, int(r["step"])))
+                    a = await c.request(
+                        {"type": "action", "session_id": sid, "action": "click('2')"}
+                    )
+                    acked["action"].add((sid, int(a["step"])))
+                    if rng.random() < 0.2:
+                        s = await c.request(
+                            {
+                                "type": "score",
+                                "session_id": sid,
+                                "candidates": CANDS,
+                                "approval": "never",
+                            }
+                        )
+                        if s.get("type") == "scored":
+                            scored.add(f"{sid}:{s['id']}")
+
+            task = asyncio.get_running_loop().create_task(script())
+            await asyncio.sleep(max(0.0, stop_at - time.monotonic()))
+            d.kill9()
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
+            await c.close()
+        await d.start()  # a last restart reads the record
+        d.stop()
+    finally:
+        d.stop()
+    con = sqlite3.connect(d.db)
+    obs = set(con.execute("SELECT session_id, step FROM observations").fetchall())
+    acts = set(con.execute("SELECT session_id, step FROM actions").fetchall())
+    started = {r[0] for r in con.execute("SELECT session_id FROM sessions")}
+    scores = {
+        f"{s}:{r}" for s, r in con.execute("SELECT session_id, request_id FROM score_requests")
+    }
+    con.close()
+    lost = (
+        len(acked["observation"] - obs)
+        + len(acked["action"] - acts)
+        + len(set(sessions) - started)
+        + len(scored - scores)
+    )
+    return {
+        "kills": rounds,
+        "acknowledged": len(acked["observation"])
+        + len(acked["action"])
+        + started_acked
+        + len(scored),
+        "acknowledged_rows_lost": lost,
+    }
+
+
+async def fairness(base: Path, quick: bool, heavy_mb: float) -> dict[str, Any]:
+    heavy_tree = ("[7] link 'a very long page' " * 1 + "\n") * int(heavy_mb * MIB / 30)
+    async with running(base, "fairness", max_new_tokens=16) as d:
+        light = await Conn.open(d.url)
+        lsid = await light.start_session()
+        t0 = time.perf_counter()
+        r = await light.request(
+            {"type": "score", "session_id": lsid, "candidates": CANDS, "approval": "never"}
+        )
+        alone_s = time.perf_counter() - t0
+        assert r["type"] == "scored", r
+
+        heavy = await Conn.open(d.url)
+        hsid = await heavy.start_session()
+        await heavy.request(
+            {"type": "observe", "session_id": hsid, "url": OBS["url"], "axtree": heavy_tree}
+        )
+        hid = await heavy.send(
+            {"type": "score", "session_id": hsid, "candidates": CANDS, "approval": "never"}
+        )
+        await asyncio.sleep(0.2)
+        worst = 0.0
+        times = []
+        disconnect_after = 3.0 if quick else 10.0
+        t_heavy = time.perf_counter()
+        disconnected_at: float | None = None
+        after_disconnect: list[float] = []
+        deadline = time.perf_counter() + (30 if quick else 180)
+        while time.perf_counter() < deadline:
+            if disconnected_at is None and time.perf_counter() - t_heavy > disconnect_after:
+                await heavy.close()
+                disconnected_at = time.perf_counter()
+            t0 = time.perf_counter()
+            r = await light.request(
+                {"type": "score", "session_id": lsid, "candidates": CANDS, "approval": "never"},
+                timeout=600,
+            )
+            dt = time.perf_counter() - t0
+            times.append(dt)
+            worst = max(worst, dt)
+            if disconnected_at is not None and t0 > disconnected_at:
+                after_disconnect.append(dt)
+                if len(after_disconnect) >= 3:
+                    break
+        heavy_done = hid in heavy.replies
+        await light.close()
+    return {
+        "heavy_axtree_mib": heavy_mb,
+        "light_score_alone_s": round(alone_s, 3),
+        "light_scores": len(times),
+        "light_score_worst_s": round(worst, 2),
+        "light_score_median_s": round(statistics.median(times), 3),
+        "heavy_disconnect_after_s": disconnect_after,
+        "light_score_after_disconnect_worst_s": round(max(after_disconnect, default=0.0), 3),
+        "heavy_replied_before_disconnect": heavy_done,
+    }
+
+
+async def stall(base: Path, quick: bool) -> dict[str, Any]:
+    size = 4 * MIB if quick else BIG_FRAME
+    async with running(base, "stall") as d:
+        big = await Conn.open(d.url)
+        sid = await big.start_session()
+        pinger = await Conn.open(d.url)
+        for _ in range(20):
+            await pinger.request({"type": "ping"})
+        axtree = "[3] StaticText 'x'\n" * ((size - 300) // 20)  # 20 bytes each in JSON
+        rtts: list[float] = []
+        done = asyncio.Event()
+
+        async def ping_loop() -> None:
+            while not done.is_set():
+                t0 = time.perf_counter()
+                await pinger.request({"type": "ping"}, timeout=60)
+                rtts.append((time.perf_counter() - t0) * 1000)
+                await asyncio.sleep(0.005)
+
+        task = asyncio.get_running_loop().create_task(ping_loop())
+        await asyncio.sleep(0.2)
+        base_n = len(rtts)
+        t0 = time.perf_counter()
+        r = await big.request(
+            {"type": "observe", "session_id": sid, "url": OBS["url"], "axtree": axtree},
+            timeout=300,
+        )
+        observe_s = time.perf_counter() - t0
+        await asyncio.sleep(0.05)
+        done.set()
+        await task
+        during = rtts[base_n:]
+        await big.close()
+        await pinger.close()
+    return {
+        "observe_mib": round(size / MIB, 1),
+        "observe_reply": r["type"],
+        "observe_round_trip_s": round(observe_s, 2),
+        "pings_during": len(during),
+        "ping_worst_ms": round(max(during, default=0.0), 1),
+        "ping_median_ms": round(statistics.median(during), 2) if during else None,
+        "ping_before_median_ms": round(statistics.median(rtts[:base_n]), 2) if base_n else None,
+    }
+
+
+async def soak(base: Path, seconds: float, clients: int = 20) -> dict[str, Any]:
+    async with running(base, "soak") as d:
+        await asyncio.sleep(1)
+        before = d.rss_mib()
+        sent = 0
+        lost = 0
+        end = time.monotonic() + seconds
+
+        async def one(k: int) -> None:
+            nonlocal sent, lost
+            c = await Conn.open(d.url)
+            sid = await c.start_session()
+            i = 0
+            while time.monotonic() < end:
+                i += 1
+                msg: dict[str, Any] = (
+                    {"type": "score", "session_id": sid, "candidates": CANDS, "approval": "never"}
+                    if i % 10 == 0
+                    else {"type": "observe", "session_id": sid, **OBS}
+                    if i % 2
+                    else {"type": "ping"}
+                )
+                sent += 1
+                try:
+                    await c.request(msg, timeout=120)
+                except (TimeoutError, ConnectionError):
+                    lost += 1
+            await c.close()
+
+        peak = before
+        tasks = asyncio.gather(*(one(k) for k in range(clients)))
+        while not tasks.done():
+            peak = max(peak, d.rss_mib())
+            await asyncio.sleep(0.5)
+        await tasks
+        after = d.rss_mib()
+    return {
+        "seconds": seconds,
+        "clients": clients,
+        "requests": sent,
+        "replies_lost": lost,
+        "rss_before_mib": round(before, 1),
+        "rss_peak_mib": round(peak, 1),
+        "rss_after_mib": round(after, 1),
+    }
+
+
+SECTIONS = ["pipelining", "preauth", "idle_sessions", "kill9", "fairness", "stall"]
+
+
+async def main_async(args: argparse.Namespace) -> dict[str, Any]:
+    out: dict[str, Any] = {"quick": args.quick}
+    with tempfile.TemporaryDirectory(prefix="webshepherd-hostile-") as tmp:
+        base = Path(tmp)
+        for name in args.only or SECTIONS:
+            t0 = time.perf_counter()
+            if name == "fairness":
+                res = await fairness(base, args.quick, args.heavy_mb)
+            else:
+                res = await globals()[name](base, args.quick)
+            logs = sum(Daemon(p).tracebacks() for p in base.iterdir() if p.is_dir())
+            res["tracebacks_in_daemon_logs_so_far"] = logs
+            res["section_s"] = round(time.perf_counter() - t0, 1)
+            out[name] = res
+            print(f"{name}: {json.dumps(res)}", flush=True)
+        if args.soak:
+            out["soak"] = await soak(base, args.soak)
+            print(f"soak: {json.dumps(out['soak'])}", flush=True)
+    return out
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "_serve":
+        _serve(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]))
+        return
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true", help="smaller counts and frames (seconds)")
+    p.add_argument("--only", nargs="*", choices=SECTIONS, help="run only these sections")
+    p.add_argument("--heavy-mb", type=float, default=8.0, help="the heavy session's AX tree")
+    p.add_argument("--soak", type=float, default=0.0, help="seconds of the 20-client soak")
+    p.add_argument("--json", type=Path, default=None, help="write the figures here")
+    args = p.parse_args()
+    out = asyncio.run(main_async(args))
+    if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(out, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    main()
