@@ -302,7 +302,7 @@ def webprm_rows(
             "task_id": sid,
             "step_id": rec.step,
             "intent": red.text(s["intent"]),
-            "website_name": urlparse(start or rec.url).hostname or "",
+            "website_name": red.text(urlparse(start or rec.url).hostname or ""),
             "start_url": red.text(start),
             "thought_history": [red.text(t.thought) for t in rec.history],
             "action_history": [red.action(t.action, "") for t in rec.history],
