@@ -90,10 +90,21 @@ class ItemProbs(Model):
         return max(probs, key=lambda k: probs[k])
 
 
+UnparsedReason = Literal[
+    "aborted", "cut_by_context", "cut_by_limit", "off_checklist", "no_label", "no_answer"
+]
+
+
 class SampleResult(Model):
     reward: float | None
     text: str
     items: list[ItemProbs] = Field(default_factory=list)
+    unparsed: UnparsedReason | None = Field(
+        default=None,
+        description="Why this sample gave no reward (null when it did): scoring aborted, the "
+        "judgement cut by the context or the output limit, labels only of items not on the "
+        "checklist, an <answer> block without a label, no <answer> block.",
+    )
 
 
 class CandidateResult(Model):
@@ -105,6 +116,12 @@ class CandidateResult(Model):
     parsed_samples: int = Field(ge=0)
     probabilities: Literal["full", "top_k"] = Field(
         default="full", description="'top_k' when label probabilities come from a top-k truncation."
+    )
+    unparsed_samples: int = Field(
+        default=0,
+        ge=0,
+        description="Samples that gave no reward. The daemon's rule (serve --unparsed) leaves "
+        "them out of 'reward' (skip, the default) or averages them in as 0 (zero).",
     )
 
 

@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from webshepherd.daemon.engine.engine import DEFAULT_MAX_CONTEXT
+from webshepherd.daemon.engine.labels import UNPARSED_RULES
 from webshepherd.protocol.errors import WebShepherdError
 
 
@@ -23,8 +25,35 @@ def add_eval_parser(sub: Any) -> None:
     where.add_argument("--model", default=None, help="score in process with this model")
     rb.add_argument("--token", default=None, help="daemon token (default: the local store)")
     rb.add_argument("--device", default="auto", help="device for --model (default auto)")
-    rb.add_argument("--samples", type=int, default=1, help="completions per candidate")
-    rb.add_argument("--max-new-tokens", type=int, default=None, help="judge output limit")
+    rb.add_argument(
+        "--samples",
+        type=int,
+        default=5,
+        help="completions per candidate (default 5 at --temperature 1.0: the paper's best "
+        "setting; 1 = greedy, the paper's weaker '1 prob' row)",
+    )
+    rb.add_argument(
+        "--temperature", type=float, default=1.0, help="sampling temperature for --model (1.0)"
+    )
+    rb.add_argument(
+        "--unparsed",
+        choices=UNPARSED_RULES,
+        default="zero",
+        help="a sample without a label: zero (default, the authors' rule: scored 0 and averaged "
+        "in) or skip (left out of the mean)",
+    )
+    rb.add_argument(
+        "--max-context",
+        type=int,
+        default=DEFAULT_MAX_CONTEXT,
+        help=f"with --model: prompt + judgement limit in tokens (default {DEFAULT_MAX_CONTEXT})",
+    )
+    rb.add_argument(
+        "--max-new-tokens",
+        type=int,
+        default=None,
+        help="judge output cap (default none: to </answer> within the context, as the authors)",
+    )
     rb.add_argument("--json", type=Path, required=True, help="report (resumed when it exists)")
     rb.add_argument("--quiet", action="store_true", help="no progress bar")
     rb.set_defaults(func=cmd_rewardbench)
@@ -94,16 +123,29 @@ def cmd_rewardbench(args: argparse.Namespace) -> int:
         from webshepherd.daemon.engine.engine import EngineConfig
         from webshepherd.daemon.engine.loader import load_engine
 
-        cfg = EngineConfig(max_new_tokens=args.max_new_tokens or 512)
+        cfg = EngineConfig(
+            max_new_tokens=args.max_new_tokens,
+            temperature=args.temperature,
+            max_context=args.max_context or None,
+            unparsed=args.unparsed,
+        )
         scorer = EngineScorer(load_engine(args.model, device=args.device, config=cfg))
+        settings = {
+            "temperature": args.temperature,
+            "unparsed": args.unparsed,
+            "max_context": args.max_context,
+            "max_new_tokens": args.max_new_tokens,
+        }
     else:
-        scorer = DaemonScorer(args.url, args.token)
+        scorer = DaemonScorer(args.url, args.token, unparsed=args.unparsed)
+        settings = {"unparsed": args.unparsed}
     try:
         report = run(
             args.data,
             scorer,
             args.json,
             samples=args.samples,
+            settings=settings,
             progress=_progress(args.quiet, "rewardbench"),
         )
     finally:

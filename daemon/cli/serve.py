@@ -10,6 +10,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from webshepherd.daemon.config import DaemonConfig, check_bind
+from webshepherd.daemon.engine.engine import DEFAULT_MAX_CONTEXT
+from webshepherd.daemon.engine.labels import UNPARSED_RULES
 from webshepherd.daemon.engine.loader import BACKENDS
 from webshepherd.protocol.errors import ModelUnavailableError
 
@@ -24,7 +26,7 @@ _REMOTE_FLAGS = (
 
 
 def add_backend_arguments(s: argparse.ArgumentParser) -> None:
-    """``serve``'s model backend flags."""
+    """``serve``'s model backend and scoring flags."""
     s.add_argument(
         "--backend",
         choices=BACKENDS,
@@ -50,6 +52,21 @@ def add_backend_arguments(s: argparse.ArgumentParser) -> None:
         metavar="NAME",
         help="with --backend openai: the server's name for the model (default: --model, or "
         "the only model the server has); --model still names the tokenizer and chat template",
+    )
+    s.add_argument(
+        "--max-context",
+        type=int,
+        default=DEFAULT_MAX_CONTEXT,
+        metavar="TOKENS",
+        help=f"prompt + judgement limit in tokens (default {DEFAULT_MAX_CONTEXT}, the authors' "
+        "--max-model-len; 0: the model's own); longer AX trees lose whole lines, visibly",
+    )
+    s.add_argument(
+        "--unparsed",
+        choices=UNPARSED_RULES,
+        default="skip",
+        help="a judge sample without a label (or cut by the context): skip it in the mean "
+        "(default; null reward when none parses) or count it as 0 (zero: the authors' rule)",
     )
 
 
@@ -104,10 +121,18 @@ def engine_from_args(args: argparse.Namespace, config: DaemonConfig) -> Engine:
             raise ModelUnavailableError(
                 f"--api-key-env {args.api_key_env}: that environment variable is not set or empty"
             )
+    max_context = getattr(args, "max_context", DEFAULT_MAX_CONTEXT)
+    if max_context is not None and max_context < 0:
+        raise ModelUnavailableError("--max-context: a number of tokens, or 0 for the model's own")
+    engine_config = EngineConfig(
+        samples=config.default_samples,
+        max_context=max_context or None,
+        unparsed=getattr(args, "unparsed", "skip"),
+    )
     return load_engine(
         args.model,
         device=args.device,
-        config=EngineConfig(samples=config.default_samples),
+        config=engine_config,
         backend=backend,
         base_url=getattr(args, "base_url", None),
         api_key=api_key,

@@ -57,7 +57,7 @@ def load_demo_engine(model: str | None, samples: int, console: Console) -> tuple
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()
-    config = EngineConfig(samples=samples, max_new_tokens=160 if tiny else 512)
+    config = EngineConfig(samples=samples, max_new_tokens=160 if tiny else None)
     return load_engine(model, device="auto", config=config), tiny
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from webshepherd.daemon.engine.backends.base import Backend, JudgeBatch, JudgeOutput
 from webshepherd.daemon.engine.checklist_parse import parse_checklist
 from webshepherd.daemon.engine.checklist_parse import parse_reference_checklist as _parse_reference
-from webshepherd.daemon.engine.labels import score_candidate
+from webshepherd.daemon.engine.labels import UnparsedRule, score_candidate
 from webshepherd.daemon.engine.prompts import checklist_messages, judge_fields, split_judge_prompt
 from webshepherd.daemon.engine.types import (
     EngineStats,
@@ -38,28 +38,55 @@ def _model_errors(what: str) -> Iterator[None]:
         raise ModelError(f"the model failed while {what} ({type(e).__name__})") from e
 
 
+DEFAULT_MAX_CONTEXT = 10_000  # the authors served the checkpoints with --max-model-len 10000
+
+
 @dataclass(frozen=True)
 class EngineConfig:
-    """Decoding settings. ``max_context`` caps the backend's context (the authors served 10000)."""
+    """Decoding settings.
+
+    ``max_context`` caps the backend's context (``None``: the model's own). Generation is not
+    capped below the context, as in the authors' pipeline: a judgement runs to ``</answer>``
+    or the end of the context (``max_new_tokens`` / ``checklist_max_new_tokens`` set a cap).
+    ``output_reserve``: tokens a cut AX tree leaves free for the output when there is no cap.
+    ``unparsed``: ``skip`` (default) or ``zero``, see :func:`labels.score_candidate`.
+    """
 
     samples: int = 1
-    max_new_tokens: int = 512
-    checklist_max_new_tokens: int = 512
+    max_new_tokens: int | None = None
+    checklist_max_new_tokens: int | None = None
+    output_reserve: int = 512
     temperature: float = 1.0
     history_steps: int = 10
     context_margin: int = 16
-    max_context: int | None = None
+    max_context: int | None = DEFAULT_MAX_CONTEXT
+    unparsed: UnparsedRule = "skip"
 
 
 def _no_candidates() -> StepScore:
     return StepScore(candidates=(), prompt_tokens=0, generated_tokens=0, prefix_shared=False)
 
 
-def _step_score(out: JudgeOutput, truncated: bool, checklist: ParsedChecklist) -> StepScore:
-    """Eq. 2 rewards of every candidate from the backend's generations (checklist items only)."""
+def _step_score(
+    out: JudgeOutput,
+    truncated: bool,
+    checklist: ParsedChecklist,
+    config: EngineConfig,
+    capped: bool,
+) -> StepScore:
+    """Eq. 2 rewards of every candidate from the backend's generations (checklist items only);
+    ``capped``: the output limit was ``config.max_new_tokens``, not the end of the context."""
     items = frozenset(it.index for it in checklist.items) or None
     cands = tuple(
-        score_candidate(k, gens, out.label_source, items) for k, gens in enumerate(out.generations)
+        score_candidate(
+            k,
+            gens,
+            out.label_source,
+            items,
+            unparsed=config.unparsed,
+            cut_by="limit" if capped else "context",
+        )
+        for k, gens in enumerate(out.generations)
     )
     return StepScore(
         candidates=cands,
@@ -103,17 +130,18 @@ class Engine:
         """Generate a checklist greedily from the start page; ``ModelError`` when none parses."""
         with self._lock, _model_errors("writing the checklist"):
             t0 = time.monotonic()
-            max_new = self.config.checklist_max_new_tokens
+            cap = self.config.checklist_max_new_tokens
 
             def render(tree: str) -> str:
                 return self.backend.render_chat(checklist_messages(intent, start_url, tree))
 
             tree, _ = self.fit_axtree(
-                axtree, lambda t: self.backend.count_tokens(render(t)), max_new
+                axtree, lambda t: self.backend.count_tokens(render(t)), self._reserve(cap)
             )
             prompt = render(tree)
-            text = self.backend.generate(prompt, max_new, temperature=0.0)
-            self._account(self.backend.count_tokens(prompt), self.backend.count_tokens(text), t0)
+            prompt_tokens = self.backend.count_tokens(prompt)
+            text = self.backend.generate(prompt, self._room(prompt_tokens, cap), temperature=0.0)
+            self._account(prompt_tokens, self.backend.count_tokens(text), t0)
         parsed = parse_checklist(text)
         if not parsed.items:
             shown = text.strip()[:120].replace("\n", " ")
@@ -148,7 +176,7 @@ class Engine:
             batch, truncated = self._judge_batch(step)
             out = self.backend.judge(batch, on_delta=on_progress, cancel=cancel)
             self._account(out.prefilled_tokens, out.generated_tokens, t0)
-        return _step_score(out, truncated, step.checklist)
+        return self._step_score(out, truncated, step, batch)
 
     def score_many(
         self,
@@ -207,7 +235,9 @@ class Engine:
             else:
                 try:
                     with _model_errors("scoring"):
-                        results[i] = _step_score(out, truncated[i], steps[i].checklist)
+                        results[i] = self._step_score(
+                            out, truncated[i], steps[i], batches[todo.index(i)]
+                        )
                 except WebShepherdError as exc:
                     results[i] = exc
         return results
@@ -224,25 +254,46 @@ class Engine:
                 candidates=step.candidates,
             )
 
-        def longest(tree: str) -> int:
-            prefix, suffixes = parts(tree)
-            return max(self.backend.count_tokens(prefix + s) for s in suffixes)
+        measured: dict[str, int] = {}
 
-        tree, truncated = self.fit_axtree(step.axtree, longest, self.config.max_new_tokens)
+        def longest(tree: str) -> int:
+            if tree not in measured:
+                prefix, suffixes = parts(tree)
+                measured[tree] = max(self.backend.count_tokens(prefix + s) for s in suffixes)
+            return measured[tree]
+
+        cap = self.config.max_new_tokens
+        tree, truncated = self.fit_axtree(step.axtree, longest, self._reserve(cap))
         prefix, suffixes = parts(tree)
         batch = JudgeBatch(
             prefix=prefix,
             suffixes=suffixes,
             samples=max(1, step.samples),
-            max_new_tokens=self.config.max_new_tokens,
+            max_new_tokens=self._room(longest(tree), cap),
             temperature=self.config.temperature,
         )
         return batch, truncated
 
+    def _step_score(
+        self, out: JudgeOutput, truncated: bool, step: StepInput, batch: JudgeBatch
+    ) -> StepScore:
+        cap = self.config.max_new_tokens
+        capped = cap is not None and batch.max_new_tokens >= cap
+        return _step_score(out, truncated, step.checklist, self.config, capped)
+
+    def _reserve(self, cap: int | None) -> int:
+        """Output tokens a cut AX tree leaves free: the cap, else ``output_reserve``."""
+        return cap if cap is not None else self.config.output_reserve
+
+    def _room(self, prompt_tokens: int, cap: int | None) -> int:
+        """The output limit for a prompt: the rest of the context (at most ``cap``)."""
+        room = self.max_context - prompt_tokens - self.config.context_margin
+        return max(1, room if cap is None else min(cap, room))
+
     # -- helpers -------------------------------------------------------------------------
 
     def fit_axtree(
-        self, axtree: str, prompt_tokens: Callable[[str], int], max_new: int
+        self, axtree: str, prompt_tokens: Callable[[str], int], reserve: int
     ) -> tuple[str, bool]:
         """Cut whole lines from the end of ``axtree`` (with a visible marker) until the prompt fits.
 
@@ -250,7 +301,7 @@ class Engine:
         tree. Returns ``(tree, truncated)``; ``ModelError`` when even an empty
         tree does not fit.
         """
-        budget = self.max_context - max_new - self.config.context_margin
+        budget = self.max_context - reserve - self.config.context_margin
         whole = prompt_tokens(axtree)
         if whole <= budget:
             return axtree, False
@@ -264,7 +315,7 @@ class Engine:
         if base > budget:
             raise ModelError(
                 f"the prompt does not fit the model's context of {self.max_context} tokens "
-                f"even without the accessibility tree (max_new_tokens={max_new})"
+                f"even without the accessibility tree (keeping {reserve} tokens for the output)"
             )
         # The largest `keep` that fits lies in [lo, hi]. Start hi near a per-line estimate so
         # the search tokenizes prompts of about the context's size, not the whole huge tree.

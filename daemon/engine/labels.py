@@ -4,14 +4,22 @@ A label position is a generated token inside the judgement region (after
 ``<answer>`` or ``CHECKLIST EVALUATION:``, up to ``</answer>``) whose
 vocabulary entry is one of the paper's label variants (Appendix C.2) and that
 forms a whole word (``Incomplete`` split as ``In`` + ``complete`` is not a
-label). At most one label counts per line.
+label; ``In`` counts only as the start of ``In Progress`` / ``InProgress``, so
+the ``In`` of an echoed title such as ``Log In`` is not one). One label counts
+per line: on a ``Checklist N:`` line the last label word (the label follows any
+echoed title: ``Checklist 1: Log In - Yes`` is Yes), on other lines the first.
+
+A sample is *unparsed* when it has no label of a checklist item, or when its
+judgement was cut (by the context or an explicit output limit) before it ended.
+The authors' pipeline scores such a sample 0 and averages it in (``zero``); the
+daemon's default leaves it out of the mean (``skip``); both report it.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Collection, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from webshepherd.daemon.engine.backends.base import IN_PROGRESS, NO, YES, GeneratedToken, Generation
 from webshepherd.daemon.engine.types import (
@@ -20,7 +28,11 @@ from webshepherd.daemon.engine.types import (
     LabelProbs,
     LabelSource,
     SampleScore,
+    UnparsedReason,
 )
+
+UnparsedRule = Literal["skip", "zero"]
+UNPARSED_RULES: tuple[UnparsedRule, ...] = ("skip", "zero")
 
 _WORDS: dict[int, tuple[str, ...]] = {
     YES: ("Yes", "yes", "YES", "Done", "Completed", "Correct"),
@@ -75,12 +87,9 @@ def _is_word(text: str, begin: int, end: int, word: str) -> bool:
     """Whether ``text[begin:end]`` (the stripped piece ``word``) is a whole word."""
     if begin > 0 and (text[begin - 1].isalnum() or text[begin - 1] == "_"):
         return False
-    if end >= len(text) or not (text[end].isalnum() or text[end] == "_"):
-        return True
-    if word == "In":  # "In Progress" / "InProgress" split as In + Progress
-        m = re.match(r" ?Progress(?![\w])", text[end:])
-        return m is not None
-    return False
+    if word == "In":  # only as "In Progress" / "InProgress" (split as In + Progress)
+        return re.match(r" ?Progress(?![\w])", text[end:]) is not None
+    return end >= len(text) or not (text[end].isalnum() or text[end] == "_")
 
 
 def extract_labels(tokens: Sequence[GeneratedToken]) -> list[tuple[int | None, LabelProbs]]:
@@ -90,8 +99,7 @@ def extract_labels(tokens: Sequence[GeneratedToken]) -> list[tuple[int | None, L
     if region is None:
         return []
     r_start, r_end = region
-    out: list[tuple[int | None, LabelProbs]] = []
-    seen_lines: set[int] = set()
+    chosen: dict[int, tuple[int | None, LabelProbs]] = {}  # line start -> its label
     pos = 0
     for tok in tokens:
         start, pos = pos, pos + len(tok.piece)
@@ -102,12 +110,11 @@ def extract_labels(tokens: Sequence[GeneratedToken]) -> list[tuple[int | None, L
         if not word or not _is_word(text, begin, pos, word):
             continue
         line_start = text.rfind("\n", 0, begin) + 1
-        if line_start in seen_lines:
-            continue
-        seen_lines.add(line_start)
         m = _ITEM_LINE.match(text[line_start:begin])
-        out.append((int(m.group(1)) if m else None, _normalize(tok.mass, tok.group)))
-    return out
+        if line_start in chosen and m is None:
+            continue  # not an item line: its first label counts
+        chosen[line_start] = (int(m.group(1)) if m else None, _normalize(tok.mass, tok.group))
+    return [chosen[k] for k in sorted(chosen)]
 
 
 def sample_items(labels: Sequence[tuple[int | None, LabelProbs]]) -> tuple[ItemScore, ...]:
@@ -131,17 +138,33 @@ def feedback_text(text: str) -> str:
     return (text[: min(hits)] if hits else text).strip()
 
 
-def _why_unparsed(gens: Sequence[Generation], off_list: bool = False) -> str:
-    n = len(gens)
+def _sample_unparsed(g: Generation, found: int, kept: int, cut_by: str) -> UnparsedReason | None:
+    """Why one sample is unparsed, or None when it is parsed."""
+    if g.finish_reason == "aborted":
+        return "aborted"
+    if g.finish_reason == "length":
+        return "cut_by_context" if cut_by == "context" else "cut_by_limit"
+    if kept:
+        return None
+    if found:
+        return "off_checklist"
+    return "no_label" if _region(g.text) else "no_answer"
+
+
+_WHY = {
+    "aborted": "scoring was aborted before a label was written",
+    "cut_by_context": "the judgement was cut by the model's context before it ended",
+    "cut_by_limit": "the judgement was cut at the output limit (max_new_tokens) before it ended",
+    "off_checklist": "the <answer> block labelled only items that are not on the checklist",
+    "no_label": "the <answer> block held no Yes / In Progress / No label",
+    "no_answer": "the model wrote no <answer> block",
+}
+
+
+def _why_unparsed(reasons: Sequence[UnparsedReason]) -> str:
+    n = len(reasons)
     head = f"no label found in {n} sample{'s' if n != 1 else ''}: "
-    if gens and all(g.finish_reason == "aborted" for g in gens):
-        return head + "scoring was aborted before a label was written"
-    if not any(_region(g.text) for g in gens):
-        cut = " (cut at max_new_tokens)" if any(g.finish_reason == "length" for g in gens) else ""
-        return head + f"the model wrote no <answer> block{cut}"
-    if off_list:
-        return head + "the <answer> block labelled only items that are not on the checklist"
-    return head + "the <answer> block held no Yes / In Progress / No label"
+    return head + "; ".join(_WHY[r] for r in dict.fromkeys(reasons))
 
 
 def on_checklist(
@@ -163,32 +186,49 @@ def score_candidate(
     gens: Sequence[Generation],
     label_source: LabelSource = "full",
     checklist_items: Collection[int] | None = None,
+    *,
+    unparsed: UnparsedRule = "skip",
+    cut_by: Literal["context", "limit"] = "context",
 ) -> CandidateScore:
-    """Aggregate one candidate's samples: reward = mean over parsed samples (never a silent 0).
+    """Aggregate one candidate's samples (Eq. 2 averaged over samples).
 
     ``checklist_items``: the checklist's item numbers; labels of other numbers do not count.
+    ``unparsed``: ``skip`` averages the parsed samples only (``reward`` None when none is
+    parsed, with the reason in ``feedback``); ``zero`` averages every sample, an unparsed
+    one as 0, as the authors' pipeline does. ``cut_by``: what a "length" finish ran into.
     """
     samples: list[SampleScore] = []
-    off_list = False
     for g in gens:
         found = extract_labels(g.tokens)
         labels = on_checklist(found, checklist_items)
-        off_list = off_list or len(labels) < len(found)
+        why = _sample_unparsed(g, len(found), len(labels), cut_by)
         samples.append(
-            SampleScore(text=g.text, items=sample_items(labels), reward=sample_reward(labels))
+            SampleScore(
+                text=g.text,
+                items=sample_items(labels) if why is None else (),
+                reward=sample_reward(labels) if why is None else None,
+                unparsed=why,
+            )
         )
     parsed = [s for s in samples if s.reward is not None]
+    n_unparsed = len(samples) - len(parsed)
+    if unparsed == "zero" and samples:
+        reward: float | None = sum(s.reward or 0.0 for s in samples) / len(samples)
+    elif parsed:
+        reward = sum(s.reward for s in parsed if s.reward is not None) / len(parsed)
+    else:
+        reward = None
     if not parsed:
         return CandidateScore(
             index=index,
-            reward=None,
+            reward=reward,
             items=(),
-            feedback=_why_unparsed(gens, off_list),
+            feedback=_why_unparsed([s.unparsed for s in samples if s.unparsed]),
             samples=tuple(samples),
             parsed_samples=0,
             label_source=label_source,
+            unparsed_samples=n_unparsed,
         )
-    reward = sum(s.reward for s in parsed if s.reward is not None) / len(parsed)
     per_item: dict[int, list[LabelProbs]] = {}
     for s in parsed:
         for it in s.items:
@@ -212,4 +252,5 @@ def score_candidate(
         samples=tuple(samples),
         parsed_samples=len(parsed),
         label_source=label_source,
+        unparsed_samples=n_unparsed,
     )

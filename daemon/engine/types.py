@@ -11,6 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from webshepherd.protocol.common import UnparsedReason  # why a judge sample gave no reward
+
 LabelSource = Literal["full", "top_k"]
 
 
@@ -80,18 +82,20 @@ class ItemScore:
 class SampleScore:
     text: str
     items: tuple[ItemScore, ...]
-    reward: float | None  # None when the sample has no label position
+    reward: float | None  # None when the sample is unparsed
+    unparsed: UnparsedReason | None = None
 
 
 @dataclass(frozen=True)
 class CandidateScore:
     index: int
-    reward: float | None  # mean over parsed samples; None when none parsed
+    reward: float | None  # Eq. 2 over samples (unparsed ones skipped or 0, by the rule)
     items: tuple[ItemScore, ...]  # per-item mean over parsed samples
     feedback: str  # the first parsed sample's feedback paragraph, or an explanation
     samples: tuple[SampleScore, ...]
     parsed_samples: int
     label_source: LabelSource = "full"
+    unparsed_samples: int = 0
 
 
 @dataclass(frozen=True)

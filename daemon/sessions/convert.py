@@ -51,11 +51,14 @@ def candidate_result(c: et.CandidateScore) -> pc.CandidateResult:
         items=item_probs(c.items),
         feedback=c.feedback,
         samples=[
-            pc.SampleResult(reward=s.reward, text=s.text, items=item_probs(s.items))
+            pc.SampleResult(
+                reward=s.reward, text=s.text, items=item_probs(s.items), unparsed=s.unparsed
+            )
             for s in c.samples
         ],
         parsed_samples=c.parsed_samples,
         probabilities=c.label_source,
+        unparsed_samples=c.unparsed_samples,
     )
 
 

@@ -222,7 +222,17 @@ export type Reward = number | null;
 export type Items2 = ItemProbs[];
 export type Reward1 = number | null;
 export type Text1 = string;
+/**
+ * Why this sample gave no reward (null when it did): scoring aborted, the judgement cut by the context or the output limit, labels only of items not on the checklist, an <answer> block without a label, no <answer> block.
+ */
+export type Unparsed =
+  | ("aborted" | "cut_by_context" | "cut_by_limit" | "off_checklist" | "no_label" | "no_answer")
+  | null;
 export type Samples1 = SampleResult[];
+/**
+ * Samples that gave no reward. The daemon's rule (serve --unparsed) leaves them out of 'reward' (skip, the default) or averages them in as 0 (zero).
+ */
+export type UnparsedSamples = number;
 export type Results = CandidateResult[];
 export type SessionId9 = string;
 export type Step2 = number;
@@ -528,6 +538,7 @@ export interface CandidateResult {
   probabilities?: Probabilities;
   reward: Reward;
   samples?: Samples1;
+  unparsed_samples?: UnparsedSamples;
 }
 /**
  * Label probabilities of one checklist item, normalized over the three label groups.
@@ -542,6 +553,7 @@ export interface SampleResult {
   items?: Items2;
   reward: Reward1;
   text: Text1;
+  unparsed?: Unparsed;
 }
 export interface Timing {
   model_ms?: ModelMs;

@@ -10,6 +10,10 @@ Metrics (Web-Shepherd §5.1), per source subset and over all rows:
 Ties are penalized: rank = 1 + number of rejected actions whose reward is at least the
 chosen one's, so a reward model that gives every candidate the same score ranks the
 chosen action last. A missing reward (no parsable judgement) counts as −∞.
+
+Defaults follow the authors' benchmark script and the paper's best setting (Table 8, "5
+prob"): 5 samples at temperature 1.0, an unparsed sample scored 0 and averaged in, the
+row's history cut at ``step_id`` (the last 10 steps reach the prompt).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from webshepherd.daemon.engine.checklist_parse import parse_reference_checklist
+from webshepherd.daemon.engine.labels import UnparsedRule
 from webshepherd.daemon.engine.types import CandidateAction, StepInput, Turn
 from webshepherd.daemon.offline.evaluation.rows import (
     DataError,
@@ -196,14 +201,16 @@ class EngineScorer:
 
 class DaemonScorer:
     """Scores through a running daemon: one short session per row (reference checklist,
-    the row's history reported as actions, ``approval: never``), ended afterwards."""
+    the row's history reported as actions, ``approval: never``), ended afterwards.
+    ``unparsed`` applies the rule to the reply's samples, whatever the daemon's own rule."""
 
-    def __init__(self, url: str, token: str | None = None):
+    def __init__(self, url: str, token: str | None = None, unparsed: UnparsedRule = "zero"):
         from webshepherd.protocol.client.sync import Client
 
         self.client = Client(url, token, name="webshepherd-eval", reconnect=False)
         self.client.connect()
         self.name = f"daemon:{url}"
+        self.unparsed = unparsed
 
     def score(self, row: BenchRow, samples: int) -> list[float | None]:
         c = self.client
@@ -225,7 +232,13 @@ class DaemonScorer:
             )
         finally:
             c.end_session(s.session_id, "unknown")
-        return [r.reward for r in sorted(scored.results, key=lambda r: r.index)]
+        results = sorted(scored.results, key=lambda r: r.index)
+        if self.unparsed == "skip":
+            return [r.reward for r in results]
+        return [
+            sum(x.reward or 0.0 for x in r.samples) / len(r.samples) if r.samples else None
+            for r in results
+        ]
 
     def close(self) -> None:
         self.client.close()
@@ -273,15 +286,19 @@ def run(
     scorer: Scorer,
     out: Path,
     *,
-    samples: int = 1,
+    samples: int = 5,
+    settings: dict[str, Any] | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
-    """Score every row not yet in ``out`` (a resumable JSON report), then add the metrics."""
+    """Score every row not yet in ``out`` (a resumable JSON report), then add the metrics.
+    ``settings``: the scorer's other settings (temperature, unparsed rule…), kept in the report;
+    a report made with other ones is not resumed."""
     rows = read_bench(data)
     report: dict[str, Any] = {
         "data": str(data),
         "scorer": scorer.name,
         "samples": samples,
+        "settings": settings or {},
         "rows": {},
     }
     if out.exists():
@@ -289,10 +306,12 @@ def run(
             old = json.loads(out.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as e:
             raise WebShepherdError(f"--json {out}: exists but is not a report ({e})") from None
-        if old.get("samples") != samples or not isinstance(old.get("rows"), dict):
+        same = old.get("samples") == samples and old.get("settings", {}) == report["settings"]
+        if not same or not isinstance(old.get("rows"), dict):
             raise WebShepherdError(
                 f"--json {out}: holds a run with other settings (samples "
-                f"{old.get('samples')}); pass another file to start afresh"
+                f"{old.get('samples')}, {old.get('settings', {})}); pass another file to start "
+                "afresh"
             )
         known = {r.key for r in rows}
         report["rows"] = {k: v for k, v in old["rows"].items() if k in known}

@@ -98,6 +98,15 @@ def test_backend_flags_parse() -> None:
         build_parser().parse_args(["serve", "--backend", "tgi"])
 
 
+def test_scoring_flags_default_to_the_authors_context_and_the_skip_rule() -> None:
+    args = build_parser().parse_args(["serve"])
+    assert (args.max_context, args.unparsed) == (10_000, "skip")
+    args = build_parser().parse_args(["serve", "--max-context", "0", "--unparsed", "zero"])
+    assert (args.max_context, args.unparsed) == (0, "zero")  # 0: the model's own context
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["serve", "--unparsed", "half"])
+
+
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
@@ -155,10 +164,16 @@ async def test_serve_openai_backend_scores_through_a_real_daemon(
                 "WS_TEST_KEY",
                 "--samples",
                 "2",
+                "--max-context",
+                "1500",
+                "--unparsed",
+                "zero",
             ]
         )
         engine = engine_from_args(args, config_from_args(args))
         assert isinstance(engine.backend, OpenAIBackend) and engine.backend.api_key == KEY
+        assert (engine.config.max_context, engine.config.unparsed) == (1500, "zero")
+        assert engine.max_context == 1500
         engine.config = replace(engine.config, max_new_tokens=64, checklist_max_new_tokens=64)
         daemon = await start_daemon(engine=engine)
         agent = await daemon.client()
@@ -167,7 +182,10 @@ async def test_serve_openai_backend_scores_through_a_real_daemon(
         assert scored["type"] == "scored" and len(scored["results"]) == 2
         for r in scored["results"]:
             assert r["probabilities"] == "top_k" and len(r["samples"]) == 2
-            assert r["reward"] is not None or r["feedback"]
+            # the zero rule: every candidate has a reward; the unparsed samples are counted
+            assert r["reward"] is not None
+            assert r["unparsed_samples"] == sum(s["reward"] is None for s in r["samples"])
+            assert r["parsed_samples"] + r["unparsed_samples"] == 2
         assert scored["timing"]["model_ms"] > 0
     finally:
         server.stop()

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from webshepherd.daemon.engine.engine import Engine, EngineConfig, truncation_marker
 from webshepherd.daemon.engine.loader import load_engine
-from webshepherd.daemon.engine.prompts import checklist_messages
+from webshepherd.daemon.engine.prompts import checklist_messages, step_judge_messages
 from webshepherd.daemon.engine.types import CandidateAction, StepInput, Turn
 from webshepherd.protocol.errors import ModelError, ModelUnavailableError
 
@@ -128,3 +128,39 @@ def test_unparseable_checklist_is_a_clear_model_error(tiny_engine: Engine) -> No
     engine = Engine(tiny_engine.backend, EngineConfig(checklist_max_new_tokens=2))
     with pytest.raises(ModelError, match="could not be parsed: no 'Checklist N: …' line"):
         engine.make_checklist("Buy red shoes", "http://shop.example.com", TREE)
+
+
+def _longest_prompt(engine: Engine, step: StepInput) -> int:
+    return max(
+        engine.backend.count_tokens(
+            engine.backend.render_chat(step_judge_messages(step, k, engine.config.history_steps))
+        )
+        for k in range(len(step.candidates))
+    )
+
+
+def test_no_output_cap_below_the_context(tiny_engine: Engine) -> None:
+    """As in the authors' pipeline a judgement may run to the end of the context (10,000 tokens
+    by default, or the model's own when smaller); max_new_tokens is only an explicit cap."""
+    engine = Engine(tiny_engine.backend, EngineConfig())
+    assert engine.config.max_new_tokens is None and engine.config.max_context == 10_000
+    assert engine.max_context == min(10_000, tiny_engine.backend.max_context)
+    step = _step(engine)
+    batch, _ = engine._judge_batch(step)
+    room = engine.max_context - _longest_prompt(engine, step) - engine.config.context_margin
+    assert batch.max_new_tokens == room
+    capped = Engine(tiny_engine.backend, EngineConfig(max_new_tokens=7))
+    assert capped._judge_batch(step)[0].max_new_tokens == 7
+
+
+def test_a_judgement_cut_by_the_context_is_unparsed_and_says_so(tiny_engine: Engine) -> None:
+    step = _step(tiny_engine)
+    fit = _longest_prompt(tiny_engine, step) + EngineConfig().context_margin + 3
+    engine = Engine(tiny_engine.backend, EngineConfig(max_context=fit, output_reserve=3))
+    result = engine.score(step)
+    for cand in result.candidates:
+        assert cand.reward is None and cand.unparsed_samples == 1 and cand.parsed_samples == 0
+        assert cand.samples[0].unparsed == "cut_by_context"
+        assert "cut by the model's context" in cand.feedback
+    zero = Engine(tiny_engine.backend, replace(engine.config, unparsed="zero")).score(step)
+    assert [c.reward for c in zero.candidates] == [0.0] * len(CANDIDATES)

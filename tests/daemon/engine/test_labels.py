@@ -164,3 +164,81 @@ def test_labels_of_items_not_on_the_checklist_do_not_count() -> None:
     only_off = _toks("<answer>", "\n", *[t.piece for t in off])
     none = score_candidate(0, [_gen(only_off)], checklist_items={1, 2})
     assert none.reward is None and "not on the checklist" in none.feedback
+
+
+def _line(*pieces: str, mass: tuple[float, float, float]) -> list[GeneratedToken]:
+    return _toks(*pieces, "\n", mass=mass)
+
+
+def test_a_title_echoed_on_the_label_line_does_not_count_as_the_label() -> None:
+    """Judges often repeat the item's title before its label. On a ``Checklist N:`` line the
+    label is the last label word; ``In`` is a label only as the start of ``In Progress``."""
+    stream = [
+        *_toks("The", " agent", " logged", " in", ".", "\n", "<answer>", "\n", mass=(0, 0, 0)),
+        *_line("Checklist", " 1", ":", " Log", " In", " -", " Yes", mass=(0.9, 0.05, 0.05)),
+        *_toks("Checklist", " 2", ":", " Mark", " as", mass=(0, 0, 0)),
+        *_toks(" Done", mass=(1.0, 0.0, 0.0)),  # a Yes word inside the echoed title
+        *_line(" -", " No", mass=(0.1, 0.1, 0.8)),
+        *_line(
+            "Checklist",
+            " 3",
+            ":",
+            " Not",
+            " a",
+            " trap",
+            ":",
+            " In",
+            " Progress",
+            mass=(0.2, 0.6, 0.2),
+        ),
+        *_line("Checklist", " 4", ":", " Sign", " In", mass=(0.3, 0.3, 0.4)),
+        *_toks("</answer>", mass=(0, 0, 0)),
+    ]
+    labels = extract_labels(stream)
+    # item 4 echoes a title with no label after it: no label position on that line
+    assert [i for i, _ in labels] == [1, 2, 3]
+    assert [round(p.reward, 3) for _, p in labels] == [0.925, 0.15, 0.5]  # Yes, No, In Progress
+    score = score_candidate(0, [_gen(stream)], checklist_items={1, 2, 3, 4})
+    assert score.reward == pytest.approx((0.925 + 0.15 + 0.5) / 3)
+
+
+def _answer(mass: tuple[float, float, float]) -> list[GeneratedToken]:
+    return _toks(
+        "Ok",
+        ".",
+        "\n",
+        "<answer>",
+        "\n",
+        "Checklist",
+        " 1",
+        ":",
+        " Yes",
+        "\n",
+        "</answer>",
+        mass=mass,
+    )
+
+
+def test_unparsed_rule_zero_averages_unparsed_samples_in_as_the_authors() -> None:
+    gens = [
+        _gen(_answer((1.0, 0.0, 0.0))),  # reward 1
+        _gen(_toks("no", " answer")),  # no <answer> block
+        _gen(_answer((1.0, 0.0, 0.0))[:-3], "length"),  # labels written, then cut
+    ]
+    skip = score_candidate(0, gens)
+    zero = score_candidate(0, gens, unparsed="zero")
+    assert skip.reward == pytest.approx(1.0) and zero.reward == pytest.approx(1 / 3)
+    for s in (skip, zero):
+        assert s.parsed_samples == 1 and s.unparsed_samples == 2
+        assert [x.unparsed for x in s.samples] == [None, "no_answer", "cut_by_context"]
+        assert s.items[0].probs.yes == pytest.approx(1.0)  # items: parsed samples only
+    capped = score_candidate(0, gens, cut_by="limit")
+    assert capped.samples[2].unparsed == "cut_by_limit"
+
+
+def test_zero_rule_with_nothing_parsed_is_zero_and_says_why() -> None:
+    gens = [_gen(_toks("<answer>", "\n", "Check", "list"), "length"), _gen(_toks("x"), "aborted")]
+    zero = score_candidate(0, gens, unparsed="zero")
+    assert zero.reward == 0.0 and zero.parsed_samples == 0 and zero.unparsed_samples == 2
+    assert "cut by the model's context" in zero.feedback and "aborted" in zero.feedback
+    assert score_candidate(0, gens).reward is None

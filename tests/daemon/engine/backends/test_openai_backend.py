@@ -128,7 +128,7 @@ def test_greedy_judge_matches_the_local_backend(
 
 
 def test_engine_scores_through_the_endpoint(remote: OpenAIBackend, tiny_engine: Engine) -> None:
-    engine = Engine(remote, EngineConfig(max_new_tokens=160))
+    engine = Engine(remote, EngineConfig(max_new_tokens=160, checklist_max_new_tokens=160))
     checklist = engine.parse_reference_checklist("Checklist 1: Search\nChecklist 2: Buy")
     step = StepInput(
         intent="Buy red shoes",
