@@ -253,6 +253,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_export_parser(sub)
     add_eval_parser(sub)
+    from webshepherd.daemon.cli.prompt import add_prompt_parser
+
+    add_prompt_parser(sub)
 
     dev = sub.add_parser("dev", help="developer tools")
     dsub = dev.add_subparsers(dest="dev_command", metavar="TOOL", required=True)

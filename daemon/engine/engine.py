@@ -102,6 +102,46 @@ def truncation_marker(omitted: int, total: int) -> str:
     return f"[… AXTree truncated: {omitted} of {total} lines omitted to fit the model's context …]"
 
 
+def fit_axtree(
+    axtree: str, prompt_tokens: Callable[[str], int], context: int, keep_free: int
+) -> tuple[str, bool]:
+    """Cut whole lines from the end of ``axtree`` (with a visible marker) until the prompt
+    leaves ``keep_free`` of ``context`` tokens free.
+
+    ``prompt_tokens(tree)`` is the token count of the whole prompt with that tree. Returns
+    ``(tree, truncated)``; ``ModelError`` when even an empty tree does not fit.
+    """
+    budget = context - keep_free
+    whole = prompt_tokens(axtree)
+    if whole <= budget:
+        return axtree, False
+    lines = axtree.split("\n")
+    total = len(lines)
+
+    def cut(keep: int) -> str:
+        return "\n".join([*lines[:keep], truncation_marker(total - keep, total)])
+
+    base = prompt_tokens(cut(0))
+    if base > budget:
+        raise ModelError(
+            f"the prompt does not fit the model's context of {context} tokens "
+            f"even without the accessibility tree (keeping {keep_free} tokens free)"
+        )
+    # The largest `keep` that fits lies in [lo, hi]. Start hi near a per-line estimate so
+    # the search tokenizes prompts of about the context's size, not the whole huge tree.
+    per_line = max(1e-6, (whole - base) / total)
+    lo, hi = 0, min(total - 1, 2 * int((budget - base) / per_line) + 16)
+    while hi < total - 1 and prompt_tokens(cut(hi)) <= budget:
+        lo, hi = hi, min(total - 1, 2 * hi)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if prompt_tokens(cut(mid)) <= budget:
+            lo = mid
+        else:
+            hi = mid - 1
+    return cut(lo), True
+
+
 class Engine:
     """Renders the published prompts, calls the backend, parses checklists, computes rewards."""
 
@@ -295,41 +335,10 @@ class Engine:
     def fit_axtree(
         self, axtree: str, prompt_tokens: Callable[[str], int], reserve: int
     ) -> tuple[str, bool]:
-        """Cut whole lines from the end of ``axtree`` (with a visible marker) until the prompt fits.
-
-        ``prompt_tokens(tree)`` is the token count of the whole prompt with that
-        tree. Returns ``(tree, truncated)``; ``ModelError`` when even an empty
-        tree does not fit.
-        """
-        budget = self.max_context - reserve - self.config.context_margin
-        whole = prompt_tokens(axtree)
-        if whole <= budget:
-            return axtree, False
-        lines = axtree.split("\n")
-        total = len(lines)
-
-        def cut(keep: int) -> str:
-            return "\n".join([*lines[:keep], truncation_marker(total - keep, total)])
-
-        base = prompt_tokens(cut(0))
-        if base > budget:
-            raise ModelError(
-                f"the prompt does not fit the model's context of {self.max_context} tokens "
-                f"even without the accessibility tree (keeping {reserve} tokens for the output)"
-            )
-        # The largest `keep` that fits lies in [lo, hi]. Start hi near a per-line estimate so
-        # the search tokenizes prompts of about the context's size, not the whole huge tree.
-        per_line = max(1e-6, (whole - base) / total)
-        lo, hi = 0, min(total - 1, 2 * int((budget - base) / per_line) + 16)
-        while hi < total - 1 and prompt_tokens(cut(hi)) <= budget:
-            lo, hi = hi, min(total - 1, 2 * hi)
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            if prompt_tokens(cut(mid)) <= budget:
-                lo = mid
-            else:
-                hi = mid - 1
-        return cut(lo), True
+        """:func:`fit_axtree` to this engine's context, ``reserve`` tokens kept for the output."""
+        return fit_axtree(
+            axtree, prompt_tokens, self.max_context, reserve + self.config.context_margin
+        )
 
     def _account(self, prefilled: int, generated: int, t0: float) -> None:
         self.stats.prefilled_tokens += prefilled
