@@ -297,7 +297,10 @@ async def test_export_load_and_rewardbench(daemon, tmp_path, capsys, tiny_model_
         )[1]["content"]
         for a in ("scroll(0, 300)", "click('7')", "goto('http://shop.local/')")
     }
-    assert {r["conversations"][0]["value"] for r in demo} == expected
+    # a candidate whose recorded judgements were all cut (the tiny model rambles at times)
+    # has no judgement to learn from and gives no row
+    got = {r["conversations"][0]["value"] for r in demo}
+    assert got and got <= expected
 
 
 async def test_export_errors(tmp_path, capsys):
