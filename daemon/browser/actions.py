@@ -85,13 +85,29 @@ class Action:
         return self.name in TERMINAL
 
 
+MAX_ACTION_CHARS = 100_000
+
+
+def parse_python(source: str, mode: str = "exec") -> ast.mod:
+    """``ast.parse`` with bounds: no action is longer than :data:`MAX_ACTION_CHARS`, and
+    nesting the parser cannot hold (``a.a.a…``, ``not not …``: RecursionError, MemoryError)
+    is a :class:`SyntaxError` like any other unparseable text."""
+    if len(source) > MAX_ACTION_CHARS:
+        raise SyntaxError(f"longer than {MAX_ACTION_CHARS} characters")
+    try:
+        return ast.parse(source, mode=mode)
+    except (RecursionError, MemoryError):
+        raise SyntaxError("too deeply nested") from None
+
+
 def parse_action(text: str) -> Action:
     """Parse one BrowserGym action string; raises :class:`ActionError` when it cannot run."""
     if not isinstance(text, str) or not text.strip():
         raise ActionError("empty action: expected a call such as click('12')")
     source = text.strip()
     try:
-        tree = ast.parse(source, mode="exec")
+        tree = parse_python(source)
+        assert isinstance(tree, ast.Module)
     except SyntaxError as exc:
         raise ActionError(f"not a function call: {source!r} ({exc.msg})") from None
     if len(tree.body) != 1:
@@ -105,7 +121,7 @@ def parse_action(text: str) -> Action:
         raise ActionError(f"not a function call: {source!r}")
     call = stmt.value
     if not isinstance(call.func, ast.Name):
-        raise ActionError(f"call a plain action name, not {ast.unparse(call.func)!r}")
+        raise ActionError(f"call a plain action name, not {_source(call.func)!r}")
     name = call.func.id
     params = SIGNATURES.get(name)
     if params is None:
@@ -152,9 +168,18 @@ def _literal(name: str, param: Param, node: ast.expr) -> Any:
         value = ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         raise ActionError(
-            f"{name}: argument {param.name!r} must be a literal, not {ast.unparse(node)!r}"
+            f"{name}: argument {param.name!r} must be a literal, not {_source(node)!r}"
         ) from None
     return _check(name, param, value)
+
+
+def _source(node: ast.AST, limit: int = 200) -> str:
+    """The node's source for an error text (cut short; never fails on deep nodes)."""
+    try:
+        text = ast.unparse(node)
+    except (RecursionError, MemoryError):
+        return "<expression too deeply nested>"
+    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def _check(name: str, param: Param, value: Any) -> Any:

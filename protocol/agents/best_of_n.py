@@ -36,8 +36,8 @@ def action_key(action: str) -> str:
             args = [repr(ast.literal_eval(a)) for a in node.args]
             args += [f"{k.arg}={ast.literal_eval(k.value)!r}" for k in node.keywords]
             return f"{node.func.id}({', '.join(args)})"
-    except (SyntaxError, ValueError, TypeError):
-        pass
+    except (SyntaxError, ValueError, TypeError, RecursionError, MemoryError):
+        pass  # not a call, or nested deeper than the parser holds: keyed as text
     return re.sub(r"\s+", " ", text.replace('"', "'"))
 
 

@@ -20,7 +20,7 @@ from urllib.parse import urlparse
 
 from webshepherd.daemon.engine.prompts import format_trajectory, judge_messages
 from webshepherd.daemon.engine.types import Turn
-from webshepherd.daemon.offline.export.negatives import is_negative
+from webshepherd.daemon.offline.export.negatives import is_negative, parse_action
 from webshepherd.daemon.offline.export.redact import Redactor, mask_password_lines
 from webshepherd.protocol.errors import WebShepherdError
 
@@ -50,9 +50,11 @@ class Summary:
     skipped: Counter[str] = field(default_factory=Counter)
     per_session: dict[str, int] = field(default_factory=dict)
     images: int = 0
+    unparsed_actions: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {
+            "unparsed_actions": self.unparsed_actions,
             "rows": self.rows,
             "skipped": sum(self.skipped.values()),
             "skipped_by_reason": dict(self.skipped),
@@ -265,6 +267,11 @@ def _trusted_steps(
         for rec in _steps(con, s):
             if progress:
                 progress(1)
+            texts = [t.action for t in rec.history] + [c.action for c in rec.candidates]
+            if rec.chosen is not None:
+                texts.append(rec.chosen["action"])
+            if not all(parse_action(a).parsed for a in texts):
+                summ.unparsed_actions.append({"task_id": sid, "step_id": rec.step})
             if rec.chosen is None:
                 summ.skipped["no_trustworthy_chosen"] += 1
                 continue
