@@ -79,9 +79,9 @@ def step_success(gold: Sequence[str], agent: Sequence[str | None], m: Matcher) -
 
 @dataclass
 class Recovery:
-    deviations: int
-    recoveries: int
-    incidents: list[tuple[int, int | None]]  # (first deviating agent step, recovering step)
+    deviations: int  # agent steps that did not fulfil the current gold step
+    recoveries: int  # agent steps that got back onto the gold path after deviations
+    incidents: list[tuple[int, int | None]]  # (first deviating step of a run, recovering step)
 
     @property
     def rate(self) -> float | None:
@@ -91,17 +91,20 @@ class Recovery:
 def recovery(
     gold: Sequence[str], agent: Sequence[str | None], m: Matcher, opts: Options = DEFAULT_OPTIONS
 ) -> Recovery:
-    """Definition 4.1.
+    """Definition 4.1, literally.
 
-    A pointer follows the current gold step. An agent step is on track when it fulfils a
-    gold step in ``[current, current + lookahead)`` (the pointer then moves past it); else it
-    deviates. A run of consecutive deviating steps is one deviation incident; it is
-    recovered when an on-track step follows within ``recovery_window`` agent steps of the
-    incident's start. Steps after every gold step is fulfilled are not deviations.
+    A pointer follows the current gold step. Every agent step that does not fulfil the
+    current gold step is a deviation incident. A step that fulfils a gold step in
+    ``[current, current + lookahead)`` moves the pointer past it; when deviations precede it
+    that are not yet recovered, it is one recovery, provided it comes within
+    ``recovery_window`` agent steps of the first of them. A step that fulfils a later gold
+    step than the current one both deviates (the current step was skipped) and recovers.
+    Steps after every gold step is fulfilled have no current gold step and are not counted.
     """
     g = 0
+    deviations = 0
     incidents: list[tuple[int, int | None]] = []
-    start: int | None = None
+    start: int | None = None  # first deviating step not yet recovered
     for i, a in enumerate(agent):
         if g >= len(gold):
             break
@@ -109,9 +112,11 @@ def recovery(
             (k for k in range(g, min(len(gold), g + max(1, opts.lookahead))) if m.same(gold[k], a)),
             None,
         )
-        if k is None:
+        if k != g:
+            deviations += 1
             if start is None:
                 start = i
+        if k is None:
             continue
         g = k + 1
         if start is not None:
@@ -120,7 +125,7 @@ def recovery(
     if start is not None:
         incidents.append((start, None))
     rec = sum(1 for _, r in incidents if r is not None)
-    return Recovery(len(incidents), rec, incidents)
+    return Recovery(deviations, rec, incidents)
 
 
 def repetitiveness(actions: Sequence[str | None], m: Matcher) -> float | None:
@@ -136,16 +141,14 @@ def repetitiveness(actions: Sequence[str | None], m: Matcher) -> float | None:
 
 
 def element_accuracy(steps: Sequence[AgentStep], m: Matcher) -> float | None:
-    """Definition 4.5: steps whose executed action matches the planned one / agent steps.
-
-    Steps without a planned action (``planned`` null) state no intention and are left out;
-    a planned step with nothing executed counts as a mismatch. ``None`` when no step
-    has a planned action.
-    """
-    considered = [s for s in steps if s.planned is not None]
-    if not considered:
+    """Definition 4.5, literally: steps whose executed action matches the planned one / all
+    agent steps. A step with no stated plan (``planned`` null) does not match; neither does
+    a planned step with nothing executed. ``None`` only for a task without agent steps."""
+    if not steps:
         return None
-    return sum(1 for s in considered if m.same(s.planned, s.executed)) / len(considered)
+    return sum(1 for s in steps if s.planned is not None and m.same(s.planned, s.executed)) / len(
+        steps
+    )
 
 
 def partial_success(

@@ -98,12 +98,42 @@ def test_recovery_window_and_lookahead():
     # deviation run of 6 steps before getting back on track: outside a window of 5
     agent = ["x1", "x2", "x3", "x4", "x5", "x6", "A", "B", "C"]
     assert recovery(gold, agent, M).rate == 0.0
-    assert recovery(gold, agent, M, Options(recovery_window=6)).rate == 1.0
-    # skipping gold step B: C fulfils a later gold step within the look-ahead
-    assert recovery(gold, ["A", "y", "C"], M).rate == 1.0
+    assert recovery(gold, agent, M, Options(recovery_window=6)).rate == pytest.approx(1 / 6)
+    # skipping gold step B: y and C deviate from B; C fulfils a later gold step within the
+    # look-ahead, so it recovers
+    assert recovery(gold, ["A", "y", "C"], M).rate == pytest.approx(1 / 2)
     assert recovery(gold, ["A", "y", "C"], M, Options(lookahead=1)).rate == 0.0
-    # a run of deviations is one incident
-    assert recovery(gold, ["p", "q", "A", "B", "C"], M).deviations == 1
+    # every step off the current gold step is a deviation; one on-track step recovers them
+    rec = recovery(gold, ["p", "q", "A", "B", "C"], M)
+    assert (rec.deviations, rec.recoveries, rec.rate) == (2, 1, 0.5)
+
+
+def test_recovery_hand_computed_per_definition_4_1():
+    gold = ["A", "B", "C", "D"]
+    # A ok; x dev (1); B recovers; y dev (2), z dev (3); D fulfils a later gold step than the
+    # current C: a deviation (4) that also recovers the y-z run; then nothing is current.
+    rec = recovery(gold, ["A", "x", "B", "y", "z", "D", "w"], M)
+    assert (rec.deviations, rec.recoveries) == (4, 2) and rec.rate == pytest.approx(2 / 4)
+    assert rec.incidents == [(1, 2), (3, 5)]
+    # skipping the current gold step alone: one deviation, recovered by itself
+    skip = recovery(gold, ["B", "C", "D"], M)
+    assert (skip.deviations, skip.recoveries, skip.rate) == (1, 1, 1.0)
+    # never back on the gold path: three deviations, no recovery
+    assert recovery(gold, ["A", "p", "q", "r"], M).rate == 0.0
+    # the old reading (a run of deviations is one incident) would give 2/2 for the first case
+    assert rec.rate != 1.0
+
+
+def test_element_accuracy_hand_computed_per_definition_4_5():
+    steps = [
+        AgentStep("Click A", "Click A"),  # match
+        AgentStep("Click B", None),  # no stated plan: not a match, still an agent step
+        AgentStep("Click C", "Click D"),  # mismatch
+        AgentStep(None, "Click E"),  # planned, nothing executed: mismatch
+    ]
+    assert element_accuracy(steps, M) == pytest.approx(1 / 4)
+    assert element_accuracy([AgentStep("Click A", None)], M) == 0.0
+    assert element_accuracy([], M) is None
 
 
 def test_each_gold_step_matches_once():
