@@ -40,6 +40,12 @@ def add_export_parser(sub: Any) -> None:
         default="sharegpt",
         help="LLaMA-Factory layout of sft rows (default sharegpt)",
     )
+    e.add_argument(
+        "--screenshots",
+        action="store_true",
+        help="webprm: also write each screenshot to images/ beside the output and name it in "
+        "image_observation.path (the bytes are in the rows either way)",
+    )
     e.add_argument("--data-dir", type=Path, default=None, help="where the recording lives")
     e.add_argument("--quiet", action="store_true", help="no progress bar")
     e.set_defaults(func=cmd_export)
@@ -96,7 +102,7 @@ def cmd_export(args: argparse.Namespace) -> int:
                     con,
                     sessions,
                     args.redact,
-                    image_dir=base / "images",
+                    image_dir=base / "images" if args.screenshots else None,
                     image_ref=lambda p: os.path.relpath(p, base),
                     progress=bar.update,
                     summary=summary,

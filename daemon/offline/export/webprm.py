@@ -287,7 +287,10 @@ def webprm_rows(
     progress: Callable[[int], None] | None = None,
     summary: Summary | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """One row per scored step with a trustworthy chosen action and at least one rejected."""
+    """One row per scored step with a trustworthy chosen action and at least one rejected,
+    in the WebPRM Collection's schema (writers.webprm_features): ``step_id`` a string,
+    ``checklist_target_list`` the items' titles as a JSON list in a string, the screenshot's
+    bytes in ``image_observation`` (``path`` set only when ``image_dir`` also gets a copy)."""
     summ = summary if summary is not None else Summary()
     for s, red, rec, chosen in _trusted_steps(con, sessions, redact, progress, summ):
         sid = s["session_id"]
@@ -297,17 +300,20 @@ def webprm_rows(
             summ.skipped["no_rejected"] += 1
             continue
         image = None
-        if image_dir is not None and rec.screenshot:
-            ext = _EXT.get(rec.screenshot_mime or "", "png")
-            path = image_dir / sid / f"{rec.step}.{ext}"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(rec.screenshot)
-            image = image_ref(path)
+        if rec.screenshot:
+            path = None
+            if image_dir is not None:
+                ext = _EXT.get(rec.screenshot_mime or "", "png")
+                file = image_dir / sid / f"{rec.step}.{ext}"
+                file.parent.mkdir(parents=True, exist_ok=True)
+                file.write_bytes(rec.screenshot)
+                path = image_ref(file)
+            image = {"bytes": rec.screenshot, "path": path}
             summ.images += 1
         tree = red.text(mask_password_lines(rec.axtree))
         row = {
             "task_id": sid,
-            "step_id": rec.step,
+            "step_id": str(rec.step),
             "intent": red.text(s["intent"]),
             "website_name": red.text(urlparse(start or rec.url).hostname or ""),
             "start_url": red.text(start),
@@ -317,7 +323,9 @@ def webprm_rows(
             "text_observation": tree,
             "image_observation": image,
             "checklist": red.text(rec.checklist_text),
-            "checklist_target_list": [red.text(t) for t in rec.checklist_items],
+            "checklist_target_list": json.dumps(
+                [red.text(t) for t in rec.checklist_items], ensure_ascii=False
+            ),
             "chosen": _turn(red, chosen, rec.axtree),
             "rejected": [_turn(red, r, rec.axtree) for r in rejected],
         }

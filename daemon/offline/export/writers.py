@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -10,28 +11,41 @@ from typing import Any
 from webshepherd.protocol.errors import WebShepherdError
 
 
-def webprm_schema() -> Any:
-    import pyarrow as pa
-
-    turn = pa.struct([("thought", pa.string()), ("action", pa.string())])
-    return pa.schema(
-        [
-            ("task_id", pa.string()),
-            ("step_id", pa.int64()),
-            ("intent", pa.string()),
-            ("website_name", pa.string()),
-            ("start_url", pa.string()),
-            ("thought_history", pa.list_(pa.string())),
-            ("action_history", pa.list_(pa.string())),
-            ("current_url", pa.string()),
-            ("text_observation", pa.string()),
-            ("image_observation", pa.string()),
-            ("checklist", pa.string()),
-            ("checklist_target_list", pa.list_(pa.string())),
-            ("chosen", turn),
-            ("rejected", pa.list_(turn)),
-        ]
+def webprm_features() -> Any:
+    """The WebPRM Collection's ``datasets`` features, as its dataset card gives them
+    (WebShepherd/WebPRMCollection_preference_pair): string ids, the screenshot an Image."""
+    try:
+        from datasets import Features, Image, List, Value
+    except ImportError:
+        raise WebShepherdError(
+            "the WebPRM schema needs datasets>=4: pip install 'webshepherd[eval]'"
+        ) from None
+    text = Value("string")
+    turn = {"thought": text, "action": text}
+    return Features(
+        {
+            "task_id": text,
+            "step_id": text,
+            "intent": text,
+            "website_name": text,
+            "start_url": text,
+            "thought_history": List(text),
+            "action_history": List(text),
+            "current_url": text,
+            "text_observation": text,
+            "image_observation": Image(),
+            "checklist": text,
+            "checklist_target_list": text,
+            "chosen": turn,
+            "rejected": List(turn),
+        }
     )
+
+
+def webprm_schema() -> Any:
+    """The Arrow schema of :func:`webprm_features`, with the ``huggingface`` metadata that
+    makes ``datasets`` read the columns back as those features."""
+    return webprm_features().arrow_schema
 
 
 def write_parquet(rows: Sequence[dict[str, Any]], path: Path, schema: Any | None = None) -> None:
@@ -51,8 +65,15 @@ def write_parquet(rows: Sequence[dict[str, Any]], path: Path, schema: Any | None
     pq.write_table(table, str(path))
 
 
+def _base64(value: object) -> str:
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
 def write_jsonl(rows: Sequence[dict[str, Any]], path: Path) -> None:
+    """One JSON object a line; bytes (a screenshot's) as base64 text."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", encoding="utf-8") as f:
         for r in rows:
-            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+            f.write(json.dumps(r, ensure_ascii=False, default=_base64) + "\n")

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import io
 import json
 
+from PIL import Image as PILImage
 from webshepherd.daemon.cli import main
 from webshepherd.daemon.engine.prompts import format_trajectory, judge_messages
 from webshepherd.daemon.engine.types import Turn
@@ -17,11 +19,63 @@ from tests.fixtures.daemon import TEST_TOKEN
 
 SECRET = "hunter2-secret"
 EMAIL = "me@x.org"
+
+
+def _png(size: tuple[int, int], color: str) -> bytes:
+    buf = io.BytesIO()
+    PILImage.new("RGB", size, color).save(buf, format="PNG")
+    return buf.getvalue()
+
+
+LOGIN_PNG = _png((8, 6), "red")
 LOGIN = {
     "url": "http://shop.local/login",
     "axtree": "[1] RootWebArea 'Login'\n\t[2] textbox 'Email'\n\t[3] textbox 'Password'\n"
     "\t[4] button 'Sign in'",
-    "screenshot": {"mime": "image/png", "data": base64.b64encode(b"\x89PNG login").decode()},
+    "screenshot": {"mime": "image/png", "data": base64.b64encode(LOGIN_PNG).decode()},
+}
+
+
+def official_features():
+    """The features of WebShepherd/WebPRMCollection_preference_pair, from its dataset card."""
+    from datasets import Features, Image, List, Value
+
+    s = Value("string")
+    return Features(
+        {
+            "task_id": s,
+            "step_id": s,
+            "intent": s,
+            "website_name": s,
+            "start_url": s,
+            "thought_history": List(s),
+            "action_history": List(s),
+            "current_url": s,
+            "text_observation": s,
+            "image_observation": Image(),
+            "checklist": s,
+            "checklist_target_list": s,
+            "chosen": {"thought": s, "action": s},
+            "rejected": List({"thought": s, "action": s}),
+        }
+    )
+
+
+OFFICIAL_ROW = {  # one row as the official collection holds it (written for this test)
+    "task_id": "webarena_42",
+    "step_id": "3",
+    "intent": "Show me all smartphones",
+    "website_name": "shopping",
+    "start_url": "http://shop.example/",
+    "thought_history": ["Open products", "Open electronics", "Look"],
+    "action_history": ["click('12')", "click('31')", "scroll(0, 300)"],
+    "current_url": "http://shop.example/electronics",
+    "text_observation": "RootWebArea 'Electronics'\n\t[44] link 'Smartphones'",
+    "image_observation": {"bytes": _png((4, 4), "blue"), "path": None},
+    "checklist": "Checklist 1: Open smartphones\n- Goal: Click the Smartphones filter.",
+    "checklist_target_list": "Open smartphones",
+    "chosen": {"thought": "The filter is there.", "action": "click('44')"},
+    "rejected": [{"thought": "Go back.", "action": "go_back()"}],
 }
 HOME = {
     "url": "http://shop.local/account",
@@ -145,30 +199,22 @@ async def test_export_load_and_rewardbench(daemon, tmp_path, capsys, tiny_model_
 
     import datasets
 
-    ds = datasets.load_dataset(
-        "parquet", data_files=str(parquet), split="train", cache_dir=str(tmp_path / "hf")
-    )
-    assert set(ds.column_names) == {
-        "task_id",
-        "step_id",
-        "intent",
-        "website_name",
-        "start_url",
-        "thought_history",
-        "action_history",
-        "current_url",
-        "text_observation",
-        "image_observation",
-        "checklist",
-        "checklist_target_list",
-        "chosen",
-        "rejected",
-    }
+    # the official schema, types included: the export loads next to the official collection
+    ds = datasets.Dataset.from_parquet(str(parquet), cache_dir=str(tmp_path / "hf"))
+    assert ds.features == official_features()
+    official = datasets.Dataset.from_list([OFFICIAL_ROW], features=official_features())
+    both = datasets.concatenate_datasets([ds, official])
+    assert len(both) == len(ds) + 1 and both.features == official_features()
+    assert both[len(ds)]["image_observation"].size == (4, 4)
+    assert not (out / "images").exists()  # screenshots live in the rows; a folder on request
+    raw_images = ds.cast_column("image_observation", datasets.Image(decode=False))
+    images = {(r["task_id"], r["step_id"]): r["image_observation"] for r in raw_images}
     rows = {(r["task_id"], r["step_id"]): r for r in ds}
     assert len(rows) == summary["rows"]
     for r in ds:
-        assert SECRET not in json.dumps(r) and EMAIL not in json.dumps(r)
-    step0, step1 = rows[(s1, 0)], rows[(s1, 1)]
+        text = json.dumps(r, default=str)
+        assert SECRET not in text and EMAIL not in text
+    step0, step1 = rows[(s1, "0")], rows[(s1, "1")]
     # step 0: the edited action is chosen (its password masked); all three candidates
     # (the edited-away one first) are clear negatives
     assert step0["chosen"]["action"] == "fill('3', '[REDACTED]')"
@@ -178,11 +224,11 @@ async def test_export_load_and_rewardbench(daemon, tmp_path, capsys, tiny_model_
         "fill('2', '[REDACTED]')",
         "click('7')",
     }
-    assert step0["image_observation"] and (out / step0["image_observation"]).read_bytes() == (
-        b"\x89PNG login"
-    )
+    assert images[(s1, "0")] == {"bytes": LOGIN_PNG, "path": None}
+    assert step0["image_observation"].size == (8, 6)  # decoded by datasets as an image
     assert step0["website_name"] == "shop.local"
-    assert step0["checklist_target_list"] == ["Sign in", "Open the orders"]
+    assert json.loads(step0["checklist_target_list"]) == ["Sign in", "Open the orders"]
+    assert step0["checklist"] == CHECKLIST  # the checklist as given, verbatim
     # step 1: the human's action is chosen; the history holds the masked password fill
     assert step1["chosen"]["action"] == "click('6')"
     assert step1["action_history"] == ["fill('3', '[REDACTED]')"]
@@ -193,8 +239,8 @@ async def test_export_load_and_rewardbench(daemon, tmp_path, capsys, tiny_model_
         "goto('http://shop.local/')",
     }
     assert step1["image_observation"] is None
-    if (s2, 0) in rows:  # success session: executed action chosen, only clear negatives
-        r2 = rows[(s2, 0)]
+    if (s2, "0") in rows:  # success session: executed action chosen, only clear negatives
+        r2 = rows[(s2, "0")]
         assert r2["chosen"]["action"] == "click('6')"
         assert all(is_negative("click('6')", x["action"]) for x in r2["rejected"])
         assert "fill('6', 'orders')" not in {x["action"] for x in r2["rejected"]}
@@ -205,6 +251,18 @@ async def test_export_load_and_rewardbench(daemon, tmp_path, capsys, tiny_model_
     assert await asyncio.to_thread(_cli, *args, "--out", str(one), "--sessions", s1) == 0
     assert json.loads(capsys.readouterr().out)["per_session"] == {s1: 2}
     assert {json.loads(x)["task_id"] for x in one.read_text().splitlines()} == {s1}
+    # JSONL rows carry the screenshot as base64; --screenshots also writes the files
+    shots = tmp_path / "shots"
+    assert await asyncio.to_thread(_cli, *args, "--out", str(shots), "--screenshots") == 0
+    capsys.readouterr()
+    first = next(
+        r
+        for r in map(json.loads, (shots / "webprm.jsonl").read_text().splitlines())
+        if (r["task_id"], r["step_id"]) == (s1, "0")
+    )
+    image = first["image_observation"]
+    assert base64.b64decode(image["bytes"]) == LOGIN_PNG
+    assert (shots / image["path"]).read_bytes() == LOGIN_PNG
     assert await asyncio.to_thread(_cli, *args, "--out", str(one), "--since", "2999-01-01") == 0
     assert json.loads(capsys.readouterr().out)["rows"] == 0 and one.read_text() == ""
     assert await asyncio.to_thread(_cli, *args, "--out", str(one), "--sessions", "nope") == 1
@@ -233,8 +291,12 @@ async def test_export_load_and_rewardbench(daemon, tmp_path, capsys, tiny_model_
     assert "MRR" in printed and "shop.local" in printed
     report = json.loads(report_path.read_text())
     assert report["complete"] and len(report["rows"]) == summary["rows"]
+    # the paper's best setting and the authors' rule, by default
+    assert report["samples"] == 5 and report["settings"]["temperature"] == 1.0
+    assert report["settings"]["unparsed"] == "zero"
+    assert all(r is not None for v in report["rows"].values() for r in v["rewards"])
     for key, res in report["rows"].items():
-        task, step = res["task_id"], res["step_id"]
+        task, step = res["task_id"], str(res["step_id"])
         assert len(res["rewards"]) == 1 + len(rows[(task, step)]["rejected"])
         assert res["candidates"][0] == rows[(task, step)]["chosen"]["action"]
         assert key == f"shop.local/{task}/{step}"
