@@ -77,6 +77,19 @@ def test_metrics_by_hand():
     assert list(m) == ["a", "b", "all"]
 
 
+def test_mind2web_splits_are_also_reported_together_as_the_authors_do():
+    results = [
+        {"source": "mind2web_test_task", "task_id": "t1", "rewards": [0.9, 0.1]},
+        {"source": "mind2web_test_domain", "task_id": "t1", "rewards": [0.1, 0.9]},
+        {"source": "webarena", "task_id": "w", "rewards": [0.9, 0.1]},
+    ]
+    m = rb.metrics(results)
+    assert list(m) == ["mind2web", "mind2web_test_domain", "mind2web_test_task", "webarena", "all"]
+    # the same task id in two splits is two tasks (source, task_id)
+    assert m["mind2web"]["steps"] == 2 and m["mind2web"]["tasks"] == 2
+    assert m["mind2web"]["step_accuracy"] == 0.5 and m["mind2web"]["mrr"] == 0.75
+
+
 def _write(path, rows):
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
 
