@@ -51,8 +51,9 @@ class DaemonConfig:
     batch_sessions: int = 8  # score jobs of up to this many sessions share one model call; 1: off
     default_samples: int = 5
     stats_interval_s: float = 1.0
-    send_queue_size: int = 256
-    slow_consumer_s: float = 2.0  # a send queue full this long closes the connection (1013)
+    send_queue_size: int = 256  # frames queued for one connection before events are dropped
+    send_queue_bytes: int = 16 * 1024 * 1024  # ... or bytes (a reply is always queued)
+    slow_consumer_s: float = 2.0  # over a bound, nothing written this long: closed with 1013
     hello_timeout_s: float = 5.0
 
     @property

@@ -30,10 +30,15 @@ def _summary(row: sqlite3.Row) -> SessionSummary:
 
 
 class History:
-    """Read side of :class:`Recorder` (same connection)."""
+    """Read side of :class:`Recorder`: its own connection (WAL: reads never wait for the
+    writer thread, and see every committed write)."""
 
     def __init__(self, recorder: Recorder):
-        self.db = recorder.db
+        self.db = sqlite3.connect(str(recorder.path), check_same_thread=False)
+        self.db.row_factory = sqlite3.Row
+
+    def close(self) -> None:
+        self.db.close()
 
     def list_sessions(self, limit: int = 100) -> list[SessionSummary]:
         rows = self.db.execute(
@@ -57,10 +62,26 @@ class History:
         return Checklist(session_id=session_id, source=row["source"], items=items, text=row["text"])
 
     def events(self, session_id: str) -> list[dict[str, Any]]:
+        """The session's events as subscribers got them (AX trees put back from
+        ``observations``, where they are stored once)."""
         rows = self.db.execute(
             "SELECT body FROM events WHERE session_id = ? ORDER BY seq", (session_id,)
         ).fetchall()
-        return [json.loads(r["body"]) for r in rows]
+        out = [json.loads(r["body"]) for r in rows]
+        trees: dict[int, str] | None = None
+        for e in out:
+            if e.get("type") == "observed" and "axtree" not in e:
+                if trees is None:
+                    trees = {
+                        o["step"]: o["axtree"]
+                        for o in self.db.execute(
+                            "SELECT step, axtree FROM observations WHERE session_id = ? "
+                            "ORDER BY id",
+                            (session_id,),
+                        )
+                    }
+                e["axtree"] = trees.get(e.get("step", -1), "")
+        return out
 
     def load_state(self, session_id: str) -> SessionState | None:
         """Rebuild what the session machine needs to continue a session after a restart."""

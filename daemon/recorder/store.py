@@ -1,7 +1,11 @@
-"""Writes to the recording. Every write is committed before it returns."""
+"""Writes to the recording, on one writer thread. Every write is committed before it returns
+(:meth:`Recorder.commit` resolves only once its transaction is in the WAL file), so the
+daemon replies only after the row is durable and the event loop never waits on SQLite."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -9,7 +13,8 @@ import sqlite3
 import stat
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -43,8 +48,14 @@ def _json(v: Any) -> str:
     return json.dumps(v, separators=(",", ":"), ensure_ascii=False)
 
 
+# Event bodies stored without these fields; the reader puts them back from their own table
+# (an observation's AX tree is stored once, in ``observations``).
+EVENT_REFERENCES = {"observed": ("axtree",)}
+
+
 class Recorder:
-    """The SQLite recording of every session (WAL; one connection, used from the event loop)."""
+    """The SQLite recording of every session (WAL; one write connection, used on one writer
+    thread through :meth:`commit`; readers open their own connections)."""
 
     def __init__(self, path: Path):
         make_private(path)
@@ -58,7 +69,8 @@ class Recorder:
         self.db.execute(
             "INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
         )
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
+        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="recorder")
         self._seq: dict[str, int] = {}
         self._ops: dict[str, Callable[..., None]] = {
             "session_started": self.session_started,
@@ -70,28 +82,52 @@ class Recorder:
             "approval_decided": self.approval_decided,
             "action": self.action,
             "session_ended": self.session_ended,
+            "event": self.append_event,
         }
 
     def close(self) -> None:
+        self._writer.shutdown(wait=True)
         self.db.close()
 
     def apply(self, op: str, data: dict[str, Any]) -> None:
-        """Carry out a ``Record`` effect of the session machine."""
+        """Carry out a ``Record`` effect of the session machine (on the calling thread)."""
         fn = self._ops.get(op)
         if fn is None:
             raise WebShepherdError(f"recorder: unknown operation {op!r}")
         fn(**data)
 
-    def _tx(self, statements: list[tuple[str, tuple[Any, ...]]]) -> None:
+    def apply_all(self, ops: Sequence[tuple[str, dict[str, Any]]]) -> None:
+        """Several operations in one transaction: all are recorded, or none."""
+        with self._transaction():
+            for op, data in ops:
+                self.apply(op, data)
+
+    async def commit(self, ops: Sequence[tuple[str, dict[str, Any]]]) -> None:
+        """:meth:`apply_all` on the writer thread, in the order commits were asked for;
+        returns once the transaction is committed (raises what it raised)."""
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self._writer, self.apply_all, list(ops))
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """BEGIN … COMMIT (ROLLBACK on error); nested uses join the outer transaction."""
         with self._lock:
+            if self.db.in_transaction:
+                yield
+                return
             self.db.execute("BEGIN")
             try:
-                for sql, args in statements:
-                    self.db.execute(sql, args)
+                yield
             except BaseException:
                 self.db.execute("ROLLBACK")
+                self._seq.clear()  # event numbers are read again from the table
                 raise
             self.db.execute("COMMIT")
+
+    def _tx(self, statements: list[tuple[str, tuple[Any, ...]]]) -> None:
+        with self._transaction():
+            for sql, args in statements:
+                self.db.execute(sql, args)
 
     # -- operations --------------------------------------------------------
     def session_started(
@@ -164,53 +200,47 @@ class Recorder:
         created_at: float,
         latest_reward: float | None,
     ) -> None:
-        with self._lock:
-            self.db.execute("BEGIN")
-            try:
-                cur = self.db.execute(
-                    "INSERT INTO score_requests (session_id, request_id, step, samples, approval, "
-                    "best, queue_ms, model_ms, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        with self._transaction():
+            cur = self.db.execute(
+                "INSERT INTO score_requests (session_id, request_id, step, samples, approval, "
+                "best, queue_ms, model_ms, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    session_id,
+                    request_id,
+                    step,
+                    samples,
+                    approval,
+                    best,
+                    queue_ms,
+                    model_ms,
+                    created_at,
+                ),
+            )
+            score_id = cur.lastrowid
+            for cand, res in zip(candidates, results, strict=True):
+                self.db.execute(
+                    "INSERT INTO candidate_results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
-                        session_id,
-                        request_id,
-                        step,
-                        samples,
-                        approval,
-                        best,
-                        queue_ms,
-                        model_ms,
-                        created_at,
+                        score_id,
+                        res["index"],
+                        cand["thought"],
+                        cand["action"],
+                        res["reward"],
+                        res["feedback"],
+                        res["parsed_samples"],
+                        res["probabilities"],
+                        _json(res["items"]),
                     ),
                 )
-                score_id = cur.lastrowid
-                for cand, res in zip(candidates, results, strict=True):
+                for k, s in enumerate(res["samples"]):
                     self.db.execute(
-                        "INSERT INTO candidate_results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                        (
-                            score_id,
-                            res["index"],
-                            cand["thought"],
-                            cand["action"],
-                            res["reward"],
-                            res["feedback"],
-                            res["parsed_samples"],
-                            res["probabilities"],
-                            _json(res["items"]),
-                        ),
+                        "INSERT INTO samples VALUES (?, ?, ?, ?, ?, ?)",
+                        (score_id, res["index"], k, s["text"], s["reward"], _json(s["items"])),
                     )
-                    for k, s in enumerate(res["samples"]):
-                        self.db.execute(
-                            "INSERT INTO samples VALUES (?, ?, ?, ?, ?, ?)",
-                            (score_id, res["index"], k, s["text"], s["reward"], _json(s["items"])),
-                        )
-                self.db.execute(
-                    "UPDATE sessions SET latest_reward = ? WHERE session_id = ?",
-                    (latest_reward, session_id),
-                )
-            except BaseException:
-                self.db.execute("ROLLBACK")
-                raise
-            self.db.execute("COMMIT")
+            self.db.execute(
+                "UPDATE sessions SET latest_reward = ? WHERE session_id = ?",
+                (latest_reward, session_id),
+            )
 
     def score_decision(self, session_id: str, request_id: str, decision: dict[str, Any]) -> None:
         self._tx(
@@ -305,22 +335,21 @@ class Recorder:
             ]
         )
 
-    def append_event(self, session_id: str, event: dict[str, Any]) -> None:
-        """Append one event to the session's ordered log."""
-        with self._lock:
+    def append_event(self, session_id: str, body: dict[str, Any]) -> None:
+        """Append one event to the session's ordered log (big fields by reference)."""
+        kind = str(body.get("type"))
+        dropped = EVENT_REFERENCES.get(kind, ())
+        if dropped:
+            body = {k: v for k, v in body.items() if k not in dropped}
+        with self._transaction():
             seq = self._seq.get(session_id)
             if seq is None:
                 row = self.db.execute(
                     "SELECT COALESCE(MAX(seq), -1) FROM events WHERE session_id = ?", (session_id,)
                 ).fetchone()
                 seq = int(row[0])
-            seq += 1
-            self._seq[session_id] = seq
-        self._tx(
-            [
-                (
-                    "INSERT INTO events VALUES (?, ?, ?, ?, ?)",
-                    (session_id, seq, str(event.get("type")), _json(event), time.time()),
-                )
-            ]
-        )
+            self.db.execute(
+                "INSERT INTO events VALUES (?, ?, ?, ?, ?)",
+                (session_id, seq + 1, kind, _json(body), time.time()),
+            )
+            self._seq[session_id] = seq + 1

@@ -1,8 +1,13 @@
 """Connections and the fan-out of frames to them, each through a bounded send queue.
 
-A connection whose queue overflows has lost frames: it is closed with 1013
-(try again later) once its queue has stayed full for ``slow_consumer_s``; it
-can reconnect and catch up with ``session.get``. Nobody else waits for it.
+Every connection has a send queue bounded by frames (``queue_frames``) and by bytes
+(``queue_bytes``). Replies to a connection's own requests are always queued: a client that
+reads never loses one. Instead, the daemon stops reading a connection's next request while
+its queue is over a bound (:meth:`Conn.room`), so a client that pipelines is slowed to the
+pace at which it reads. Events (another session's updates, progress, stats) are dropped
+while the queue is over a bound. A connection whose queue stays over a bound while nothing
+at all is written to it for ``slow_consumer_s`` has stopped reading: it is closed with 1013
+(try again later); it can reconnect and catch up with ``session.get``. Nobody else waits.
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
@@ -30,22 +36,31 @@ class Conn:
     ws: ServerConnection
     role: Role
     client_name: str
-    queue_size: int
+    queue_frames: int
     slow_consumer_s: float
+    queue_bytes: int = 16 * 1024 * 1024
     subscriptions: set[str] | Literal["*"] = field(default_factory=set)
     closed: bool = False
-    dropped: int = 0
-    _queue: asyncio.Queue[str] = field(init=False)
+    dropped: int = 0  # events dropped because the queue was over a bound
+    _queue: deque[str] = field(default_factory=deque, init=False)
+    _queued_bytes: int = field(default=0, init=False)
+    _ready: asyncio.Event = field(default_factory=asyncio.Event, init=False)
+    _room: asyncio.Event = field(default_factory=asyncio.Event, init=False)
     _writer: asyncio.Task[None] | None = field(default=None, init=False)
     _slow_timer: asyncio.TimerHandle | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
-        self._queue = asyncio.Queue(self.queue_size)
+        self._room.set()
 
     @property
     def label(self) -> str:
         """Who decided, as ``approval.resolved.by`` shows it, e.g. ``monitor:tui``."""
         return f"{self.role}:{self.client_name}"
+
+    @property
+    def queued(self) -> tuple[int, int]:
+        """Frames and bytes waiting to be written."""
+        return len(self._queue), self._queued_bytes
 
     def follows(self, session_id: str) -> bool:
         return self.subscriptions == "*" or session_id in self.subscriptions
@@ -55,26 +70,64 @@ class Conn:
             self._write(), name=f"writer-{self.id}"
         )
 
-    def send(self, frame: str) -> bool:
-        """Queue a frame; never blocks. False (and 1013 soon) when the queue is full."""
+    def _full(self) -> bool:
+        return len(self._queue) >= self.queue_frames or self._queued_bytes >= self.queue_bytes
+
+    def send(self, frame: str, *, reply: bool = False) -> bool:
+        """Queue a frame; never blocks. A reply is always queued; an event is dropped (False)
+        while the queue is over a bound."""
         if self.closed:
             return False
-        try:
-            self._queue.put_nowait(frame)
-            return True
-        except asyncio.QueueFull:
+        if not reply and self._full():
             self.dropped += 1
-            if self._slow_timer is None:
-                loop = asyncio.get_running_loop()
-                self._slow_timer = loop.call_later(self.slow_consumer_s, self._close_slow)
+            if self.dropped == 1 or self.dropped % 1000 == 0:
+                log.warning(
+                    "connection %d (%s): %d events dropped (send queue over its bound)",
+                    self.id,
+                    self.label,
+                    self.dropped,
+                )
             return False
+        self._queue.append(frame)
+        self._queued_bytes += len(frame)
+        self._ready.set()
+        if self._full():
+            self._room.clear()
+            self._arm_slow_timer()
+        return True
+
+    async def room(self) -> None:
+        """Wait until the queue is under its bounds (or the connection is closed): the daemon
+        reads a connection's next request only then."""
+        while not self._room.is_set() and not self.closed:
+            await self._room.wait()
+
+    def _arm_slow_timer(self) -> None:
+        if self._slow_timer is None:
+            loop = asyncio.get_running_loop()
+            self._slow_timer = loop.call_later(self.slow_consumer_s, self._close_slow)
+
+    def _progress(self) -> None:
+        """A frame was written: the client reads. Restart (or stop) the stall clock."""
+        if self._slow_timer is not None:
+            self._slow_timer.cancel()
+            self._slow_timer = None
+        if self._full():
+            self._arm_slow_timer()
+        else:
+            self._room.set()
 
     def _close_slow(self) -> None:
+        self._slow_timer = None
+        frames, size = self.queued
         log.warning(
-            "connection %d (%s) is too slow; closing with 1013 after %d dropped frames",
+            "connection %d (%s) stopped reading (%d frames, %d bytes queued, nothing written "
+            "for %g s); closing with 1013",
             self.id,
             self.label,
-            self.dropped,
+            frames,
+            size,
+            self.slow_consumer_s,
         )
         self.close(
             CLOSE_TRY_AGAIN_LATER, "send queue full; reconnect and catch up with session.get"
@@ -83,12 +136,19 @@ class Conn:
     def close(self, code: int, reason: str) -> None:
         if self.closed:
             return
+        self._shut()
+        asyncio.get_running_loop().create_task(self._close(code, reason))
+
+    def _shut(self) -> None:
         self.closed = True
+        self._room.set()
         if self._slow_timer is not None:
             self._slow_timer.cancel()
+            self._slow_timer = None
         if self._writer is not None:
             self._writer.cancel()
-        asyncio.get_running_loop().create_task(self._close(code, reason))
+        self._queue.clear()
+        self._queued_bytes = 0
 
     async def _close(self, code: int, reason: str) -> None:
         with contextlib.suppress(Exception):
@@ -97,8 +157,14 @@ class Conn:
     async def _write(self) -> None:
         try:
             while True:
-                frame = await self._queue.get()
+                while not self._queue:
+                    self._ready.clear()
+                    await self._ready.wait()
+                frame = self._queue[0]
                 await self.ws.send(frame)
+                self._queue.popleft()
+                self._queued_bytes -= len(frame)
+                self._progress()
         except ConnectionClosed:
             pass
 
@@ -106,17 +172,15 @@ class Conn:
         """Wait (briefly) until queued frames are written; used before a deliberate close."""
         loop = asyncio.get_running_loop()
         end = loop.time() + timeout
-        while not self._queue.empty() and loop.time() < end and not self.closed:
+        while self._queue and loop.time() < end and not self.closed:
             await asyncio.sleep(0.01)
 
     async def stop(self) -> None:
-        self.closed = True
-        if self._slow_timer is not None:
-            self._slow_timer.cancel()
-        if self._writer is not None:
-            self._writer.cancel()
+        writer = self._writer
+        self._shut()
+        if writer is not None:
             with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._writer
+                await writer
 
 
 class Hub:
@@ -132,10 +196,11 @@ class Hub:
     def remove(self, conn_id: int) -> Conn | None:
         return self.conns.pop(conn_id, None)
 
-    def send(self, conn_id: int, frame: str) -> None:
+    def send(self, conn_id: int, frame: str, *, reply: bool = True) -> None:
+        """A frame for one connection: by default a reply (always queued)."""
         conn = self.conns.get(conn_id)
         if conn is not None:
-            conn.send(frame)
+            conn.send(frame, reply=reply)
 
     def targets(
         self,

@@ -31,6 +31,44 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+PROGRESS_INTERVAL_S = 0.05
+
+
+class CoalescedProgress:
+    """Score progress gathered per (candidate, sample) and sent at most every ``interval_s``:
+    the engine calls :meth:`add` per token from its thread; one frame per row that moved
+    goes out per interval, so a 64 × 5 request costs a few hundred frames, not one per
+    token, and its progress can never crowd out its reply."""
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        send: Callable[[int, int, str], None],
+        interval_s: float,
+    ):
+        self._loop, self._send, self._interval_s = loop, send, interval_s
+        self._lock = threading.Lock()
+        self._pending: dict[tuple[int, int], list[str]] = {}
+        self._scheduled = False
+
+    def add(self, candidate: int, sample: int, delta: str) -> None:
+        """Any thread."""
+        with self._lock:
+            self._pending.setdefault((candidate, sample), []).append(delta)
+            if self._scheduled:
+                return
+            self._scheduled = True
+        self._loop.call_soon_threadsafe(self._loop.call_later, self._interval_s, self.flush)
+
+    def flush(self) -> None:
+        """The event loop's thread: send what has gathered."""
+        with self._lock:
+            pending, self._pending = self._pending, {}
+            self._scheduled = False
+        for (candidate, sample), parts in sorted(pending.items()):
+            self._send(candidate, sample, "".join(parts))
+
+
 @dataclass(frozen=True)
 class _ScoreItem:
     """A score job as the scheduler batches it: the request, its session, its progress sink."""
@@ -60,7 +98,8 @@ class EngineJobs:
 
     if TYPE_CHECKING:  # provided by DaemonServer
 
-        def _run(self, effects: list[Effect]) -> None: ...
+        async def _apply(self, effects: list[Effect]) -> None: ...
+        async def _step(self, session_id: str | None, make: Callable[[], list[Effect]]) -> None: ...
         def _error(self, conn_id: int, rid: str | None, err: BaseException) -> None: ...
 
     async def _checklist(self, job: RunChecklist) -> None:
@@ -92,7 +131,7 @@ class EngineJobs:
                 self.hub.send(st.owner, dump(Error(code=exc.code, message=exc.message)))
             return
         parsed, source = fin.value
-        self._run(
+        await self._apply(
             self.core.checklist_ready(
                 job.session_id, parsed, "reference" if source == "reference" else "generated"
             )
@@ -104,23 +143,22 @@ class EngineJobs:
         loop = asyncio.get_running_loop()
         started = time.monotonic()
 
-        def progress(cand: int, sample: int, delta: str) -> None:
-            loop.call_soon_threadsafe(self._progress, job, st.owner, cand, sample, delta)
-
+        progress = CoalescedProgress(
+            loop, lambda c, k, d: self._progress(job, st.owner, c, k, d), PROGRESS_INTERVAL_S
+        )
         try:
             fin = await self.scheduler.run_batched(
-                job.session_id, job.conn, _ScoreItem(job, st, progress), self._score_many
+                job.session_id, job.conn, _ScoreItem(job, st, progress.add), self._score_many
             )
         except Exception as exc:
+            progress.flush()
             self._error(job.conn, job.request_id, exc)
             return
+        progress.flush()  # the last deltas before the reply
         self.stats.step_done((time.monotonic() - started) * 1000)
         try:
-            self._run(
-                self.core.score_done(
-                    job, fin.value, Timing(queue_ms=fin.queue_ms, model_ms=fin.run_ms)
-                )
-            )
+            timing = Timing(queue_ms=fin.queue_ms, model_ms=fin.run_ms)
+            await self._step(job.session_id, lambda: self.core.score_done(job, fin.value, timing))
         except Exception as exc:
             self._error(job.conn, job.request_id, exc)
 
@@ -177,7 +215,7 @@ class EngineJobs:
         )
         targets = {c.id for c in self.hub.targets(job.session_id, owner)} | {job.conn}
         for cid in targets:
-            self.hub.send(cid, frame)
+            self.hub.send(cid, frame, reply=False)  # progress may be dropped, never a reply
 
     async def _stats_loop(self) -> None:
         loop = asyncio.get_running_loop()

@@ -11,11 +11,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import json
 import logging
 import signal
 import ssl
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from webshepherd.daemon.config import DaemonConfig, allowed_hosts, check_bind, is_loopback
@@ -70,6 +69,7 @@ from websockets.http11 import Request, Response
 __all__ = ["CLOSE_POLICY", "DaemonServer", "EngineAPI", "run_daemon"]
 
 log = logging.getLogger(__name__)
+PARSE_OFF_LOOP_BYTES = 256 * 1024  # frames above this are parsed on a worker thread
 
 
 class EngineAPI(Protocol):
@@ -114,6 +114,7 @@ class DaemonServer(EngineJobs):
         self._ids = itertools.count(1)
         self._tasks: dict[int | None, set[asyncio.Task[Any]]] = {}
         self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
         self._stopped = asyncio.Event()
         self.port = config.port
 
@@ -177,6 +178,8 @@ class DaemonServer(EngineJobs):
             await conn.stop()
         if self.scheduler is not None:
             await self.scheduler.stop()
+        if self.history is not None:
+            self.history.close()
         if self.recorder is not None:
             self.recorder.close()
 
@@ -195,8 +198,10 @@ class DaemonServer(EngineJobs):
         if conn is None:
             return
         try:
-            async for raw in ws:
-                self._on_frame(conn, raw)
+            while True:
+                raw = await ws.recv(decode=False)  # bytes: pydantic validates UTF-8 itself
+                await self._on_frame(conn, raw)
+                await conn.room()  # the next request only once the replies are moving
         except ConnectionClosed:
             pass
         finally:
@@ -215,12 +220,13 @@ class DaemonServer(EngineJobs):
             msg.client.name,
             self.config.send_queue_size,
             self.config.slow_consumer_s,
+            self.config.send_queue_bytes,
         )
         self.hub.add(conn)
         info = DaemonInfo(
             version=daemon_version(), model=self.engine.model_id, backend=self.engine.backend_name
         )
-        conn.send(dump(Welcome(id=msg.id, protocol=PROTOCOL_VERSION, daemon=info)))
+        conn.send(dump(Welcome(id=msg.id, protocol=PROTOCOL_VERSION, daemon=info)), reply=True)
         return conn
 
     def _drop(self, conn: Conn) -> None:
@@ -254,14 +260,17 @@ class DaemonServer(EngineJobs):
             dump(Error(id=rid, code=exc.code, message=exc.message, retryable=exc.retryable)),
         )
 
-    def _on_frame(self, conn: Conn, raw: str | bytes) -> None:
+    async def _on_frame(self, conn: Conn, raw: str | bytes) -> None:
         try:
-            msg = parse_client_message(raw)
+            if len(raw) > PARSE_OFF_LOOP_BYTES:  # big frames: parsed and validated off the loop
+                msg = await asyncio.to_thread(parse_client_message, raw)
+            else:
+                msg = parse_client_message(raw)
         except ProtocolError as exc:
-            self._error(conn.id, request_id_of(raw), exc)
+            self._error(conn.id, request_id_of(raw) if len(raw) < 1 << 16 else None, exc)
             return
         try:
-            self._dispatch(conn, msg)
+            await self._dispatch(conn, msg)
         except Exception as exc:
             self._error(conn.id, msg.id, exc)
 
@@ -274,7 +283,7 @@ class DaemonServer(EngineJobs):
             state.owner = conn.id
             self.core.restore(state)
 
-    def _dispatch(self, conn: Conn, msg: Any) -> None:
+    async def _dispatch(self, conn: Conn, msg: Any) -> None:
         core = self.core
         sid = getattr(msg, "session_id", None)
         if isinstance(sid, str) and not isinstance(msg, rq.SessionGet):
@@ -282,26 +291,26 @@ class DaemonServer(EngineJobs):
         if isinstance(msg, rq.Hello):
             raise ProtocolError("hello: already authenticated on this connection")
         if isinstance(msg, rq.SessionStart):
-            self._run(core.start(conn.id, msg))
+            await self._step(None, lambda: core.start(conn.id, msg))
         elif isinstance(msg, rq.Observe):
-            self._run(core.observe(conn.id, msg))
+            await self._step(msg.session_id, lambda: core.observe(conn.id, msg))
         elif isinstance(msg, rq.Score):
-            self._run(core.score(conn.id, msg))
+            await self._step(msg.session_id, lambda: core.score(conn.id, msg))
         elif isinstance(msg, rq.ApprovalDecide):
-            self._run(core.decide(conn.id, conn.label, msg))
+            await self._apply(core.decide(conn.id, conn.label, msg))
         elif isinstance(msg, rq.Action):
-            self._run(core.action(conn.id, msg))
+            await self._step(msg.session_id, lambda: core.action(conn.id, msg))
         elif isinstance(msg, rq.SessionEnd):
-            self._run(core.end(conn.id, msg))
+            await self._step(msg.session_id, lambda: core.end(conn.id, msg))
         elif isinstance(msg, rq.Subscribe):
             conn.subscriptions = "*" if msg.sessions == "*" else set(msg.sessions)
-            conn.send(dump(Subscribed(id=msg.id, sessions=msg.sessions)))
+            conn.send(dump(Subscribed(id=msg.id, sessions=msg.sessions)), reply=True)
         elif isinstance(msg, rq.SessionsList):
-            conn.send(dump(Sessions(id=msg.id, sessions=self._list(msg.limit))))
+            conn.send(dump(Sessions(id=msg.id, sessions=self._list(msg.limit))), reply=True)
         elif isinstance(msg, rq.SessionGet):
-            conn.send(dump(self._session_get(msg)))
+            conn.send(dump(self._session_get(msg)), reply=True)
         elif isinstance(msg, rq.Ping):
-            conn.send(dump(Pong(id=msg.id)))
+            conn.send(dump(Pong(id=msg.id)), reply=True)
 
     def _list(self, limit: int) -> list[Any]:
         assert self.history is not None
@@ -327,24 +336,39 @@ class DaemonServer(EngineJobs):
         )
 
     # -- effects -------------------------------------------------------------
-    def _run(self, effects: list[Effect]) -> None:
+    async def _step(self, session_id: str | None, make: Callable[[], list[Effect]]) -> None:
+        """One state change of a session, kept only once its record is durable: the
+        session's steps run one at a time, and a failed write rolls the change back."""
+        lock = self._locks.setdefault(session_id or "", asyncio.Lock())
+        async with lock:
+            undo = self.core.checkpoint(session_id)
+            effects = make()
+            try:
+                await self._apply(effects)
+            except BaseException:
+                undo()
+                raise
+
+    async def _apply(self, effects: list[Effect]) -> None:
+        """Carry out the machine's effects: first every write (its ``Record`` rows and the
+        event log of its ``Publish`` events) in one transaction on the recorder's thread;
+        only once that is durable the replies, events and engine work, in order. A failed
+        write sends nothing and raises (the requester gets ``internal``)."""
         assert self.recorder is not None
+        writes: list[tuple[str, dict[str, Any]]] = []
         for e in effects:
             if isinstance(e, Record):
-                self.recorder.apply(e.op, e.data)
-            elif isinstance(e, Reply):
-                self.hub.send(e.conn, dump(e.message))
+                writes.append((e.op, e.data))
             elif isinstance(e, Publish):
                 body = e.event.model_dump(mode="json")
-                self.recorder.append_event(e.session_id, body)
-                st = self.core.sessions.get(e.session_id)
-                self.hub.publish(
-                    e.session_id,
-                    st.owner if st else None,
-                    json.dumps(body),
-                    to_approvers=e.to_approvers,
-                    exclude=e.exclude,
-                )
+                writes.append(("event", {"session_id": e.session_id, "body": body}))
+        if writes:
+            await self.recorder.commit(writes)
+        for e in effects:
+            if isinstance(e, Reply):
+                self.hub.send(e.conn, dump(e.message))
+            elif isinstance(e, Publish):
+                self._publish(e)
             elif isinstance(e, RunChecklist):
                 self._spawn(None, self._checklist(e))
             elif isinstance(e, RunScore):
@@ -359,10 +383,27 @@ class DaemonServer(EngineJobs):
                 if timer is not None:
                     timer.cancel()
 
+    def _publish(self, e: Publish) -> None:
+        """Serialise the event once, only if someone is to receive it; the session's owner
+        gets it as it gets replies (never dropped), others as events."""
+        st = self.core.sessions.get(e.session_id)
+        owner = st.owner if st else None
+        targets = list(
+            self.hub.targets(e.session_id, owner, to_approvers=e.to_approvers, exclude=e.exclude)
+        )
+        if not targets:
+            return
+        frame = dump(e.event)
+        for c in targets:
+            c.send(frame, reply=c.id == owner)
+
     def _expire(self, request_id: str) -> None:
         self._timers.pop(request_id, None)
+        self._spawn(None, self._expire_now(request_id))
+
+    async def _expire_now(self, request_id: str) -> None:
         try:
-            self._run(self.core.expire(request_id))
+            await self._apply(self.core.expire(request_id))
         except Exception:
             log.exception("expiring approval %s failed", request_id)
 

@@ -80,6 +80,30 @@ class SessionCore(ScoringAndApprovals):
             raise SessionClosedError(f"session {session_id!r} has ended ({st.outcome})")
         return st
 
+    def checkpoint(self, session_id: str | None) -> Callable[[], None]:
+        """An undo for what the next call does to ``session_id`` (None: to the set of
+        sessions, for ``start``): the socket layer applies a state change only once its
+        record is durable, and calls the undo when the write failed."""
+        if session_id is None:
+            before = set(self.sessions)
+
+            def forget_new() -> None:
+                for sid in set(self.sessions) - before:
+                    del self.sessions[sid]
+                    self.signals.forget(sid)
+
+            return forget_new
+        st = self.sessions.get(session_id)
+        if st is None:
+            return lambda: None
+        saved, track = st.snapshot(), self.signals.snapshot(session_id)
+
+        def roll_back() -> None:
+            st.roll_back(saved)
+            self.signals.restore(session_id, track)
+
+        return roll_back
+
     @property
     def active(self) -> int:
         return sum(1 for s in self.sessions.values() if not s.ended)

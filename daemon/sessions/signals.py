@@ -13,9 +13,8 @@
 
 from __future__ import annotations
 
-import hashlib
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from webshepherd.daemon.offline.evaluation.matchers import normalize
 from webshepherd.daemon.offline.evaluation.trajectories import planned_from_thought
@@ -55,12 +54,11 @@ _STOP = frozenset(
 )
 
 
-def observation_key(url: str | None, axtree: str | None) -> str:
-    h = hashlib.sha256()
-    h.update((url or "").encode())
-    h.update(b"\x00")
-    h.update((axtree or "").encode())
-    return h.hexdigest()
+def observation_key(url: str | None, axtree: str | None) -> tuple[str, str]:
+    """What makes two observations the same: compared with ``==`` when an action comes
+    (equal strings that are one object compare at once; no hashing of big trees on every
+    observe)."""
+    return (url or "", axtree or "")
 
 
 def _words(text: str) -> set[str]:
@@ -82,9 +80,9 @@ def _same(a: str, b: str) -> bool:
 
 @dataclass
 class _Track:
-    observation: str | None = None
+    observation: tuple[str, str] | None = None
     last_action: str | None = None
-    last_observation: str | None = None
+    last_observation: tuple[str, str] | None = None
     repeats: int = 1
     announced: int = 0
     announced_ok: int = 0
@@ -104,6 +102,16 @@ class SignalBook:
 
     def forget(self, session_id: str) -> None:
         self.tracks.pop(session_id, None)
+
+    def snapshot(self, session_id: str) -> _Track | None:
+        t = self.tracks.get(session_id)
+        return None if t is None else replace(t)
+
+    def restore(self, session_id: str, track: _Track | None) -> None:
+        if track is None:
+            self.tracks.pop(session_id, None)
+        else:
+            self.tracks[session_id] = track
 
     def action(
         self,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import concurrent.futures
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 
 from webshepherd.daemon.engine.types import ParsedChecklist, Turn
 from webshepherd.protocol.common import AgentInfo, Outcome, SessionSummary, Source
@@ -37,6 +37,21 @@ class SessionState:
     outcome: Outcome | None = None
     answer: str | None = None
     ended_at: float | None = None
+
+    def snapshot(self) -> SessionState:
+        """A copy to :meth:`roll_back` to (containers copied, big strings shared)."""
+        return replace(
+            self,
+            history=list(self.history),
+            step_rewards=dict(self.step_rewards),
+            step_candidates=dict(self.step_candidates),
+        )
+
+    def roll_back(self, snapshot: SessionState) -> None:
+        """Every field as it was in ``snapshot`` (the checklist, once known, stays)."""
+        for f in fields(self):
+            if f.name not in ("checklist", "checklist_slot", "owner"):
+                setattr(self, f.name, getattr(snapshot, f.name))
 
     def set_checklist(self, checklist: ParsedChecklist) -> None:
         self.checklist = checklist

@@ -70,5 +70,3 @@ async def test_export_survives_unparseable_actions(daemon, tmp_path, capsys):
         summary = json.loads(capsys.readouterr().out)
         assert set(summary["per_session"]) == {bad, good}
         assert {u["task_id"] for u in summary["unparsed_actions"]} == {bad}
-        if fmt == "sft":  # the chosen click('2') was scored: its judgement is a row
-            assert summary["per_session"][good] >= 1
