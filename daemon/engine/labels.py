@@ -6,8 +6,10 @@ vocabulary entry is one of the paper's label variants (Appendix C.2) and that
 forms a whole word (``Incomplete`` split as ``In`` + ``complete`` is not a
 label; ``In`` counts only as the start of ``In Progress`` / ``InProgress``, so
 the ``In`` of an echoed title such as ``Log In`` is not one). One label counts
-per line: on a ``Checklist N:`` line the last label word (the label follows any
-echoed title: ``Checklist 1: Log In - Yes`` is Yes), on other lines the first.
+per line: on a ``Checklist N:`` line the last of the prompt's own labels (Yes, No,
+In Progress), else the last label word (the label follows any echoed title:
+``Checklist 1: Log In - Yes`` is Yes, ``Checklist 2: Mark as Done - No`` is No,
+``Checklist 3: Yes - Not yet paid`` is Yes); on other lines the first label word.
 
 A sample is *unparsed* when it has no label of a checklist item, or when its
 judgement was cut (by the context or an explicit output limit) before it ended.
@@ -45,6 +47,8 @@ LABEL_VARIANTS: dict[int, tuple[str, ...]] = {
 }
 GROUP_NAMES = {YES: "Yes", IN_PROGRESS: "In Progress", NO: "No"}
 
+# The three labels the judge prompt names ("In" only ever counts as "In Progress").
+_PROMPT_WORDS = frozenset({"Yes", "No", "In"})
 _START_MARKERS = ("<answer>", "CHECKLIST EVALUATION:")
 _END_MARKER = "</answer>"
 _ITEM_LINE = re.compile(
@@ -100,6 +104,7 @@ def extract_labels(tokens: Sequence[GeneratedToken]) -> list[tuple[int | None, L
         return []
     r_start, r_end = region
     chosen: dict[int, tuple[int | None, LabelProbs]] = {}  # line start -> its label
+    named: set[int] = set()  # lines whose label is one of the prompt's own three words
     pos = 0
     for tok in tokens:
         start, pos = pos, pos + len(tok.piece)
@@ -113,6 +118,11 @@ def extract_labels(tokens: Sequence[GeneratedToken]) -> list[tuple[int | None, L
         m = _ITEM_LINE.match(text[line_start:begin])
         if line_start in chosen and m is None:
             continue  # not an item line: its first label counts
+        own = word in _PROMPT_WORDS
+        if line_start in named and not own:
+            continue  # a synonym after Yes / No / In Progress is not the label
+        if own:
+            named.add(line_start)
         chosen[line_start] = (int(m.group(1)) if m else None, _normalize(tok.mass, tok.group))
     return [chosen[k] for k in sorted(chosen)]
 

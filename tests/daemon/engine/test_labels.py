@@ -192,14 +192,18 @@ def test_a_title_echoed_on_the_label_line_does_not_count_as_the_label() -> None:
             mass=(0.2, 0.6, 0.2),
         ),
         *_line("Checklist", " 4", ":", " Sign", " In", mass=(0.3, 0.3, 0.4)),
+        # the prompt's own label first, then a synonym in an explanation: the label is Yes
+        *_toks("Checklist", " 5", ":", " Yes", mass=(0.7, 0.2, 0.1)),
+        *_line(" -", " Not", " yet", " paid", mass=(0.0, 0.0, 1.0)),
         *_toks("</answer>", mass=(0, 0, 0)),
     ]
     labels = extract_labels(stream)
     # item 4 echoes a title with no label after it: no label position on that line
-    assert [i for i, _ in labels] == [1, 2, 3]
-    assert [round(p.reward, 3) for _, p in labels] == [0.925, 0.15, 0.5]  # Yes, No, In Progress
-    score = score_candidate(0, [_gen(stream)], checklist_items={1, 2, 3, 4})
-    assert score.reward == pytest.approx((0.925 + 0.15 + 0.5) / 3)
+    assert [i for i, _ in labels] == [1, 2, 3, 5]
+    # Yes, No, In Progress, Yes
+    assert [round(p.reward, 3) for _, p in labels] == [0.925, 0.15, 0.5, 0.8]
+    score = score_candidate(0, [_gen(stream)], checklist_items={1, 2, 3, 4, 5})
+    assert score.reward == pytest.approx((0.925 + 0.15 + 0.5 + 0.8) / 4)
 
 
 def _answer(mass: tuple[float, float, float]) -> list[GeneratedToken]:
