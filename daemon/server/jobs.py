@@ -95,47 +95,57 @@ class EngineJobs:
     hub: Hub
     stats: StatsCollector
     scheduler: Scheduler | None
+    _generating: set[str]  # sessions whose checklist job is queued or running
 
     if TYPE_CHECKING:  # provided by DaemonServer
+
+        def _spawn(self, owner: int | None, coro: Any) -> None: ...
 
         async def _apply(self, effects: list[Effect]) -> None: ...
         async def _step(self, session_id: str | None, make: Callable[[], list[Effect]]) -> None: ...
         def _error(self, conn_id: int, rid: str | None, err: BaseException) -> None: ...
 
-    async def _checklist(self, job: RunChecklist) -> None:
+    def _checklist(self, job: RunChecklist) -> None:
+        """Queue the generation of a session's checklist now (before any score job queued
+        after this call); its result is recorded and published when it comes. A generation
+        that fails or cannot be queued is tried again by the session's next score."""
         assert self.scheduler is not None
-        st = self.core.sessions[job.session_id]
+        sid = job.session_id
+        st = self.core.sessions.get(sid)
+        if st is None or st.checklist_slot.done() or sid in self._generating:
+            return
         engine = self.engine
 
-        def work(cancel: Any) -> tuple[ParsedChecklist, str]:
-            try:
-                if job.reference is not None:
-                    parsed, source = engine.parse_reference_checklist(job.reference), "reference"
-                else:
-                    parsed = engine.make_checklist(job.intent, job.start_url, job.axtree)
-                    source = "generated"
-            except Exception as exc:
-                log.error("checklist of session %s failed", job.session_id, exc_info=exc)
-                err = ModelError(f"the model failed to make the checklist ({type(exc).__name__})")
-                if not st.checklist_slot.done():
-                    st.checklist_slot.set_exception(err)
-                raise err from None
+        def work(cancel: Any) -> ParsedChecklist:
+            parsed = engine.make_checklist(job.intent, job.start_url, job.axtree)
             if not st.checklist_slot.done():
                 st.checklist_slot.set_result(parsed)  # visible to the next job of this session
-            return parsed, source
+            return parsed
 
         try:
-            fin = await self.scheduler.run(job.session_id, None, work)
+            queued = self.scheduler.enqueue(sid, None, work)
         except WebShepherdError as exc:
-            if st.owner is not None:
+            log.warning("checklist of session %s not queued: %s", sid, exc.message)
+            return
+        self._generating.add(sid)
+        self._spawn(None, self._checklist_done(job, queued))
+
+    async def _checklist_done(self, job: RunChecklist, queued: Any) -> None:
+        assert self.scheduler is not None
+        sid = job.session_id
+        try:
+            fin = await self.scheduler.wait(queued)
+        except Exception as exc:
+            st = self.core.sessions.get(sid)
+            if not isinstance(exc, WebShepherdError):
+                log.error("checklist of session %s failed", sid, exc_info=exc)
+                exc = ModelError(f"the model failed to make the checklist ({type(exc).__name__})")
+            if st is not None and st.owner is not None:
                 self.hub.send(st.owner, dump(Error(code=exc.code, message=exc.message)))
             return
-        parsed, source = fin.value
-        await self._apply(
-            self.core.checklist_ready(
-                job.session_id, parsed, "reference" if source == "reference" else "generated"
-            )
-        )
+        finally:
+            self._generating.discard(sid)
+        await self._step(sid, lambda: self.core.checklist_ready(sid, fin.value, "generated"))
 
     async def _score(self, job: RunScore) -> None:
         assert self.scheduler is not None
@@ -143,6 +153,8 @@ class EngineJobs:
         loop = asyncio.get_running_loop()
         started = time.monotonic()
 
+        if not st.checklist_slot.done():  # its generation did not finish: once more, first
+            self._checklist(self.core.generate_checklist(st))
         progress = CoalescedProgress(
             loop, lambda c, k, d: self._progress(job, st.owner, c, k, d), PROGRESS_INTERVAL_S
         )

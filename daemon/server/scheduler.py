@@ -139,8 +139,20 @@ class Scheduler:
     ) -> Finished[T]:
         """Queue ``fn`` (it runs alone) and wait for it; raises ``OverloadedError`` /
         ``RequestTimeoutError``."""
+        return await self.wait(self.enqueue(session_id, conn_id, fn))
+
+    def enqueue(
+        self, session_id: str, conn_id: int | None, fn: Callable[[threading.Event], T]
+    ) -> Job[T]:
+        """Queue ``fn`` now (raises ``OverloadedError``); :meth:`wait` for its result."""
         loop = asyncio.get_running_loop()
-        return await self._submit(Job(session_id, conn_id, fn, self._admit(loop), next(self._seq)))
+        job = Job(session_id, conn_id, fn, self._admit(loop), next(self._seq))
+        self._enqueue(job)
+        return job
+
+    @property
+    def full(self) -> bool:
+        return self.depth >= self.queue_limit
 
     async def run_batched(
         self, session_id: str, conn_id: int | None, item: Any, runner: BatchRunner
@@ -152,18 +164,22 @@ class Scheduler:
         job: Job[Any] = Job(
             session_id, conn_id, None, self._admit(loop), next(self._seq), item, runner
         )
-        return await self._submit(job)
+        self._enqueue(job)
+        return await self.wait(job)
 
     def _admit(self, loop: asyncio.AbstractEventLoop) -> asyncio.Future[Any]:
-        if self.depth >= self.queue_limit:
+        if self.full:
             raise OverloadedError(
                 f"the queue is full ({self.queue_limit} requests waiting); retry later"
             )
         return loop.create_future()
 
-    async def _submit(self, job: Job[T]) -> Finished[T]:
+    def _enqueue(self, job: Job[Any]) -> None:
         self._queues.setdefault(job.session_id, deque()).append(job)
         self._wakeup.set()
+
+    async def wait(self, job: Job[T]) -> Finished[T]:
+        """The result of a queued job (``RequestTimeoutError`` past the timeout)."""
         try:
             value = await asyncio.wait_for(asyncio.shield(job.future), self.timeout_s)
         except TimeoutError:

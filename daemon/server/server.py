@@ -47,6 +47,7 @@ from webshepherd.protocol import requests as rq
 from webshepherd.protocol.common import DaemonInfo
 from webshepherd.protocol.errors import (
     ErrorCode,
+    OverloadedError,
     ProtocolError,
     UnknownSessionError,
     WebShepherdError,
@@ -115,6 +116,7 @@ class DaemonServer(EngineJobs):
         self._tasks: dict[int | None, set[asyncio.Task[Any]]] = {}
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._locks: dict[str, asyncio.Lock] = {}
+        self._generating: set[str] = set()
         self._stopped = asyncio.Event()
         self.port = config.port
 
@@ -282,6 +284,8 @@ class DaemonServer(EngineJobs):
         if state is not None:
             state.owner = conn.id
             self.core.restore(state)
+            if not state.ended and not state.checklist_slot.done():
+                self._checklist(self.core.generate_checklist(state))  # cut off by a restart
 
     async def _dispatch(self, conn: Conn, msg: Any) -> None:
         core = self.core
@@ -291,7 +295,7 @@ class DaemonServer(EngineJobs):
         if isinstance(msg, rq.Hello):
             raise ProtocolError("hello: already authenticated on this connection")
         if isinstance(msg, rq.SessionStart):
-            await self._step(None, lambda: core.start(conn.id, msg))
+            await self._start(conn, msg)
         elif isinstance(msg, rq.Observe):
             await self._step(msg.session_id, lambda: core.observe(conn.id, msg))
         elif isinstance(msg, rq.Score):
@@ -311,6 +315,21 @@ class DaemonServer(EngineJobs):
             conn.send(dump(self._session_get(msg)), reply=True)
         elif isinstance(msg, rq.Ping):
             conn.send(dump(Pong(id=msg.id)), reply=True)
+
+    async def _start(self, conn: Conn, msg: rq.SessionStart) -> None:
+        """A client's checklist is parsed here and recorded with the start; without one the
+        generation must find room in the engine's queue, else ``overloaded`` (with the
+        request's id) and no session."""
+        assert self.scheduler is not None
+        checklist = None
+        if msg.checklist is not None:
+            checklist = self.engine.parse_reference_checklist(msg.checklist)
+        elif self.scheduler.full:
+            raise OverloadedError(
+                f"the engine's queue is full ({self.scheduler.queue_limit} jobs): no session "
+                "was started; retry later, or send the checklist with session.start"
+            )
+        await self._step(None, lambda: self.core.start(conn.id, msg, checklist))
 
     def _list(self, limit: int) -> list[Any]:
         assert self.history is not None
@@ -370,7 +389,7 @@ class DaemonServer(EngineJobs):
             elif isinstance(e, Publish):
                 self._publish(e)
             elif isinstance(e, RunChecklist):
-                self._spawn(None, self._checklist(e))
+                self._checklist(e)
             elif isinstance(e, RunScore):
                 self._spawn(e.conn, self._score(e))
             elif isinstance(e, AwaitApproval):

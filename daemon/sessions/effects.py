@@ -42,10 +42,10 @@ class Record:
 
 @dataclass(frozen=True)
 class RunChecklist:
-    """Ask the engine for the session's checklist (parse ``reference`` or generate one)."""
+    """Ask the engine to generate the session's checklist (a client's own checklist is
+    parsed and recorded with the session's start, never through the engine's queue)."""
 
     session_id: str
-    reference: str | None
     intent: str
     start_url: str
     axtree: str

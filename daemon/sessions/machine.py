@@ -109,7 +109,11 @@ class SessionCore(ScoringAndApprovals):
         return sum(1 for s in self.sessions.values() if not s.ended)
 
     # -- session.start ---------------------------------------------------
-    def start(self, conn: int, msg: rq.SessionStart) -> list[Effect]:
+    def start(
+        self, conn: int, msg: rq.SessionStart, checklist: ParsedChecklist | None = None
+    ) -> list[Effect]:
+        """A new session. ``checklist``: the client's checklist, parsed; it is recorded with
+        the session's start (else the engine is asked to generate one)."""
         sid = self.new_id()
         st = SessionState(
             sid, msg.intent, msg.start_url, msg.agent, msg.source, self.clock(), owner=conn
@@ -146,17 +150,20 @@ class SessionCore(ScoringAndApprovals):
             )
         )
         out += [e for e in observed if not isinstance(e, Record)]
-        obs = msg.observation
-        out.append(
-            RunChecklist(
-                sid,
-                msg.checklist,
-                msg.intent,
-                msg.start_url or (obs.url if obs else ""),
-                obs.axtree if obs else "",
-            )
-        )
+        if checklist is not None:
+            ready = self.checklist_ready(sid, checklist, "reference")
+            out[1:1] = [e for e in ready if isinstance(e, Record)]  # after session_started
+            out += [e for e in ready if not isinstance(e, Record)]
+        else:
+            out.append(self.generate_checklist(st))
         return out
+
+    def generate_checklist(self, st: SessionState) -> RunChecklist:
+        """Ask the engine for a checklist of ``st`` (at the start, or again after a
+        generation that did not finish)."""
+        return RunChecklist(
+            st.session_id, st.intent, st.start_url or (st.url or ""), st.axtree or ""
+        )
 
     def checklist_ready(
         self, session_id: str, parsed: ParsedChecklist, source: ChecklistSource

@@ -29,3 +29,22 @@ def no_tracebacks(caplog: pytest.LogCaptureFixture) -> None:
     """No record at ERROR or above and none carrying an exception (a traceback in the log)."""
     bad = [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
     assert not bad, [f"{r.name}: {r.getMessage()}" for r in bad]
+
+
+def burst(ws, frames: list[str]) -> None:
+    """Write many frames in one go, as a client pipelining over a fast link."""
+    for f in frames:
+        ws.protocol.send_text(f.encode())
+    ws.send_data()
+
+
+async def replies(c, ids: list[str], timeout: float = 60) -> dict[str, dict]:
+    """The replies to ``ids`` (other frames are dropped)."""
+    got: dict[str, dict] = {}
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while len(got) < len(ids):
+        m = await c.recv(max(0.01, end - loop.time()))
+        if m.get("id") in ids:
+            got[m["id"]] = m
+    return got

@@ -10,32 +10,14 @@ import sqlite3
 
 from tests.daemon.server.test_backpressure import StalledClient, until
 from tests.fixtures.daemon import OBS, TEST_TOKEN, start_session
-from tests.hostile.helpers import no_tracebacks
-
-
-def burst(ws, frames: list[str]) -> None:
-    """Write many frames in one go, as a client pipelining over a fast link."""
-    for f in frames:
-        ws.protocol.send_text(f.encode())
-    ws.send_data()
-
-
-async def _replies(c, ids: list[str], timeout: float = 60) -> dict[str, dict]:
-    got: dict[str, dict] = {}
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    while len(got) < len(ids):
-        m = await c.recv(max(0.01, end - loop.time()))
-        if m.get("id") in ids:
-            got[m["id"]] = m
-    return got
+from tests.hostile.helpers import burst, no_tracebacks, replies
 
 
 async def test_300_pipelined_pings_get_300_pongs(daemon, caplog):
     c = await daemon.client()
     ids = [f"p{i}" for i in range(300)]
     burst(c.ws, [json.dumps({"type": "ping", "id": i}) for i in ids])
-    got = await _replies(c, ids)
+    got = await replies(c, ids)
     assert all(got[i]["type"] == "pong" for i in ids)
     assert (await c.request({"type": "ping"}))["type"] == "pong"  # not closed
     no_tracebacks(caplog)
@@ -46,7 +28,7 @@ async def test_400_pipelined_observes_all_acknowledged_and_recorded(daemon, capl
     sid = await start_session(c)
     ids = [f"o{i}" for i in range(400)]
     burst(c.ws, [json.dumps({"type": "observe", "id": i, "session_id": sid, **OBS}) for i in ids])
-    got = await _replies(c, ids)
+    got = await replies(c, ids)
     assert [got[i]["step"] for i in ids] == list(range(1, 401))
     db = sqlite3.connect(daemon.config.db_path)
     n = db.execute("SELECT COUNT(*) FROM observations WHERE session_id = ?", (sid,)).fetchone()

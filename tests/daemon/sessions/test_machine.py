@@ -106,16 +106,22 @@ def test_start_records_before_it_replies_and_asks_for_a_checklist():
         "RunChecklist",
     ]
     (run,) = [e for e in effects if isinstance(e, RunChecklist)]
-    assert (run.reference, run.start_url, run.axtree) == (None, "http://a/", OBS["axtree"])
+    assert (run.start_url, run.axtree) == ("http://a/", OBS["axtree"])
     pub = next(e for e in effects if isinstance(e, Publish) and e.event.type == "session.started")
     assert pub.exclude == OWNER  # the owner got the reply instead
 
 
-def test_reference_checklist_is_passed_on():
+def test_a_client_checklist_is_recorded_with_the_start():
     core = make_core()
-    effects = core.start(OWNER, rq.SessionStart(id="s1", intent="buy", checklist="1. find it"))
-    (run,) = [e for e in effects if isinstance(e, RunChecklist)]
-    assert run.reference == "1. find it"
+    parsed = ParsedChecklist(items=(ChecklistItem(1, "find it"),), text="1. find it")
+    msg = rq.SessionStart(id="s1", intent="buy", checklist="1. find it")
+    effects = core.start(OWNER, msg, parsed)
+    assert not [e for e in effects if isinstance(e, RunChecklist)]  # no engine job
+    records = [e.op for e in effects if isinstance(e, Record)]
+    assert records == ["session_started", "checklist"]  # one transaction, in this order
+    published = [e.event.type for e in effects if isinstance(e, Publish)]
+    assert published == ["session.started", "checklist"]
+    assert core.sessions["sess1"].checklist_slot.done()
 
 
 def test_observe_counts_steps_and_strips_screenshot_data_from_events():
