@@ -102,6 +102,9 @@ def truncation_marker(omitted: int, total: int) -> str:
     return f"[… AXTree truncated: {omitted} of {total} lines omitted to fit the model's context …]"
 
 
+MAX_CHARS_PER_TOKEN = 64
+
+
 def fit_axtree(
     axtree: str, prompt_tokens: Callable[[str], int], context: int, keep_free: int
 ) -> tuple[str, bool]:
@@ -112,11 +115,20 @@ def fit_axtree(
     ``(tree, truncated)``; ``ModelError`` when even an empty tree does not fit.
     """
     budget = context - keep_free
-    whole = prompt_tokens(axtree)
-    if whole <= budget:
-        return axtree, False
-    lines = axtree.split("\n")
-    total = len(lines)
+    total = axtree.count("\n") + 1
+    head_chars = max(budget, 1) * MAX_CHARS_PER_TOKEN
+    if len(axtree) > head_chars:
+        # No token covers more than MAX_CHARS_PER_TOKEN characters, so nothing past the first
+        # head_chars can fit: only that head is tokenized (a 30 MB tree costs what a page
+        # of the context's size costs, and a heavy step cannot hold the engine for minutes).
+        head = axtree[: axtree.rfind("\n", 0, head_chars) + 1].rstrip("\n")
+        lines = head.split("\n") if head else []
+        whole = prompt_tokens(head)
+    else:
+        whole = prompt_tokens(axtree)
+        if whole <= budget:
+            return axtree, False
+        lines = axtree.split("\n")
 
     def cut(keep: int) -> str:
         return "\n".join([*lines[:keep], truncation_marker(total - keep, total)])
@@ -129,10 +141,13 @@ def fit_axtree(
         )
     # The largest `keep` that fits lies in [lo, hi]. Start hi near a per-line estimate so
     # the search tokenizes prompts of about the context's size, not the whole huge tree.
-    per_line = max(1e-6, (whole - base) / total)
-    lo, hi = 0, min(total - 1, 2 * int((budget - base) / per_line) + 16)
-    while hi < total - 1 and prompt_tokens(cut(hi)) <= budget:
-        lo, hi = hi, min(total - 1, 2 * hi)
+    n = len(lines)
+    per_line = max(1e-6, (whole - base) / max(n, 1))
+    lo, hi = 0, max(0, min(n - 1, 2 * int((budget - base) / per_line) + 16))
+    while hi < n - 1 and prompt_tokens(cut(hi)) <= budget:
+        lo, hi = hi, min(n - 1, 2 * hi)
+    if n and hi == n - 1 and len(axtree) > head_chars and prompt_tokens(cut(n)) <= budget:
+        return cut(n), True  # the whole head fits
     while lo < hi:
         mid = (lo + hi + 1) // 2
         if prompt_tokens(cut(mid)) <= budget:

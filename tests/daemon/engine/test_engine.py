@@ -6,7 +6,12 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from webshepherd.daemon.engine.engine import Engine, EngineConfig, truncation_marker
+from webshepherd.daemon.engine.engine import (
+    MAX_CHARS_PER_TOKEN,
+    Engine,
+    EngineConfig,
+    truncation_marker,
+)
 from webshepherd.daemon.engine.loader import load_engine
 from webshepherd.daemon.engine.prompts import checklist_messages, step_judge_messages
 from webshepherd.daemon.engine.types import CandidateAction, StepInput, Turn
@@ -98,6 +103,20 @@ def test_huge_axtree_is_truncated_visibly(tiny_engine: Engine) -> None:
     )
     assert tokens(one_more) > budget  # whole lines are cut, no more than needed
     assert engine.fit_axtree(TREE, tokens, 8) == (TREE, False)
+
+    # A tree far beyond the context (issue 14: 30 MB held the engine for 90 s): the same cut,
+    # and no text longer than the context's worth of characters is ever tokenized.
+    seen: list[int] = []
+
+    def counted(tree: str) -> int:
+        seen.append(len(tree))
+        return tokens(tree)
+
+    giant = huge + "\n" + "\n".join(f"[{i}] StaticText 'row {i}'" for i in range(400_000))
+    giant_tree, cut = engine.fit_axtree(giant, counted, 8)
+    assert cut and giant_tree.splitlines()[:-1] == tree.splitlines()[:-1]
+    assert f"of {giant.count(chr(10)) + 1} lines omitted" in giant_tree.splitlines()[-1]
+    assert max(seen) <= (budget + 8) * MAX_CHARS_PER_TOKEN + 200 < len(giant)
 
 
 def test_prompt_that_cannot_fit_is_a_model_error(tiny_engine: Engine) -> None:
