@@ -1,7 +1,7 @@
 """The published checkpoints' prompts, rendered byte for byte.
 
-The two templates under ``templates/`` are exact copies of
-``shared/docs/model-interface/*.template.json``. Placeholders are replaced in
+The two templates under ``templates/`` are exact copies of the published interface
+(``tests/fixtures/data/model-interface/*.template.json``). Placeholders are replaced in
 one literal pass (never ``str.format``: AX trees contain braces, and a value
 that happens to contain ``{checklist}`` must not be substituted again).
 """
