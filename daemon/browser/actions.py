@@ -1,15 +1,21 @@
-"""BrowserGym action strings -> typed actions (sans-I/O; parsed with ``ast``, never evaluated).
+"""BrowserGym action strings, the project's one action parser (sans-I/O; parsed with
+``ast``, never evaluated).
 
-One call per string, Python call syntax, literal arguments only, positional or keyword
-as BrowserGym's functions take them: ``click('12', button='right')``,
+:func:`parse_action` reads what a browser runs (the Playwright harness, the demo's text
+browser): one call per string, Python call syntax, literal arguments only, positional or
+keyword as BrowserGym's functions take them: ``click('12', button='right')``,
 ``fill('45', 'usb-c cable')``, ``select_option('7', ['a', 'b'])``, ``scroll(0, 200)``,
 ``keyboard_press('Enter')``, ``send_msg_to_user('done')``. Anything else raises
 :class:`ActionError` with a message an agent (or a person) can act on.
+
+:func:`read_recorded` reads what was recorded, for export: it never raises, also reads
+WebArena commands (``type [12] [text] [1]``) and keeps any argument as text.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -210,3 +216,72 @@ def _check(name: str, param: Param, value: Any) -> Any:
             raise ActionError(f"{where} must be a list of {', '.join(_MODIFIERS)}, got {value!r}")
         return tuple(value)
     raise AssertionError(param.kind)
+
+
+# -- recorded actions (export): lenient, never raises ---------------------------------------
+
+_CALL = re.compile(r"^\s*([A-Za-z_][\w]*)\s*\((.*)\)\s*;?\s*$", re.S)
+_BRACKETS = re.compile(r"^\s*([A-Za-z_][\w]*)((?:\s*\[[^\]]*\])*)\s*$", re.S)
+_BRACKET_ARG = re.compile(r"\[([^\]]*)\]")
+_UNPARSEABLE = ("too deeply nested", f"longer than {MAX_ACTION_CHARS} characters")
+
+#: Operation names (lower case) of recorded clicks and fills, BrowserGym's and WebArena's.
+CLICKS = frozenset({"click", "dblclick", "dclick"})
+FILLS = frozenset({"fill", "type"})
+#: Operations that target no element.
+OP_ONLY = frozenset({"send_msg_to_user", "scroll", "goto", "stop"})
+
+
+@dataclass(frozen=True)
+class RecordedAction:
+    """A recorded action as text: its operation (lower case) and its arguments as strings."""
+
+    op: str
+    args: tuple[str, ...]
+    raw: str
+    parsed: bool = True  # False: too long or too deeply nested to parse; kept as text
+
+    @property
+    def element(self) -> str | None:
+        """The target element id of element actions (first argument)."""
+        if self.op in OP_ONLY or not self.args:
+            return None
+        return self.args[0].strip()
+
+    @property
+    def text(self) -> str | None:
+        """The typed text of fill/type actions."""
+        return self.args[1] if self.op in FILLS and len(self.args) > 1 else None
+
+
+def read_recorded(action: str) -> RecordedAction:
+    """BrowserGym calls (``fill('12', 'x')``) or WebArena commands (``type [12] [x] [1]``);
+    anything else becomes an operation named by its first word."""
+    if len(action) > MAX_ACTION_CHARS:
+        return RecordedAction(action.strip()[:40].split("(", 1)[0].lower(), (), action, False)
+    m = _CALL.match(action)
+    if m:
+        op, inner = m.group(1), m.group(2)
+        try:
+            tree = parse_python(f"f({inner})", mode="eval")
+            assert isinstance(tree, ast.Expression) and isinstance(tree.body, ast.Call)
+            node = tree.body
+            args = tuple(str(ast.literal_eval(a)) for a in node.args) + tuple(
+                str(ast.literal_eval(k.value)) for k in node.keywords
+            )
+        except SyntaxError as exc:
+            if exc.msg in _UNPARSEABLE:
+                return RecordedAction(op.lower(), (), action, False)
+            args = _loose_args(inner)
+        except (ValueError, TypeError, AssertionError, RecursionError, MemoryError):
+            args = _loose_args(inner)
+        return RecordedAction(op.lower(), args, action)
+    m = _BRACKETS.match(action)
+    if m:
+        return RecordedAction(m.group(1).lower(), tuple(_BRACKET_ARG.findall(m.group(2))), action)
+    first = action.strip().split(maxsplit=1)
+    return RecordedAction(first[0].lower() if first else "", tuple(first[1:]), action)
+
+
+def _loose_args(inner: str) -> tuple[str, ...]:
+    return tuple(a.strip().strip("'\"") for a in inner.split(",") if a.strip())

@@ -1,29 +1,25 @@
 """A text "browser" for the demo: loads pages over HTTP and runs BrowserGym-style actions.
 
-Actions understood: ``click('bid')``, ``fill('bid', 'text')``,
+Actions are read by the project's one parser (:mod:`webshepherd.daemon.browser.actions`);
+the text browser runs ``click('bid')``, ``fill('bid', 'text')``,
 ``press('bid', 'Enter')``, ``go_back()``, ``goto('url')``, and the no-ops
-``scroll(x, y)``, ``hover('bid')``, ``noop()``. Clicking a link follows it;
+``scroll(x, y)``, ``hover('bid')``, ``focus('bid')``, ``noop()``. Clicking a link follows it;
 clicking a submit button (or pressing Enter in a field) submits its form with
 the typed values, GET or POST. Observations come from :mod:`.axtree`.
 """
 
 from __future__ import annotations
 
-import ast
-import re
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from urllib.parse import urlencode, urljoin
 
+from webshepherd.daemon.browser.actions import Action, parse_action
 from webshepherd.daemon.demo.axtree import Node, Page, parse_html, role_of, to_axtree
+from webshepherd.protocol.agents.environment import ActionError
 
-_ACTION = re.compile(r"^\s*([a-z_]+)\((.*)\)\s*$", re.DOTALL)
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never a proxy
-
-
-class ActionError(ValueError):
-    """The action string could not be parsed or names no such element."""
 
 
 @dataclass
@@ -33,15 +29,9 @@ class Observation:
     axtree: str
 
 
-def parse_action(action: str) -> tuple[str, list[object]]:
-    m = _ACTION.match(action)
-    if not m:
-        raise ActionError(f"not an action: {action!r}")
-    try:
-        args = ast.literal_eval(f"({m.group(2)},)") if m.group(2).strip() else ()
-    except (ValueError, SyntaxError) as exc:
-        raise ActionError(f"bad arguments in {action!r}: {exc}") from None
-    return m.group(1), list(args)
+#: Actions the text browser accepts and ignores, and those it runs on an element.
+NO_OPS = frozenset({"scroll", "hover", "noop", "focus"})
+RUNS = frozenset({"click", "fill", "press"})
 
 
 class Browser:
@@ -86,33 +76,33 @@ class Browser:
             raise ActionError(f"no element with bid {bid!r} on {self.page.url}")
         return node
 
-    def act(self, action: str) -> None:
-        """Run one action; raises :class:`ActionError` for a malformed one."""
-        name, args = parse_action(action)
-        if name in {"scroll", "hover", "noop", "focus"}:
+    def act(self, action: str | Action) -> None:
+        """Run one action; raises :class:`ActionError` for one it cannot run."""
+        act = parse_action(action) if isinstance(action, str) else action
+        name, args = act.name, act.args
+        if name in NO_OPS:
             return
-        if name == "goto" and args:
-            return self.goto(urljoin(self.url, str(args[0])))
+        if name == "goto":
+            return self.goto(urljoin(self.url, args["url"]))
         if name == "go_back":
             if self.history:
                 url = self.history.pop()
                 self.goto(url)
                 self.history.pop()  # goto pushed the page we came back from
             return
-        if not args:
-            raise ActionError(f"{name}() needs an element bid")
-        node = self._element(args[0])
+        if name not in RUNS:
+            raise ActionError(f"the text browser has no {name}")
+        node = self._element(args["bid"])
         if name == "fill":
             if role_of(node) not in {"textbox", "searchbox", "spinbutton"}:
-                raise ActionError(f"element {args[0]} is not a text field")
-            self.values[node.bid] = str(args[1]) if len(args) > 1 else ""
+                raise ActionError(f"element {node.bid} is not a text field")
+            self.values[node.bid] = args["value"]
         elif name == "press":
-            if len(args) > 1 and args[1] == "Enter" and node.form() is not None:
-                self._submit(node.form())  # type: ignore[arg-type]
-        elif name == "click":
-            self._click(node)
+            form = node.form()
+            if args["key_comb"] == "Enter" and form is not None:
+                self._submit(form)
         else:
-            raise ActionError(f"unknown action {name!r}")
+            self._click(node)
 
     def _click(self, node: Node) -> None:
         target: Node | None = node

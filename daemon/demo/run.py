@@ -27,8 +27,9 @@ from urllib.parse import urlsplit
 from rich.console import Console
 from rich.markup import escape
 from webshepherd.daemon.demo.agent import CHECKLIST, TASK, Proposal, ShopAgent
-from webshepherd.daemon.demo.browser import ActionError, Browser
+from webshepherd.daemon.demo.browser import Browser
 from webshepherd.daemon.demo.demo_setup import demo_servers, load_demo_engine, print_noise_note
+from webshepherd.protocol.agents.environment import ActionError
 
 MARKS = {"yes": "[green]✓[/]", "in_progress": "[yellow]~[/]", "no": "[red]✗[/]"}
 

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import asyncio
 
+from webshepherd.daemon.browser.actions import parse_action
 from webshepherd.daemon.demo import browser as text_browser
 from webshepherd.protocol.agents import ActionError, ActionResult, PageState
-
-_UNSUPPORTED = {"select_option", "keyboard_press", "go_forward", "dblclick", "drag_and_drop"}
 
 
 class TextEnvironment:
@@ -44,17 +43,12 @@ class TextEnvironment:
 
     async def _execute(self, action: str) -> ActionResult:
         try:
-            name, args = text_browser.parse_action(action)
-        except text_browser.ActionError as exc:
-            raise ActionError(f"could not run {action!r}: {exc}") from None
-        if name == "send_msg_to_user":
-            return ActionResult(action, message=str(args[0]) if args else "")
-        if name == "report_infeasible":
-            return ActionResult(action, infeasible=str(args[0]) if args else "")
-        if name in _UNSUPPORTED:
-            raise ActionError(f"could not run {action!r}: the text browser has no {name}")
-        try:
-            await asyncio.to_thread(self.browser.act, action)
-        except text_browser.ActionError as exc:
-            raise ActionError(f"could not run {action!r}: {exc}") from None
+            parsed = parse_action(action)
+            if parsed.name == "send_msg_to_user":
+                return ActionResult(action, message=parsed.args["text"])
+            if parsed.name == "report_infeasible":
+                return ActionResult(action, infeasible=parsed.args["reason"])
+            await asyncio.to_thread(self.browser.act, parsed)
+        except ActionError as exc:
+            raise ActionError(f"could not run {action!r}: {exc.message}") from None
         return ActionResult(action)

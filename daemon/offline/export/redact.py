@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from webshepherd.daemon.offline.export.negatives import FILLS, parse_action
+from webshepherd.daemon.browser.actions import FILLS, read_recorded
 from webshepherd.protocol.errors import WebShepherdError
 
 MASK = "[REDACTED]"
@@ -52,13 +52,13 @@ class Redactor:
         """``(action, axtree of the page it acted on)``: remember values typed into password
         fields so they are masked wherever they appear (thoughts, later pages, history)."""
         for action, axtree in actions:
-            p = parse_action(action)
+            p = read_recorded(action)
             if p.op in FILLS and p.text and p.element in password_elements(axtree):
                 self.secrets.add(p.text)
 
     def action(self, action: str, axtree: str) -> str:
         """An action with the text it types into a password field masked."""
-        p = parse_action(action)
+        p = read_recorded(action)
         if p.op in FILLS and p.text and p.element in password_elements(axtree):
             action = action.replace(p.text, MASK)
         return self.text(action)

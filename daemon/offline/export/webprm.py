@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from webshepherd.daemon.browser.actions import read_recorded
 from webshepherd.daemon.engine.prompts import format_trajectory, judge_messages
 from webshepherd.daemon.engine.types import Turn
-from webshepherd.daemon.offline.export.negatives import is_negative, parse_action
+from webshepherd.daemon.offline.export.negatives import is_negative
 from webshepherd.daemon.offline.export.redact import Redactor, mask_password_lines
 from webshepherd.protocol.errors import WebShepherdError
 
@@ -270,7 +271,7 @@ def _trusted_steps(
             texts = [t.action for t in rec.history] + [c.action for c in rec.candidates]
             if rec.chosen is not None:
                 texts.append(rec.chosen["action"])
-            if not all(parse_action(a).parsed for a in texts):
+            if not all(read_recorded(a).parsed for a in texts):
                 summ.unparsed_actions.append({"task_id": sid, "step_id": rec.step})
             if rec.chosen is None:
                 summ.skipped["no_trustworthy_chosen"] += 1

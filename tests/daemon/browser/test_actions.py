@@ -1,9 +1,10 @@
-"""BrowserGym action strings parsed into typed actions, and the errors for those that cannot run."""
+"""BrowserGym action strings: parsed into typed actions (clear errors for those that cannot
+run), and recorded ones read as text."""
 
 from __future__ import annotations
 
 import pytest
-from webshepherd.daemon.browser.actions import SIGNATURES, parse_action
+from webshepherd.daemon.browser.actions import SIGNATURES, parse_action, read_recorded
 from webshepherd.protocol.agents.environment import ActionError
 from webshepherd.protocol.errors import WebShepherdError
 
@@ -124,3 +125,14 @@ def test_the_string_is_never_evaluated(tmp_path):
     with pytest.raises(ActionError):
         parse_action(f"fill('1', open({str(marker)!r}, 'w').write('x'))")
     assert not marker.exists()
+
+
+def test_recorded_browsergym_and_webarena_actions_read_as_text():
+    p = read_recorded("fill('12', 'usb-c, \\'cable\\'')")
+    assert (p.op, p.element, p.text) == ("fill", "12", "usb-c, 'cable'")
+    p = read_recorded("type [522] [AMC Waterfront] [1]")
+    assert (p.op, p.element, p.text) == ("type", "522", "AMC Waterfront")
+    assert read_recorded("scroll(0, 200)").element is None
+    assert read_recorded("send_msg_to_user('It costs $4')").args == ("It costs $4",)
+    assert read_recorded("stop [N/A]").op == "stop"
+    assert read_recorded("weird words here").op == "weird"

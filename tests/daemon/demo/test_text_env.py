@@ -26,7 +26,7 @@ async def test_actions_run_and_errors_are_clear_and_reported_once() -> None:
         assert "no element with bid '999'" in ((await env.observe()).last_action_error or "")
         with pytest.raises(ActionError, match="the text browser has no select_option"):
             await env.execute("select_option('14', 'blue')")
-        with pytest.raises(ActionError, match="not an action"):
+        with pytest.raises(ActionError, match="not a function call"):
             await env.execute("please click search")
         result = await env.execute("fill('14', 'usb-c cable')")
         assert not result.done and (await env.observe()).last_action_error is None

@@ -1,9 +1,9 @@
-"""The rule-based negative filter (Web-Shepherd Appendix B.3), action parsing and redaction."""
+"""The rule-based negative filter (Web-Shepherd Appendix B.3) and redaction."""
 
 from __future__ import annotations
 
 import pytest
-from webshepherd.daemon.offline.export.negatives import is_negative, parse_action
+from webshepherd.daemon.offline.export.negatives import is_negative
 from webshepherd.daemon.offline.export.redact import (
     MASK,
     Redactor,
@@ -11,17 +11,6 @@ from webshepherd.daemon.offline.export.redact import (
     password_elements,
 )
 from webshepherd.protocol.errors import WebShepherdError
-
-
-def test_parse_browsergym_and_webarena_actions():
-    p = parse_action("fill('12', 'usb-c, \\'cable\\'')")
-    assert (p.op, p.element, p.text) == ("fill", "12", "usb-c, 'cable'")
-    p = parse_action("type [522] [AMC Waterfront] [1]")
-    assert (p.op, p.element, p.text) == ("type", "522", "AMC Waterfront")
-    assert parse_action("scroll(0, 200)").element is None
-    assert parse_action("send_msg_to_user('It costs $4')").args == ("It costs $4",)
-    assert parse_action("stop [N/A]").op == "stop"
-    assert parse_action("weird words here").op == "weird"
 
 
 @pytest.mark.parametrize(
