@@ -201,6 +201,13 @@ class Session(Model):
             "The session's events in order, each shaped as the event a subscriber received."
         ),
     )
+    next: int | None = Field(
+        default=None,
+        description=(
+            "Set when the events did not fit one frame: ask again with `after` = `next` for "
+            "the rest (every page carries at least one event). Addition to v1."
+        ),
+    )
 
 
 class Stats(Model):

@@ -115,6 +115,14 @@ class SessionGet(Model):
     type: Literal["session.get"] = "session.get"
     id: RequestId
     session_id: SessionId
+    after: int = Field(
+        default=0,
+        ge=0,
+        description=(
+            "Events to skip: a reply that did not fit one frame says where to go on (`next`). "
+            "Addition to v1."
+        ),
+    )
 
 
 class Ping(Model):

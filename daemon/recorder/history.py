@@ -29,6 +29,11 @@ def _summary(row: sqlite3.Row) -> SessionSummary:
     )
 
 
+def _json_size(text: str) -> int:
+    """About the length of ``text`` as a JSON string (the characters JSON escapes)."""
+    return len(text) + 2 + sum(text.count(c) for c in '\n\t"\\')
+
+
 class History:
     """Read side of :class:`Recorder`: its own connection (WAL: reads never wait for the
     writer thread, and see every committed write)."""
@@ -62,26 +67,41 @@ class History:
         return Checklist(session_id=session_id, source=row["source"], items=items, text=row["text"])
 
     def events(self, session_id: str) -> list[dict[str, Any]]:
-        """The session's events as subscribers got them (AX trees put back from
-        ``observations``, where they are stored once)."""
+        """All of the session's events (:meth:`page` without a size bound)."""
+        return self.page(session_id, 0, None)[0]
+
+    def page(
+        self, session_id: str, after: int, max_bytes: int | None
+    ) -> tuple[list[dict[str, Any]], int | None]:
+        """The session's events from number ``after`` on, as subscribers got them (AX trees
+        put back from ``observations``, where they are stored once), as many as fit about
+        ``max_bytes`` of JSON (at least one), and the number to go on from (None: the end)."""
         rows = self.db.execute(
-            "SELECT body FROM events WHERE session_id = ? ORDER BY seq", (session_id,)
-        ).fetchall()
-        out = [json.loads(r["body"]) for r in rows]
-        trees: dict[int, str] | None = None
-        for e in out:
+            "SELECT seq, body FROM events WHERE session_id = ? ORDER BY seq LIMIT -1 OFFSET ?",
+            (session_id, after),
+        )
+        out: list[dict[str, Any]] = []
+        size = 0
+        for n, row in enumerate(rows):
+            e = json.loads(row["body"])
+            extra = 0
             if e.get("type") == "observed" and "axtree" not in e:
-                if trees is None:
-                    trees = {
-                        o["step"]: o["axtree"]
-                        for o in self.db.execute(
-                            "SELECT step, axtree FROM observations WHERE session_id = ? "
-                            "ORDER BY id",
-                            (session_id,),
-                        )
-                    }
-                e["axtree"] = trees.get(e.get("step", -1), "")
-        return out
+                tree = self._tree(session_id, e.get("step", -1))
+                e["axtree"] = tree
+                extra = _json_size(tree)
+            size += len(row["body"]) + extra
+            if out and max_bytes is not None and size > max_bytes:
+                return out, after + n
+            out.append(e)
+        return out, None
+
+    def _tree(self, session_id: str, step: int) -> str:
+        row = self.db.execute(
+            "SELECT axtree FROM observations WHERE session_id = ? AND step = ? "
+            "ORDER BY id DESC LIMIT 1",
+            (session_id, step),
+        ).fetchone()
+        return row["axtree"] if row else ""
 
     def load_state(self, session_id: str) -> SessionState | None:
         """Rebuild what the session machine needs to continue a session after a restart."""

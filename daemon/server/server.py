@@ -311,8 +311,8 @@ class DaemonServer(EngineJobs):
             conn.send(dump(Subscribed(id=msg.id, sessions=msg.sessions)), reply=True)
         elif isinstance(msg, rq.SessionsList):
             conn.send(dump(Sessions(id=msg.id, sessions=self._list(msg.limit))), reply=True)
-        elif isinstance(msg, rq.SessionGet):
-            conn.send(dump(self._session_get(msg)), reply=True)
+        elif isinstance(msg, rq.SessionGet):  # read and serialised off the loop
+            conn.send(await asyncio.to_thread(self._session_get, msg), reply=True)
         elif isinstance(msg, rq.Ping):
             conn.send(dump(Pong(id=msg.id)), reply=True)
 
@@ -339,7 +339,9 @@ class DaemonServer(EngineJobs):
             for s in out
         ]
 
-    def _session_get(self, msg: rq.SessionGet) -> Session:
+    def _session_get(self, msg: rq.SessionGet) -> str:
+        """The ``session`` reply as a frame: as many events from ``after`` on as fit half
+        the frame limit (at least one), ``next`` set when more remain."""
         assert self.history is not None
         summary = self.history.summary(msg.session_id)
         if summary is None:
@@ -347,12 +349,17 @@ class DaemonServer(EngineJobs):
         live = self.core.sessions.get(msg.session_id)
         if live is not None:
             summary = live.summary()
-        return Session(
+        events, more = self.history.page(
+            msg.session_id, msg.after, self.config.max_frame_bytes // 2
+        )
+        reply = Session(
             id=msg.id,
             session=summary,
             checklist=self.history.checklist(msg.session_id),
-            events=self.history.events(msg.session_id),
+            events=events,
+            next=more,
         )
+        return dump(reply)
 
     # -- effects -------------------------------------------------------------
     async def _step(self, session_id: str | None, make: Callable[[], list[Effect]]) -> None:

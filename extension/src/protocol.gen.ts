@@ -114,6 +114,10 @@ export type Id8 = string;
 export type Limit = number;
 export type Type8 = "sessions.list";
 /**
+ * Events to skip: a reply that did not fit one frame says where to go on (`next`). Addition to v1.
+ */
+export type After = number;
+/**
  * Chosen by the sender, unique per connection.
  */
 export type Id9 = string;
@@ -326,6 +330,10 @@ export type Events = {
  * Chosen by the sender, unique per connection.
  */
 export type Id21 = string;
+/**
+ * Set when the events did not fit one frame: ask again with `after` = `next` for the rest (every page carries at least one event). Addition to v1.
+ */
+export type Next = number | null;
 export type Type26 = "session";
 export type Connections = number;
 export type MemoryTotalMb = number | null;
@@ -442,6 +450,7 @@ export interface SessionsList {
   type: Type8;
 }
 export interface SessionGet {
+  after?: After;
   id: Id9;
   session_id: SessionId4;
   type: Type9;
@@ -659,6 +668,7 @@ export interface Session {
   checklist?: Checklist1 | null;
   events?: Events;
   id: Id21;
+  next?: Next;
   session: SessionSummary;
   type: Type26;
 }

@@ -201,8 +201,15 @@ class AsyncClient(ClientTransport):
         ).sessions
 
     async def session(self, session_id: str) -> Session:
-        """The whole recorded history of one session."""
-        return await self.call(SessionGet(id=self._next_id("m"), session_id=session_id), Session)
+        """The whole recorded history of one session (fetched page by page when it does not
+        fit one frame; returned as one ``Session``)."""
+        first = await self.call(SessionGet(id=self._next_id("m"), session_id=session_id), Session)
+        reply, events = first, list(first.events)
+        while reply.next is not None:
+            msg = SessionGet(id=self._next_id("m"), session_id=session_id, after=reply.next)
+            reply = await self.call(msg, Session)
+            events += reply.events
+        return first.model_copy(update={"events": events, "next": None})
 
     async def ping(self) -> float:
         """Round-trip time in seconds."""
