@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import ClassVar
 
 from textual import work
@@ -43,8 +44,12 @@ class WebShepherdApp(App[None]):
         probe: DeviceProbe | None = None,
         refresh_s: float = 0.1,
         backoff_max_s: float = 2.0,
+        data_dir: Path | None = None,
+        report_dir: Path | None = None,
     ) -> None:
         super().__init__()
+        self.data_dir = data_dir
+        self.report_dir = report_dir
         self.state = state or MonitorState()
         self.connect = connect
         self.probe = probe if probe is not None else DeviceProbe()
@@ -112,4 +117,10 @@ class WebShepherdApp(App[None]):
         self.push_screen(HelpScreen())
 
     def action_history(self) -> None:
-        self.push_screen(HistoryScreen(load=lambda: self.link.client.sessions(200)))
+        self.push_screen(
+            HistoryScreen(
+                load=lambda: self.link.client.sessions(200),
+                data_dir=self.data_dir,
+                report_dir=self.report_dir,
+            )
+        )

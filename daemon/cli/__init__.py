@@ -253,6 +253,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_export_parser(sub)
     add_eval_parser(sub)
+    from webshepherd.daemon.cli.report import add_report_parser
+
+    add_report_parser(sub)
     from webshepherd.daemon.cli.prompt import add_prompt_parser
 
     add_prompt_parser(sub)

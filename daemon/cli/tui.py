@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 from webshepherd.protocol.version import DEFAULT_URL
@@ -31,7 +32,7 @@ def cmd_tui(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 1
-    WebShepherdApp(args.url, token).run()
+    WebShepherdApp(args.url, token, data_dir=args.data_dir, report_dir=args.report_dir).run()
     return 0
 
 
@@ -43,6 +44,19 @@ def add_tui_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--url", default=DEFAULT_URL, help=f"daemon URL (default {DEFAULT_URL})")
     p.add_argument(
         "--token", default=None, help="pairing token (default: the local store, as `token` prints)"
+    )
+    p.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        help="the daemon's recording, for the history screen's report key (default: the "
+        "daemon's default)",
+    )
+    p.add_argument(
+        "--report-dir",
+        type=Path,
+        default=None,
+        help="where the history screen's `r` writes reports (default: the current folder)",
     )
     p.set_defaults(func=cmd_tui)
     return p

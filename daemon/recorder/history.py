@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from pathlib import Path
 from typing import Any
 
 from webshepherd.daemon.engine.types import Turn
 from webshepherd.daemon.recorder.store import Recorder
+from webshepherd.daemon.recorder.timeline import Timeline, read_timeline
 from webshepherd.daemon.sessions.state import SessionState
 from webshepherd.protocol.common import AgentInfo, ChecklistItem, SessionSummary
+from webshepherd.protocol.errors import WebShepherdError
 from webshepherd.protocol.replies import Checklist
 
 
@@ -42,6 +45,18 @@ class History:
         self.db = sqlite3.connect(str(recorder.path), check_same_thread=False)
         self.db.row_factory = sqlite3.Row
 
+    @classmethod
+    def open(cls, db_path: Path) -> History:
+        """Read a recording from disk (read-only; offline tools such as ``report``)."""
+        if not db_path.exists():
+            raise WebShepherdError(
+                f"no recording at {db_path} (pass --data-dir, or run the daemon first)"
+            )
+        self = cls.__new__(cls)
+        self.db = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, check_same_thread=False)
+        self.db.row_factory = sqlite3.Row
+        return self
+
     def close(self) -> None:
         self.db.close()
 
@@ -65,6 +80,13 @@ class History:
             return None
         items = [ChecklistItem.model_validate(i) for i in json.loads(row["items"])]
         return Checklist(session_id=session_id, source=row["source"], items=items, text=row["text"])
+
+    def timeline(self, session_id: str) -> Timeline | None:
+        """The session step by step (observations, scorings, approvals, actions, signals)."""
+        summary = self.summary(session_id)
+        if summary is None:
+            return None
+        return read_timeline(self.db, summary, self.checklist(session_id))
 
     def events(self, session_id: str) -> list[dict[str, Any]]:
         """All of the session's events (:meth:`page` without a size bound)."""

@@ -92,6 +92,11 @@ CREATE TABLE IF NOT EXISTS actions (
     source TEXT NOT NULL,
     created_at REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS session_scorers (
+    session_id TEXT PRIMARY KEY REFERENCES sessions(session_id),
+    model TEXT NOT NULL,            -- the model that scored the session (as serve loaded it)
+    backend TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS events (
     session_id TEXT NOT NULL,
     seq INTEGER NOT NULL,

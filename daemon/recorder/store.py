@@ -82,6 +82,7 @@ class Recorder:
             "approval_decided": self.approval_decided,
             "action": self.action,
             "session_ended": self.session_ended,
+            "scorer": self.scorer,
             "event": self.append_event,
         }
 
@@ -331,6 +332,17 @@ class Recorder:
                     "UPDATE sessions SET outcome = ?, answer = ?, ended_at = ? "
                     "WHERE session_id = ?",
                     (outcome, answer, ended_at, session_id),
+                )
+            ]
+        )
+
+    def scorer(self, session_id: str, model: str, backend: str) -> None:
+        """The model and backend that score the session (kept for reports)."""
+        self._tx(
+            [
+                (
+                    "INSERT OR REPLACE INTO session_scorers VALUES (?, ?, ?)",
+                    (session_id, model, backend),
                 )
             ]
         )

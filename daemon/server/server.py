@@ -385,6 +385,9 @@ class DaemonServer(EngineJobs):
         for e in effects:
             if isinstance(e, Record):
                 writes.append((e.op, e.data))
+                if e.op == "session_started":
+                    scorer = {"model": self.engine.model_id, "backend": self.engine.backend_name}
+                    writes.append(("scorer", {"session_id": e.data["session_id"], **scorer}))
             elif isinstance(e, Publish):
                 body = e.event.model_dump(mode="json")
                 writes.append(("event", {"session_id": e.session_id, "body": body}))

@@ -1,9 +1,12 @@
-"""The daemon's recorded sessions (``sessions.list``); enter replays one."""
+"""The daemon's recorded sessions (``sessions.list``); enter replays one, ``r`` writes its
+HTML report (from the local recording, as ``webshepherd report`` does)."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import ClassVar
 
 from rich.text import Text
@@ -28,16 +31,27 @@ class HistoryScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "app.pop_screen", "Back"),
         Binding("f5", "reload", "Reload"),
+        Binding("r", "report", "Write report"),
     ]
 
-    def __init__(self, load: LoadSessions) -> None:
+    def __init__(
+        self,
+        load: LoadSessions,
+        data_dir: Path | None = None,
+        report_dir: Path | None = None,
+    ) -> None:
         super().__init__()
         self.load = load
+        self.data_dir = data_dir
+        self.report_dir = report_dir
         self.summaries: list[SessionSummary] = []
+        self.last_report: Path | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(
-            "recorded sessions (newest first) — enter replays, escape goes back", id="history-title"
+            "recorded sessions (newest first) — enter replays, r writes its HTML report, "
+            "escape goes back",
+            id="history-title",
         )
         yield DataTable(cursor_type="row", id="history")
         yield Footer()
@@ -81,3 +95,25 @@ class HistoryScreen(Screen[None]):
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         self.post_message(ReplayRequested(str(event.row_key.value)))
+
+    def action_report(self) -> None:
+        table = self.query_one(DataTable)
+        if not self.summaries or table.cursor_row < 0:
+            self.notify("no session selected", severity="warning")
+            return
+        self.write_report(self.summaries[table.cursor_row].session_id)
+
+    @work(exclusive=True, group="report")
+    async def write_report(self, session_id: str) -> None:
+        from webshepherd.daemon.cli.report import write_report
+        from webshepherd.daemon.config import default_data_dir
+
+        data_dir = self.data_dir or default_data_dir()
+        out = (self.report_dir or Path.cwd()) / f"webshepherd-{session_id}.html"
+        try:
+            path = await asyncio.to_thread(write_report, data_dir, session_id, out)
+        except WebShepherdError as exc:
+            self.notify(f"report: {exc.message}", severity="error")
+            return
+        self.last_report = path
+        self.notify(f"report written: {path}", timeout=8)

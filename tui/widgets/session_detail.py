@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import textwrap
+
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
@@ -18,28 +20,32 @@ def fmt_reward(r: float | None) -> str:
 
 
 def checklist_text(view: SessionView, width: int) -> Text:
-    """Each checklist item's label per step (✓ yes, ~ in progress, ✗ no, · not scored)."""
+    """Each checklist item's label per step (✓ yes, ~ in progress, ✗ no, · not scored), the
+    marks first and the item's whole title after them, wrapped to the width left."""
     steps = view.scored_steps
-    title_w = max(min(width // 2, 40), 10)
-    room = max(width - title_w - 5, 1)
+    room = max(min(len(steps), max(width // 3, 8)), 1)
     shown = steps[-room:]
-    out = Text(no_wrap=True, overflow="ellipsis")
+    out = Text()
     if not view.checklist:
         out.append("no checklist yet", "dim")
         return out
     span = f"steps {shown[0].step}–{shown[-1].step}" if shown else "no steps scored"
-    out.append(f"{'checklist':<{title_w + 4}} {span}", "bold")
+    out.append(f"checklist · {span}", "bold")
+    title_w = max(width - 4 - room - 1, 10)
     for index, title in view.checklist:
         out.append("\n")
         out.append(f"{index:>2}. ")
-        out.append(f"{title[: title_w - 1]:<{title_w}}", "")
-        out.append(" ")
         for s in shown:
             label = s.items.get(index)
             if label is None:
                 out.append("·", "dim")
             else:
                 out.append(LABEL_MARK[label], LABEL_STYLE[label])
+        out.append(" " * (room - len(shown) + 1))
+        lines = textwrap.wrap(title, title_w) or [""]
+        out.append(lines[0])
+        for more in lines[1:]:
+            out.append("\n" + " " * (4 + room + 1) + more)
     return out
 
 

@@ -1,0 +1,1 @@
+"""A recorded session as a self-contained HTML report."""

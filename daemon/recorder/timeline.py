@@ -1,0 +1,177 @@
+"""A recorded session read back step by step (typed): what reports and offline tools show."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from webshepherd.protocol.common import ItemProbs, SessionSummary
+from webshepherd.protocol.replies import Checklist
+
+
+@dataclass
+class Candidate:
+    index: int
+    thought: str
+    action: str
+    reward: float | None
+    feedback: str
+    items: list[ItemProbs]  # per checklist item, the mean over the samples
+
+
+@dataclass
+class Scoring:
+    """One ``score`` request of a step and what came of it."""
+
+    request_id: str
+    best: int | None
+    decision: dict[str, Any] | None  # the scored reply's DecisionInfo, once known
+    candidates: list[Candidate]
+    queue_ms: float | None
+    model_ms: float | None
+    created_at: float
+
+
+@dataclass
+class Approval:
+    request_id: str
+    candidate_index: int
+    reward: float | None
+    reason: str
+    feedback: str
+    decision: str | None
+    status: str | None
+    action: str | None
+    decided_by: str | None
+    note: str | None
+    created_at: float
+    decided_at: float | None
+
+
+@dataclass
+class Executed:
+    action: str
+    thought: str | None
+    source: str
+    created_at: float
+
+
+@dataclass
+class Step:
+    step: int
+    url: str = ""
+    axtree: str = ""
+    screenshot: bytes | None = None
+    screenshot_mime: str | None = None
+    observed_at: float | None = None
+    scorings: list[Scoring] = field(default_factory=list)
+    approvals: list[Approval] = field(default_factory=list)
+    executed: list[Executed] = field(default_factory=list)
+    signals: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def scoring(self) -> Scoring | None:
+        """The step's last scoring (a re-scored step shows its latest candidates)."""
+        return self.scorings[-1] if self.scorings else None
+
+
+@dataclass
+class Timeline:
+    summary: SessionSummary
+    checklist: Checklist | None
+    answer: str | None
+    model: str | None
+    backend: str | None
+    steps: list[Step]
+
+
+def read_timeline(
+    db: sqlite3.Connection, summary: SessionSummary, checklist: Checklist | None
+) -> Timeline:
+    """Every step of the session (the observation seen last at a step wins), in order."""
+    sid = summary.session_id
+    steps: dict[int, Step] = {}
+
+    def at(n: int) -> Step:
+        return steps.setdefault(n, Step(n))
+
+    for o in db.execute(
+        "SELECT step, url, axtree, screenshot_mime, screenshot, created_at FROM observations "
+        "WHERE session_id = ? ORDER BY id",
+        (sid,),
+    ):
+        s = at(o["step"])
+        s.url, s.axtree, s.observed_at = o["url"], o["axtree"], o["created_at"]
+        s.screenshot, s.screenshot_mime = o["screenshot"], o["screenshot_mime"]
+    cands: dict[int, list[Candidate]] = defaultdict(list)
+    for c in db.execute(
+        "SELECT c.* FROM candidate_results c JOIN score_requests r ON c.score_id = r.id "
+        "WHERE r.session_id = ? ORDER BY c.score_id, c.idx",
+        (sid,),
+    ):
+        cands[c["score_id"]].append(
+            Candidate(
+                c["idx"],
+                c["thought"],
+                c["action"],
+                c["reward"],
+                c["feedback"],
+                [ItemProbs.model_validate(i) for i in json.loads(c["items"])],
+            )
+        )
+    for r in db.execute("SELECT * FROM score_requests WHERE session_id = ? ORDER BY id", (sid,)):
+        at(r["step"]).scorings.append(
+            Scoring(
+                r["request_id"],
+                r["best"],
+                json.loads(r["decision"]) if r["decision"] else None,
+                cands.get(r["id"], []),
+                r["queue_ms"],
+                r["model_ms"],
+                r["created_at"],
+            )
+        )
+    for a in db.execute("SELECT * FROM approvals WHERE session_id = ? ORDER BY created_at", (sid,)):
+        at(a["step"]).approvals.append(
+            Approval(
+                a["request_id"],
+                a["candidate_index"],
+                a["reward"],
+                a["reason"],
+                a["feedback"],
+                a["decision"],
+                a["status"],
+                a["action"],
+                a["decided_by"],
+                a["note"],
+                a["created_at"],
+                a["decided_at"],
+            )
+        )
+    for x in db.execute("SELECT * FROM actions WHERE session_id = ? ORDER BY id", (sid,)):
+        at(x["step"]).executed.append(
+            Executed(x["action"], x["thought"], x["source"], x["created_at"])
+        )
+    for e in db.execute(
+        "SELECT body FROM events WHERE session_id = ? AND type = 'signal' ORDER BY seq", (sid,)
+    ):
+        body = json.loads(e["body"])
+        at(int(body.get("step", 0))).signals.append(body)
+    sess = db.execute("SELECT answer FROM sessions WHERE session_id = ?", (sid,)).fetchone()
+    try:
+        scorer = db.execute(
+            "SELECT model, backend FROM session_scorers WHERE session_id = ?", (sid,)
+        ).fetchone()
+    except sqlite3.OperationalError:  # a recording made before scorers were kept
+        scorer = None
+    return Timeline(
+        summary,
+        checklist,
+        sess["answer"] if sess else None,
+        scorer["model"] if scorer else None,
+        scorer["backend"] if scorer else None,
+        [steps[k] for k in sorted(steps)],
+    )
