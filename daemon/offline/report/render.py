@@ -9,7 +9,7 @@ import time
 from collections.abc import Iterable, Sequence
 from html import escape
 
-from webshepherd.daemon.offline.export.negatives import parse_action
+from webshepherd.daemon.browser.actions import read_recorded
 from webshepherd.daemon.offline.export.redact import Redactor, mask_password_lines
 from webshepherd.daemon.offline.report.figures import (
     CANDIDATE_COLOURS,
@@ -238,7 +238,7 @@ def _step(st: Step, red: Redactor, titles: Sequence[str]) -> str:
         boxes = element_boxes(st.axtree)
         outlines = []
         for c in cands:
-            bid = parse_action(c.action).element
+            bid = read_recorded(c.action).element
             if bid is not None and bid in boxes:
                 outlines.append(
                     Outline(
