@@ -1,0 +1,132 @@
+"""kill -9 at random points of a scripted session (issue 14): a real ``webshepherd serve``
+subprocess (tiny model) is killed with SIGKILL while a client works, restarted on the same
+data dir; every message the daemon acknowledged is in the record afterwards."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+from websockets.asyncio.client import connect
+
+from tests.fixtures.daemon import OBS, REFERENCE, TEST_TOKEN
+from tests.fixtures.ports import closed_port
+
+
+async def _serve(model: Path, data: Path, port: int) -> subprocess.Popen[bytes]:
+    env = dict(
+        os.environ,
+        WEBSHEPHERD_TOKEN=TEST_TOKEN,
+        WEBSHEPHERD_KEYRING="0",
+        WEBSHEPHERD_CONFIG_DIR=str(data / "config"),
+        HF_HUB_OFFLINE="1",
+    )
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "webshepherd.daemon.cli",
+            "serve",
+            "--model",
+            str(model),
+            "--device",
+            "cpu",
+            "--port",
+            str(port),
+            "--data-dir",
+            str(data),
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    for _ in range(600):
+        assert proc.poll() is None, "the daemon exited"
+        with contextlib.suppress(OSError):
+            async with connect(f"ws://127.0.0.1:{port}/v1", open_timeout=2):
+                return proc
+        await asyncio.sleep(0.1)
+    raise AssertionError("the daemon did not start")
+
+
+async def _script(url: str, acked: dict[str, set], rng: random.Random) -> None:
+    """Start a session and observe/act until killed; record what was acknowledged."""
+    async with connect(url, max_size=None) as ws:
+        n = 0
+
+        async def request(msg: dict) -> dict:
+            nonlocal n
+            n += 1
+            await ws.send(json.dumps({**msg, "id": f"r{n}"}))
+            while True:
+                reply = json.loads(await ws.recv())
+                if reply.get("id") == f"r{n}":
+                    return reply
+
+        hello = {
+            "type": "hello",
+            "protocol": 1,
+            "token": TEST_TOKEN,
+            "client": {"name": "crash", "role": "agent"},
+        }
+        assert (await request(hello))["type"] == "welcome"
+        r = await request(
+            {
+                "type": "session.start",
+                "intent": "Buy a cable",
+                "observation": OBS,
+                "checklist": REFERENCE,
+            }
+        )
+        sid = r["session_id"]
+        acked["sessions"].add(sid)
+        acked["checklists"].add(sid)
+        while True:
+            tree = OBS["axtree"] + "\n" + "x" * rng.randrange(10, 200_000)
+            o = await request(
+                {"type": "observe", "session_id": sid, "url": OBS["url"], "axtree": tree}
+            )
+            acked["observations"].add((sid, o["step"]))
+            a = await request({"type": "action", "session_id": sid, "action": "click('2')"})
+            acked["actions"].add((sid, a["step"]))
+
+
+async def test_acknowledged_rows_survive_kill_9(tmp_path, tiny_model_path):
+    rng = random.Random(14)
+    data = tmp_path / "data"
+    acked: dict[str, set] = {
+        k: set() for k in ("sessions", "checklists", "observations", "actions")
+    }
+    for _ in range(4):
+        port = closed_port()
+        proc = await _serve(tiny_model_path, data, port)
+        task = asyncio.get_running_loop().create_task(
+            _script(f"ws://127.0.0.1:{port}/v1", acked, rng)
+        )
+        await asyncio.sleep(rng.uniform(0.3, 1.5))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        task.cancel()
+        with contextlib.suppress(BaseException):
+            await task
+    assert len(acked["observations"]) > 10  # the script got somewhere before each kill
+    proc = await _serve(tiny_model_path, data, closed_port())  # a restart reads the record
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(30)
+    db = sqlite3.connect(data / "webshepherd.sqlite3")
+    recorded = {
+        "sessions": {r[0] for r in db.execute("SELECT session_id FROM sessions")},
+        "checklists": {r[0] for r in db.execute("SELECT session_id FROM checklists")},
+        "observations": set(db.execute("SELECT session_id, step FROM observations")),
+        "actions": set(db.execute("SELECT session_id, step FROM actions")),
+    }
+    lost = {k: acked[k] - recorded[k] for k in acked}
+    assert not any(lost.values()), lost
