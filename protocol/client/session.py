@@ -8,19 +8,16 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel
-from webshepherd.protocol.common import Candidate, Observation, Screenshot
+from webshepherd.protocol.common import Candidate, Observation
 from webshepherd.protocol.errors import WebShepherdError
 from webshepherd.protocol.replies import (
-    ActionEvent,
     ActionRecorded,
-    ApprovalResolved,
     Checklist,
     Observed,
     Scored,
     SessionEnded,
-    SessionStarted,
 )
-from webshepherd.protocol.requests import Action, Observe, Score, SessionStart, Subscribe
+from webshepherd.protocol.requests import Subscribe
 from webshepherd.protocol.union import ServerMessage
 
 if TYPE_CHECKING:
@@ -50,45 +47,6 @@ def to_candidates(candidates: Sequence[CandidateLike]) -> list[Candidate]:
         else:
             out.append(to_model(Candidate, c) or Candidate(action=""))
     return out
-
-
-def own_request_event(request: Any, reply: BaseModel) -> Any:
-    """The event other subscribers got for this connection's own request (the daemon sends the
-    requester only the reply), so this connection's subscriptions see every event too."""
-    if isinstance(reply, SessionStarted) and isinstance(request, SessionStart):
-        return reply.model_copy(
-            update={
-                "id": None,
-                "intent": request.intent,
-                "start_url": request.start_url,
-                "agent": request.agent,
-                "source": request.source,
-            }
-        )
-    if isinstance(reply, Observed) and isinstance(request, Observe):
-        shot = Screenshot(mime=request.screenshot.mime) if request.screenshot else None
-        return reply.model_copy(
-            update={
-                "id": None,
-                "session_id": request.session_id,
-                "url": request.url,
-                "axtree": request.axtree,
-                "screenshot": shot,
-            }
-        )
-    if isinstance(reply, Scored) and isinstance(request, Score):
-        return reply.model_copy(update={"id": None, "candidates": request.candidates})
-    if isinstance(reply, ActionRecorded) and isinstance(request, Action):
-        return ActionEvent(
-            session_id=reply.session_id,
-            step=reply.step,
-            action=request.action,
-            thought=request.thought,
-            source=request.source,
-        )
-    if isinstance(reply, SessionEnded | ApprovalResolved):
-        return reply.model_copy(update={"id": None})
-    return None
 
 
 ClientT = TypeVar("ClientT")
