@@ -20,6 +20,7 @@ from webshepherd.protocol.agents.environment import (
     PageState,
 )
 from webshepherd.protocol.agents.loop import (
+    EpisodeOptions,
     EpisodeResult,
     StepResult,
     run_episode,
@@ -42,6 +43,7 @@ __all__ = [
     "BestOfN",
     "ChatPolicy",
     "Environment",
+    "EpisodeOptions",
     "EpisodeResult",
     "PageState",
     "PolicyContext",

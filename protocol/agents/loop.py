@@ -19,11 +19,16 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from webshepherd.protocol.agents.best_of_n import Approval, best_of_n
-from webshepherd.protocol.agents.environment import ActionError, ActionResult, Environment
-from webshepherd.protocol.agents.policy import PolicyContext, as_policy
+from webshepherd.protocol.agents.environment import (
+    ActionError,
+    ActionResult,
+    Environment,
+    PageState,
+)
+from webshepherd.protocol.agents.policy import AsyncPolicy, PolicyContext, as_policy
 from webshepherd.protocol.agents.prompts import Turn
 from webshepherd.protocol.agents.refine import refine
-from webshepherd.protocol.client.session import SessionHandle
+from webshepherd.protocol.client.session import SessionHandle, Subscription
 from webshepherd.protocol.common import AgentInfo, Candidate, Observation, Outcome, Screenshot
 from webshepherd.protocol.replies import SessionEnded, Signal
 
@@ -83,157 +88,64 @@ async def _maybe_await(value: Any) -> None:
         await value
 
 
-async def run_episode(
-    client: AsyncClient,
-    env: Environment,
-    policy: Any,
-    intent: str,
-    *,
-    paradigm: Paradigm = "step",
-    select: Selection = "best_of_n",
-    max_steps: int = 15,
-    samples: int = 20,
-    top_n: int = 5,
-    reward_samples: int | None = None,
-    approval: Approval = "auto",
-    max_refinements: int = 2,
-    checklist: str | None = None,
-    start_url: str | None = None,
-    agent_name: str = "agent",
-    session: SessionHandle | str | None = None,
-    end: bool = True,
-    on_step: Callable[[StepResult], Any] | None = None,
-) -> EpisodeResult:
-    """Run one episode of ``policy`` on ``env`` under the reward model.
+@dataclass(frozen=True)
+class EpisodeOptions:
+    """How :func:`run_episode` runs an episode (every field has the paper's default).
 
     ``samples``: policy answers per step (the paper samples 20); ``top_n``: distinct
     actions scored; ``reward_samples``: reward-model samples per candidate (daemon
     default when None). ``session``: run on an already-started session (a handle or an
     id, e.g. one the browser extension started) instead of starting one; it keeps the
     agent info it was started with, so a plan written here reaches the prompts but not
-    the daemon. ``end``: end the session with the outcome (default). With
-    ``select="refine"`` and approval other than ``never``, a person decides on the action
-    refinement kept (one more score request per step, see :mod:`.refine`). A rejected
-    action is not executed; the policy proposes again (``context.rejected``), which
-    counts as a step. The outcome takes the agent's word: ``success`` when it sent its
-    answer, ``failure`` when it reported the task infeasible or ran out of steps.
+    the daemon. ``end``: end the session with the outcome. ``on_step``: called (or
+    awaited) with each step's result.
     """
+
+    paradigm: Paradigm = "step"
+    select: Selection = "best_of_n"
+    max_steps: int = 15
+    samples: int = 20
+    top_n: int = 5
+    reward_samples: int | None = None
+    approval: Approval = "auto"
+    max_refinements: int = 2
+    checklist: str | None = None
+    start_url: str | None = None
+    agent_name: str = "agent"
+    session: SessionHandle | str | None = None
+    end: bool = True
+    on_step: Callable[[StepResult], Any] | None = None
+
+
+async def run_episode(
+    client: AsyncClient,
+    env: Environment,
+    policy: Any,
+    intent: str,
+    options: EpisodeOptions | None = None,
+) -> EpisodeResult:
+    """Run one episode of ``policy`` on ``env`` under the reward model.
+
+    With ``select="refine"`` and approval other than ``never``, a person decides on the
+    action refinement kept (one more score request per step, see :mod:`.refine`). A
+    rejected action is not executed; the policy proposes again (``context.rejected``),
+    which counts as a step. The outcome takes the agent's word: ``success`` when it sent
+    its answer, ``failure`` when it reported the task infeasible or ran out of steps.
+    """
+    opts = options or EpisodeOptions()
     pol = as_policy(policy)
     state = await env.observe()
-    plan = await pol.plan(intent, state) if paradigm == "plan" else None
-    if session is None:
-        handle = await client.start_session(
-            intent,
-            start_url=start_url or state.url,
-            checklist=checklist,
-            observation=Observation(url=state.url, axtree=state.axtree),
-            agent=AgentInfo(name=agent_name, planning=paradigm, plan=plan),
-        )
-    elif isinstance(session, str):
-        handle = SessionHandle(client, session, intent)
-    else:
-        handle = session
+    plan = await pol.plan(intent, state) if opts.paradigm == "plan" else None
+    handle = await _session(client, intent, state, plan, opts)
     signals: list[Signal] = []
     sub = await client.subscribe([handle.session_id]).start()
-
-    async def collect() -> None:
-        async for event in sub:
-            if isinstance(event, Signal):
-                signals.append(event)
-            elif isinstance(event, SessionEnded) and event.session_id == handle.session_id:
-                return
-
-    collector = asyncio.create_task(collect())
-    steps: list[StepResult] = []
-    history: list[Turn] = []
-    rejected: list[str] = []
-    previous_reward: float | None = None
-    last_error: str | None = None
-    done: ActionResult | None = None
+    collector = asyncio.create_task(_collect_signals(sub, handle.session_id, signals))
+    episode = _Episode(handle, env, pol, intent, plan, opts)
     try:
-        for _ in range(max_steps):
-            state = await env.observe()
-            if last_error and not state.last_action_error:
-                state = replace(state, last_action_error=last_error)
-            t0 = time.perf_counter()
-            observed = await handle.observe(state.url, state.axtree, _screenshot(state.screenshot))
-            context = PolicyContext(
-                intent, tuple(history), tuple(plan) if plan else None, samples, tuple(rejected)
-            )
-            proposals = await pol.propose(state, context)
-            if select == "first":
-                proposals = proposals[:1]
-            bon = await best_of_n(
-                handle,
-                proposals,
-                top_n=top_n,
-                samples=reward_samples,
-                approval="never" if select == "refine" else approval,
-            )
-            candidates, rewards = list(bon.candidates), list(bon.rewards)
-            chosen, reward, decision = bon.chosen, bon.reward, bon.decision
-            model_ms = bon.scored.timing.model_ms
-            rounds = 0
-            if select == "refine":
-                result = next(r for r in bon.scored.results if r.index == bon.index)
-                ref = await refine(
-                    handle,
-                    pol,
-                    state,
-                    context,
-                    bon.candidates[bon.index],
-                    result,
-                    previous_reward,
-                    max_rounds=max_refinements,
-                    samples=reward_samples,
-                    approval=approval,
-                )
-                candidates += ref.candidates[1:]
-                rewards += ref.rewards[1:]
-                chosen, reward, decision = ref.chosen, ref.reward, ref.decision
-                model_ms += sum(s.timing.model_ms for s in ref.scored)
-                rounds = ref.rounds
-            if decision.status == "edited":
-                reward = None  # the person's action was not scored
-            rec = StepResult(
-                step=observed.step,
-                url=state.url,
-                candidates=candidates,
-                counts=list(bon.counts),
-                rewards=rewards,
-                chosen=chosen,
-                reward=reward,
-                decision=decision.status,
-                refined=rounds,
-                model_ms=model_ms,
-            )
-            steps.append(rec)
-            if chosen is None:
-                rejected.append(candidates[bon.index].action)
-                rec.latency_ms = (time.perf_counter() - t0) * 1000
-                if on_step is not None:
-                    await _maybe_await(on_step(rec))
-                continue
-            rejected = []
-            source: Literal["agent", "human"] = "human" if decision.status == "edited" else "agent"
-            await handle.act(chosen.action, chosen.thought or None, observed.step, source)
-            rec.latency_ms = (time.perf_counter() - t0) * 1000
-            try:
-                outcome = await env.execute(chosen.action)
-                last_error = None
-            except ActionError as exc:
-                outcome, last_error = None, exc.message
-            rec.error = last_error
-            history.append(Turn(chosen.thought, chosen.action, last_error))
-            previous_reward = reward
-            if on_step is not None:
-                await _maybe_await(on_step(rec))
-            if outcome is not None and outcome.done:
-                done = outcome
-                break
+        done = await episode.run()
         answer = done.message if done is not None else None
         final: Outcome = "success" if answer is not None else "failure"
-        if end:
+        if opts.end:
             await handle.end(final, answer)
             await asyncio.wait_for(collector, 10)
         else:
@@ -243,16 +155,170 @@ async def run_episode(
             collector.cancel()
         sub.close()
     by_step: dict[int, list[Signal]] = {}
-    for s in signals:
-        by_step.setdefault(s.step, []).append(s)
-    for rec in steps:
+    for sig in signals:
+        by_step.setdefault(sig.step, []).append(sig)
+    for rec in episode.steps:
         rec.signals = by_step.get(rec.step, [])
-    return EpisodeResult(handle.session_id, paradigm, plan, steps, final, answer, signals)
+    return EpisodeResult(
+        handle.session_id, opts.paradigm, plan, episode.steps, final, answer, signals
+    )
+
+
+async def _session(
+    client: AsyncClient,
+    intent: str,
+    state: PageState,
+    plan: list[str] | None,
+    opts: EpisodeOptions,
+) -> SessionHandle:
+    """The session to run on: the one given, or a new one with the policy's plan."""
+    if isinstance(opts.session, SessionHandle):
+        return opts.session
+    if isinstance(opts.session, str):
+        return SessionHandle(client, opts.session, intent)
+    return await client.start_session(
+        intent,
+        start_url=opts.start_url or state.url,
+        checklist=opts.checklist,
+        observation=Observation(url=state.url, axtree=state.axtree),
+        agent=AgentInfo(name=opts.agent_name, planning=opts.paradigm, plan=plan),
+    )
+
+
+async def _collect_signals(sub: Subscription, session_id: str, into: list[Signal]) -> None:
+    """The session's signals, until it ends."""
+    async for event in sub:
+        if isinstance(event, Signal):
+            into.append(event)
+        elif isinstance(event, SessionEnded) and event.session_id == session_id:
+            return
+
+
+class _Episode:
+    """The steps of one episode and what the next step's prompt needs from them."""
+
+    def __init__(
+        self,
+        handle: SessionHandle,
+        env: Environment,
+        policy: AsyncPolicy,
+        intent: str,
+        plan: list[str] | None,
+        opts: EpisodeOptions,
+    ) -> None:
+        self.handle, self.env, self.policy, self.opts = handle, env, policy, opts
+        self.intent = intent
+        self.plan = tuple(plan) if plan else None
+        self.steps: list[StepResult] = []
+        self.history: list[Turn] = []
+        self.rejected: list[str] = []  # actions a person rejected since the last executed one
+        self.previous_reward: float | None = None
+        self.last_error: str | None = None
+
+    async def run(self) -> ActionResult | None:
+        """Steps until the agent is done (its final action's result) or out of steps."""
+        for _ in range(self.opts.max_steps):
+            rec, outcome = await self.step()
+            if self.opts.on_step is not None:
+                await _maybe_await(self.opts.on_step(rec))
+            if outcome is not None and outcome.done:
+                return outcome
+        return None
+
+    async def step(self) -> tuple[StepResult, ActionResult | None]:
+        """Observe, propose, select and report; run the action unless a person rejected it."""
+        state = await self.env.observe()
+        if self.last_error and not state.last_action_error:
+            state = replace(state, last_action_error=self.last_error)
+        t0 = time.perf_counter()
+        observed = await self.handle.observe(state.url, state.axtree, _screenshot(state.screenshot))
+        context = PolicyContext(
+            self.intent, tuple(self.history), self.plan, self.opts.samples, tuple(self.rejected)
+        )
+        rec, best_action = await self._select(state, context, observed.step)
+        self.steps.append(rec)
+        chosen = rec.chosen
+        if chosen is None:
+            self.rejected.append(best_action)
+            rec.latency_ms = (time.perf_counter() - t0) * 1000
+            return rec, None
+        self.rejected = []
+        source: Literal["agent", "human"] = "human" if rec.decision == "edited" else "agent"
+        await self.handle.act(chosen.action, chosen.thought or None, observed.step, source)
+        rec.latency_ms = (time.perf_counter() - t0) * 1000
+        try:
+            outcome = await self.env.execute(chosen.action)
+            self.last_error = None
+        except ActionError as exc:
+            outcome, self.last_error = None, exc.message
+        rec.error = self.last_error
+        self.history.append(Turn(chosen.thought, chosen.action, self.last_error))
+        self.previous_reward = rec.reward
+        return rec, outcome
+
+    async def _select(
+        self, state: PageState, context: PolicyContext, step: int
+    ) -> tuple[StepResult, str]:
+        """Best-of-n (then refinement) over the policy's proposals: the step's record and
+        the best-of-n action (the one a person rejected, when the record has no choice)."""
+        opts = self.opts
+        proposals = await self.policy.propose(state, context)
+        if opts.select == "first":
+            proposals = proposals[:1]
+        bon = await best_of_n(
+            self.handle,
+            proposals,
+            top_n=opts.top_n,
+            samples=opts.reward_samples,
+            approval="never" if opts.select == "refine" else opts.approval,
+        )
+        candidates, rewards = list(bon.candidates), list(bon.rewards)
+        chosen, reward, decision = bon.chosen, bon.reward, bon.decision
+        model_ms = bon.scored.timing.model_ms
+        rounds = 0
+        if opts.select == "refine":
+            result = next(r for r in bon.scored.results if r.index == bon.index)
+            ref = await refine(
+                self.handle,
+                self.policy,
+                state,
+                context,
+                bon.candidates[bon.index],
+                result,
+                self.previous_reward,
+                max_rounds=opts.max_refinements,
+                samples=opts.reward_samples,
+                approval=opts.approval,
+            )
+            candidates += ref.candidates[1:]
+            rewards += ref.rewards[1:]
+            chosen, reward, decision = ref.chosen, ref.reward, ref.decision
+            model_ms += sum(s.timing.model_ms for s in ref.scored)
+            rounds = ref.rounds
+        if decision.status == "edited":
+            reward = None  # the person's action was not scored
+        rec = StepResult(
+            step=step,
+            url=state.url,
+            candidates=candidates,
+            counts=list(bon.counts),
+            rewards=rewards,
+            chosen=chosen,
+            reward=reward,
+            decision=decision.status,
+            refined=rounds,
+            model_ms=model_ms,
+        )
+        return rec, candidates[bon.index].action
 
 
 def run_episode_sync(
-    client: Client, env: Environment, policy: Any, intent: str, **kw: Any
+    client: Client,
+    env: Environment,
+    policy: Any,
+    intent: str,
+    options: EpisodeOptions | None = None,
 ) -> EpisodeResult:
     """Blocking :func:`run_episode` on a :class:`~webshepherd.protocol.client.sync.Client`
     (the environment's coroutines run on the client's private loop)."""
-    return client._run(run_episode(client.aio, env, policy, intent, **kw))
+    return client._run(run_episode(client.aio, env, policy, intent, options))

@@ -9,7 +9,7 @@ import pytest
 from webshepherd.daemon.browser.playwright_env import PlaywrightEnvironment
 from webshepherd.daemon.demo.agent import CHECKLIST, SHOPPER, TASK, ShopAgent
 from webshepherd.daemon.demo.shop import ShopServer
-from webshepherd.protocol.agents import PageState, PolicyContext, run_episode
+from webshepherd.protocol.agents import EpisodeOptions, PageState, PolicyContext, run_episode
 from webshepherd.protocol.client import AsyncClient
 from webshepherd.protocol.common import Candidate
 
@@ -49,8 +49,9 @@ async def test_run_episode_places_the_order_in_chromium(daemon, browser, shop):
     policy = GoodOnly()
     async with AsyncClient(daemon.url, token=TEST_TOKEN) as client:
         result = await run_episode(
-            client, env, policy, TASK, checklist=CHECKLIST, start_url=shop.url,
-            samples=1, reward_samples=1, approval="never", max_steps=10,
+            client, env, policy, TASK,
+            EpisodeOptions(checklist=CHECKLIST, start_url=shop.url, samples=1,
+                           reward_samples=1, approval="never", max_steps=10),
         )  # fmt: skip
         recorded = await client.session(result.session_id)
     # the real shop took the order the browser placed

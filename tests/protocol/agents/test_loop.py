@@ -14,6 +14,7 @@ from webshepherd.daemon.demo.text_env import TextEnvironment
 from webshepherd.daemon.sessions.signals import follows
 from webshepherd.protocol import Signal
 from webshepherd.protocol.agents import (
+    EpisodeOptions,
     PageState,
     PolicyContext,
     StepResult,
@@ -48,8 +49,8 @@ async def test_step_by_step_with_best_of_n(daemon: DaemonHandle, shop: ShopServe
     async with client(daemon) as c:
         result = await run_episode(
             c, TextEnvironment(shop.url), ShopPolicy(seed=2), TASK,
-            max_steps=3, reward_samples=1, approval="never", checklist=CHECKLIST,
-            on_step=seen.append,
+            EpisodeOptions(max_steps=3, reward_samples=1, approval="never", checklist=CHECKLIST,
+                           on_step=seen.append),
         )  # fmt: skip
         recorded = await c.session(result.session_id)
     assert result.paradigm == "step" and result.plan is None
@@ -72,9 +73,9 @@ async def test_full_plan_in_advance_with_refinement(daemon: DaemonHandle, shop: 
     async with client(daemon, role="monitor", name="watcher") as mon, client(daemon) as c:
         sub = await mon.subscribe("*").start()
         result = await run_episode(
-            c, TextEnvironment(shop.url), ShopPolicy(seed=4), TASK, paradigm="plan",
-            select="refine", max_steps=2, reward_samples=1, approval="never",
-            checklist=CHECKLIST,
+            c, TextEnvironment(shop.url), ShopPolicy(seed=4), TASK,
+            EpisodeOptions(paradigm="plan", select="refine", max_steps=2, reward_samples=1,
+                           approval="never", checklist=CHECKLIST),
         )  # fmt: skip
         events: list[Any] = []
         while not (events and events[-1].type == "session.ended"):
@@ -110,8 +111,8 @@ async def test_the_episode_ends_when_the_agent_answers(
     async with client(daemon) as c:
         result = await run_episode(
             c, TextEnvironment(shop.url), ShopPolicy(seed=0, bad_per_step=0), TASK,
-            select="first", max_steps=12, reward_samples=1, approval="never",
-            checklist=CHECKLIST,
+            EpisodeOptions(select="first", max_steps=12, reward_samples=1, approval="never",
+                           checklist=CHECKLIST),
         )  # fmt: skip
         recorded = await c.session(result.session_id)
     assert result.outcome == "success" and result.answer == "Order VW-1001 is placed."
@@ -142,8 +143,8 @@ async def test_action_errors_reach_the_policy_like_browsergym(
     policy = ClumsyPolicy()
     async with client(daemon) as c:
         result = await run_episode(
-            c, TextEnvironment(shop.url), policy, "Buy something", max_steps=5,
-            reward_samples=1, approval="never",
+            c, TextEnvironment(shop.url), policy, "Buy something",
+            EpisodeOptions(max_steps=5, reward_samples=1, approval="never"),
         )  # fmt: skip
     first, second = result.steps
     assert first.error is not None and "no element with bid '999'" in first.error
@@ -178,8 +179,9 @@ async def test_a_rejected_action_is_not_run_and_the_policy_proposes_again(
 
         deciding = asyncio.create_task(person())
         result = await run_episode(
-            agent, env, ShopPolicy(seed=5), TASK, session=started.session_id, max_steps=2,
-            top_n=2, reward_samples=1, approval="always",
+            agent, env, ShopPolicy(seed=5), TASK,
+            EpisodeOptions(session=started.session_id, max_steps=2, top_n=2, reward_samples=1,
+                           approval="always"),
         )  # fmt: skip
         await asyncio.wait_for(deciding, 30)
     assert result.session_id == started.session_id
@@ -194,8 +196,9 @@ async def test_sync_twin(daemon: DaemonHandle, shop: ShopServer) -> None:
     def blocking() -> Any:
         with Client(daemon.url, token=TEST_TOKEN) as c:
             return run_episode_sync(
-                c, TextEnvironment(shop.url), ShopPolicy(seed=6), TASK, max_steps=1,
-                reward_samples=1, approval="never", checklist=CHECKLIST,
+                c, TextEnvironment(shop.url), ShopPolicy(seed=6), TASK,
+                EpisodeOptions(max_steps=1, reward_samples=1, approval="never",
+                               checklist=CHECKLIST),
             )  # fmt: skip
 
     result = await asyncio.to_thread(blocking)  # the daemon runs on this test's loop
