@@ -86,7 +86,7 @@ async def shoot(html: Path, png: Path) -> None:
 
     async with async_playwright() as pw:
         browser = await pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        page = await browser.new_page(viewport={"width": 1180, "height": 1500})
+        page = await browser.new_page(viewport={"width": 1180, "height": 1240})
         await page.goto(html.as_uri())
         await page.screenshot(path=str(png))
         await browser.close()

@@ -16,14 +16,22 @@ from webshepherd.protocol.errors import WebShepherdError
 def add_export_parser(sub: Any) -> None:
     e = sub.add_parser(
         "export",
-        help="recorded sessions as training data (WebPRM preference pairs or SFT rows)",
+        help="recorded sessions as training data (WebPRM preference pairs, SFT rows, TRL "
+        "datasets, Online-Mind2Web trajectories)",
     )
-    e.add_argument("--format", choices=["webprm", "sft"], required=True)
+    e.add_argument(
+        "--format",
+        choices=["webprm", "sft", "trl-prm", "trl-preference", "mind2web"],
+        required=True,
+        help="webprm: WebPRM Collection pairs; sft: LLaMA-Factory rows (+ dataset_info.json); "
+        "trl-prm: TRL stepwise supervision; trl-preference: TRL conversational preference; "
+        "mind2web: <out>/<task_id>/result.json + trajectory/ screenshots (docs/export-formats.md)",
+    )
     e.add_argument(
         "--out",
         type=Path,
         required=True,
-        help="file (.parquet or .jsonl) or folder (both are written there)",
+        help="file (.parquet or .jsonl) or folder (both are written there; mind2web: a folder)",
     )
     e.add_argument("--sessions", nargs="+", metavar="ID", default=None, help="only these")
     e.add_argument("--since", default=None, help="only sessions started on/after (ISO date)")
@@ -73,6 +81,9 @@ def _targets(out: Path, fmt: str) -> list[Path]:
 
 def cmd_export(args: argparse.Namespace) -> int:
     from webshepherd.daemon.config import default_data_dir
+
+    if args.format == "mind2web":
+        return _export_mind2web(args, args.data_dir or default_data_dir())
     from webshepherd.daemon.offline.export.webprm import (
         Summary,
         open_recording,
@@ -108,6 +119,11 @@ def cmd_export(args: argparse.Namespace) -> int:
                     summary=summary,
                 )
             )
+        elif args.format in ("trl-prm", "trl-preference"):
+            from webshepherd.daemon.offline.export.trl import trl_preference_rows, trl_prm_rows
+
+            make = trl_prm_rows if args.format == "trl-prm" else trl_preference_rows
+            rows = list(make(con, sessions, args.redact, progress=bar.update, summary=summary))
         else:
             rows = list(
                 sft_rows(
@@ -129,6 +145,13 @@ def cmd_export(args: argparse.Namespace) -> int:
             write_jsonl(rows, t)
     info = summary.as_dict()
     info["files"] = [str(t) for t in targets]
+    if args.format == "sft":
+        from webshepherd.daemon.offline.export.llamafactory import DATASET_NAME, write_dataset_info
+
+        data_file = next((t for t in targets if t.suffix == ".jsonl"), targets[0])
+        entry = write_dataset_info(data_file.parent, data_file.name, args.sft_layout)
+        info["files"].append(str(entry))
+        info["llamafactory_dataset"] = DATASET_NAME
     print(json.dumps(info, indent=2))
     print(
         f"exported {info['rows']} rows from {len(sessions)} sessions "
@@ -136,6 +159,35 @@ def cmd_export(args: argparse.Namespace) -> int:
         f"{', '.join(f'{k} {v}' for k, v in info['skipped_by_reason'].items()) or 'none'})",
         file=sys.stderr,
     )
+    return 0
+
+
+def _export_mind2web(args: argparse.Namespace, data_dir: Path) -> int:
+    from webshepherd.daemon.offline.export.mind2web import write_mind2web
+    from webshepherd.daemon.offline.export.webprm import open_recording, select_sessions
+    from webshepherd.daemon.recorder import History
+
+    if args.out.suffix:
+        raise WebShepherdError(f"--out {args.out}: mind2web writes a folder (one per session)")
+    db = data_dir / "webshepherd.sqlite3"
+    con = open_recording(db)
+    try:
+        sessions = select_sessions(con, args.sessions, _since(args.since))
+    finally:
+        con.close()
+    history = History.open(db)
+    try:
+        total = sum(s["steps"] for s in sessions)
+        bar = _bar(total, args.quiet, "export mind2web")
+        info = write_mind2web(
+            history, [s["session_id"] for s in sessions], args.out, args.redact, bar.update
+        )
+        bar.close()
+    finally:
+        history.close()
+    info["files"] = [str(args.out)]
+    print(json.dumps(info, indent=2))
+    print(f"exported {info['rows']} sessions with {info['images']} screenshots", file=sys.stderr)
     return 0
 
 

@@ -70,12 +70,20 @@ def reward_curve(points: Sequence[CurvePoint], width: int = 880, height: int = 2
     )
     for key, colour, dash in (("best", "#3b6fd4", ""), ("executed", "#2e9e5b", "5 3")):
         pts = [(p.step, getattr(p, key)) for p in points if getattr(p, key) is not None]
-        if len(pts) > 1:
-            coords = " ".join(f"{_fmt(x(s))},{_fmt(y(r))}" for s, r in pts)
-            out.append(
-                f'<polyline class="line-{key}" points="{coords}" fill="none" '
-                f'stroke="{colour}" stroke-width="2" stroke-dasharray="{dash}"/>'
-            )
+        runs: list[list[tuple[int, float]]] = [[]]  # a step without a reward breaks the line
+        for p in points:
+            value = getattr(p, key)
+            if value is None:
+                runs.append([])
+            else:
+                runs[-1].append((p.step, value))
+        for run in runs:
+            if len(run) > 1:
+                coords = " ".join(f"{_fmt(x(s))},{_fmt(y(r))}" for s, r in run)
+                out.append(
+                    f'<polyline class="line-{key}" points="{coords}" fill="none" '
+                    f'stroke="{colour}" stroke-width="2" stroke-dasharray="{dash}"/>'
+                )
         for s, r in pts:
             out.append(
                 f'<circle class="pt-{key}" cx="{_fmt(x(s))}" cy="{_fmt(y(r))}" r="3.5" '

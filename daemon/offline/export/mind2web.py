@@ -1,0 +1,95 @@
+"""Recorded sessions in the Online-Mind2Web trajectory layout, for WebJudge-style outcome
+judges: ``<dir>/<task_id>/result.json`` and ``<dir>/<task_id>/trajectory/<n>_screenshot.<ext>``
+(the judges read the screenshots sorted by the first number in their names)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from webshepherd.daemon.offline.export.redact import Redactor
+from webshepherd.daemon.recorder import History
+from webshepherd.daemon.recorder.timeline import Timeline
+
+_EXT = {"image/png": "png", "image/jpeg": "jpg", "image/webp": "webp"}
+
+
+def result_json(tl: Timeline, red: Redactor, screenshots: list[str]) -> dict[str, Any]:
+    """``result.json`` of one session: the keys the Online-Mind2Web judges read (``task``,
+    ``action_history``, ``thoughts``, ``final_result_response``, ``input_image_paths``), plus
+    ours under ``webshepherd``."""
+    s = tl.summary
+    actions, thoughts, rewards = [], [], []
+    for st in tl.steps:
+        for x in st.executed:
+            actions.append(red.action(x.action, st.axtree))
+            thoughts.append(red.text(x.thought or ""))
+            sc = st.scoring
+            reward = next(
+                (c.reward for c in (sc.candidates if sc else []) if c.action == x.action), None
+            )
+            rewards.append(reward)
+    return {
+        "task_id": s.session_id,
+        "task": red.text(s.intent),
+        "website": red.text(s.start_url or ""),
+        "final_result_response": red.text(tl.answer or ""),
+        "action_history": actions,
+        "thoughts": thoughts,
+        "input_image_paths": [],
+        "webshepherd": {
+            "outcome": s.outcome,
+            "agent": s.agent.name,
+            "action_rewards": rewards,
+            "screenshots": screenshots,
+            "model": tl.model,
+        },
+    }
+
+
+def write_mind2web(
+    history: History,
+    session_ids: Sequence[str],
+    out: Path,
+    redact: Sequence[str] = (),
+    progress: Callable[[int], None] | None = None,
+) -> dict[str, Any]:
+    """Write every session's folder under ``out``; returns counts for the summary."""
+    rows = images = 0
+    per_session: dict[str, int] = {}
+    for sid in session_ids:
+        tl = history.timeline(sid)
+        if tl is None:
+            continue
+        red = Redactor(redact)
+        red.learn_passwords(
+            [(x.action, st.axtree) for st in tl.steps for x in st.executed]
+            + [
+                (c.action, st.axtree)
+                for st in tl.steps
+                for sc in st.scorings
+                for c in sc.candidates
+            ]
+        )
+        folder = out / sid
+        traj = folder / "trajectory"
+        traj.mkdir(parents=True, exist_ok=True)
+        shots = []
+        for st in tl.steps:
+            if progress:
+                progress(1)
+            if not st.screenshot:
+                continue
+            name = f"{st.step}_screenshot.{_EXT.get(st.screenshot_mime or '', 'png')}"
+            (traj / name).write_bytes(st.screenshot)
+            shots.append(f"trajectory/{name}")
+        (folder / "result.json").write_text(
+            json.dumps(result_json(tl, red, shots), indent=2, ensure_ascii=False) + "\n",
+            encoding="utf-8",
+        )
+        rows += 1
+        images += len(shots)
+        per_session[sid] = len(shots)
+    return {"rows": rows, "images": images, "per_session": per_session}
