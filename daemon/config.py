@@ -55,6 +55,7 @@ class DaemonConfig:
     send_queue_bytes: int = 16 * 1024 * 1024  # ... or bytes (a reply is always queued)
     slow_consumer_s: float = 2.0  # over a bound, nothing written this long: closed with 1013
     hello_timeout_s: float = 5.0
+    idle_evict_s: float = 900.0  # a session untouched this long leaves memory (not the record)
 
     @property
     def allowed_origins(self) -> frozenset[str]:

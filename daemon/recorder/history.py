@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -124,6 +125,26 @@ class History:
             (session_id, step),
         ).fetchone()
         return row["axtree"] if row else ""
+
+    def signal_history(self, session_id: str) -> Iterator[tuple[str, str | None, str | None]]:
+        """Observations ``("observed", url, axtree)`` and actions ``("action", action,
+        thought)`` of a session in the order they were recorded (for SignalBook.rebuild)."""
+        rows = self.db.execute(
+            "SELECT 'observed' AS kind, url AS a, axtree AS b, created_at, id FROM observations "
+            "WHERE session_id = ? UNION ALL "
+            "SELECT 'action', action, thought, created_at, id FROM actions WHERE session_id = ? "
+            "ORDER BY created_at, kind DESC, id",
+            (session_id, session_id),
+        )
+        for r in rows:
+            yield r["kind"], r["a"], r["b"]
+
+    def open_approvals(self) -> list[tuple[str, str]]:
+        """``(request_id, session_id)`` of the approval requests nobody decided."""
+        rows = self.db.execute(
+            "SELECT request_id, session_id FROM approvals WHERE decision IS NULL ORDER BY rowid"
+        )
+        return [(r["request_id"], r["session_id"]) for r in rows]
 
     def load_state(self, session_id: str) -> SessionState | None:
         """Rebuild what the session machine needs to continue a session after a restart."""

@@ -14,6 +14,7 @@ import itertools
 import logging
 import signal
 import ssl
+import time
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
@@ -131,6 +132,10 @@ class DaemonServer(EngineJobs):
         cfg = self.config
         self.recorder = Recorder(cfg.db_path)
         self.history = History(self.recorder)
+        orphaned = self.history.open_approvals()
+        if orphaned:
+            log.info("closing %d approval request(s) a restart left open", len(orphaned))
+            await self._apply(self.core.close_orphaned_approvals(orphaned))
         self.scheduler = Scheduler(
             queue_limit=cfg.queue_limit,
             timeout_s=cfg.request_timeout_s,
@@ -157,6 +162,7 @@ class DaemonServer(EngineJobs):
             hosts.add(f"{cfg.host}:{self.port}")
         self._hosts = frozenset(hosts)
         self._spawn(None, self._stats_loop())
+        self._spawn(None, self._evict_loop())
         log.info(
             "webshepherd daemon listening on %s (model %s, backend %s)",
             self.url,
@@ -284,6 +290,8 @@ class DaemonServer(EngineJobs):
         if state is not None:
             state.owner = conn.id
             self.core.restore(state)
+            history = self.history.signal_history(session_id)
+            self.core.signals.rebuild(session_id, history, state.agent)
             if not state.ended and not state.checklist_slot.done():
                 self._checklist(self.core.generate_checklist(state))  # cut off by a restart
 
@@ -374,6 +382,9 @@ class DaemonServer(EngineJobs):
             except BaseException:
                 undo()
                 raise
+        st = self.core.sessions.get(session_id or "")
+        if st is not None:
+            st.last_active = time.monotonic()
 
     async def _apply(self, effects: list[Effect]) -> None:
         """Carry out the machine's effects: first every write (its ``Record`` rows and the
@@ -425,6 +436,26 @@ class DaemonServer(EngineJobs):
         frame = dump(e.event)
         for c in targets:
             c.send(frame, reply=c.id == owner)
+
+    async def _evict_loop(self) -> None:
+        """Every so often, forget the sessions nobody touched for ``idle_evict_s`` and that
+        have no engine job, no open approval and no step under way."""
+        idle = self.config.idle_evict_s
+        while True:
+            await asyncio.sleep(min(60.0, max(0.05, idle / 4)))
+            assert self.scheduler is not None
+            busy = self.scheduler.sessions_with_jobs() | self._generating
+            now = time.monotonic()
+            for sid, st in list(self.core.sessions.items()):
+                lock = self._locks.get(sid)
+                if (
+                    now - st.last_active >= idle
+                    and sid not in busy
+                    and not st.waiting_approvals
+                    and not (lock is not None and lock.locked())
+                ):
+                    self.core.evict(sid)
+                    self._locks.pop(sid, None)
 
     def _expire(self, request_id: str) -> None:
         self._timers.pop(request_id, None)

@@ -80,6 +80,12 @@ class SessionCore(ScoringAndApprovals):
             raise SessionClosedError(f"session {session_id!r} has ended ({st.outcome})")
         return st
 
+    def evict(self, session_id: str) -> None:
+        """Forget an idle session (it stays readable from the record and is loaded again the
+        next time it is addressed)."""
+        self.sessions.pop(session_id, None)
+        self.signals.forget(session_id)
+
     def checkpoint(self, session_id: str | None) -> Callable[[], None]:
         """An undo for what the next call does to ``session_id`` (None: to the set of
         sessions, for ``start``): the socket layer applies a state change only once its

@@ -210,6 +210,38 @@ class ScoringAndApprovals:
         res = self.approvals.decide(msg.request_id, msg.decision, msg.action, by, msg.note)
         return self._resolved(res, conn, msg.id)
 
+    def close_orphaned_approvals(self, open_: list[tuple[str, str]]) -> list[Effect]:
+        """``(request_id, session_id)`` of approval requests a restart left open: the
+        ``scored`` reply that waited for them died with the daemon, so they are closed as
+        ``timeout`` by ``daemon``, recorded, and logged as ``approval.resolved`` events (the
+        waiting client reads it with ``session.get``, approvers see no stale request)."""
+        out: list[Effect] = []
+        note = "the daemon restarted before anyone decided; score the step again to ask again"
+        for request_id, session_id in open_:
+            out.append(
+                Record(
+                    "approval_decided",
+                    {
+                        "request_id": request_id,
+                        "decision": "timeout",
+                        "status": "timeout",
+                        "action": None,
+                        "by": "daemon",
+                        "note": note,
+                        "decided_at": self.clock(),
+                    },
+                )
+            )
+            event = ApprovalResolved(
+                request_id=request_id,
+                session_id=session_id,
+                decision="timeout",
+                by="daemon",
+                note=note,
+            )
+            out.append(Publish(session_id, event, to_approvers=True))
+        return out
+
     def expire(self, request_id: str) -> list[Effect]:
         res = self.approvals.expire(request_id)
         return [] if res is None else self._resolved(res, None, None)

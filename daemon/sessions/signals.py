@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from webshepherd.daemon.offline.evaluation.matchers import normalize
@@ -102,6 +103,22 @@ class SignalBook:
 
     def forget(self, session_id: str) -> None:
         self.tracks.pop(session_id, None)
+
+    def rebuild(
+        self,
+        session_id: str,
+        history: Iterable[tuple[str, str | None, str | None]],
+        agent: AgentInfo,
+    ) -> None:
+        """The session's signal state from its record (after a restart or an eviction):
+        ``("observed", url, axtree)`` and ``("action", action, thought)`` in the order they
+        happened, replayed through :meth:`observed` and :meth:`action` (signals dropped)."""
+        self.tracks.pop(session_id, None)
+        for step, (kind, a, b) in enumerate(history):
+            if kind == "observed":
+                self.observed(session_id, a, b)
+            else:
+                self.action(session_id, step, a or "", b, agent)
 
     def snapshot(self, session_id: str) -> _Track | None:
         t = self.tracks.get(session_id)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import concurrent.futures
+import time
 from dataclasses import dataclass, field, fields, replace
 
 from webshepherd.daemon.engine.types import ParsedChecklist, Turn
@@ -37,6 +38,7 @@ class SessionState:
     outcome: Outcome | None = None
     answer: str | None = None
     ended_at: float | None = None
+    last_active: float = field(default_factory=time.monotonic)  # for idle eviction
 
     def snapshot(self) -> SessionState:
         """A copy to :meth:`roll_back` to (containers copied, big strings shared)."""
