@@ -41,7 +41,7 @@ def result_json(tl: Timeline, red: Redactor, screenshots: list[str]) -> dict[str
         "input_image_paths": [],
         "webshepherd": {
             "outcome": s.outcome,
-            "agent": s.agent.name,
+            "agent": red.text(s.agent.name),
             "action_rewards": rewards,
             "screenshots": screenshots,
             "model": tl.model,

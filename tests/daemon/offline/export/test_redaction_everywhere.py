@@ -84,7 +84,14 @@ def _texts_of(path) -> str:
 
 @pytest.mark.parametrize(
     ("fmt", "extra"),
-    [("webprm", []), ("sft", ["--sft-layout", "sharegpt"]), ("sft", ["--sft-layout", "alpaca"])],
+    [
+        ("webprm", []),
+        ("sft", ["--sft-layout", "sharegpt"]),
+        ("sft", ["--sft-layout", "alpaca"]),
+        ("trl-prm", []),
+        ("trl-preference", []),
+        ("mind2web", []),
+    ],
 )
 async def test_redact_covers_every_column_and_file_name(daemon, tmp_path, capsys, fmt, extra):
     await _record(daemon)
@@ -109,11 +116,12 @@ async def test_redact_covers_every_column_and_file_name(daemon, tmp_path, capsys
     summary = json.loads(capsys.readouterr().out)
     assert summary["rows"] >= 1
     files = [p for p in out.rglob("*") if p.is_file()]
-    assert {p.suffix for p in files} >= {".parquet", ".jsonl"}
+    assert files
     for p in out.rglob("*"):
         assert SECRET not in str(p.relative_to(tmp_path))
-        if p.is_file() and p.suffix in (".parquet", ".jsonl"):
+        if p.is_file() and p.suffix in (".parquet", ".jsonl", ".json"):
             text = _texts_of(p)
-            assert "[REDACTED]" in text
             assert SECRET not in text, (p.name, text[text.find(SECRET) - 80 :][:200])
     assert SECRET not in json.dumps(summary)
+    texts = "".join(_texts_of(p) for p in files if p.suffix in (".parquet", ".jsonl", ".json"))
+    assert "[REDACTED]" in texts
