@@ -51,7 +51,8 @@ from webshepherd.daemon.dev.tiny_model import ensure_tiny_model
 from webshepherd.daemon.engine.backends.transformers_backend import TransformersBackend
 from webshepherd.daemon.engine.engine import Engine, EngineConfig
 from webshepherd.daemon.engine.prompts import format_trajectory, split_judge_prompt
-from webshepherd.daemon.engine.types import CandidateAction, StepInput, Turn
+from webshepherd.daemon.engine.types import StepInput
+from webshepherd.protocol.common import Turn
 
 REFERENCE = (
     "Checklist 1: Search for usb-c cables\n- Goal: Type the query into the search box.\n"
@@ -181,7 +182,7 @@ def make_step(
         for i in range(3)
     )
     candidates = tuple(
-        CandidateAction(
+        Turn(
             thought=f"Candidate {j}: the cheapest cable is probably item {j}; open it.",
             action=f"click('{200 + j}')",
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -21,6 +22,16 @@ DecisionStatus = Literal["auto", "approved", "rejected", "edited", "timeout"]
 ApprovalReason = Literal["below_threshold", "reward_drop", "always"]
 ChecklistSource = Literal["generated", "reference"]
 SessionState = Literal["running", "waiting_approval", "ended"]
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One step of a trajectory: the agent's thought and action, and for an executed step
+    the error it raised. The reward model's history and candidates, a policy's history."""
+
+    thought: str
+    action: str
+    error: str | None = None
 
 
 class Model(BaseModel):

@@ -11,7 +11,7 @@ import random
 from dataclasses import dataclass
 
 from webshepherd.daemon.engine.prompts import checklist_messages, format_trajectory, judge_messages
-from webshepherd.daemon.engine.types import Turn
+from webshepherd.protocol.common import Turn
 
 _ITEMS = [
     "red shoes",

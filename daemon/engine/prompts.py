@@ -14,7 +14,8 @@ from collections.abc import Callable, Sequence
 from functools import cache
 from importlib import resources
 
-from webshepherd.daemon.engine.types import CandidateAction, StepInput, Turn
+from webshepherd.daemon.engine.types import StepInput
+from webshepherd.protocol.common import Turn
 
 _PLACEHOLDER = re.compile(
     r"\{(intent|start_url|text_observation|trajectory|current_url|checklist|thought|action)\}"
@@ -124,7 +125,7 @@ def split_judge_prompt(
     current_url: str,
     text_observation: str,
     checklist: str,
-    candidates: Sequence[CandidateAction],
+    candidates: Sequence[Turn],
 ) -> tuple[str, list[str]]:
     """Rendered judge prompts as ``(shared prefix, per-candidate suffixes)``.
 

@@ -11,7 +11,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from webshepherd.protocol.common import UnparsedReason  # why a judge sample gave no reward
+from webshepherd.protocol.common import (  # UnparsedReason: why a judge sample gave no reward
+    Turn,
+    UnparsedReason,
+)
 
 LabelSource = Literal["full", "top_k"]
 
@@ -32,20 +35,6 @@ class ParsedChecklist:
 
 
 @dataclass(frozen=True)
-class Turn:
-    """One past step of the trajectory: the agent's thought and action."""
-
-    thought: str
-    action: str
-
-
-@dataclass(frozen=True)
-class CandidateAction:
-    thought: str
-    action: str
-
-
-@dataclass(frozen=True)
 class StepInput:
     """Everything needed to score the candidates of one step."""
 
@@ -54,7 +43,7 @@ class StepInput:
     axtree: str
     checklist: ParsedChecklist
     history: tuple[Turn, ...]
-    candidates: tuple[CandidateAction, ...]
+    candidates: tuple[Turn, ...]
     samples: int = 1
 
 

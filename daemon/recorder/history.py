@@ -8,11 +8,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from webshepherd.daemon.engine.types import Turn
 from webshepherd.daemon.recorder.store import Recorder
 from webshepherd.daemon.recorder.timeline import Timeline, read_timeline
 from webshepherd.daemon.sessions.state import SessionState
-from webshepherd.protocol.common import AgentInfo, ChecklistItem, SessionSummary
+from webshepherd.protocol.common import AgentInfo, ChecklistItem, SessionSummary, Turn
 from webshepherd.protocol.errors import WebShepherdError
 from webshepherd.protocol.replies import Checklist
 

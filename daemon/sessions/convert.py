@@ -24,8 +24,8 @@ def parsed_checklist(event: Checklist) -> et.ParsedChecklist:
     return et.ParsedChecklist(items=items, text=event.text)
 
 
-def candidate_action(c: pc.Candidate) -> et.CandidateAction:
-    return et.CandidateAction(thought=c.thought, action=c.action)
+def candidate_action(c: pc.Candidate) -> pc.Turn:
+    return pc.Turn(thought=c.thought, action=c.action)
 
 
 def _clip(p: float) -> float:

@@ -10,8 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel
-from webshepherd.daemon.engine.types import CandidateAction, Turn
-from webshepherd.protocol.common import ApprovalMode
+from webshepherd.protocol.common import ApprovalMode, Turn
 
 
 @dataclass(frozen=True)
@@ -63,7 +62,7 @@ class RunScore:
     url: str
     axtree: str
     history: tuple[Turn, ...]
-    candidates: tuple[CandidateAction, ...]
+    candidates: tuple[Turn, ...]
     samples: int
     approval: ApprovalMode
 

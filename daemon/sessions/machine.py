@@ -13,7 +13,7 @@ import time
 import uuid
 from collections.abc import Callable
 
-from webshepherd.daemon.engine.types import ParsedChecklist, Turn
+from webshepherd.daemon.engine.types import ParsedChecklist
 from webshepherd.daemon.sessions import convert
 from webshepherd.daemon.sessions.approvals import ApprovalBook, ApprovalPolicy
 from webshepherd.daemon.sessions.effects import (
@@ -28,7 +28,7 @@ from webshepherd.daemon.sessions.scoring import PendingScore, ScoringAndApproval
 from webshepherd.daemon.sessions.signals import SignalBook
 from webshepherd.daemon.sessions.state import SessionState
 from webshepherd.protocol import requests as rq
-from webshepherd.protocol.common import ChecklistSource, Observation, Screenshot
+from webshepherd.protocol.common import ChecklistSource, Observation, Screenshot, Turn
 from webshepherd.protocol.errors import ProtocolError, SessionClosedError, UnknownSessionError
 from webshepherd.protocol.replies import (
     ActionEvent,

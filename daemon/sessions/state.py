@@ -6,8 +6,8 @@ import concurrent.futures
 import time
 from dataclasses import dataclass, field, fields, replace
 
-from webshepherd.daemon.engine.types import ParsedChecklist, Turn
-from webshepherd.protocol.common import AgentInfo, Outcome, SessionSummary, Source
+from webshepherd.daemon.engine.types import ParsedChecklist
+from webshepherd.protocol.common import AgentInfo, Outcome, SessionSummary, Source, Turn
 from webshepherd.protocol.common import SessionState as SummaryState
 
 

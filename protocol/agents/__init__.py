@@ -33,8 +33,8 @@ from webshepherd.protocol.agents.policy import (
     RefineRequest,
     as_policy,
 )
-from webshepherd.protocol.agents.prompts import Turn
 from webshepherd.protocol.agents.refine import Refinement, refine, refine_sync
+from webshepherd.protocol.common import Turn
 
 __all__ = [
     "ActionError",

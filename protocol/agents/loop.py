@@ -26,10 +26,9 @@ from webshepherd.protocol.agents.environment import (
     PageState,
 )
 from webshepherd.protocol.agents.policy import AsyncPolicy, PolicyContext, as_policy
-from webshepherd.protocol.agents.prompts import Turn
 from webshepherd.protocol.agents.refine import refine
 from webshepherd.protocol.client.session import SessionHandle, Subscription
-from webshepherd.protocol.common import AgentInfo, Candidate, Observation, Outcome, Screenshot
+from webshepherd.protocol.common import AgentInfo, Candidate, Observation, Outcome, Screenshot, Turn
 from webshepherd.protocol.replies import SessionEnded, Signal
 
 if TYPE_CHECKING:

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from webshepherd.protocol.agents.environment import PageState
-from webshepherd.protocol.agents.prompts import Turn, propose_prompt, refine_prompt
+from webshepherd.protocol.agents.prompts import propose_prompt, refine_prompt
 from webshepherd.protocol.client.session import CandidateLike, to_candidates
-from webshepherd.protocol.common import Candidate
+from webshepherd.protocol.common import Candidate, Turn
 from webshepherd.protocol.errors import ErrorCode, WebShepherdError
 
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 from webshepherd.protocol.agents.action_space import ACTION_SPACE
+from webshepherd.protocol.common import Turn
 
 REFINE_TEMPLATE = """# Instructions
 You are given a draft thought and action for the current step. This draft has not been executed yet.
@@ -107,15 +107,6 @@ _FIELD = re.compile(r"\{([a-z_]+)\}")
 def render(template: str, values: Mapping[str, str]) -> str:
     """Fill ``{name}`` fields in one pass (values may hold braces; unknown names stay)."""
     return _FIELD.sub(lambda m: values.get(m.group(1), m.group(0)), template)
-
-
-@dataclass(frozen=True)
-class Turn:
-    """One executed step of the trajectory, as the policy sees it."""
-
-    thought: str
-    action: str
-    error: str | None = None
 
 
 def format_history(history: Sequence[Turn]) -> str:

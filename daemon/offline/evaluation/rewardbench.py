@@ -29,7 +29,7 @@ from typing import Any, Protocol
 
 from webshepherd.daemon.engine.checklist_parse import parse_reference_checklist
 from webshepherd.daemon.engine.labels import UnparsedRule
-from webshepherd.daemon.engine.types import CandidateAction, StepInput, Turn
+from webshepherd.daemon.engine.types import StepInput
 from webshepherd.daemon.offline.evaluation.rows import (
     DataError,
     need_int,
@@ -37,6 +37,7 @@ from webshepherd.daemon.offline.evaluation.rows import (
     need_str_list,
     read_rows,
 )
+from webshepherd.protocol.common import Turn
 from webshepherd.protocol.errors import WebShepherdError
 
 
@@ -174,7 +175,7 @@ def step_input(row: BenchRow, samples: int = 1) -> StepInput:
         axtree=row.text_observation,
         checklist=parse_reference_checklist(row.checklist),
         history=row.history,
-        candidates=tuple(CandidateAction(c.thought, c.action) for c in row.candidates),
+        candidates=tuple(Turn(c.thought, c.action) for c in row.candidates),
         samples=samples,
     )
 

@@ -20,9 +20,9 @@ from urllib.parse import urlparse
 
 from webshepherd.daemon.browser.actions import read_recorded
 from webshepherd.daemon.engine.prompts import format_trajectory, judge_messages
-from webshepherd.daemon.engine.types import Turn
 from webshepherd.daemon.offline.export.negatives import is_negative
 from webshepherd.daemon.offline.export.redact import Redactor, mask_password_lines
+from webshepherd.protocol.common import Turn
 from webshepherd.protocol.errors import WebShepherdError
 
 WEBPRM_COLUMNS = (

@@ -14,7 +14,8 @@ from webshepherd.daemon.engine.engine import (
 )
 from webshepherd.daemon.engine.loader import load_engine
 from webshepherd.daemon.engine.prompts import checklist_messages, step_judge_messages
-from webshepherd.daemon.engine.types import CandidateAction, StepInput, Turn
+from webshepherd.daemon.engine.types import StepInput
+from webshepherd.protocol.common import Turn
 from webshepherd.protocol.errors import ModelError, ModelUnavailableError
 
 pytestmark = pytest.mark.model
@@ -24,10 +25,10 @@ TREE = (
     "\t[40] link 'Cart'"
 )
 CANDIDATES = (
-    CandidateAction("I should search for red shoes first.", "fill('34', 'red shoes')"),
-    CandidateAction("I will sort the results by price.", "select_option('50', 'Price')"),
-    CandidateAction("The form is ready, so I submit it.", "click('35')"),
-    CandidateAction("I need to find the museum on this page.", "scroll(0, 300)"),
+    Turn("I should search for red shoes first.", "fill('34', 'red shoes')"),
+    Turn("I will sort the results by price.", "select_option('50', 'Price')"),
+    Turn("The form is ready, so I submit it.", "click('35')"),
+    Turn("I need to find the museum on this page.", "scroll(0, 300)"),
 )
 
 

@@ -8,7 +8,8 @@ from dataclasses import replace
 
 import pytest
 from webshepherd.daemon.engine.engine import Engine
-from webshepherd.daemon.engine.types import CandidateAction, ParsedChecklist, StepScore
+from webshepherd.daemon.engine.types import ParsedChecklist, StepScore
+from webshepherd.protocol.common import Turn
 from webshepherd.protocol.errors import ModelError
 
 from tests.daemon.engine.test_engine import CANDIDATES, _step
@@ -31,7 +32,7 @@ def test_steps_scored_together_equal_each_scored_alone(engine: Engine) -> None:
     b = replace(
         _step(engine, tree="RootWebArea 'Museum'\n\t[7] link 'Opening hours'"),
         intent="When does the museum open?",
-        candidates=(CandidateAction("Open the hours page.", "click('7')"),),
+        candidates=(Turn("Open the hours page.", "click('7')"),),
     )
     c = replace(a, candidates=CANDIDATES[2:], history=())
     steps = [a, b, c]

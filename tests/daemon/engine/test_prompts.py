@@ -13,7 +13,7 @@ from webshepherd.daemon.engine.prompts import (
     split_judge_prompt,
     template_bytes,
 )
-from webshepherd.daemon.engine.types import CandidateAction, Turn
+from webshepherd.protocol.common import Turn
 
 from tests.fixtures.data import MODEL_INTERFACE
 
@@ -97,7 +97,7 @@ def _chatml(messages: list[dict[str, str]]) -> str:
 
 
 def test_split_judge_prompt_on_rendered_chat_text() -> None:
-    cands = [CandidateAction("I add it.", "click('7')"), CandidateAction("Hmm {x}", "scroll(0, 1)")]
+    cands = [Turn("I add it.", "click('7')"), Turn("Hmm {x}", "scroll(0, 1)")]
     kw = {
         "intent": "Buy",
         "trajectory": "",
@@ -130,6 +130,6 @@ def test_split_falls_back_when_template_is_unstable() -> None:
         current_url="u",
         text_observation="t",
         checklist="c",
-        candidates=[CandidateAction("a", "b")],
+        candidates=[Turn("a", "b")],
     )
     assert prefix == "" and suffixes[0].startswith("[1]<|im_start|>system")

@@ -14,7 +14,8 @@ from webshepherd.daemon.engine.backends.base import JudgeBatch, JudgeOutput
 from webshepherd.daemon.engine.backends.openai_backend import OpenAIBackend, label_group
 from webshepherd.daemon.engine.backends.transformers_backend import TransformersBackend
 from webshepherd.daemon.engine.engine import Engine, EngineConfig
-from webshepherd.daemon.engine.types import CandidateAction, StepInput
+from webshepherd.daemon.engine.types import StepInput
+from webshepherd.protocol.common import Turn
 from webshepherd.protocol.errors import ModelError
 
 from tests.daemon.engine.backends.test_transformers_backend import _alone, _batch
@@ -137,8 +138,8 @@ def test_engine_scores_through_the_endpoint(remote: OpenAIBackend, tiny_engine: 
         checklist=checklist,
         history=(),
         candidates=(
-            CandidateAction("Search first.", "fill('34', 'red shoes')"),
-            CandidateAction("Scroll.", "scroll(0, 300)"),
+            Turn("Search first.", "fill('34', 'red shoes')"),
+            Turn("Scroll.", "scroll(0, 300)"),
         ),
         samples=2,
     )

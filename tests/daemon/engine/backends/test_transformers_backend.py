@@ -9,14 +9,14 @@ from webshepherd.daemon.engine.backends.base import JudgeBatch, JudgeOutput
 from webshepherd.daemon.engine.backends.transformers_backend import TransformersBackend
 from webshepherd.daemon.engine.engine import Engine
 from webshepherd.daemon.engine.prompts import judge_messages, split_judge_prompt
-from webshepherd.daemon.engine.types import CandidateAction
+from webshepherd.protocol.common import Turn
 
 pytestmark = pytest.mark.model
 
 CANDIDATES = [
-    CandidateAction("I should search for red shoes first.", "fill('34', 'red shoes')"),
-    CandidateAction("Scroll.", "scroll(0, 300)"),
-    CandidateAction(
+    Turn("I should search for red shoes first.", "fill('34', 'red shoes')"),
+    Turn("Scroll.", "scroll(0, 300)"),
+    Turn(
         "The results are shown, I will open the first one with the best price today.",
         "click('120')",
     ),

@@ -11,7 +11,7 @@ from webshepherd.daemon.engine.backends.base import JudgeBatch, JudgeOutput
 from webshepherd.daemon.engine.backends.transformers_backend import TransformersBackend
 from webshepherd.daemon.engine.engine import Engine
 from webshepherd.daemon.engine.prompts import split_judge_prompt
-from webshepherd.daemon.engine.types import CandidateAction
+from webshepherd.protocol.common import Turn
 
 from tests.daemon.engine.backends.test_transformers_backend import _batch
 
@@ -36,8 +36,8 @@ def other_batch(backend: TransformersBackend, samples: int = 1, max_new: int = 1
         text_observation="RootWebArea 'Library'\n" + tree,
         checklist="Checklist 1: Open the library page",
         candidates=[
-            CandidateAction("Open the first result.", "click('0')"),
-            CandidateAction("Scroll down to find the hours of the library.", "scroll(0, 500)"),
+            Turn("Open the first result.", "click('0')"),
+            Turn("Scroll down to find the hours of the library.", "scroll(0, 500)"),
         ],
     )
     return JudgeBatch(prefix=prefix, suffixes=suffixes, samples=samples, max_new_tokens=max_new)

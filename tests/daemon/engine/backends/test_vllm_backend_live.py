@@ -17,15 +17,16 @@ from webshepherd.daemon.engine.backends.base import JudgeBatch, JudgeOutput  # n
 from webshepherd.daemon.engine.backends.vllm_backend import VLLMBackend  # noqa: E402
 from webshepherd.daemon.engine.engine import Engine, EngineConfig  # noqa: E402
 from webshepherd.daemon.engine.prompts import split_judge_prompt  # noqa: E402
-from webshepherd.daemon.engine.types import CandidateAction, StepInput  # noqa: E402
+from webshepherd.daemon.engine.types import StepInput  # noqa: E402
+from webshepherd.protocol.common import Turn  # noqa: E402
 from webshepherd.protocol.errors import ModelError  # noqa: E402
 
 pytestmark = pytest.mark.model
 
 CANDIDATES = [
-    CandidateAction("I should search for red shoes first.", "fill('34', 'red shoes')"),
-    CandidateAction("Scroll.", "scroll(0, 300)"),
-    CandidateAction("Open the first result with the best price.", "click('120')"),
+    Turn("I should search for red shoes first.", "fill('34', 'red shoes')"),
+    Turn("Scroll.", "scroll(0, 300)"),
+    Turn("Open the first result with the best price.", "click('120')"),
 ]
 TREE = "\n".join(f"\t[{i}] link 'Product {i}'" for i in range(40))
 

@@ -11,9 +11,9 @@ import json
 from PIL import Image as PILImage
 from webshepherd.daemon.cli import main
 from webshepherd.daemon.engine.prompts import format_trajectory, judge_messages
-from webshepherd.daemon.engine.types import Turn
 from webshepherd.daemon.offline.evaluation import rewardbench as rb
 from webshepherd.daemon.offline.export.negatives import is_negative
+from webshepherd.protocol.common import Turn
 
 from tests.fixtures.daemon import TEST_TOKEN
 
