@@ -56,6 +56,9 @@ class DaemonConfig:
     slow_consumer_s: float = 2.0  # over a bound, nothing written this long: closed with 1013
     hello_timeout_s: float = 5.0
     idle_evict_s: float = 900.0  # a session untouched this long leaves memory (not the record)
+    otlp_endpoint: str | None = None  # export sessions as OTLP/HTTP traces here
+    otlp_headers: tuple[tuple[str, str], ...] = ()  # e.g. an API key header for the collector
+    otlp_queue_size: int = 4096  # events waiting for the export thread before drops
 
     @property
     def allowed_origins(self) -> frozenset[str]:

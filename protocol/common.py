@@ -156,6 +156,17 @@ class DeviceStats(Model):
     utilization: float | None = Field(default=None, description="Percent, 0-100.")
 
 
+class OtlpStats(Model):
+    """The OpenTelemetry export (``serve --otlp-endpoint``; addition to v1)."""
+
+    queued: int = Field(ge=0, description="Events waiting for the export thread.")
+    dropped_events: int = Field(
+        ge=0, description="Events dropped because the export queue was full."
+    )
+    exported_spans: int = Field(ge=0, description="Spans the collector accepted.")
+    failed_spans: int = Field(ge=0, description="Spans whose export failed (not retried).")
+
+
 class SessionSummary(Model):
     session_id: SessionId
     intent: str

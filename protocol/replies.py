@@ -21,6 +21,7 @@ from webshepherd.protocol.common import (
     DecisionInfo,
     DeviceStats,
     Model,
+    OtlpStats,
     Outcome,
     RequestId,
     Screenshot,
@@ -222,6 +223,9 @@ class Stats(Model):
     step_latency_ms_p50: float | None = None
     step_latency_ms_p95: float | None = None
     device: DeviceStats | None = None
+    otlp: OtlpStats | None = Field(
+        default=None, description="The OpenTelemetry export, when the daemon runs one."
+    )
 
 
 class Pong(Model):

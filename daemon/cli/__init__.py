@@ -182,6 +182,20 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="score requests of up to this many sessions share one model call (default 8; 1: off)",
     )
+    s.add_argument(
+        "--otlp-endpoint",
+        default=None,
+        metavar="URL",
+        help="export each session as an OpenTelemetry trace over OTLP/HTTP (e.g. "
+        "http://localhost:4318; needs the 'otel' extra)",
+    )
+    s.add_argument(
+        "--otlp-header",
+        action="append",
+        default=[],
+        metavar="K=V",
+        help="a header for the collector (repeatable), e.g. an API key",
+    )
     s.set_defaults(func=cmd_serve)
 
     t = sub.add_parser("token", help="print the pairing token (creates one if there is none)")

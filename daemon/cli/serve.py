@@ -95,6 +95,12 @@ def config_from_args(args: argparse.Namespace) -> DaemonConfig:
         )
     if args.insecure:
         changes["insecure"] = True
+    if getattr(args, "otlp_endpoint", None):
+        from webshepherd.daemon.server.telemetry import parse_headers, traces_url
+
+        traces_url(args.otlp_endpoint)  # a bad URL fails before the model loads
+        changes["otlp_endpoint"] = args.otlp_endpoint
+        changes["otlp_headers"] = tuple(parse_headers(args.otlp_header or []).items())
     if args.approval_threshold is not None:
         changes["approval_threshold"] = (
             None if args.approval_threshold < 0 else args.approval_threshold

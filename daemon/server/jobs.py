@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from webshepherd.daemon.server.scheduler import Scheduler
     from webshepherd.daemon.server.server import EngineAPI
     from webshepherd.daemon.server.stats import StatsCollector
+    from webshepherd.daemon.server.telemetry import OtlpExport
     from webshepherd.daemon.sessions import SessionCore
     from webshepherd.daemon.sessions.state import SessionState
 
@@ -94,6 +95,7 @@ class EngineJobs:
     core: SessionCore
     hub: Hub
     stats: StatsCollector
+    telemetry: OtlpExport | None
     scheduler: Scheduler | None
     _generating: set[str]  # sessions whose checklist job is queued or running
 
@@ -245,6 +247,7 @@ class EngineJobs:
                 connections=len(self.hub.conns),
                 pending_approvals=len(self.core.approvals),
                 device=device,
+                otlp=self.telemetry.stats() if self.telemetry is not None else None,
             )
             frame = dump(snap)
             for c in subs:

@@ -32,6 +32,7 @@ from webshepherd.daemon.server.handshake import (
 from webshepherd.daemon.server.jobs import EngineJobs
 from webshepherd.daemon.server.scheduler import Scheduler
 from webshepherd.daemon.server.stats import StatsCollector
+from webshepherd.daemon.server.telemetry import OtlpExport
 from webshepherd.daemon.sessions import (
     AwaitApproval,
     Effect,
@@ -108,6 +109,7 @@ class DaemonServer(EngineJobs):
         )
         self.hub = Hub()
         self.stats = StatsCollector()
+        self.telemetry: OtlpExport | None = None
         self.recorder: Recorder | None = None
         self.history: History | None = None
         self.scheduler: Scheduler | None = None
@@ -130,6 +132,15 @@ class DaemonServer(EngineJobs):
     # -- lifecycle -----------------------------------------------------------
     async def start(self) -> None:
         cfg = self.config
+        if cfg.otlp_endpoint:
+            self.telemetry = OtlpExport(
+                cfg.otlp_endpoint,
+                dict(cfg.otlp_headers),
+                queue_size=cfg.otlp_queue_size,
+                threshold=cfg.approval_threshold,
+            )
+            self.telemetry.start()
+            log.info("exporting sessions as OTLP/HTTP traces to %s", self.telemetry.url)
         self.recorder = Recorder(cfg.db_path)
         self.history = History(self.recorder)
         orphaned = self.history.open_approvals()
@@ -186,6 +197,8 @@ class DaemonServer(EngineJobs):
             await conn.stop()
         if self.scheduler is not None:
             await self.scheduler.stop()
+        if self.telemetry is not None:
+            await asyncio.get_running_loop().run_in_executor(None, self.telemetry.close)
         if self.history is not None:
             self.history.close()
         if self.recorder is not None:
@@ -426,6 +439,8 @@ class DaemonServer(EngineJobs):
     def _publish(self, e: Publish) -> None:
         """Serialise the event once, only if someone is to receive it; the session's owner
         gets it as it gets replies (never dropped), others as events."""
+        if self.telemetry is not None:
+            self.telemetry.offer(e.event)
         st = self.core.sessions.get(e.session_id)
         owner = st.owner if st else None
         targets = list(

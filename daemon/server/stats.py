@@ -7,7 +7,7 @@ import time
 from collections import deque
 from typing import Any
 
-from webshepherd.protocol.common import DeviceStats
+from webshepherd.protocol.common import DeviceStats, OtlpStats
 from webshepherd.protocol.replies import Stats
 
 log = logging.getLogger(__name__)
@@ -80,6 +80,7 @@ class StatsCollector:
         connections: int,
         pending_approvals: int,
         device: DeviceStats | None,
+        otlp: OtlpStats | None = None,
     ) -> Stats:
         generated = int(getattr(engine_stats, "generated_tokens", 0) or 0)
         lat = list(self.latencies_ms)
@@ -94,4 +95,5 @@ class StatsCollector:
             step_latency_ms_p50=percentile(lat, 50),
             step_latency_ms_p95=percentile(lat, 95),
             device=device,
+            otlp=otlp,
         )

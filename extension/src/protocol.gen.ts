@@ -344,6 +344,22 @@ export type Name2 = string;
  */
 export type Utilization = number | null;
 export type InFlight = number;
+/**
+ * Events dropped because the export queue was full.
+ */
+export type DroppedEvents = number;
+/**
+ * Spans the collector accepted.
+ */
+export type ExportedSpans = number;
+/**
+ * Spans whose export failed (not retried).
+ */
+export type FailedSpans = number;
+/**
+ * Events waiting for the export thread.
+ */
+export type Queued = number;
 export type PendingApprovals = number;
 export type QueueDepth = number;
 export type SessionsActive = number;
@@ -676,6 +692,10 @@ export interface Stats {
   connections?: Connections;
   device?: DeviceStats | null;
   in_flight: InFlight;
+  /**
+   * The OpenTelemetry export, when the daemon runs one.
+   */
+  otlp?: OtlpStats | null;
   pending_approvals?: PendingApprovals;
   queue_depth: QueueDepth;
   sessions_active?: SessionsActive;
@@ -690,6 +710,15 @@ export interface DeviceStats {
   memory_used_mb?: MemoryUsedMb;
   name: Name2;
   utilization?: Utilization;
+}
+/**
+ * The OpenTelemetry export (``serve --otlp-endpoint``; addition to v1).
+ */
+export interface OtlpStats {
+  dropped_events: DroppedEvents;
+  exported_spans: ExportedSpans;
+  failed_spans: FailedSpans;
+  queued: Queued;
 }
 export interface Pong {
   id: Id22;

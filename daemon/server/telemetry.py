@@ -1,0 +1,307 @@
+"""Sessions as OpenTelemetry traces over OTLP/HTTP, after the GenAI semantic conventions.
+
+One trace per session: a root span ``invoke_agent {agent}`` (``gen_ai.conversation.id`` =
+the session id); per scored step a child span that carries one ``gen_ai.evaluation.result``
+event per candidate and becomes ``execute_tool {operation}`` when the step's action is
+executed (a step scored but never executed stays ``score_step``); approvals and signals as
+events. The daemon only :meth:`OtlpExport.offer`s its published events (never blocks: a
+bounded queue, drops counted); a background thread builds the spans with the
+``opentelemetry-sdk`` and exports them in batches with the official OTLP/HTTP exporter, so
+an unreachable collector slows nothing but this thread.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urlparse
+
+from webshepherd.daemon.browser.actions import read_recorded
+from webshepherd.protocol.common import OtlpStats
+from webshepherd.protocol.errors import WebShepherdError
+
+log = logging.getLogger(__name__)
+
+EVALUATION_NAME = "webshepherd.process_reward"
+_BATCH = 512
+
+
+def traces_url(endpoint: str) -> str:
+    """The collector's traces URL: ``endpoint`` as given, ``/v1/traces`` added to a bare
+    ``http(s)://host:port``."""
+    u = urlparse(endpoint)
+    if u.scheme not in ("http", "https") or not u.netloc:
+        raise WebShepherdError(
+            f"--otlp-endpoint {endpoint!r}: expected an http(s) URL like http://localhost:4318"
+        )
+    return endpoint.rstrip("/") + "/v1/traces" if u.path in ("", "/") else endpoint
+
+
+def parse_headers(pairs: list[str]) -> dict[str, str]:
+    """``K=V`` strings (``--otlp-header``) as a dict."""
+    out = {}
+    for p in pairs:
+        key, sep, value = p.partition("=")
+        if not sep or not key.strip():
+            raise WebShepherdError(f"--otlp-header {p!r}: expected KEY=VALUE")
+        out[key.strip()] = value
+    return out
+
+
+def score_label(reward: float | None, threshold: float | None) -> str:
+    """The evaluation's label: ``pass`` at or above the approval threshold, ``fail`` below,
+    ``unparsed`` when the judge gave no reward."""
+    if reward is None:
+        return "unparsed"
+    return "pass" if reward >= (threshold if threshold is not None else 0.5) else "fail"
+
+
+class OtlpExport:
+    """Background OTLP/HTTP export of the daemon's session events."""
+
+    def __init__(
+        self,
+        endpoint: str,
+        headers: Mapping[str, str] | None = None,
+        *,
+        queue_size: int = 4096,
+        threshold: float | None = 0.3,
+        timeout_s: float = 5.0,
+        service_name: str = "webshepherd",
+    ) -> None:
+        try:
+            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+            from opentelemetry.sdk.resources import Resource
+            from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
+        except ImportError:
+            raise WebShepherdError(
+                "--otlp-endpoint needs the OpenTelemetry SDK and OTLP exporter: "
+                "pip install 'webshepherd[otel]'"
+            ) from None
+
+        class Finished(SpanProcessor):
+            """Collects ended spans; the worker exports them in batches."""
+
+            def __init__(self) -> None:
+                self.spans: list[Any] = []
+
+            def on_end(self, span: Any) -> None:
+                self.spans.append(span)
+
+        self.url = traces_url(endpoint)
+        self.exporter = OTLPSpanExporter(
+            endpoint=self.url, headers=dict(headers or {}), timeout=timeout_s
+        )
+        self.finished = Finished()
+        self.provider = TracerProvider(resource=Resource.create({"service.name": service_name}))
+        self.provider.add_span_processor(self.finished)
+        self.tracer = self.provider.get_tracer("webshepherd")
+        self.threshold = threshold
+        self.queue: queue.Queue[tuple[int, Any]] = queue.Queue(maxsize=queue_size)
+        self.dropped_events = 0
+        self.exported_spans = 0
+        self.failed_spans = 0
+        self._roots: dict[str, Any] = {}
+        self._steps: dict[tuple[str, int], Any] = {}
+        self._approval_steps: dict[str, tuple[str, int]] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="otlp-export", daemon=True)
+
+    # -- the daemon's side (event loop; never blocks) --------------------------------
+    def start(self) -> None:
+        self._thread.start()
+
+    def offer(self, event: Any) -> None:
+        """Queue one published event (a protocol model); counted as dropped when full."""
+        try:
+            self.queue.put_nowait((time.time_ns(), event))
+        except queue.Full:
+            self.dropped_events += 1
+
+    def stats(self) -> OtlpStats:
+        return OtlpStats(
+            queued=self.queue.qsize(),
+            dropped_events=self.dropped_events,
+            exported_spans=self.exported_spans,
+            failed_spans=self.failed_spans,
+        )
+
+    def close(self, timeout_s: float = 5.0) -> None:
+        """Export what is queued (open spans end now), within about ``timeout_s``."""
+        self._stop.set()
+        self._thread.join(timeout_s)
+        self.provider.shutdown()
+
+    # -- the worker thread -------------------------------------------------------------
+    def _run(self) -> None:
+        while True:
+            try:
+                t, event = self.queue.get(timeout=0.2)
+            except queue.Empty:
+                if self._stop.is_set():
+                    break
+            else:
+                try:
+                    self._handle(t, event)
+                except Exception:
+                    log.exception("otlp: could not turn a %s event into spans", event.type)
+            if self.finished.spans and (self.queue.empty() or len(self.finished.spans) >= _BATCH):
+                self._export()
+        now = time.time_ns()
+        for span in [*self._steps.values(), *self._roots.values()]:
+            span.end(end_time=now)
+        self._steps.clear()
+        self._roots.clear()
+        if self.finished.spans:
+            self._export()
+
+    def _export(self) -> None:
+        from opentelemetry.sdk.trace.export import SpanExportResult
+
+        batch, self.finished.spans = self.finished.spans, []
+        try:
+            ok = self.exporter.export(batch) == SpanExportResult.SUCCESS
+        except Exception:
+            log.exception("otlp: export failed")
+            ok = False
+        if ok:
+            self.exported_spans += len(batch)
+        else:
+            self.failed_spans += len(batch)
+
+    def _root(self, session_id: str, t: int, event: Any = None) -> Any:
+        root = self._roots.get(session_id)
+        if root is None:
+            agent = getattr(event, "agent", None)
+            name = agent.name if agent is not None else "agent"
+            attrs: dict[str, Any] = {
+                "gen_ai.operation.name": "invoke_agent",
+                "gen_ai.agent.name": name,
+                "gen_ai.conversation.id": session_id,
+            }
+            for key in ("intent", "start_url", "source"):
+                value = getattr(event, key, None)
+                if value is not None:
+                    attrs[f"webshepherd.{key}"] = value
+            root = self.tracer.start_span(f"invoke_agent {name}", start_time=t, attributes=attrs)
+            self._roots[session_id] = root
+        return root
+
+    def _step(self, session_id: str, step: int, t: int) -> Any:
+        from opentelemetry.trace import set_span_in_context
+
+        span = self._steps.get((session_id, step))
+        if span is None:
+            span = self.tracer.start_span(
+                "score_step",
+                context=set_span_in_context(self._root(session_id, t)),
+                start_time=t,
+                attributes={"gen_ai.conversation.id": session_id, "webshepherd.step": step},
+            )
+            self._steps[(session_id, step)] = span
+        return span
+
+    def _handle(self, t: int, e: Any) -> None:
+        kind = e.type
+        sid = getattr(e, "session_id", None)
+        if kind == "approval.resolved":
+            where = self._approval_steps.pop(e.request_id, None)
+            if where is None:
+                return
+            sid, step = where
+            span = self._steps.get(where) or self._roots.get(sid)
+            if span is not None:
+                attrs = {
+                    "webshepherd.approval.request_id": e.request_id,
+                    "webshepherd.approval.decision": e.decision,
+                    "webshepherd.approval.by": e.by or "",
+                    "webshepherd.approval.note": e.note or "",
+                    "webshepherd.step": step,
+                }
+                if e.action:
+                    attrs["webshepherd.approval.action"] = e.action
+                span.add_event("webshepherd.approval.resolved", attrs, timestamp=t)
+            return
+        if sid is None:
+            return
+        if kind == "session.started":
+            self._root(sid, t, e)
+        elif kind == "scored":
+            self._scored(t, e)
+        elif kind == "approval.request":
+            self._approval_steps[e.request_id] = (sid, e.step)
+            self._step(sid, e.step, t).add_event(
+                "webshepherd.approval.request",
+                {
+                    "webshepherd.approval.request_id": e.request_id,
+                    "webshepherd.approval.reason": e.reason,
+                    "webshepherd.candidate.index": e.candidate_index
+                    if e.candidate_index is not None
+                    else -1,
+                    "webshepherd.candidate.action": e.candidate.action,
+                    **({"webshepherd.reward": e.reward} if e.reward is not None else {}),
+                },
+                timestamp=t,
+            )
+        elif kind == "action":
+            span = self._step(sid, e.step, t)
+            del self._steps[(sid, e.step)]
+            parsed = read_recorded(e.action)
+            span.update_name(f"execute_tool {parsed.op or 'action'}")
+            span.set_attributes(
+                {
+                    "gen_ai.operation.name": "execute_tool",
+                    "gen_ai.tool.name": parsed.op or "action",
+                    "gen_ai.tool.type": "function",
+                    "gen_ai.tool.call.arguments": json.dumps(list(parsed.args)),
+                    "webshepherd.action": e.action,
+                    "webshepherd.action.source": e.source,
+                }
+            )
+            span.end(end_time=t)
+        elif kind == "signal":
+            self._root(sid, t).add_event(
+                "webshepherd.signal",
+                {
+                    "webshepherd.signal.kind": e.kind,
+                    "webshepherd.signal.ok": e.ok,
+                    "webshepherd.step": e.step,
+                    "webshepherd.action": e.action,
+                    "webshepherd.signal.detail": e.detail,
+                },
+                timestamp=t,
+            )
+        elif kind == "session.ended":
+            for key in [k for k in self._steps if k[0] == sid]:
+                self._steps.pop(key).end(end_time=t)
+            root = self._root(sid, t)
+            root.set_attribute("webshepherd.outcome", e.outcome)
+            if e.answer is not None:
+                root.set_attribute("webshepherd.answer", e.answer)
+            root.end(end_time=t)
+            del self._roots[sid]
+
+    def _scored(self, t: int, e: Any) -> None:
+        span = self._step(e.session_id, e.step, t)
+        cands = e.candidates or []
+        span.set_attribute("webshepherd.decision.status", e.decision.status)
+        for r in e.results:
+            attrs: dict[str, Any] = {
+                "gen_ai.evaluation.name": EVALUATION_NAME,
+                "gen_ai.evaluation.score.label": score_label(r.reward, self.threshold),
+                "gen_ai.evaluation.explanation": r.feedback,
+                "webshepherd.candidate.index": r.index,
+                "webshepherd.candidate.best": r.index == e.best,
+                "webshepherd.candidate.chosen": r.index == e.decision.index,
+                "webshepherd.step": e.step,
+            }
+            if r.reward is not None:
+                attrs["gen_ai.evaluation.score.value"] = r.reward
+            if r.index < len(cands):
+                attrs["webshepherd.candidate.action"] = cands[r.index].action
+            span.add_event("gen_ai.evaluation.result", attrs, timestamp=t)
