@@ -10,6 +10,7 @@ from webshepherd.daemon.server.extension_id import EXTENSION_ID
 
 from tests.e2e.browser import Browser, open_browser
 from tests.fixtures.daemon import TEST_TOKEN
+from tests.fixtures.poll import until
 
 
 @pytest_asyncio.fixture(loop_scope="function")
@@ -28,11 +29,7 @@ async def paired(start_daemon, browser: Browser):
 
 
 async def wait_connected(browser: Browser, state: str = "connected", timeout: float = 15.0) -> None:
-    import asyncio
+    async def reached() -> bool:
+        return await browser.conn_state() == state
 
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    while (current := await browser.conn_state()) != state:
-        if loop.time() > end:
-            raise AssertionError(f"extension state {current!r}, expected {state!r}")
-        await asyncio.sleep(0.1)
+    await until(reached, timeout, f"the extension's state {state!r}", interval=0.1)

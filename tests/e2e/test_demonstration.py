@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.browser import require_browser, serve_dir
+from tests.fixtures.poll import until
 
 require_browser()
 
@@ -32,14 +33,12 @@ async def tab_id(worker, url_prefix: str) -> int:
 
 
 async def human_actions(monitor, sid: str, count: int, timeout: float = 20.0) -> list[dict]:
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    while True:
+    async def recorded() -> list[dict]:
         got = await monitor.request({"type": "session.get", "session_id": sid})
         actions = [e for e in got["events"] if e["type"] == "action"]
-        if len(actions) >= count or loop.time() > end:
-            return actions
-        await asyncio.sleep(0.2)
+        return actions if len(actions) >= count else []
+
+    return await until(recorded, timeout, f"{count} recorded actions", interval=0.2)
 
 
 async def test_demonstration_from_the_popup(paired, site):
@@ -102,7 +101,7 @@ async def test_demonstration_from_the_popup(paired, site):
     sid = (
         await popup.evaluate(f"chrome.runtime.sendMessage({{kind: 'demo.state', tabId: {tab}}})")
     )["session"]["sessionId"]
-    actions = await human_actions(monitor, sid, 9)
+    await human_actions(monitor, sid, 8)  # all recorded before Stop
 
     await popup.bring_to_front()
     await popup.reload()
@@ -111,6 +110,7 @@ async def test_demonstration_from_the_popup(paired, site):
     await popup.get_by_role("button", name="Start demonstration").wait_for()
 
     got = await monitor.request({"type": "session.get", "session_id": sid})
+    actions = [e for e in got["events"] if e["type"] == "action"]  # and no other
     strings = [a["action"] for a in actions]
     assert strings == [
         f"fill('{bids['user']}', 'alice')",

@@ -16,8 +16,9 @@ from webshepherd.daemon.server.extension_id import EXTENSION_ID
 from websockets.asyncio.client import connect
 
 from tests.e2e.browser import CHROMIUM, DIST, require_browser
-from tests.e2e.test_worker_restart import extension_conns, until
+from tests.e2e.test_worker_restart import extension_conns
 from tests.fixtures.daemon import TEST_TOKEN
+from tests.fixtures.poll import until
 
 require_browser()
 
@@ -45,18 +46,14 @@ async def cdp_configure(user_data_dir: Path, settings: dict) -> None:
                     assert "error" not in reply, reply
                     return reply["result"]
 
-        worker = None
-        loop = asyncio.get_running_loop()
-        end = loop.time() + 20
-        while worker is None:
-            assert loop.time() < end, "no extension service worker"
+        async def service_worker() -> dict | None:
             targets = (await send("Target.getTargets"))["targetInfos"]
-            worker = next(
+            return next(
                 (t for t in targets if t["type"] == "service_worker" and EXTENSION_ID in t["url"]),
                 None,
             )
-            if worker is None:
-                await asyncio.sleep(0.2)
+
+        worker = await until(service_worker, 20, "the extension's service worker", interval=0.2)
         session = (
             await send("Target.attachToTarget", {"targetId": worker["targetId"], "flatten": True})
         )["sessionId"]
@@ -64,15 +61,14 @@ async def cdp_configure(user_data_dir: Path, settings: dict) -> None:
         expr = (
             f"self.webshepherd ? chrome.storage.local.set({json.dumps(settings)}).then(() => 1) : 0"
         )
-        end = loop.time() + 20
-        while True:
+
+        async def settings_stored() -> bool:
             got = await send(
                 "Runtime.evaluate", {"expression": expr, "awaitPromise": True}, session
             )
-            if got["result"].get("value") == 1:
-                break
-            assert loop.time() < end, got
-            await asyncio.sleep(0.2)
+            return got["result"].get("value") == 1
+
+        await until(settings_stored, 20, "the settings in the worker's storage", interval=0.2)
         await send("Target.detachFromTarget", {"sessionId": session})
 
 

@@ -4,25 +4,15 @@ session its tab was following: subscribed again, a fresh observation, the hook s
 
 from __future__ import annotations
 
-import asyncio
-
 from tests.e2e.browser import GOLDEN, require_browser, serve_dir
 from tests.e2e.test_golden_capture import hook
+from tests.fixtures.poll import until
 
 require_browser()
 
 
 def extension_conns(daemon) -> dict[int, object]:
     return {i: c for i, c in daemon.server.hub.conns.items() if c.role == "extension"}
-
-
-async def until(pred, timeout: float = 20.0, what: str = "condition") -> None:
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    while not pred():
-        if loop.time() > end:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.1)
 
 
 async def observed_steps(monitor, sid: str) -> list[int]:
@@ -64,11 +54,10 @@ async def test_worker_restart_reconnects_and_resumes(paired):
         assert status["session_id"] == sid  # the tab's session survived the restart
 
         # resumed: a fresh observation of where the tab is now, and the hook works on
-        loop = asyncio.get_running_loop()
-        end = loop.time() + 20
-        while len(after := await observed_steps(monitor, sid)) <= len(before):
-            assert loop.time() < end, after
-            await asyncio.sleep(0.2)
+        async def resumed() -> bool:
+            return len(await observed_steps(monitor, sid)) > len(before)
+
+        await until(resumed, 20, "a fresh observation after the restart", interval=0.2)
         action = await hook(page, "action", action="click('24')")
         assert action["type"] == "action.recorded", action
         got = await monitor.request({"type": "session.get", "session_id": sid})

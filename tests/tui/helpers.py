@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import io
 import os
 from collections.abc import Callable
@@ -14,6 +13,7 @@ from textual.pilot import Pilot
 from webshepherd.tui.device import DeviceReading
 from webshepherd.tui.state import MonitorState
 
+from tests.fixtures.poll import until
 from tests.tui.events import load_recorded
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
@@ -72,9 +72,4 @@ async def wait_until(
     pilot: Pilot[object], cond: Callable[[], object], timeout: float = 30.0, what: str = ""
 ) -> None:
     """Let the app run until ``cond()`` is true (the app's timers and workers keep going)."""
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    while not cond():
-        if loop.time() > end:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what or cond}")
-        await pilot.pause(0.05)
+    await until(cond, timeout, what, pause=pilot.pause)

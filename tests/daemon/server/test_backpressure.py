@@ -12,6 +12,7 @@ from websockets.client import ClientProtocol
 from websockets.uri import parse_uri
 
 from tests.fixtures.daemon import TEST_TOKEN, engine_like, start_session
+from tests.fixtures.poll import until
 
 
 class GatedEngine(Engine):
@@ -33,14 +34,6 @@ class GatedEngine(Engine):
                 self.cancelled.append(name)
                 break
         return super().score(step, on_progress, cancel)
-
-
-async def until(cond, timeout: float = 10.0) -> None:
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    while not cond():
-        assert loop.time() < end, "condition not reached in time"
-        await asyncio.sleep(0.02)
 
 
 def cands(tag: str):
