@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from webshepherd.daemon.cli.progress import ProgressBar
 from webshepherd.daemon.engine.engine import DEFAULT_MAX_CONTEXT
 from webshepherd.daemon.engine.labels import UNPARSED_RULES
 from webshepherd.protocol.errors import WebShepherdError
@@ -86,27 +87,6 @@ def add_eval_parser(sub: Any) -> None:
     tr.set_defaults(func=cmd_trajectories)
 
 
-def _progress(quiet: bool, desc: str) -> Any:
-    if quiet:
-        return None
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        return None
-    bar: Any = None
-
-    def update(done: int, total: int) -> None:
-        nonlocal bar
-        if bar is None:
-            bar = tqdm(total=total, desc=desc, unit="row", file=sys.stderr, disable=None)
-        bar.n = done
-        bar.refresh()
-        if done >= total:
-            bar.close()
-
-    return update
-
-
 def cmd_rewardbench(args: argparse.Namespace) -> int:
     from webshepherd.daemon.offline.evaluation.rewardbench import (
         DaemonScorer,
@@ -146,7 +126,7 @@ def cmd_rewardbench(args: argparse.Namespace) -> int:
             args.json,
             samples=args.samples,
             settings=settings,
-            progress=_progress(args.quiet, "rewardbench"),
+            progress=ProgressBar("rewardbench", "row", quiet=args.quiet).reached,
         )
     finally:
         if isinstance(scorer, DaemonScorer):
@@ -194,7 +174,12 @@ def cmd_trajectories(args: argparse.Namespace) -> int:
     )
     opts = Options(args.lookahead, args.recovery_window, args.repetition_on)
     report = evaluate(
-        gold, agent, matcher, references=refs, options=opts, progress=_progress(False, "tasks")
+        gold,
+        agent,
+        matcher,
+        references=refs,
+        options=opts,
+        progress=ProgressBar("tasks", "row").reached,
     )
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(report, indent=1, ensure_ascii=False), encoding="utf-8")

@@ -10,6 +10,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from webshepherd.daemon.cli.progress import ProgressBar
 from webshepherd.protocol.errors import WebShepherdError
 
 
@@ -105,7 +106,7 @@ def cmd_export(args: argparse.Namespace) -> int:
                 "SELECT COUNT(DISTINCT step) FROM score_requests WHERE session_id = ?",
                 (s["session_id"],),
             ).fetchone()[0]
-        bar = _bar(total, args.quiet, f"export {args.format}")
+        bar = ProgressBar(f"export {args.format}", "step", total, args.quiet)
         summary = Summary()
         if args.format == "webprm":
             rows = list(
@@ -178,7 +179,7 @@ def _export_mind2web(args: argparse.Namespace, data_dir: Path) -> int:
     history = History.open(db)
     try:
         total = sum(s["steps"] for s in sessions)
-        bar = _bar(total, args.quiet, "export mind2web")
+        bar = ProgressBar("export mind2web", "step", total, args.quiet)
         info = write_mind2web(
             history, [s["session_id"] for s in sessions], args.out, args.redact, bar.update
         )
@@ -189,21 +190,3 @@ def _export_mind2web(args: argparse.Namespace, data_dir: Path) -> int:
     print(json.dumps(info, indent=2))
     print(f"exported {info['rows']} sessions with {info['images']} screenshots", file=sys.stderr)
     return 0
-
-
-class _NoBar:
-    def update(self, n: int = 1) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-
-def _bar(total: int, quiet: bool, desc: str) -> Any:
-    if quiet:
-        return _NoBar()
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        return _NoBar()
-    return tqdm(total=total, desc=desc, unit="step", file=sys.stderr, disable=None)
