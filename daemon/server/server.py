@@ -16,7 +16,7 @@ import signal
 import ssl
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from webshepherd.daemon.config import DaemonConfig, allowed_hosts, check_bind, is_loopback
 from webshepherd.daemon.engine.types import EngineStats, ParsedChecklist, StepInput, StepScore
@@ -32,7 +32,6 @@ from webshepherd.daemon.server.handshake import (
 from webshepherd.daemon.server.jobs import EngineJobs
 from webshepherd.daemon.server.scheduler import Scheduler
 from webshepherd.daemon.server.stats import StatsCollector
-from webshepherd.daemon.server.telemetry import OtlpExport
 from webshepherd.daemon.sessions import (
     AwaitApproval,
     Effect,
@@ -70,6 +69,10 @@ from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
 __all__ = ["CLOSE_POLICY", "DaemonServer", "EngineAPI", "run_daemon"]
+
+
+if TYPE_CHECKING:
+    from webshepherd.daemon.server.telemetry import OtlpExport
 
 log = logging.getLogger(__name__)
 PARSE_OFF_LOOP_BYTES = 256 * 1024  # frames above this are parsed on a worker thread
@@ -133,6 +136,8 @@ class DaemonServer(EngineJobs):
     async def start(self) -> None:
         cfg = self.config
         if cfg.otlp_endpoint:
+            from webshepherd.daemon.server.telemetry import OtlpExport
+
             self.telemetry = OtlpExport(
                 cfg.otlp_endpoint,
                 dict(cfg.otlp_headers),

@@ -7,7 +7,8 @@ executed (a step scored but never executed stays ``score_step``); approvals and 
 events. The daemon only :meth:`OtlpExport.offer`s its published events (never blocks: a
 bounded queue, drops counted); a background thread builds the spans with the
 ``opentelemetry-sdk`` and exports them in batches with the official OTLP/HTTP exporter, so
-an unreachable collector slows nothing but this thread.
+an unreachable collector slows nothing but this thread. Values typed into password fields
+are masked as the export masks them (the session's latest AX tree tells which fields).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from webshepherd.daemon.browser.actions import read_recorded
+from webshepherd.daemon.offline.export.redact import Redactor
 from webshepherd.protocol.common import OtlpStats
 from webshepherd.protocol.errors import WebShepherdError
 
@@ -109,6 +111,8 @@ class OtlpExport:
         self._roots: dict[str, Any] = {}
         self._steps: dict[tuple[str, int], Any] = {}
         self._approval_steps: dict[str, tuple[str, int]] = {}
+        self._pages: dict[str, str] = {}  # session -> its latest AX tree
+        self._redactors: dict[str, Redactor] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="otlp-export", daemon=True)
 
@@ -206,6 +210,18 @@ class OtlpExport:
             self._steps[(session_id, step)] = span
         return span
 
+    def _mask(self, session_id: str, action: str) -> str:
+        """``action`` with a value typed into a password field masked."""
+        red = self._redactors.setdefault(session_id, Redactor())
+        page = self._pages.get(session_id, "")
+        red.learn_passwords([(action, page)])
+        return red.action(action, page)
+
+    def _text(self, session_id: str, text: str) -> str:
+        """A text with the session's known password values masked."""
+        red = self._redactors.get(session_id)
+        return red.text(text) if red is not None else text
+
     def _handle(self, t: int, e: Any) -> None:
         kind = e.type
         sid = getattr(e, "session_id", None)
@@ -220,17 +236,20 @@ class OtlpExport:
                     "webshepherd.approval.request_id": e.request_id,
                     "webshepherd.approval.decision": e.decision,
                     "webshepherd.approval.by": e.by or "",
-                    "webshepherd.approval.note": e.note or "",
+                    "webshepherd.approval.note": self._text(sid, e.note or ""),
                     "webshepherd.step": step,
                 }
                 if e.action:
-                    attrs["webshepherd.approval.action"] = e.action
+                    attrs["webshepherd.approval.action"] = self._mask(sid, e.action)
                 span.add_event("webshepherd.approval.resolved", attrs, timestamp=t)
             return
         if sid is None:
             return
         if kind == "session.started":
             self._root(sid, t, e)
+        elif kind == "observed":
+            if e.axtree is not None:
+                self._pages[sid] = e.axtree
         elif kind == "scored":
             self._scored(t, e)
         elif kind == "approval.request":
@@ -243,7 +262,7 @@ class OtlpExport:
                     "webshepherd.candidate.index": e.candidate_index
                     if e.candidate_index is not None
                     else -1,
-                    "webshepherd.candidate.action": e.candidate.action,
+                    "webshepherd.candidate.action": self._mask(sid, e.candidate.action),
                     **({"webshepherd.reward": e.reward} if e.reward is not None else {}),
                 },
                 timestamp=t,
@@ -251,7 +270,8 @@ class OtlpExport:
         elif kind == "action":
             span = self._step(sid, e.step, t)
             del self._steps[(sid, e.step)]
-            parsed = read_recorded(e.action)
+            action = self._mask(sid, e.action)
+            parsed = read_recorded(action)
             span.update_name(f"execute_tool {parsed.op or 'action'}")
             span.set_attributes(
                 {
@@ -259,7 +279,7 @@ class OtlpExport:
                     "gen_ai.tool.name": parsed.op or "action",
                     "gen_ai.tool.type": "function",
                     "gen_ai.tool.call.arguments": json.dumps(list(parsed.args)),
-                    "webshepherd.action": e.action,
+                    "webshepherd.action": action,
                     "webshepherd.action.source": e.source,
                 }
             )
@@ -271,8 +291,8 @@ class OtlpExport:
                     "webshepherd.signal.kind": e.kind,
                     "webshepherd.signal.ok": e.ok,
                     "webshepherd.step": e.step,
-                    "webshepherd.action": e.action,
-                    "webshepherd.signal.detail": e.detail,
+                    "webshepherd.action": self._mask(sid, e.action),
+                    "webshepherd.signal.detail": self._text(sid, e.detail),
                 },
                 timestamp=t,
             )
@@ -285,16 +305,18 @@ class OtlpExport:
                 root.set_attribute("webshepherd.answer", e.answer)
             root.end(end_time=t)
             del self._roots[sid]
+            self._pages.pop(sid, None)
+            self._redactors.pop(sid, None)
 
     def _scored(self, t: int, e: Any) -> None:
         span = self._step(e.session_id, e.step, t)
-        cands = e.candidates or []
+        cands = [self._mask(e.session_id, c.action) for c in e.candidates or []]
         span.set_attribute("webshepherd.decision.status", e.decision.status)
         for r in e.results:
             attrs: dict[str, Any] = {
                 "gen_ai.evaluation.name": EVALUATION_NAME,
                 "gen_ai.evaluation.score.label": score_label(r.reward, self.threshold),
-                "gen_ai.evaluation.explanation": r.feedback,
+                "gen_ai.evaluation.explanation": self._text(e.session_id, r.feedback),
                 "webshepherd.candidate.index": r.index,
                 "webshepherd.candidate.best": r.index == e.best,
                 "webshepherd.candidate.chosen": r.index == e.decision.index,
@@ -303,5 +325,5 @@ class OtlpExport:
             if r.reward is not None:
                 attrs["gen_ai.evaluation.score.value"] = r.reward
             if r.index < len(cands):
-                attrs["webshepherd.candidate.action"] = cands[r.index].action
+                attrs["webshepherd.candidate.action"] = cands[r.index]
             span.add_event("gen_ai.evaluation.result", attrs, timestamp=t)

@@ -18,14 +18,19 @@ from webshepherd.daemon.cli import main
 from webshepherd.daemon.server.telemetry import parse_headers, score_label, traces_url
 from webshepherd.protocol.errors import WebShepherdError
 
-from tests.fixtures.report_session import record_report_session
+from tests.fixtures.report_session import SECRET, record_report_session
 
 PAGES = [
     {
         "url": f"http://shop.local/p{i}",
         "axtree": f"[1] RootWebArea 'P{i}'\n\t[12] button 'Go'\n\t[13] link 'Next'",
     }
-    for i in range(4)
+    for i in range(3)
+] + [  # a page with a password field: candidates_for types the secret into it
+    {
+        "url": "http://shop.local/cart",
+        "axtree": "[1] RootWebArea 'Cart'\n\t[70] textbox 'Password'\n\t[71] button 'Pay'",
+    }
 ]
 
 
@@ -120,7 +125,7 @@ async def test_a_session_arrives_as_a_genai_trace(start_daemon, receiver):
         a = attrs(span)
         assert span.trace_id == root.trace_id and span.parent_span_id == root.span_id
         assert a["gen_ai.operation.name"] == "execute_tool"
-        assert a["webshepherd.action"].startswith(a["gen_ai.tool.name"] + "(")  # click / go_back
+        assert a["webshepherd.action"].startswith(a["gen_ai.tool.name"] + "(")  # click, fill…
         assert span.name == f"execute_tool {a['gen_ai.tool.name']}"
         assert root.start_time_unix_nano <= span.start_time_unix_nano <= span.end_time_unix_nano
         evals = [e for e in span.events if e.name == "gen_ai.evaluation.result"]
@@ -144,6 +149,8 @@ async def test_a_session_arrives_as_a_genai_trace(start_daemon, receiver):
     assert ra["webshepherd.approval.decision"] == "approve"
     assert ra["webshepherd.approval.note"] == "looks right to me"
     assert ra["webshepherd.approval.by"] == "extension:ext"
+    received = b"".join(r.SerializeToString() for r in receiver.requests)
+    assert SECRET.encode() not in received and b"[REDACTED]" in received  # the password
     assert daemon.server.telemetry is not None
     st = daemon.server.telemetry.stats()
     assert st.exported_spans == len(spans) and st.failed_spans == 0 and st.dropped_events == 0
