@@ -6,7 +6,7 @@
 import { showBadge } from "./badge.js";
 import { detachTab } from "./capture/cdp.js";
 import { DaemonConnection, type ConnState } from "./connection.js";
-import { NavHistory } from "./demo-nav.js";
+import { NavHistory } from "./demonstration-nav.js";
 import type { SessionView, ToWorker } from "./messages.js";
 import { sendToTab } from "./messages.js";
 import { observeTab } from "./observe-tab.js";
@@ -105,21 +105,21 @@ async function sendObserve(tabId: number, force = false): Promise<number | null>
 // -- demonstrations: the person's own actions, recorded with source "human" --------------
 
 /** Per demonstrated tab: its work in order (an action goes after the observation it was taken on). */
-const demoChains = new Map<number, Promise<unknown>>();
-const demoNav = new Map<number, NavHistory>();
+const demonstrationChains = new Map<number, Promise<unknown>>();
+const demonstrationNav = new Map<number, NavHistory>();
 
-function inDemoOrder(tabId: number, fn: () => Promise<unknown>): Promise<unknown> {
-  const next = (demoChains.get(tabId) ?? Promise.resolve()).then(fn).catch((err) => console.warn("webshepherd: demonstration", err));
-  demoChains.set(tabId, next);
+function inDemonstrationOrder(tabId: number, fn: () => Promise<unknown>): Promise<unknown> {
+  const next = (demonstrationChains.get(tabId) ?? Promise.resolve()).then(fn).catch((err) => console.warn("webshepherd: demonstration", err));
+  demonstrationChains.set(tabId, next);
   return next;
 }
 
-function isDemo(tabId: number): boolean {
+function isDemonstration(tabId: number): boolean {
   return sessions.get(tabId)?.demonstration === true;
 }
 
 function recordHumanAction(tabId: number, action: string, observeAfter = true) {
-  return inDemoOrder(tabId, async () => {
+  return inDemonstrationOrder(tabId, async () => {
     const s = sessions.get(tabId);
     if (!s?.demonstration || !conn || conn.state !== "connected") return;
     await conn.request({ type: "action", session_id: s.sessionId, action, thought: null, source: "human" });
@@ -128,7 +128,7 @@ function recordHumanAction(tabId: number, action: string, observeAfter = true) {
   });
 }
 
-async function startDemo(tabId: number, intent: string): Promise<string> {
+async function startDemonstration(tabId: number, intent: string): Promise<string> {
   if (!conn || conn.state !== "connected") throw new Error("not connected to the daemon");
   if (intent.trim() === "") throw new Error("an instruction is required");
   if (sessions.get(tabId)) throw new Error("this tab already follows a session");
@@ -147,35 +147,35 @@ async function startDemo(tabId: number, intent: string): Promise<string> {
   lastSent.set(tabId, observation.axtree);
   const nav = new NavHistory();
   nav.start(tab.url ?? "");
-  demoNav.set(tabId, nav);
+  demonstrationNav.set(tabId, nav);
   await sessions.set(tabId, { sessionId: started.session_id, intent, demonstration: true, step: 0 });
   views.ensure(started.session_id, intent);
   await resubscribe();
-  sendToTab(tabId, { kind: "demo", on: true });
+  sendToTab(tabId, { kind: "demonstration", on: true });
   return started.session_id;
 }
 
-async function stopDemo(tabId: number, outcome: "success" | "failure" | "unknown") {
+async function stopDemonstration(tabId: number, outcome: "success" | "failure" | "unknown") {
   const s = sessions.get(tabId);
   if (!s?.demonstration) throw new Error("no demonstration in this tab");
-  sendToTab(tabId, { kind: "demo", on: false });
-  await inDemoOrder(tabId, async () => undefined); // the actions already under way go first
+  sendToTab(tabId, { kind: "demonstration", on: false });
+  await inDemonstrationOrder(tabId, async () => undefined); // the actions already under way go first
   if (!conn || conn.state !== "connected") throw new Error("not connected to the daemon");
   await conn.request({ type: "session.end", session_id: s.sessionId, outcome, answer: null });
   await sessions.remove(tabId);
-  demoNav.delete(tabId);
-  demoChains.delete(tabId);
+  demonstrationNav.delete(tabId);
+  demonstrationChains.delete(tabId);
   lastSent.delete(tabId);
 }
 
 chrome.webNavigation.onCommitted.addListener((details) => {
   if (details.frameId !== 0) return;
   void ready.then(() => {
-    if (!isDemo(details.tabId)) return;
-    let nav = demoNav.get(details.tabId);
+    if (!isDemonstration(details.tabId)) return;
+    let nav = demonstrationNav.get(details.tabId);
     if (!nav) {
       nav = new NavHistory(); // a restarted worker: the history starts here
-      demoNav.set(details.tabId, nav);
+      demonstrationNav.set(details.tabId, nav);
     }
     const action = nav.commit(details.url, details.transitionType, details.transitionQualifiers);
     if (action) void recordHumanAction(details.tabId, action, false);
@@ -221,17 +221,17 @@ chrome.runtime.onMessage.addListener((msg: ToWorker, sender, sendResponse) => {
         const s = tabId === undefined ? undefined : sessions.get(tabId);
         return sendResponse({ session: s ?? null, view: s ? views.get(s.sessionId) : null });
       }
-      if (msg.kind === "demo.action") {
-        if (tabId !== undefined && isDemo(tabId)) void recordHumanAction(tabId, msg.action);
+      if (msg.kind === "demonstration.action") {
+        if (tabId !== undefined && isDemonstration(tabId)) void recordHumanAction(tabId, msg.action);
         return sendResponse({ ok: true });
       }
-      if (msg.kind === "demo.state") {
+      if (msg.kind === "demonstration.state") {
         return sendResponse({ connected: conn?.state === "connected", session: sessions.get(msg.tabId) ?? null });
       }
-      if (msg.kind === "demo.start" || msg.kind === "demo.stop") {
+      if (msg.kind === "demonstration.start" || msg.kind === "demonstration.stop") {
         try {
-          if (msg.kind === "demo.start") return sendResponse({ ok: true, sessionId: await startDemo(msg.tabId, msg.intent) });
-          await stopDemo(msg.tabId, msg.outcome);
+          if (msg.kind === "demonstration.start") return sendResponse({ ok: true, sessionId: await startDemonstration(msg.tabId, msg.intent) });
+          await stopDemonstration(msg.tabId, msg.outcome);
           return sendResponse({ ok: true });
         } catch (err) {
           return sendResponse({ ok: false, error: (err as Error).message });
@@ -261,7 +261,7 @@ chrome.runtime.onMessage.addListener((msg: ToWorker, sender, sendResponse) => {
 chrome.webNavigation.onCompleted.addListener((details) => {
   if (details.frameId !== 0) return;
   void ready.then(() => {
-    if (isDemo(details.tabId)) return inDemoOrder(details.tabId, () => sendObserve(details.tabId));
+    if (isDemonstration(details.tabId)) return inDemonstrationOrder(details.tabId, () => sendObserve(details.tabId));
     return sendObserve(details.tabId).catch(() => undefined);
   });
 });
@@ -269,8 +269,8 @@ chrome.webNavigation.onCompleted.addListener((details) => {
 chrome.tabs.onRemoved.addListener((tabId) => {
   void ready.then(async () => {
     lastSent.delete(tabId);
-    demoNav.delete(tabId);
-    demoChains.delete(tabId);
+    demonstrationNav.delete(tabId);
+    demonstrationChains.delete(tabId);
     await sessions.remove(tabId);
     await detachTab(tabId);
   });
@@ -296,8 +296,8 @@ Object.assign(globalThis, {
     captureUrl,
     state: () => ({ conn: connState, sessions: sessions.sessionIds() }),
     /** Resolves once a demonstrated tab's recorded actions and observations have gone out. */
-    demoIdle: async (tabId: number) => {
-      for (let p = demoChains.get(tabId); p; p = demoChains.get(tabId) === p ? undefined : demoChains.get(tabId)) await p;
+    demonstrationIdle: async (tabId: number) => {
+      for (let p = demonstrationChains.get(tabId); p; p = demonstrationChains.get(tabId) === p ? undefined : demonstrationChains.get(tabId)) await p;
     },
   },
 });

@@ -3,7 +3,7 @@
  * draws the overlay for the tab's session.
  */
 import { sendToWorker, type ToContent } from "./messages.js";
-import { DemoRecorder } from "./demo-recorder.js";
+import { DemonstrationRecorder } from "./demonstration-recorder.js";
 import { Overlay } from "./overlay/overlay.js";
 import { CHANNEL, hookError, parseHookRequest } from "./page-hook.js";
 
@@ -11,7 +11,7 @@ const overlay = new Overlay((requestId, decision, action) => {
   void sendToWorker({ kind: "approval.decide", requestId, decision, action });
 });
 
-const recorder = new DemoRecorder((action) => void sendToWorker({ kind: "demo.action", action }).catch(() => undefined));
+const recorder = new DemonstrationRecorder((action) => void sendToWorker({ kind: "demonstration.action", action }).catch(() => undefined));
 
 window.addEventListener("message", (ev) => {
   if (ev.source !== window) return;
@@ -25,7 +25,7 @@ window.addEventListener("message", (ev) => {
 chrome.runtime.onMessage.addListener((msg: ToContent) => {
   if (msg.kind === "view") overlay.update(msg.view);
   else if (msg.kind === "progress") overlay.showProgress(msg.candidate, msg.text);
-  else if (msg.kind === "demo") recorder.setActive(msg.on);
+  else if (msg.kind === "demonstration") recorder.setActive(msg.on);
   // approval.resolved: the view that follows no longer lists it
 });
 

@@ -22,17 +22,17 @@ export type ToWorker =
   | { kind: "tab.state" }
   | { kind: "approval.decide"; requestId: string; decision: "approve" | "reject" | "edit"; action: string | null }
   /** popup -> worker: a demonstration in a tab */
-  | { kind: "demo.start"; tabId: number; intent: string }
-  | { kind: "demo.stop"; tabId: number; outcome: "success" | "failure" | "unknown" }
-  | { kind: "demo.state"; tabId: number }
+  | { kind: "demonstration.start"; tabId: number; intent: string }
+  | { kind: "demonstration.stop"; tabId: number; outcome: "success" | "failure" | "unknown" }
+  | { kind: "demonstration.state"; tabId: number }
   /** content -> worker: an action the person took */
-  | { kind: "demo.action"; action: string };
+  | { kind: "demonstration.action"; action: string };
 
 export type WorkerReply<M extends ToWorker> = M extends { kind: "hook" }
   ? HookReply
   : M extends { kind: "tab.state" }
     ? { session: TabSession | null; view: SessionView | null }
-    : M extends { kind: "demo.state" }
+    : M extends { kind: "demonstration.state" }
       ? { connected: boolean; session: TabSession | null }
       : { ok: boolean; error?: string; sessionId?: string };
 
@@ -41,7 +41,7 @@ export type ToContent =
   | { kind: "view"; view: SessionView | null }
   | { kind: "progress"; candidate: number; text: string }
   | { kind: "approval.resolved"; requestId: string; decision: string; by: string | null }
-  | { kind: "demo"; on: boolean };
+  | { kind: "demonstration"; on: boolean };
 
 export function sendToWorker<M extends ToWorker>(msg: M): Promise<WorkerReply<M>> {
   return chrome.runtime.sendMessage(msg) as Promise<WorkerReply<M>>;

@@ -17,11 +17,11 @@ async function targetTab(): Promise<number | undefined> {
 async function render(tabId: number | undefined) {
   $("state").textContent = await chrome.action.getTitle(tabId === undefined ? {} : { tabId });
   if (tabId === undefined) return;
-  const st = await sendToWorker({ kind: "demo.state", tabId });
-  const demo = st.session?.demonstration ? st.session : null;
-  $("start-form").hidden = demo !== null || st.session !== null || !st.connected;
-  $("stop-form").hidden = demo === null;
-  $("recording").textContent = demo ? `Recording: ${demo.intent}` : st.session ? "This tab follows an agent's session." : "";
+  const st = await sendToWorker({ kind: "demonstration.state", tabId });
+  const demonstration = st.session?.demonstration ? st.session : null;
+  $("start-form").hidden = demonstration !== null || st.session !== null || !st.connected;
+  $("stop-form").hidden = demonstration === null;
+  $("recording").textContent = demonstration ? `Recording: ${demonstration.intent}` : st.session ? "This tab follows an agent's session." : "";
 }
 
 async function main() {
@@ -29,7 +29,7 @@ async function main() {
   $<HTMLFormElement>("start-form").addEventListener("submit", async (ev) => {
     ev.preventDefault();
     if (tabId === undefined) return;
-    const r = await sendToWorker({ kind: "demo.start", tabId, intent: $<HTMLInputElement>("intent").value });
+    const r = await sendToWorker({ kind: "demonstration.start", tabId, intent: $<HTMLInputElement>("intent").value });
     $("error").textContent = r.ok ? "" : (r.error ?? "failed");
     await render(tabId);
   });
@@ -37,7 +37,7 @@ async function main() {
     ev.preventDefault();
     if (tabId === undefined) return;
     const outcome = $<HTMLSelectElement>("outcome").value as "success" | "failure" | "unknown";
-    const r = await sendToWorker({ kind: "demo.stop", tabId, outcome });
+    const r = await sendToWorker({ kind: "demonstration.stop", tabId, outcome });
     $("error").textContent = r.ok ? "Saved." : (r.error ?? "failed");
     await render(tabId);
   });

@@ -67,7 +67,7 @@ async def test_demonstration_from_the_popup(paired, site):
     async def settle() -> None:
         """A person's pace: what they did has been recorded, and the page they now see observed."""
         await asyncio.sleep(0.4)
-        await browser.worker.evaluate("(t) => self.webshepherd.demoIdle(t)", tab)
+        await browser.worker.evaluate("(t) => self.webshepherd.demonstrationIdle(t)", tab)
 
     await page.bring_to_front()
     await page.click("#user")
@@ -99,7 +99,7 @@ async def test_demonstration_from_the_popup(paired, site):
 
     monitor = await daemon.client(role="monitor")
     sid = (
-        await popup.evaluate(f"chrome.runtime.sendMessage({{kind: 'demo.state', tabId: {tab}}})")
+        await popup.evaluate(f"chrome.runtime.sendMessage({{kind: 'demonstration.state', tabId: {tab}}})")
     )["session"]["sessionId"]
     await human_actions(monitor, sid, 8)  # all recorded before Stop
 

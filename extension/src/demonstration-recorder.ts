@@ -26,7 +26,7 @@ function recordedValue(el: HTMLInputElement | HTMLTextAreaElement): string {
   return el instanceof HTMLInputElement && el.type === "password" ? PASSWORD_PLACEHOLDER : el.value;
 }
 
-export class DemoRecorder {
+export class DemonstrationRecorder {
   private on = false;
   private filled = new WeakMap<Element, string>();
   private suppressClickOn: Element | null = null;

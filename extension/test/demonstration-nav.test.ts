@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { NavHistory } from "../src/demo-nav.js";
+import { NavHistory } from "../src/demonstration-nav.js";
 
 test("typed navigation is goto, links are not actions, back and forward by history", () => {
   const h = new NavHistory();
