@@ -4,7 +4,6 @@ collector never slows scoring, and what it costs shows in ``stats.otlp``."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import socket
 import threading
@@ -18,6 +17,7 @@ from webshepherd.daemon.cli import main
 from webshepherd.daemon.server.telemetry import parse_headers, score_label, traces_url
 from webshepherd.protocol.errors import WebShepherdError
 
+from tests.fixtures.poll import until
 from tests.fixtures.report_session import SECRET, record_report_session
 
 PAGES = [
@@ -103,11 +103,8 @@ async def test_a_session_arrives_as_a_genai_trace(start_daemon, receiver):
     def root_arrived() -> bool:
         return any(s.name.startswith("invoke_agent") for s in receiver.spans())
 
-    end = time.monotonic() + 30
-    while not root_arrived() and time.monotonic() < end:
-        await asyncio.sleep(0.1)
+    await until(root_arrived, 30, "the session's root span at the receiver")
     spans = receiver.spans()
-    assert root_arrived(), [s.name for s in spans]
     assert all(h.get("x-api-key") == "k-123" for h in receiver.headers)
     assert all(h["content-type"] == "application/x-protobuf" for h in receiver.headers)
     resource = attrs(receiver.requests[0].resource_spans[0].resource)
