@@ -98,9 +98,8 @@ async def test_demonstration_from_the_popup(paired, site):
     await settle()
 
     monitor = await daemon.client(role="monitor")
-    sid = (
-        await popup.evaluate(f"chrome.runtime.sendMessage({{kind: 'demonstration.state', tabId: {tab}}})")
-    )["session"]["sessionId"]
+    state = f"chrome.runtime.sendMessage({{kind: 'demonstration.state', tabId: {tab}}})"
+    sid = (await popup.evaluate(state))["session"]["sessionId"]
     await human_actions(monitor, sid, 8)  # all recorded before Stop
 
     await popup.bring_to_front()
