@@ -80,6 +80,10 @@ def _serve(port: int, data_dir: str, max_new_tokens: int) -> None:
             max_new_tokens=max_new_tokens, checklist_max_new_tokens=max_new_tokens, samples=1
         ),
     )
+    extra: dict[str, Any] = {}
+    idle = os.environ.get("HOSTILE_IDLE_EVICT_S")
+    if idle and "idle_evict_s" in DaemonConfig.__dataclass_fields__:  # absent before issue 14
+        extra["idle_evict_s"] = float(idle)
     config = DaemonConfig(
         host="127.0.0.1",
         port=port,
@@ -89,6 +93,7 @@ def _serve(port: int, data_dir: str, max_new_tokens: int) -> None:
         default_samples=1,
         approval_threshold=None,
         approval_drop=None,
+        **extra,
     )
     run_daemon(config, engine)
 
@@ -364,15 +369,23 @@ async def preauth(base: Path, quick: bool) -> dict[str, Any]:
 
 async def idle_sessions(base: Path, quick: bool) -> dict[str, Any]:
     n = 200 if quick else 1000
-    async with running(base, "idle") as d:
+    os.environ["HOSTILE_IDLE_EVICT_S"] = "4"  # idle sessions leave memory after 4 s
+    try:
+        d = Daemon(base / "idle")
+        await d.start()
+    finally:
+        del os.environ["HOSTILE_IDLE_EVICT_S"]
+    try:
         c = await Conn.open(d.url)
         await c.start_session()  # warm-up: first session's allocations
-        await asyncio.sleep(1)
+        await asyncio.sleep(6)
         before = d.rss_mib()
         for _ in range(n):
             await c.start_session()
-        await asyncio.sleep(2)
+        await asyncio.sleep(1)
         after = d.rss_mib()
+        await asyncio.sleep(8)  # idle: past the eviction time
+        after_idle = d.rss_mib()
         await c.close()
 
         b = await Conn.open(d.url)
@@ -392,11 +405,15 @@ async def idle_sessions(base: Path, quick: bool) -> dict[str, Any]:
             if _rows(d.db, "SELECT COUNT(*) FROM checklists WHERE session_id = ?", s) == 0
         )
         await b.close()
+    finally:
+        d.stop()
     return {
         "sessions": n,
         "rss_before_mib": round(before, 1),
         "rss_after_mib": round(after, 1),
         "rss_per_1000_sessions_mib": round((after - before) * 1000 / n, 2),
+        "rss_after_idle_mib": round(after_idle, 1),
+        "rss_per_1000_idle_sessions_mib": round((after_idle - before) * 1000 / n, 2),
         "burst": n,
         "burst_started": len(started),
         "burst_overloaded_with_request_id": overloaded_with_id,
