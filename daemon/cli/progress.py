@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import Any, TextIO
 
 
 class ProgressBar:
@@ -13,8 +13,16 @@ class ProgressBar:
     far the work is (evaluation callbacks) and closes the bar at the end.
     """
 
-    def __init__(self, desc: str, unit: str, total: int | None = None, quiet: bool = False):
+    def __init__(
+        self,
+        desc: str,
+        unit: str,
+        total: int | None = None,
+        quiet: bool = False,
+        stream: TextIO | None = None,  # default: stderr
+    ) -> None:
         self.desc, self.unit, self.total, self.quiet = desc, unit, total, quiet
+        self.stream = stream
         self._bar: Any = None
 
     def _make(self) -> Any:
@@ -25,7 +33,11 @@ class ProgressBar:
                 self.quiet = True
                 return None
             self._bar = tqdm(
-                total=self.total, desc=self.desc, unit=self.unit, file=sys.stderr, disable=None
+                total=self.total,
+                desc=self.desc,
+                unit=self.unit,
+                file=self.stream or sys.stderr,
+                disable=None,  # no bar off a terminal
             )
         return self._bar
 
