@@ -554,6 +554,39 @@ async def fairness(base: Path, quick: bool, heavy_mb: float) -> dict[str, Any]:
     }
 
 
+async def progress(base: Path, quick: bool) -> dict[str, Any]:
+    """The largest valid ``score`` (64 candidates × 5 samples), its requester reading."""
+    k, n = (8, 2) if quick else (64, 5)
+    async with running(base, "progress", max_new_tokens=48) as d:
+        c = await Conn.open(d.url)
+        sid = await c.start_session()
+        cands = [{"thought": f"t{i}", "action": f"click('{i}')"} for i in range(k)]
+        t0 = time.perf_counter()
+        rid = await c.send(
+            {
+                "type": "score",
+                "session_id": sid,
+                "candidates": cands,
+                "samples": n,
+                "approval": "never",
+            }
+        )
+        await _until(lambda: rid in c.replies or c.close_code is not None, 600)
+        took = time.perf_counter() - t0
+        frames = sum(1 for e in c.events if e.get("type") == "score.progress")
+        reply = c.replies.get(rid, {}).get("type")
+        closed = c.close_code
+        await c.close()
+    return {
+        "candidates": k,
+        "samples": n,
+        "reply": reply,
+        "close_code": closed,
+        "progress_frames": frames,
+        "seconds": round(took, 1),
+    }
+
+
 async def stall(base: Path, quick: bool) -> dict[str, Any]:
     size = 4 * MIB if quick else BIG_FRAME
     async with running(base, "stall") as d:
@@ -654,7 +687,7 @@ async def soak(base: Path, seconds: float, clients: int = 20) -> dict[str, Any]:
     }
 
 
-SECTIONS = ["pipelining", "preauth", "idle_sessions", "kill9", "fairness", "stall"]
+SECTIONS = ["pipelining", "preauth", "idle_sessions", "kill9", "fairness", "progress", "stall"]
 
 
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:
