@@ -9,7 +9,7 @@ import json
 import sqlite3
 
 from tests.daemon.server.test_backpressure import StalledClient, until
-from tests.fixtures.daemon import OBS, TEST_TOKEN, start_session
+from tests.fixtures.daemon import OBS, start_session
 from tests.hostile.helpers import burst, no_tracebacks, replies
 
 
@@ -39,17 +39,7 @@ async def test_400_pipelined_observes_all_acknowledged_and_recorded(daemon, capl
 async def test_a_stalled_subscriber_costs_bounded_bytes_then_1013(start_daemon):
     bound = 2 * 1024 * 1024
     daemon = await start_daemon(send_queue_bytes=bound, slow_consumer_s=1.0, stats_interval_s=60)
-    slow = await asyncio.to_thread(StalledClient, daemon.server.port)
-    slow.send(
-        {
-            "type": "hello",
-            "id": "h",
-            "protocol": 1,
-            "token": TEST_TOKEN,
-            "client": {"name": "frozen", "role": "monitor"},
-        }
-    )
-    slow.send({"type": "subscribe", "id": "s", "sessions": "*"})
+    slow = await asyncio.to_thread(StalledClient.subscribed, daemon.server.port, "frozen")
     agent = await daemon.client()
     sid = await start_session(agent)
     frozen = next(c for c in daemon.server.hub.conns.values() if c.client_name == "frozen")

@@ -120,6 +120,22 @@ class StalledClient:
             if self.proto.state.name == "OPEN":
                 break
 
+    @classmethod
+    def subscribed(cls, port: int, name: str) -> StalledClient:
+        """Connected, authenticated as a monitor named ``name``, subscribed to everything."""
+        c = cls(port)
+        c.send(
+            {
+                "type": "hello",
+                "id": "h",
+                "protocol": 1,
+                "token": TEST_TOKEN,
+                "client": {"name": name, "role": "monitor"},
+            }
+        )
+        c.send({"type": "subscribe", "id": "s", "sessions": "*"})
+        return c
+
     def _flush(self) -> None:
         for chunk in self.proto.data_to_send():
             self.sock.sendall(chunk)
@@ -139,17 +155,7 @@ class StalledClient:
 
 async def test_slow_subscriber_is_closed_1013_and_others_are_unaffected(start_daemon):
     daemon = await start_daemon(send_queue_size=4, slow_consumer_s=0.3, stats_interval_s=60)
-    slow = await asyncio.to_thread(StalledClient, daemon.server.port)
-    slow.send(
-        {
-            "type": "hello",
-            "id": "h",
-            "protocol": 1,
-            "token": TEST_TOKEN,
-            "client": {"name": "frozen", "role": "monitor"},
-        }
-    )
-    slow.send({"type": "subscribe", "id": "s", "sessions": "*"})
+    slow = await asyncio.to_thread(StalledClient.subscribed, daemon.server.port, "frozen")
     fast = await daemon.client(role="monitor", name="fast")
     assert (await fast.request({"type": "subscribe", "sessions": "*"}))["type"] == "subscribed"
     agent = await daemon.client()
