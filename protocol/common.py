@@ -59,10 +59,21 @@ class Screenshot(Model):
     )
 
 
+#: An element's box on the screenshot, in its pixels: left, top, width, height.
+Box = Annotated[list[float], Field(min_length=4, max_length=4)]
+MAX_BOXES = 20_000
+
+
 class Observation(Model):
     url: str = Field(max_length=8192)
     axtree: str
     screenshot: Screenshot | None = None
+    boxes: dict[str, Box] | None = Field(
+        default=None,
+        max_length=MAX_BOXES,
+        description="bid -> [left, top, width, height] on the screenshot, in its pixels "
+        "(addition to v1; reports outline candidates' targets with them).",
+    )
 
 
 class AgentInfo(Model):

@@ -6,8 +6,10 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 from webshepherd.protocol.common import (
+    MAX_BOXES,
     AgentInfo,
     ApprovalMode,
+    Box,
     Candidate,
     ClientInfo,
     Decision,
@@ -49,9 +51,14 @@ class Observe(Model):
     url: str = Field(max_length=8192)
     axtree: str
     screenshot: Screenshot | None = None
+    boxes: dict[str, Box] | None = Field(
+        default=None, max_length=MAX_BOXES, description="As in Observation (addition to v1)."
+    )
 
     def observation(self) -> Observation:
-        return Observation(url=self.url, axtree=self.axtree, screenshot=self.screenshot)
+        return Observation(
+            url=self.url, axtree=self.axtree, screenshot=self.screenshot, boxes=self.boxes
+        )
 
 
 class Score(Model):

@@ -92,6 +92,10 @@ CREATE TABLE IF NOT EXISTS actions (
     source TEXT NOT NULL,
     created_at REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS observation_boxes (
+    observation_id INTEGER PRIMARY KEY REFERENCES observations(id),
+    boxes TEXT NOT NULL             -- JSON {bid: [left, top, width, height]} in screenshot pixels
+);
 CREATE TABLE IF NOT EXISTS session_scorers (
     session_id TEXT PRIMARY KEY REFERENCES sessions(session_id),
     model TEXT NOT NULL,            -- the model that scored the session (as serve loaded it)

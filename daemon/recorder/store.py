@@ -159,20 +159,22 @@ class Recorder:
         screenshot_mime: str | None,
         screenshot: bytes | None,
         created_at: float,
+        boxes: dict[str, list[float]] | None = None,
     ) -> None:
-        self._tx(
-            [
-                (
-                    "INSERT INTO observations (session_id, step, url, axtree, screenshot_mime, "
-                    "screenshot, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (session_id, step, url, axtree, screenshot_mime, screenshot, created_at),
-                ),
-                (
-                    "UPDATE sessions SET steps = MAX(steps, ?) WHERE session_id = ?",
-                    (step + 1, session_id),
-                ),
-            ]
-        )
+        with self._transaction():
+            cur = self.db.execute(
+                "INSERT INTO observations (session_id, step, url, axtree, screenshot_mime, "
+                "screenshot, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (session_id, step, url, axtree, screenshot_mime, screenshot, created_at),
+            )
+            if boxes:
+                self.db.execute(
+                    "INSERT INTO observation_boxes VALUES (?, ?)", (cur.lastrowid, _json(boxes))
+                )
+            self.db.execute(
+                "UPDATE sessions SET steps = MAX(steps, ?) WHERE session_id = ?",
+                (step + 1, session_id),
+            )
 
     def checklist(
         self, session_id: str, source: str, text: str, items: list[dict[str, Any]]

@@ -67,6 +67,7 @@ class Step:
     screenshot: bytes | None = None
     screenshot_mime: str | None = None
     observed_at: float | None = None
+    boxes: dict[str, list[float]] | None = None  # bid -> [left, top, width, height], image px
     scorings: list[Scoring] = field(default_factory=list)
     approvals: list[Approval] = field(default_factory=list)
     executed: list[Executed] = field(default_factory=list)
@@ -98,14 +99,26 @@ def read_timeline(
     def at(n: int) -> Step:
         return steps.setdefault(n, Step(n))
 
+    try:
+        boxes = {
+            r["observation_id"]: json.loads(r["boxes"])
+            for r in db.execute(
+                "SELECT b.observation_id, b.boxes FROM observation_boxes b JOIN observations o "
+                "ON o.id = b.observation_id WHERE o.session_id = ?",
+                (sid,),
+            )
+        }
+    except sqlite3.OperationalError:  # a recording made before boxes were kept
+        boxes = {}
     for o in db.execute(
-        "SELECT step, url, axtree, screenshot_mime, screenshot, created_at FROM observations "
+        "SELECT id, step, url, axtree, screenshot_mime, screenshot, created_at FROM observations "
         "WHERE session_id = ? ORDER BY id",
         (sid,),
     ):
         s = at(o["step"])
         s.url, s.axtree, s.observed_at = o["url"], o["axtree"], o["created_at"]
         s.screenshot, s.screenshot_mime = o["screenshot"], o["screenshot_mime"]
+        s.boxes = boxes.get(o["id"])
     cands: dict[int, list[Candidate]] = defaultdict(list)
     for c in db.execute(
         "SELECT c.* FROM candidate_results c JOIN score_requests r ON c.score_id = r.id "

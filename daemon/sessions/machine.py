@@ -213,6 +213,7 @@ class SessionCore(ScoringAndApprovals):
                     "axtree": obs.axtree,
                     "screenshot_mime": mime,
                     "screenshot": blob,
+                    "boxes": obs.boxes,
                     "created_at": self.clock(),
                 },
             )

@@ -1,5 +1,6 @@
 /** One observation of a tab: the AX-tree text the daemon receives, plus a throttled screenshot. */
-import { cdpForTab } from "./capture/cdp.js";
+import { screenshotBoxes } from "./capture/boxes.js";
+import { cdpForTab, type CdpSend } from "./capture/cdp.js";
 import { captureAxtree, type AxtreeCapture } from "./capture/capture-axtree.js";
 import { observationText, type ObservationFlags } from "./capture/observation-text.js";
 import { CaptureThrottle } from "./capture-throttle.js";
@@ -32,7 +33,8 @@ export interface TabObservation {
 
 export function observeTab(tabId: number, flags: ObservationFlags, withScreenshot = true): Promise<TabObservation> {
   return serialized(tabId, async () => {
-    const capture = await captureAxtree(await cdpForTab(tabId));
+    const send = await cdpForTab(tabId);
+    const capture = await captureAxtree(send);
     // the tab as it is after the capture: a navigation under way during it must not pair the new tree with the old URL
     const tab = await chrome.tabs.get(tabId);
     const observation: Observation = { url: tab.url ?? "", axtree: observationText(capture, flags) };
@@ -41,12 +43,27 @@ export function observeTab(tabId: number, flags: ObservationFlags, withScreensho
         lastShotTab = tab;
         const dataUrl = await screenshots.take();
         observation.screenshot = { mime: "image/png", data: dataUrl.slice(dataUrl.indexOf(",") + 1) };
+        observation.boxes = screenshotBoxes(capture.extraProperties, await pixelRatio(send));
       } catch {
         // no screenshot this time (window hidden, quota): the AX tree is what the model needs
       }
     }
     return { observation, capture };
   });
+}
+
+/** The tab's device pixel ratio (screenshot pixels per CSS pixel); 1 when it cannot be read. */
+async function pixelRatio(send: CdpSend): Promise<number> {
+  try {
+    const r = await send<{ result: { value?: unknown } }>("Runtime.evaluate", {
+      expression: "window.devicePixelRatio",
+      returnByValue: true,
+    });
+    const v = Number(r.result.value);
+    return Number.isFinite(v) && v > 0 ? v : 1;
+  } catch {
+    return 1;
+  }
 }
 
 export function screenshotCalls(): number {

@@ -40,6 +40,16 @@ export type Id1 = string;
 export type Intent = string;
 export type Axtree = string;
 /**
+ * bid -> [left, top, width, height] on the screenshot, in its pixels (addition to v1; reports outline candidates' targets with them).
+ */
+export type Boxes = {
+  /**
+   * @minItems 4
+   * @maxItems 4
+   */
+  [k: string]: [number, number, number, number] | undefined;
+} | null;
+/**
  * Base64 image bytes; null in events sent to subscribers.
  */
 export type Data = string | null;
@@ -49,6 +59,16 @@ export type Source = "agent" | "human";
 export type StartUrl = string | null;
 export type Type1 = "session.start";
 export type Axtree1 = string;
+/**
+ * As in Observation (addition to v1).
+ */
+export type Boxes1 = {
+  /**
+   * @minItems 4
+   * @maxItems 4
+   */
+  [k: string]: [number, number, number, number] | undefined;
+} | null;
 /**
  * Chosen by the sender, unique per connection.
  */
@@ -403,6 +423,7 @@ export interface AgentInfo {
 }
 export interface Observation {
   axtree: Axtree;
+  boxes?: Boxes;
   screenshot?: Screenshot | null;
   url: Url;
 }
@@ -412,6 +433,7 @@ export interface Screenshot {
 }
 export interface Observe {
   axtree: Axtree1;
+  boxes?: Boxes1;
   id: Id2;
   screenshot?: Screenshot | null;
   session_id: SessionId;

@@ -88,6 +88,14 @@ def _duration(start: float, end: float | None) -> str:
     return f"{int(s // 60)} min {s % 60:.1f} s" if s >= 60 else f"{s:.1f} s"
 
 
+def step_boxes(step: Step) -> dict[str, tuple[float, float, float, float]]:
+    """``bid -> (left, top, right, bottom)`` on the step's screenshot: the boxes the observer
+    sent with the observation (the extension does), else coordinates in the AX tree."""
+    if step.boxes:
+        return {bid: (x, y, x + w, y + h) for bid, (x, y, w, h) in step.boxes.items()}
+    return element_boxes(step.axtree)
+
+
 def executed_candidate(step: Step) -> Candidate | None:
     """The scored candidate whose action was executed at this step (if one was)."""
     sc = step.scoring
@@ -235,7 +243,7 @@ def _step(st: Step, red: Redactor, titles: Sequence[str]) -> str:
             f'src="data:{_e(mime)};base64,{data}">'
         )
         size = image_size(st.screenshot)
-        boxes = element_boxes(st.axtree)
+        boxes = step_boxes(st)
         outlines = []
         for c in cands:
             bid = read_recorded(c.action).element
