@@ -25,6 +25,10 @@ KEYS = """\
   a        approve             r         reject
   e        edit the action; enter sends, escape cancels
 
+[b]recorded sessions[/b] (h)
+  enter    replay it           r         write its HTML report
+  f5       reload              escape    back
+
 [b]replay[/b]
   ← → p n  previous/next step  home end  first/last step
   escape   back
