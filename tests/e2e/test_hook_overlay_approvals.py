@@ -4,6 +4,8 @@ approvals decided in the overlay, by another client, and by timeout."""
 from __future__ import annotations
 
 import asyncio
+import re
+from pathlib import Path
 
 import pytest
 
@@ -25,6 +27,12 @@ def site():
         yield base
 
 
+@pytest.fixture(scope="module")
+def pages_site():
+    with serve_dir(Path(__file__).resolve().parent / "demo_pages") as base:
+        yield base
+
+
 async def start(page, site):
     await page.goto(f"{site}/p2-shop.html", wait_until="load")
     started = await hook(page, "session.start", intent="Buy a desk lamp", checklist=CHECKLIST)
@@ -40,15 +48,25 @@ async def test_hook_needs_a_session(paired, site):
     assert (reply["type"], reply["code"]) == ("error", "no_session")
 
 
-async def test_score_through_the_hook_draws_rewards_and_outlines(paired, site):
+async def test_score_through_the_hook_draws_rewards_and_outlines(paired, pages_site):
+    # a short page: the tiny model writes whole judgements only for short observations
     _, browser = paired
     page = await browser.ctx.new_page()
-    await start(page, site)
-    scored = await hook(page, "score", candidates=CANDS, samples=1, approval="never")
+    await page.goto(f"{pages_site}/lamp.html", wait_until="load")
+    started = await hook(page, "session.start", intent="Buy a desk lamp", checklist=CHECKLIST)
+    assert started["type"] == "session.started", started
+    capture = await browser.capture(f"{pages_site}/lamp.html")
+    search_bid = re.search(r"\[(\d+)\] searchbox 'Search'", capture["axtree"]).group(1)
+    add_bid = re.search(r"\[(\d+)\] button 'Add to cart'", capture["axtree"]).group(1)
+    cands = [
+        {"thought": "Search first.", "action": f"fill('{search_bid}', 'lamp')"},
+        {"thought": "Add the first product.", "action": f"click('{add_bid}')"},
+    ]
+    scored = await hook(page, "score", candidates=cands, samples=1, approval="never")
     assert scored["type"] == "scored", scored
-    assert len(scored["results"]) == 2 and scored["best"] in (0, 1)
-    best_action = CANDS[scored["best"]]["action"]
-    best_bid = "14" if "'14'" in best_action else "24"
+    assert len(scored["results"]) == 2 and scored["best"] in (0, 1), scored
+    best_action = cands[scored["best"]]["action"]
+    best_bid = search_bid if scored["best"] == 0 else add_bid
 
     panel = page.get_by_test_id("ws-panel")
     await panel.wait_for()
@@ -74,7 +92,7 @@ async def test_score_through_the_hook_draws_rewards_and_outlines(paired, site):
     # the overlay is never part of the observation
     text = await hook(page, "observe")
     assert text["type"] == "observed"
-    capture = await browser.capture(f"{site}/p2-shop.html")
+    capture = await browser.capture(f"{pages_site}/lamp.html")
     assert "webshepherd" not in capture["axtree"]
 
 
