@@ -327,7 +327,8 @@ class DaemonServer(EngineJobs):
         elif isinstance(msg, rq.Score):
             await self._step(msg.session_id, lambda: core.score(conn.id, msg))
         elif isinstance(msg, rq.ApprovalDecide):
-            await self._apply(core.decide(conn.id, conn.label, msg))
+            sid = core.approvals.session_of(msg.request_id)
+            await self._step(sid, lambda: core.decide(conn.id, conn.label, msg))
         elif isinstance(msg, rq.Action):
             await self._step(msg.session_id, lambda: core.action(conn.id, msg))
         elif isinstance(msg, rq.SessionEnd):
@@ -483,7 +484,8 @@ class DaemonServer(EngineJobs):
 
     async def _expire_now(self, request_id: str) -> None:
         try:
-            await self._apply(self.core.expire(request_id))
+            sid = self.core.approvals.session_of(request_id)
+            await self._step(sid, lambda: self.core.expire(request_id))
         except Exception:
             log.exception("expiring approval %s failed", request_id)
 

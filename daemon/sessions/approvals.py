@@ -87,6 +87,17 @@ class ApprovalBook:
     def __len__(self) -> int:
         return len(self._open)
 
+    def session_of(self, request_id: str) -> str | None:
+        """The session of an open request (None: unknown or already closed)."""
+        req = self._open.get(request_id)
+        return req.session_id if req else None
+
+    def snapshot(self) -> tuple[dict[str, OpenRequest], dict[str, Resolution]]:
+        return dict(self._open), dict(self._closed)
+
+    def restore(self, snapshot: tuple[dict[str, OpenRequest], dict[str, Resolution]]) -> None:
+        self._open, self._closed = dict(snapshot[0]), dict(snapshot[1])
+
     def open(self, session_id: str, step: int, candidate_index: int, action: str) -> OpenRequest:
         rid = f"a{next(self._ids)}-{session_id[:8]}"
         req = OpenRequest(rid, session_id, step, candidate_index, action)

@@ -135,10 +135,13 @@ class SessionCore:
         if st is None:
             return lambda: None
         saved, track = st.snapshot(), self.signals.snapshot(session_id)
+        book, pending = self.approvals.snapshot(), dict(self._pending)
 
         def roll_back() -> None:
             st.roll_back(saved)
             self.signals.restore(session_id, track)
+            self.approvals.restore(book)
+            self._pending = pending
 
         return roll_back
 

@@ -9,7 +9,7 @@ import json
 import sqlite3
 
 from tests.daemon.server.test_backpressure import StalledClient, until
-from tests.fixtures.daemon import OBS, start_session
+from tests.fixtures.daemon import CANDS, OBS, start_session
 from tests.hostile.helpers import burst, no_tracebacks, replies
 
 
@@ -124,3 +124,36 @@ async def test_an_observation_tree_is_stored_once(daemon):
     got = await monitor.request({"type": "session.get", "session_id": sid})
     observed = [e for e in got["events"] if e["type"] == "observed"]
     assert [e["axtree"] for e in observed] == [OBS["axtree"], tree]
+
+
+async def test_a_failed_decision_write_leaves_the_request_open(daemon):
+    agent = await daemon.client()
+    approver = await daemon.client(role="extension", name="ext")
+    sid = await start_session(agent)
+    await agent.send(
+        {
+            "type": "score",
+            "id": "s1",
+            "session_id": sid,
+            "candidates": CANDS,
+            "samples": 1,
+            "approval": "always",
+        }
+    )
+    req = await approver.wait_for("approval.request", timeout=60)
+    rec = daemon.server.recorder
+    pages = rec.db.execute("PRAGMA page_count").fetchone()[0]
+    rec.db.execute(f"PRAGMA max_page_count = {pages}")  # the disk is full
+    decide = {
+        "type": "approval.decide",
+        "request_id": req["request_id"],
+        "decision": "approve",
+        "note": "n" * 50_000,
+    }
+    failed = await approver.request(decide)
+    assert (failed["type"], failed["code"]) == ("error", "internal")
+    rec.db.execute("PRAGMA max_page_count = 1073741823")
+    ok = await approver.request(decide)  # still open: the same decision goes through now
+    assert ok["type"] == "approval.resolved"
+    scored = await agent.wait_for(lambda m: m.get("id") == "s1", timeout=60)
+    assert scored["decision"]["status"] == "approved"
