@@ -2,8 +2,8 @@
 
 One class, :class:`SessionCore`: sessions (start, observe, act, end), scoring (``score`` asks
 for an engine job, ``score_done`` answers it or opens an approval request) and approvals
-(``decide`` / ``expire`` resolve a request). No sockets, no asyncio, no engine, no SQLite here. The socket layer feeds
-messages (and engine results, approval decisions, timeouts) to
+(``decide`` / ``expire`` resolve a request). No sockets, no asyncio, no engine, no SQLite
+here. The socket layer feeds messages (and engine results, approval decisions, timeouts) to
 :class:`SessionCore` and carries out the returned effects in order.
 """
 
