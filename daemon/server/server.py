@@ -15,12 +15,13 @@ import logging
 import signal
 import ssl
 import time
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from webshepherd.daemon.config import DaemonConfig, allowed_hosts, check_bind, is_loopback
-from webshepherd.daemon.engine.types import EngineStats, ParsedChecklist, StepInput, StepScore
+from webshepherd.daemon.engine.api import EngineAPI
 from webshepherd.daemon.recorder import History, Recorder
+from webshepherd.daemon.server.engine_runner import EngineRunner
 from webshepherd.daemon.server.fanout import Conn, Hub
 from webshepherd.daemon.server.handshake import (
     CLOSE_POLICY,
@@ -29,7 +30,6 @@ from webshepherd.daemon.server.handshake import (
     daemon_version,
     read_hello,
 )
-from webshepherd.daemon.server.jobs import EngineJobs
 from webshepherd.daemon.server.scheduler import Scheduler
 from webshepherd.daemon.server.stats import StatsCollector
 from webshepherd.daemon.sessions import (
@@ -68,7 +68,7 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
-__all__ = ["CLOSE_POLICY", "DaemonServer", "EngineAPI", "run_daemon"]
+__all__ = ["CLOSE_POLICY", "DaemonServer", "EngineAPI", "run_daemon"]  # EngineAPI: re-exported
 
 
 if TYPE_CHECKING:
@@ -78,25 +78,7 @@ log = logging.getLogger(__name__)
 PARSE_OFF_LOOP_BYTES = 256 * 1024  # frames above this are parsed on a worker thread
 
 
-class EngineAPI(Protocol):
-    """What the daemon needs of ``webshepherd.daemon.engine.Engine`` (blocking; one thread)."""
-
-    @property
-    def model_id(self) -> str: ...
-    @property
-    def backend_name(self) -> str: ...
-    @property
-    def stats(self) -> EngineStats: ...
-
-    def make_checklist(self, intent: str, start_url: str, axtree: str) -> ParsedChecklist: ...
-    def parse_reference_checklist(self, text: str) -> ParsedChecklist: ...
-    def score(self, step: StepInput, on_progress: Any = None, cancel: Any = None) -> StepScore: ...
-    def score_many(
-        self, steps: Sequence[StepInput], on_progress: Any = None, cancels: Any = None
-    ) -> list[StepScore | Exception]: ...
-
-
-class DaemonServer(EngineJobs):
+class DaemonServer:
     """The reward daemon: ``await start()``, then ``serve_forever()`` or ``stop()``."""
 
     def __init__(self, config: DaemonConfig, engine: EngineAPI):
@@ -122,9 +104,14 @@ class DaemonServer(EngineJobs):
         self._tasks: dict[int | None, set[asyncio.Task[Any]]] = {}
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._locks: dict[str, asyncio.Lock] = {}
-        self._generating: set[str] = set()
+        self.runner: EngineRunner | None = None  # made by start(), with the scheduler
         self._stopped = asyncio.Event()
         self.port = config.port
+
+    def _runner(self) -> EngineRunner:
+        if self.runner is None:
+            raise RuntimeError("the daemon is not started")
+        return self.runner
 
     @property
     def url(self) -> str:
@@ -158,6 +145,18 @@ class DaemonServer(EngineJobs):
             batch_sessions=cfg.batch_sessions,
         )
         self.scheduler.start()
+        self.runner = EngineRunner(
+            engine=self.engine,
+            core=self.core,
+            hub=self.hub,
+            stats=self.stats,
+            scheduler=self.scheduler,
+            telemetry=self.telemetry,
+            stats_interval_s=cfg.stats_interval_s,
+            spawn=self._spawn,
+            step=self._step,
+            report_error=self._error,
+        )
         ssl_ctx = None
         if cfg.tls_cert is not None:
             ssl_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -177,7 +176,7 @@ class DaemonServer(EngineJobs):
         if not is_loopback(cfg.host):
             hosts.add(f"{cfg.host}:{self.port}")
         self._hosts = frozenset(hosts)
-        self._spawn(None, self._stats_loop())
+        self._spawn(None, self._runner().stats_loop())
         self._spawn(None, self._evict_loop())
         log.info(
             "webshepherd daemon listening on %s (model %s, backend %s)",
@@ -311,7 +310,9 @@ class DaemonServer(EngineJobs):
             history = self.history.signal_history(session_id)
             self.core.signals.rebuild(session_id, history, state.agent)
             if not state.ended and not state.checklist_slot.done():
-                self._checklist(self.core.generate_checklist(state))  # cut off by a restart
+                self._runner().checklist(
+                    self.core.generate_checklist(state)
+                )  # cut off by a restart
 
     async def _dispatch(self, conn: Conn, msg: Any) -> None:
         core = self.core
@@ -429,9 +430,9 @@ class DaemonServer(EngineJobs):
             elif isinstance(e, Publish):
                 self._publish(e)
             elif isinstance(e, RunChecklist):
-                self._checklist(e)
+                self._runner().checklist(e)
             elif isinstance(e, RunScore):
-                self._spawn(e.conn, self._score(e))
+                self._spawn(e.conn, self._runner().score(e))
             elif isinstance(e, AwaitApproval):
                 loop = asyncio.get_running_loop()
                 self._timers[e.request_id] = loop.call_later(
@@ -465,7 +466,7 @@ class DaemonServer(EngineJobs):
         while True:
             await asyncio.sleep(min(60.0, max(0.05, idle / 4)))
             assert self.scheduler is not None
-            busy = self.scheduler.sessions_with_jobs() | self._generating
+            busy = self.scheduler.sessions_with_jobs() | self._runner().generating
             now = time.monotonic()
             for sid, st in list(self.core.sessions.items()):
                 lock = self._locks.get(sid)

@@ -1,5 +1,6 @@
 """The daemon's engine work: checklist and scoring jobs on the scheduler, score progress
-frames, and the periodic stats frames. A mixin of :class:`~.server.DaemonServer`."""
+frames, and the periodic stats frames. :class:`EngineRunner` is owned by
+:class:`~.server.DaemonServer`, which hands it its dependencies and three callbacks."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -20,10 +21,9 @@ from webshepherd.protocol.replies import Error, ScoreProgress
 from webshepherd.protocol.union import dump
 
 if TYPE_CHECKING:
-    from webshepherd.daemon.config import DaemonConfig
+    from webshepherd.daemon.engine.api import EngineAPI
     from webshepherd.daemon.server.fanout import Hub
     from webshepherd.daemon.server.scheduler import Scheduler
-    from webshepherd.daemon.server.server import EngineAPI
     from webshepherd.daemon.server.stats import StatsCollector
     from webshepherd.daemon.server.telemetry import OtlpExport
     from webshepherd.daemon.sessions import SessionCore
@@ -87,34 +87,45 @@ def _model_error(job: RunScore, exc: Exception) -> Exception:
     return ModelError(f"the model failed on this request ({type(exc).__name__})")
 
 
-class EngineJobs:
-    """Runs the engine side of the effects ``RunChecklist`` and ``RunScore``."""
+Spawn = Callable[[int | None, Coroutine[Any, Any, None]], None]
+"""Run a task owned by a connection (None: by the daemon); cancelled with its owner."""
+Step = Callable[[str | None, Callable[[], list[Effect]]], Awaitable[None]]
+"""Run a session-machine call under the session's lock and carry out its effects."""
+ReportError = Callable[[int, str | None, BaseException], None]
+"""Answer a request with an error frame."""
 
-    config: DaemonConfig
-    engine: EngineAPI
-    core: SessionCore
-    hub: Hub
-    stats: StatsCollector
-    telemetry: OtlpExport | None
-    scheduler: Scheduler | None
-    _generating: set[str]  # sessions whose checklist job is queued or running
 
-    if TYPE_CHECKING:  # provided by DaemonServer
+class EngineRunner:
+    """Runs the engine side of the effects ``RunChecklist`` and ``RunScore`` and sends the
+    periodic stats frames."""
 
-        def _spawn(self, owner: int | None, coro: Any) -> None: ...
+    def __init__(
+        self,
+        *,
+        engine: EngineAPI,
+        core: SessionCore,
+        hub: Hub,
+        stats: StatsCollector,
+        scheduler: Scheduler,
+        telemetry: OtlpExport | None,
+        stats_interval_s: float,
+        spawn: Spawn,
+        step: Step,
+        report_error: ReportError,
+    ):
+        self.engine, self.core, self.hub, self.stats = engine, core, hub, stats
+        self.scheduler, self.telemetry = scheduler, telemetry
+        self.stats_interval_s = stats_interval_s
+        self._spawn, self._step, self._error = spawn, step, report_error
+        self.generating: set[str] = set()  # sessions whose checklist job is queued or running
 
-        async def _apply(self, effects: list[Effect]) -> None: ...
-        async def _step(self, session_id: str | None, make: Callable[[], list[Effect]]) -> None: ...
-        def _error(self, conn_id: int, rid: str | None, err: BaseException) -> None: ...
-
-    def _checklist(self, job: RunChecklist) -> None:
+    def checklist(self, job: RunChecklist) -> None:
         """Queue the generation of a session's checklist now (before any score job queued
         after this call); its result is recorded and published when it comes. A generation
         that fails or cannot be queued is tried again by the session's next score."""
-        assert self.scheduler is not None
         sid = job.session_id
         st = self.core.sessions.get(sid)
-        if st is None or st.checklist_slot.done() or sid in self._generating:
+        if st is None or st.checklist_slot.done() or sid in self.generating:
             return
         engine = self.engine
 
@@ -129,11 +140,10 @@ class EngineJobs:
         except WebShepherdError as exc:
             log.warning("checklist of session %s not queued: %s", sid, exc.message)
             return
-        self._generating.add(sid)
+        self.generating.add(sid)
         self._spawn(None, self._checklist_done(job, queued))
 
     async def _checklist_done(self, job: RunChecklist, queued: Any) -> None:
-        assert self.scheduler is not None
         sid = job.session_id
         try:
             fin = await self.scheduler.wait(queued)
@@ -146,17 +156,16 @@ class EngineJobs:
                 self.hub.send(st.owner, dump(Error(code=exc.code, message=exc.message)))
             return
         finally:
-            self._generating.discard(sid)
+            self.generating.discard(sid)
         await self._step(sid, lambda: self.core.checklist_ready(sid, fin.value, "generated"))
 
-    async def _score(self, job: RunScore) -> None:
-        assert self.scheduler is not None
+    async def score(self, job: RunScore) -> None:
         st = self.core.sessions[job.session_id]
         loop = asyncio.get_running_loop()
         started = time.monotonic()
 
         if not st.checklist_slot.done():  # its generation did not finish: once more, first
-            self._checklist(self.core.generate_checklist(st))
+            self.checklist(self.core.generate_checklist(st))
         progress = CoalescedProgress(
             loop, lambda c, k, d: self._progress(job, st.owner, c, k, d), PROGRESS_INTERVAL_S
         )
@@ -231,12 +240,12 @@ class EngineJobs:
         for cid in targets:
             self.hub.send(cid, frame, reply=False)  # progress may be dropped, never a reply
 
-    async def _stats_loop(self) -> None:
+    async def stats_loop(self) -> None:
         loop = asyncio.get_running_loop()
         while True:
-            await asyncio.sleep(self.config.stats_interval_s)
+            await asyncio.sleep(self.stats_interval_s)
             subs = list(self.hub.subscribers())
-            if not subs or self.scheduler is None:
+            if not subs:
                 continue
             device = await loop.run_in_executor(None, device_stats)
             snap = self.stats.snapshot(
