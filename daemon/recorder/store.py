@@ -13,11 +13,25 @@ import sqlite3
 import stat
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from webshepherd.daemon.recorder.records import (
+    ActionRecord,
+    ApprovalDecidedRecord,
+    ApprovalRequestedRecord,
+    ChecklistRecord,
+    EventRecord,
+    ObservationRecord,
+    Record,
+    ScoreDecisionRecord,
+    ScoreRecord,
+    ScorerRecord,
+    SessionEndedRecord,
+    SessionStartedRecord,
+)
 from webshepherd.daemon.recorder.schema import DDL, SCHEMA_VERSION
 from webshepherd.protocol.errors import WebShepherdError
 
@@ -72,42 +86,86 @@ class Recorder:
         self._lock = threading.RLock()
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="recorder")
         self._seq: dict[str, int] = {}
-        self._ops: dict[str, Callable[..., None]] = {
-            "session_started": self.session_started,
-            "observation": self.observation,
-            "checklist": self.checklist,
-            "score": self.score,
-            "score_decision": self.score_decision,
-            "approval_requested": self.approval_requested,
-            "approval_decided": self.approval_decided,
-            "action": self.action,
-            "session_ended": self.session_ended,
-            "scorer": self.scorer,
-            "event": self.append_event,
-        }
 
     def close(self) -> None:
         self._writer.shutdown(wait=True)
         self.db.close()
 
-    def apply(self, op: str, data: dict[str, Any]) -> None:
-        """Carry out a ``Record`` effect of the session machine (on the calling thread)."""
-        fn = self._ops.get(op)
-        if fn is None:
-            raise WebShepherdError(f"recorder: unknown operation {op!r}")
-        fn(**data)
+    def apply(self, record: Record) -> None:
+        """Carry out one write of the session machine (on the calling thread)."""
+        r = record
+        match r:
+            case SessionStartedRecord():
+                self.session_started(
+                    r.session_id, r.intent, r.start_url, r.agent, r.source, r.created_at
+                )
+            case ObservationRecord():
+                self.observation(
+                    r.session_id,
+                    r.step,
+                    r.url,
+                    r.axtree,
+                    r.screenshot_mime,
+                    r.screenshot,
+                    r.created_at,
+                    r.boxes,
+                )
+            case ChecklistRecord():
+                self.checklist(r.session_id, r.source, r.text, r.items)
+            case ScoreRecord():
+                self.score(
+                    r.session_id,
+                    r.request_id,
+                    r.step,
+                    r.samples,
+                    r.approval,
+                    r.candidates,
+                    r.results,
+                    r.best,
+                    r.queue_ms,
+                    r.model_ms,
+                    r.created_at,
+                    r.latest_reward,
+                )
+            case ScoreDecisionRecord():
+                self.score_decision(r.session_id, r.request_id, r.decision)
+            case ApprovalRequestedRecord():
+                self.approval_requested(
+                    r.request_id,
+                    r.session_id,
+                    r.step,
+                    r.candidate_index,
+                    r.reward,
+                    r.reason,
+                    r.feedback,
+                    r.created_at,
+                )
+            case ApprovalDecidedRecord():
+                self.approval_decided(
+                    r.request_id, r.decision, r.status, r.action, r.by, r.note, r.decided_at
+                )
+            case ActionRecord():
+                self.action(r.session_id, r.step, r.action, r.thought, r.source, r.created_at)
+            case SessionEndedRecord():
+                self.session_ended(r.session_id, r.outcome, r.answer, r.ended_at)
+            case ScorerRecord():
+                self.scorer(r.session_id, r.model, r.backend)
+            case EventRecord():
+                self.append_event(r.session_id, r.body)
+            case _:
+                raise WebShepherdError(f"recorder: unknown record {type(r).__name__}")
 
-    def apply_all(self, ops: Sequence[tuple[str, dict[str, Any]]]) -> None:
-        """Several operations in one transaction: all are recorded, or none."""
+    def apply_all(self, records: Sequence[Record]) -> None:
+        """Several writes in one transaction: all are recorded, or none."""
         with self._transaction():
-            for op, data in ops:
-                self.apply(op, data)
+            for record in records:
+                self.apply(record)
 
-    async def commit(self, ops: Sequence[tuple[str, dict[str, Any]]]) -> None:
+    async def commit(self, records: Sequence[Record]) -> None:
         """:meth:`apply_all` on the writer thread, in the order commits were asked for;
         returns once the transaction is committed (raises what it raised)."""
         loop = asyncio.get_running_loop()
-        await loop.run_in_executor(self._writer, self.apply_all, list(ops))
+        await loop.run_in_executor(self._writer, self.apply_all, list(records))
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[None]:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from webshepherd.daemon.config import DaemonConfig, allowed_hosts, check_bind, is_loopback
 from webshepherd.daemon.engine.api import EngineAPI
 from webshepherd.daemon.recorder import History, Recorder
+from webshepherd.daemon.recorder.records import EventRecord, ScorerRecord, SessionStartedRecord
 from webshepherd.daemon.server.engine_runner import EngineRunner
 from webshepherd.daemon.server.fanout import Conn, Hub
 from webshepherd.daemon.server.handshake import (
@@ -412,16 +413,15 @@ class DaemonServer:
         only once that is durable the replies, events and engine work, in order. A failed
         write sends nothing and raises (the requester gets ``internal``)."""
         assert self.recorder is not None
-        writes: list[tuple[str, dict[str, Any]]] = []
+        writes: list[Record] = []
         for e in effects:
             if isinstance(e, Record):
-                writes.append((e.op, e.data))
-                if e.op == "session_started":
-                    scorer = {"model": self.engine.model_id, "backend": self.engine.backend_name}
-                    writes.append(("scorer", {"session_id": e.data["session_id"], **scorer}))
+                writes.append(e)
+                if isinstance(e, SessionStartedRecord):
+                    engine = self.engine
+                    writes.append(ScorerRecord(e.session_id, engine.model_id, engine.backend_name))
             elif isinstance(e, Publish):
-                body = e.event.model_dump(mode="json")
-                writes.append(("event", {"session_id": e.session_id, "body": body}))
+                writes.append(EventRecord(e.session_id, e.event.model_dump(mode="json")))
         if writes:
             await self.recorder.commit(writes)
         for e in effects:

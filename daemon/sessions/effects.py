@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel
+from webshepherd.daemon.recorder.records import Record
 from webshepherd.protocol.common import ApprovalMode, Turn
 
 
@@ -29,14 +30,6 @@ class Publish:
     event: BaseModel
     exclude: int | None = None  # the requester, who got the same thing as a reply
     to_approvers: bool = False  # also every extension and monitor connection
-
-
-@dataclass(frozen=True)
-class Record:
-    """A write to the recorder: ``op`` names the recorder operation, ``data`` its arguments."""
-
-    op: str
-    data: dict[str, Any]
 
 
 @dataclass(frozen=True)

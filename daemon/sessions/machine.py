@@ -17,6 +17,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from webshepherd.daemon.engine.types import ParsedChecklist, StepScore
+from webshepherd.daemon.recorder.records import (
+    ActionRecord,
+    ApprovalDecidedRecord,
+    ApprovalRequestedRecord,
+    ChecklistRecord,
+    ObservationRecord,
+    ScoreDecisionRecord,
+    ScoreRecord,
+    SessionEndedRecord,
+    SessionStartedRecord,
+)
 from webshepherd.daemon.sessions import convert
 from webshepherd.daemon.sessions.approvals import (
     ApprovalBook,
@@ -161,16 +172,13 @@ class SessionCore:
         )
         self.sessions[sid] = st
         out: list[Effect] = [
-            Record(
-                "session_started",
-                {
-                    "session_id": sid,
-                    "intent": msg.intent,
-                    "start_url": msg.start_url,
-                    "agent": msg.agent.model_dump(),
-                    "source": msg.source,
-                    "created_at": st.created_at,
-                },
+            SessionStartedRecord(
+                session_id=sid,
+                intent=msg.intent,
+                start_url=msg.start_url,
+                agent=msg.agent.model_dump(),
+                source=msg.source,
+                created_at=st.created_at,
             )
         ]
         observed = [] if msg.observation is None else self._observe(st, msg.observation, conn=None)
@@ -213,14 +221,11 @@ class SessionCore:
         st.set_checklist(parsed)
         event = convert.checklist_event(session_id, parsed, source)
         return [
-            Record(
-                "checklist",
-                {
-                    "session_id": session_id,
-                    "source": source,
-                    "text": parsed.text,
-                    "items": [i.model_dump() for i in event.items],
-                },
+            ChecklistRecord(
+                session_id=session_id,
+                source=source,
+                text=parsed.text,
+                items=[i.model_dump() for i in event.items],
             ),
             Publish(session_id, event),
         ]
@@ -239,18 +244,15 @@ class SessionCore:
         self.signals.observed(st.session_id, obs.url, obs.axtree)
         mime = obs.screenshot.mime if obs.screenshot else None
         out: list[Effect] = [
-            Record(
-                "observation",
-                {
-                    "session_id": st.session_id,
-                    "step": st.step,
-                    "url": obs.url,
-                    "axtree": obs.axtree,
-                    "screenshot_mime": mime,
-                    "screenshot": blob,
-                    "boxes": obs.boxes,
-                    "created_at": self.clock(),
-                },
+            ObservationRecord(
+                session_id=st.session_id,
+                step=st.step,
+                url=obs.url,
+                axtree=obs.axtree,
+                screenshot_mime=mime,
+                screenshot=blob,
+                boxes=obs.boxes,
+                created_at=self.clock(),
             )
         ]
         if conn is not None and rid is not None:
@@ -281,16 +283,13 @@ class SessionCore:
                 st.step_rewards[step] = reward  # the executed candidate's reward
                 break
         return [
-            Record(
-                "action",
-                {
-                    "session_id": st.session_id,
-                    "step": step,
-                    "action": msg.action,
-                    "thought": msg.thought,
-                    "source": msg.source,
-                    "created_at": self.clock(),
-                },
+            ActionRecord(
+                session_id=st.session_id,
+                step=step,
+                action=msg.action,
+                thought=msg.thought,
+                source=msg.source,
+                created_at=self.clock(),
             ),
             Reply(conn, ActionRecorded(id=msg.id, session_id=st.session_id, step=step)),
             Publish(
@@ -317,14 +316,11 @@ class SessionCore:
         st.ended, st.outcome, st.answer, st.ended_at = True, msg.outcome, msg.answer, self.clock()
         self.signals.forget(st.session_id)
         return [
-            Record(
-                "session_ended",
-                {
-                    "session_id": st.session_id,
-                    "outcome": msg.outcome,
-                    "answer": msg.answer,
-                    "ended_at": st.ended_at,
-                },
+            SessionEndedRecord(
+                session_id=st.session_id,
+                outcome=msg.outcome,
+                answer=msg.answer,
+                ended_at=st.ended_at,
             ),
             *reply_and_publish(
                 conn,
@@ -378,24 +374,19 @@ class SessionCore:
             st.step_rewards[job.step] = best_reward
             st.latest_reward = best_reward
         out: list[Effect] = [
-            Record(
-                "score",
-                {
-                    "session_id": job.session_id,
-                    "request_id": job.request_id,
-                    "step": job.step,
-                    "samples": job.samples,
-                    "approval": job.approval,
-                    "candidates": [
-                        {"thought": c.thought, "action": c.action} for c in job.candidates
-                    ],
-                    "results": [r.model_dump() for r in results],
-                    "best": best,
-                    "queue_ms": timing.queue_ms,
-                    "model_ms": timing.model_ms,
-                    "created_at": self.clock(),
-                    "latest_reward": st.latest_reward,
-                },
+            ScoreRecord(
+                session_id=job.session_id,
+                request_id=job.request_id,
+                step=job.step,
+                samples=job.samples,
+                approval=job.approval,
+                candidates=[{"thought": c.thought, "action": c.action} for c in job.candidates],
+                results=[r.model_dump() for r in results],
+                best=best,
+                queue_ms=timing.queue_ms,
+                model_ms=timing.model_ms,
+                created_at=self.clock(),
+                latest_reward=st.latest_reward,
             )
         ]
         if reason is None:
@@ -423,18 +414,15 @@ class SessionCore:
         )
         return [
             *out,
-            Record(
-                "approval_requested",
-                {
-                    "request_id": req.request_id,
-                    "session_id": job.session_id,
-                    "step": job.step,
-                    "candidate_index": index,
-                    "reward": reward,
-                    "reason": reason,
-                    "feedback": results[index].feedback,
-                    "created_at": self.clock(),
-                },
+            ApprovalRequestedRecord(
+                request_id=req.request_id,
+                session_id=job.session_id,
+                step=job.step,
+                candidate_index=index,
+                reward=reward,
+                reason=reason,
+                feedback=results[index].feedback,
+                created_at=self.clock(),
             ),
             Publish(job.session_id, event, to_approvers=True),
             AwaitApproval(req.request_id, self.approval_timeout_s),
@@ -458,13 +446,8 @@ class SessionCore:
             candidates=[Candidate(thought=c.thought, action=c.action) for c in job.candidates],
         )
         return [
-            Record(
-                "score_decision",
-                {
-                    "session_id": job.session_id,
-                    "request_id": job.request_id,
-                    "decision": decision.model_dump(),
-                },
+            ScoreDecisionRecord(
+                session_id=job.session_id, request_id=job.request_id, decision=decision.model_dump()
             ),
             # the requester's reply carries no echo of the candidates (it sent them)
             *reply_and_publish(
@@ -486,17 +469,14 @@ class SessionCore:
         note = "the daemon restarted before anyone decided; score the step again to ask again"
         for request_id, session_id in open_:
             out.append(
-                Record(
-                    "approval_decided",
-                    {
-                        "request_id": request_id,
-                        "decision": "timeout",
-                        "status": "timeout",
-                        "action": None,
-                        "by": "daemon",
-                        "note": note,
-                        "decided_at": self.clock(),
-                    },
+                ApprovalDecidedRecord(
+                    request_id=request_id,
+                    decision="timeout",
+                    status="timeout",
+                    action=None,
+                    by="daemon",
+                    note=note,
+                    decided_at=self.clock(),
                 )
             )
             event = ApprovalResolved(
@@ -526,17 +506,14 @@ class SessionCore:
             note=res.note,
         )
         out: list[Effect] = [
-            Record(
-                "approval_decided",
-                {
-                    "request_id": res.request_id,
-                    "decision": res.decision,
-                    "status": res.status,
-                    "action": res.action,
-                    "by": res.by,
-                    "note": res.note,
-                    "decided_at": self.clock(),
-                },
+            ApprovalDecidedRecord(
+                request_id=res.request_id,
+                decision=res.decision,
+                status=res.status,
+                action=res.action,
+                by=res.by,
+                note=res.note,
+                decided_at=self.clock(),
             ),
             Publish(res.session_id, event, to_approvers=True, exclude=conn),
         ]

@@ -1,0 +1,148 @@
+"""The writes the session machine asks of the recorder: one frozen dataclass per kind.
+
+The machine returns them as effects (sans-I/O); :meth:`Recorder.apply` carries each out with
+the store operation of the same name. ``op`` names the kind (logs and tests).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+
+@dataclass(frozen=True)
+class SessionStartedRecord:
+    op: ClassVar[str] = "session_started"
+    session_id: str
+    intent: str
+    start_url: str | None
+    agent: dict[str, Any]
+    source: str
+    created_at: float
+
+
+@dataclass(frozen=True)
+class ObservationRecord:
+    op: ClassVar[str] = "observation"
+    session_id: str
+    step: int
+    url: str
+    axtree: str
+    screenshot_mime: str | None
+    screenshot: bytes | None
+    created_at: float
+    boxes: dict[str, list[float]] | None = None
+
+
+@dataclass(frozen=True)
+class ChecklistRecord:
+    op: ClassVar[str] = "checklist"
+    session_id: str
+    source: str
+    text: str
+    items: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class ScoreRecord:
+    op: ClassVar[str] = "score"
+    session_id: str
+    request_id: str
+    step: int
+    samples: int
+    approval: str
+    candidates: list[dict[str, str]]
+    results: list[dict[str, Any]]
+    best: int | None
+    queue_ms: float
+    model_ms: float
+    created_at: float
+    latest_reward: float | None
+
+
+@dataclass(frozen=True)
+class ScoreDecisionRecord:
+    op: ClassVar[str] = "score_decision"
+    session_id: str
+    request_id: str
+    decision: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ApprovalRequestedRecord:
+    op: ClassVar[str] = "approval_requested"
+    request_id: str
+    session_id: str
+    step: int
+    candidate_index: int
+    reward: float | None
+    reason: str
+    feedback: str
+    created_at: float
+
+
+@dataclass(frozen=True)
+class ApprovalDecidedRecord:
+    op: ClassVar[str] = "approval_decided"
+    request_id: str
+    decision: str
+    status: str
+    action: str | None
+    by: str | None
+    note: str | None
+    decided_at: float
+
+
+@dataclass(frozen=True)
+class ActionRecord:
+    op: ClassVar[str] = "action"
+    session_id: str
+    step: int
+    action: str
+    thought: str | None
+    source: str
+    created_at: float
+
+
+@dataclass(frozen=True)
+class SessionEndedRecord:
+    op: ClassVar[str] = "session_ended"
+    session_id: str
+    outcome: str
+    answer: str | None
+    ended_at: float
+
+
+@dataclass(frozen=True)
+class ScorerRecord:
+    """Which model and backend scored a session (written with its start)."""
+
+    op: ClassVar[str] = "scorer"
+    session_id: str
+    model: str
+    backend: str
+
+
+@dataclass(frozen=True)
+class EventRecord:
+    """A published event in the session's event log."""
+
+    op: ClassVar[str] = "event"
+    session_id: str
+    body: dict[str, Any]
+
+
+Record = (
+    SessionStartedRecord
+    | ObservationRecord
+    | ChecklistRecord
+    | ScoreRecord
+    | ScoreDecisionRecord
+    | ApprovalRequestedRecord
+    | ApprovalDecidedRecord
+    | ActionRecord
+    | SessionEndedRecord
+    | ScorerRecord
+    | EventRecord
+)
+"""Any write of the session machine."""
