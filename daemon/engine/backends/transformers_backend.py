@@ -28,6 +28,7 @@ from webshepherd.daemon.engine.backends.base import (
     JudgeBatch,
     JudgeOutput,
 )
+from webshepherd.daemon.engine.backends.tokenizer_text import IncrementalText
 from webshepherd.daemon.engine.labels import label_token_ids
 from webshepherd.protocol.errors import ModelError, WebShepherdError
 
@@ -58,7 +59,7 @@ class _Row:
     ids: list[int] = field(default_factory=list)
     tokens: list[GeneratedToken] = field(default_factory=list)
     tail: str = ""  # concatenated pieces, for stop checks
-    sent: str = ""  # decoded text already passed to on_delta
+    stream: IncrementalText | None = None  # the text passed to on_delta, token by token
     finish: str | None = None
 
 
@@ -372,12 +373,20 @@ class TransformersBackend(Backend):
 
     def _output(self, part: _Part, out: _Decoded) -> JudgeOutput:
         n = part.n
+        texts = [self._text(r) for r in out.rows]
+        if part.on_delta is not None:  # rows cut by length: their held-back bytes
+            for b, (r, text) in enumerate(zip(out.rows, texts, strict=True)):
+                rest = r.stream.rest(text) if r.stream is not None else text
+                if rest:
+                    part.on_delta(b // n, b % n, rest)
         gens = tuple(
             tuple(
                 Generation(
-                    text=self._text(r), tokens=tuple(r.tokens), finish_reason=r.finish or "length"
+                    text=texts[b],
+                    tokens=tuple(out.rows[b].tokens),
+                    finish_reason=out.rows[b].finish or "length",
                 )
-                for r in out.rows[k * n : (k + 1) * n]
+                for b in range(k * n, (k + 1) * n)
             )
             for k in range(len(part.suffixes))
         )
@@ -632,12 +641,15 @@ class TransformersBackend(Backend):
             row.finish = "stop"
 
     def _emit(self, on_delta: DeltaCallback, cand: int, sample: int, row: _Row) -> None:
-        text = self._text(row)
-        if row.finish is None and text.endswith("\ufffd"):
-            return  # an incomplete UTF-8 character: wait for the next token
-        if text.startswith(row.sent) and len(text) > len(row.sent):
-            on_delta(cand, sample, text[len(row.sent) :])
-            row.sent = text
+        """Passes on the text ``row``'s new token completes (an incomplete UTF-8 character
+        waits for its next token); a finished row's held-back bytes go out with it."""
+        if row.stream is None:
+            row.stream = IncrementalText(self.tokenizer)
+        delta = row.stream.extend(row.ids)
+        if row.finish is not None:
+            delta += row.stream.rest(self._text(row))
+        if delta:
+            on_delta(cand, sample, delta)
 
 
 def _ranges(
