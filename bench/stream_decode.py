@@ -36,7 +36,7 @@ EXTRA = " Le café coûte 5 €; 日本語のページ 😀 ok."
 
 
 def _ids(tokenizer: Any, n: int) -> list[int]:
-    rng, ids = random.Random(0), []
+    rng, ids = random.Random(0), list[int]()
     while len(ids) < n:
         ids += encode_plain(tokenizer, judge_example(rng).answer + EXTRA + "\n")
     return ids[:n]
@@ -44,7 +44,7 @@ def _ids(tokenizer: Any, n: int) -> list[int]:
 
 def redecode(tokenizer: Any, ids: list[int]) -> list[str]:
     """The old way: the whole row decoded for every token."""
-    deltas, sent = [], ""
+    deltas, sent = list[str](), ""
     for i in range(1, len(ids) + 1):
         text = tokenizer.decode(ids[:i], skip_special_tokens=True)
         if i < len(ids) and text.endswith("\ufffd"):
@@ -57,7 +57,7 @@ def redecode(tokenizer: Any, ids: list[int]) -> list[str]:
 
 def incremental(tokenizer: Any, ids: list[int]) -> list[str]:
     """The new way: a decode stream, one whole decode at the end."""
-    stream, deltas, row = IncrementalText(tokenizer), [], []
+    stream, deltas, row = IncrementalText(tokenizer), list[str](), list[int]()
     for tid in ids:
         row.append(tid)
         deltas.append(stream.extend(row))

@@ -48,7 +48,7 @@ class IncrementalText:
         self._ids.extend(new)
         if not new:
             return ""
-        if self._stream is not None:
+        if self._stream is not None and self._rust is not None:
             try:
                 chunks = [self._stream.step(self._rust, tid) for tid in new]
             except Exception:  # the stream lost its prefix: re-decode from here on
