@@ -12,7 +12,7 @@ PIP := $(VENV)/bin/python -m pip
 STAMP := $(VENV)/.webshepherd-installed
 PYTEST_ARGS ?=
 
-.PHONY: all setup demo test lint schema clean extension
+.PHONY: all setup demo test test-integrations lint schema clean extension
 
 all: test
 
@@ -41,21 +41,38 @@ $(EXT_STAMP): extension/package.json extension/package-lock.json
 extension: $(EXT_STAMP)
 	cd extension && npm test && npm run build
 
-test: $(STAMP) extension
+test: $(STAMP) extension test-integrations
 	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
+
+# The agent-framework integrations (tests/integrations/) run in their own venv: BrowserGym
+# pins playwright==1.44 while the extension tests use the main venv's. Their daemon (tiny
+# model) runs in the main venv, as a subprocess ($(VENV)/bin/python).
+IVENV ?= .venv-integrations
+ISTAMP := $(IVENV)/.webshepherd-installed
+
+$(ISTAMP): pyproject.toml setup.py
+	$(PYTHON) -m venv $(IVENV)
+	$(IVENV)/bin/python -m pip install --upgrade pip setuptools wheel
+	$(IVENV)/bin/python -m pip install -e '.[integrations]' pytest pytest-asyncio pytest-timeout
+	touch $@
+
+test-integrations: $(STAMP) $(ISTAMP)
+	WEBSHEPHERD_DAEMON_PYTHON=$(abspath $(VENV))/bin/python $(IVENV)/bin/python -m pytest \
+		--confcutdir=tests/integrations tests/integrations $(PYTEST_ARGS)
 
 # The type check sees the installed names: build/typecheck/webshepherd/{protocol,daemon,tui}
 # are links to the design card's folders, so `webshepherd.*` imports resolve across packages.
 TYPECHECK := build/typecheck
 $(TYPECHECK)/webshepherd/.links:
 	mkdir -p $(TYPECHECK)/webshepherd
-	for d in protocol daemon tui; do ln -sfn ../../../$$d $(TYPECHECK)/webshepherd/$$d; done
+	for d in protocol daemon tui integrations; do ln -sfn ../../../$$d $(TYPECHECK)/webshepherd/$$d; done
 	touch $@
 
 lint: $(STAMP) $(TYPECHECK)/webshepherd/.links
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/ruff format --check protocol daemon tui bench tests examples
-	MYPYPATH=$(TYPECHECK) $(VENV)/bin/mypy -p webshepherd.protocol -p webshepherd.daemon -p webshepherd.tui
+	$(VENV)/bin/ruff format --check protocol daemon tui integrations bench tests examples
+	MYPYPATH=$(TYPECHECK) $(VENV)/bin/mypy -p webshepherd.protocol -p webshepherd.daemon -p webshepherd.tui \
+		-p webshepherd.integrations
 	MYPYPATH=$(TYPECHECK) $(VENV)/bin/mypy --strict -p webshepherd.protocol
 	MYPYPATH=$(TYPECHECK) $(VENV)/bin/mypy bench
 
@@ -63,4 +80,4 @@ schema: $(STAMP)
 	$(VENV)/bin/webshepherd schema
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(IVENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -1,8 +1,9 @@
 """Map the design card's folders onto the ``webshepherd.*`` namespace.
 
 ``protocol/`` -> ``webshepherd.protocol``, ``daemon/`` -> ``webshepherd.daemon``,
-``tui/`` -> ``webshepherd.tui``; sub-packages are found automatically so new
-folders need no edit here. Everything else lives in ``pyproject.toml``.
+``tui/`` -> ``webshepherd.tui``, ``integrations/`` -> ``webshepherd.integrations``;
+sub-packages are found automatically so new folders need no edit here. Everything else
+lives in ``pyproject.toml``.
 """
 
 from setuptools import find_packages, setup
@@ -11,6 +12,7 @@ FOLDERS = {
     "webshepherd.protocol": "protocol",
     "webshepherd.daemon": "daemon",
     "webshepherd.tui": "tui",
+    "webshepherd.integrations": "integrations",
 }
 
 

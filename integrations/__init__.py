@@ -1,0 +1,7 @@
+"""Live webshepherd rewards inside the agent frameworks people already use.
+
+- :mod:`.browsergym`: ``ProcessRewardWrapper``, a ``gymnasium.Wrapper`` for BrowserGym envs.
+
+Each module imports its framework lazily, so ``import webshepherd.integrations`` needs none of
+them; install them with ``pip install 'webshepherd[integrations]'``.
+"""

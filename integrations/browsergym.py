@@ -1,0 +1,169 @@
+"""BrowserGym: process rewards for every step of any BrowserGym env, as a gymnasium wrapper.
+
+```python
+env = ProcessRewardWrapper(gym.make("browsergym/openended", task_kwargs={...}))
+obs, info = env.reset()            # starts a webshepherd session
+env.set_thought("The search box is [12].")
+obs, reward, terminated, truncated, info = env.step("fill('12', 'usb-c cable')")
+info["webshepherd"]["reward"]      # the judge's reward for that action (None: unparsed)
+env.close()                         # ends the session: success when the task reward > 0
+```
+
+The observation the daemon receives is BrowserGym's own ``flatten_axtree_to_str`` of the
+env's ``axtree_object`` with the default flags (what the model was trained on), Chromium's
+``InlineTextBox`` nodes left out: byte for byte what the browser extension sends.
+
+Thought: the one given with :meth:`ProcessRewardWrapper.set_thought` before ``step`` (it is
+used once). Approval: with ``approval="always"`` (or ``"auto"`` and the daemon's policy) a
+person decides; a rejected action is not executed and ``step`` returns the pre-step
+observation with ``last_action_error`` set to ``"rejected by webshepherd: ..."``, task reward
+0, ``info["webshepherd"]["decision"] == "rejected"``; an edited action runs instead of the
+agent's.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import gymnasium as gym
+from browsergym.utils.obs import IGNORED_AXTREE_ROLES, flatten_axtree_to_str
+from webshepherd.protocol.agents.best_of_n import BestOfN, action_key, best_of_n_sync, decide
+from webshepherd.protocol.client.sync import Client, SyncSession
+from webshepherd.protocol.common import Candidate
+from webshepherd.protocol.version import DEFAULT_URL
+
+Approval = Literal["auto", "always", "never"]
+#: Roles left out of the text: BrowserGym's own, and Chromium's InlineTextBox (not in training).
+OBSERVATION_IGNORED_ROLES = [*IGNORED_AXTREE_ROLES, "InlineTextBox"]
+
+
+def observation_text(obs: dict[str, Any]) -> str:
+    """The AX-tree text webshepherd scores: BrowserGym's flattening, as the extension sends it."""
+    return str(flatten_axtree_to_str(obs["axtree_object"], ignored_roles=OBSERVATION_IGNORED_ROLES))
+
+
+def screenshot_png(obs: dict[str, Any]) -> dict[str, str] | None:
+    """The env's screenshot (an RGB array) as a base64 PNG, or None when the obs has none."""
+    shot = obs.get("screenshot")
+    if shot is None or getattr(shot, "size", 0) == 0:
+        return None
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.fromarray(shot).save(buf, format="PNG")
+    return {"mime": "image/png", "data": base64.b64encode(buf.getvalue()).decode("ascii")}
+
+
+def observation(obs: dict[str, Any]) -> dict[str, Any]:
+    """The protocol's observation (url, AX-tree text, screenshot) for a BrowserGym obs."""
+    return {"url": obs["url"], "axtree": observation_text(obs), "screenshot": screenshot_png(obs)}
+
+
+class ProcessRewardWrapper(gym.Wrapper):
+    """Scores each action with the webshepherd daemon before the wrapped env runs it."""
+
+    def __init__(
+        self,
+        env: gym.Env,
+        *,
+        url: str | None = None,
+        token: str | None = None,
+        intent: str | None = None,
+        samples: int = 1,
+        approval: Approval = "never",
+        client: Client | None = None,
+    ) -> None:
+        super().__init__(env)
+        self._own_client = client is None
+        self.client = client if client is not None else Client(url or DEFAULT_URL, token)
+        self.intent = intent
+        self.samples = samples
+        self.approval: Approval = approval
+        self.session: SyncSession | None = None
+        self._thought: str | None = None
+        self._obs: dict[str, Any] | None = None
+        self._task_reward = 0.0
+
+    def set_thought(self, thought: str | None) -> None:
+        """The agent's reasoning for the next ``step`` (sent with the action, used once)."""
+        self._thought = thought
+
+    def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
+        self._end("unknown")
+        obs, info = self.env.reset(**kwargs)
+        intent = self.intent or obs.get("goal") or _goal_text(obs)
+        if not self.client.connected:
+            self.client.connect()
+        self.session = self.client.start_session(
+            intent, start_url=obs["url"], observation=observation(obs), agent="browsergym"
+        )
+        self._obs, self._task_reward, self._thought = obs, 0.0, None
+        info = dict(info)
+        info["webshepherd"] = {"session_id": self.session.session_id}
+        return obs, info
+
+    def step(self, action: str) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        session, before = self._require()
+        thought, self._thought = self._thought, None
+        candidate = Candidate(thought=thought or "", action=action)
+        scored = session.score([candidate], samples=self.samples, approval=self.approval)
+        result = scored.results[0] if scored.results else None
+        ws = {
+            "session_id": session.session_id,
+            "reward": result.reward if result else None,
+            "checklist": [item.model_dump() for item in result.items] if result else [],
+            "feedback": result.feedback if result else "",
+            "decision": scored.decision.status,
+        }
+        chosen = decide([candidate], 0, scored.decision)
+        if chosen is None:  # rejected: the env does not run it
+            obs = dict(before)
+            obs["last_action"] = action
+            obs["last_action_error"] = f"rejected by webshepherd: {scored.decision.note or ''}"
+            return obs, 0.0, False, False, {"webshepherd": ws}
+        ws["action"] = chosen.action
+        obs, reward, terminated, truncated, info = self.env.step(chosen.action)
+        session.client.report_action(session.session_id, chosen.action, chosen.thought)
+        session.observe(obs["url"], observation_text(obs), screenshot_png(obs))
+        self._obs = obs
+        self._task_reward += float(reward)
+        info = dict(info)
+        info["webshepherd"] = ws
+        return obs, reward, terminated, truncated, info
+
+    def choose(self, candidates: Sequence[tuple[str | None, str]]) -> tuple[int, BestOfN]:
+        """Best-of-n without executing: the index into ``candidates`` and the scored result."""
+        session, _ = self._require()
+        proposals = [Candidate(thought=t or "", action=a) for t, a in candidates]
+        result = best_of_n_sync(
+            session, proposals, top_n=len(proposals), samples=self.samples, approval="never"
+        )
+        picked = action_key(result.candidates[result.index].action)
+        index = next(i for i, c in enumerate(proposals) if action_key(c.action) == picked)
+        return index, result
+
+    def close(self) -> None:
+        self._end("success" if self._task_reward > 0 else "failure")
+        try:
+            self.env.close()
+        finally:
+            if self._own_client:
+                self.client.close()
+
+    def _require(self) -> tuple[SyncSession, dict[str, Any]]:
+        if self.session is None or self._obs is None:
+            raise RuntimeError("call reset() before step() or choose()")
+        return self.session, self._obs
+
+    def _end(self, outcome: Literal["success", "failure", "unknown"]) -> None:
+        if self.session is not None:
+            session, self.session = self.session, None
+            session.end(outcome)
+
+
+def _goal_text(obs: dict[str, Any]) -> str:
+    parts = [m.get("text", "") for m in obs.get("goal_object", []) if m.get("type") == "text"]
+    return "\n".join(parts) or "(no goal)"

@@ -1,0 +1,74 @@
+"""Integration fixtures: the bundled shop, a real daemon (tiny model) in the main venv, and
+BrowserGym's browsers on Debian's Chromium. These tests run in ``.venv-integrations``
+(``make test-integrations``); the root conftest is cut off (``--confcutdir``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from webshepherd.daemon.demo.shop import ShopServer
+
+ROOT = Path(__file__).resolve().parents[2]
+TEST_TOKEN = "test-token-webshepherd-0123456789"  # tests/fixtures/daemon.py's
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+#: The Chromium build the driver of playwright 1.44 (BrowserGym's pin) looks for by default.
+PLAYWRIGHT_144_CHROMIUM = "chromium-1117"
+
+
+@dataclass
+class Daemon:
+    url: str
+    token: str
+    data_dir: Path
+
+
+@pytest.fixture
+def shop() -> Iterator[ShopServer]:
+    with ShopServer() as server:
+        yield server
+
+
+@pytest.fixture
+def daemon(tmp_path: Path) -> Iterator[Daemon]:
+    """``webshepherd``'s real server with the tiny model, run by the main venv's Python."""
+    python = os.environ.get("WEBSHEPHERD_DAEMON_PYTHON", str(ROOT / ".venv" / "bin" / "python"))
+    proc = subprocess.Popen(
+        [python, "-m", "tests.integrations.daemon_process", str(tmp_path / "daemon")],
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None and proc.stdin is not None
+    line = proc.stdout.readline()
+    if not line:
+        proc.wait(30)
+        raise RuntimeError(f"the daemon exited ({proc.returncode}) before listening")
+    try:
+        yield Daemon(json.loads(line)["url"], TEST_TOKEN, tmp_path / "daemon" / "data")
+    finally:
+        proc.stdin.close()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def debian_chromium(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every Chromium playwright 1.44 launches is Debian's: BrowserGym's chat window takes no
+    executable path, so the driver's default browser path points at Debian's binary."""
+    browsers = tmp_path_factory.mktemp("ms-playwright")
+    chrome = browsers / PLAYWRIGHT_144_CHROMIUM / "chrome-linux" / "chrome"
+    chrome.parent.mkdir(parents=True)
+    chrome.symlink_to(os.path.realpath(CHROMIUM))
+    os.environ["PLAYWRIGHT_BROWSERS_PATH"] = str(browsers)
+    return Path(CHROMIUM)
