@@ -32,26 +32,29 @@ def add_backend_arguments(s: argparse.ArgumentParser) -> None:
         choices=BACKENDS,
         default="transformers",
         help="transformers (default: this process, any device), vllm (this process, CUDA, "
-        "the gpu extra) or openai (an OpenAI-compatible server such as `vllm serve`)",
+        "the gpu extra), openai (an OpenAI-compatible completions server such as `vllm serve`) "
+        "or openai-chat (any chat-completions API returning logprobs: no GPU, no local files)",
     )
     s.add_argument(
         "--base-url",
         default=None,
         metavar="URL",
-        help="with --backend openai: the server's API root, e.g. http://127.0.0.1:8000/v1",
+        help="with --backend openai/openai-chat: the server's API root, e.g. http://127.0.0.1:8000/v1",
     )
     s.add_argument(
         "--api-key-env",
         default=None,
         metavar="VAR",
-        help="with --backend openai: the environment variable that holds the server's API key",
+        help="with --backend openai/openai-chat: the environment variable that holds the "
+        "server's API key (never the key itself: it would show in `ps`)",
     )
     s.add_argument(
         "--remote-model",
         default=None,
         metavar="NAME",
-        help="with --backend openai: the server's name for the model (default: --model, or "
-        "the only model the server has); --model still names the tokenizer and chat template",
+        help="with --backend openai/openai-chat: the server's name for the model (default: "
+        "--model, or the only model the server has); with openai, --model still names the "
+        "tokenizer and chat template",
     )
     s.add_argument(
         "--max-context",
@@ -114,11 +117,12 @@ def engine_from_args(args: argparse.Namespace, config: DaemonConfig) -> Engine:
     from webshepherd.daemon.engine.loader import load_engine
 
     backend = getattr(args, "backend", "transformers")
-    if backend != "openai":
+    if backend not in ("openai", "openai-chat"):
         given = [flag for attr, flag in _REMOTE_FLAGS if getattr(args, attr, None)]
         if given:
             raise ModelUnavailableError(
-                f"{', '.join(given)} only apply to --backend openai (the backend is {backend})"
+                f"{', '.join(given)} only apply to --backend openai or openai-chat "
+                f"(the backend is {backend})"
             )
     api_key = None
     if getattr(args, "api_key_env", None):
@@ -156,10 +160,10 @@ def serve(args: argparse.Namespace) -> int:
     from webshepherd.daemon.server.server import run_daemon
 
     backend = getattr(args, "backend", "transformers")
-    where = f"at {args.base_url}" if backend == "openai" else f"device {args.device}"
-    print(
-        f"webshepherd: loading {args.model} ({backend}, {where}) ...", file=sys.stderr, flush=True
-    )
+    remote = backend in ("openai", "openai-chat")
+    where = f"at {args.base_url}" if remote else f"device {args.device}"
+    shown = (args.remote_model or "the served model") if backend == "openai-chat" else args.model
+    print(f"webshepherd: loading {shown} ({backend}, {where}) ...", file=sys.stderr, flush=True)
     try:
         engine = engine_from_args(args, config)
     except ModelUnavailableError as exc:

@@ -334,3 +334,112 @@ def _usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
         "completion_tokens": completion_tokens,
         "total_tokens": prompt_tokens + completion_tokens,
     }
+
+
+# -- the chat-completions dialect (``POST /v1/chat/completions``) ---------------------------
+
+
+def _message_text(content: Any) -> str:
+    """A chat message's text: a string, or a list of ``text`` parts (this model sees no image)."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise RequestError(400, "a message's 'content' must be a string or a list of parts")
+    texts = []
+    for part in content:
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind == "text" and isinstance(part.get("text"), str):
+            texts.append(part["text"])
+        elif kind == "image_url":
+            raise RequestError(400, "this model takes no images (it is a text model)")
+        else:
+            raise RequestError(400, f"unsupported content part {kind!r}")
+    return "".join(texts)
+
+
+def chat_as_completion(body: dict[str, Any], render: Any) -> dict[str, Any]:
+    """A chat request as the completions request :class:`Completer` runs (``render``: the
+    model's chat template over ``[{role, content}]``)."""
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise RequestError(400, "'messages' must be a non-empty list")
+    plain = []
+    for m in messages:
+        if not isinstance(m, dict) or not isinstance(m.get("role"), str):
+            raise RequestError(400, "each message needs a 'role' and a 'content'")
+        plain.append({"role": m["role"], "content": _message_text(m.get("content"))})
+    top = body.get("top_logprobs") or 0
+    if isinstance(top, bool) or not isinstance(top, int) or not 0 <= top <= MAX_LOGPROBS:
+        raise RequestError(400, f"'top_logprobs' must be an integer in [0, {MAX_LOGPROBS}]")
+    max_tokens = body.get("max_completion_tokens", body.get("max_tokens"))
+    return {
+        "prompt": render(plain),
+        "n": body.get("n", 1),
+        "max_tokens": 16 if max_tokens is None else max_tokens,
+        "temperature": body.get("temperature", 1.0),
+        "stop": body.get("stop"),
+        "seed": body.get("seed"),
+        # the completions path returns the chosen token's own logprob with any k >= 1
+        "logprobs": max(1, top) if body.get("logprobs") else 0,
+        "stream": body.get("stream"),
+        "stream_options": body.get("stream_options"),
+        "_top_logprobs": top,
+    }
+
+
+def _chat_logprobs(legacy: dict[str, Any] | None, k: int) -> dict[str, Any] | None:
+    if legacy is None:
+        return None
+    content = []
+    for token, lp, top in zip(
+        legacy["tokens"], legacy["token_logprobs"], legacy["top_logprobs"], strict=True
+    ):
+        ranked = sorted(top.items(), key=lambda kv: -kv[1])[:k]
+        content.append(
+            {
+                "token": token,
+                "logprob": lp,
+                "bytes": list(token.encode("utf-8")),
+                "top_logprobs": [
+                    {"token": t, "logprob": v, "bytes": list(t.encode("utf-8"))} for t, v in ranked
+                ],
+            }
+        )
+    return {"content": content}
+
+
+def chat_reply(reply: dict[str, Any], k: int) -> dict[str, Any]:
+    """A completions reply in the chat format (``message`` and ``logprobs.content``)."""
+    return {
+        **reply,
+        "id": str(reply["id"]).replace("cmpl-", "chatcmpl-", 1),
+        "object": "chat.completion",
+        "choices": [
+            {
+                "index": c["index"],
+                "message": {"role": "assistant", "content": c["text"]},
+                "logprobs": _chat_logprobs(c.get("logprobs"), k),
+                "finish_reason": c["finish_reason"],
+            }
+            for c in reply["choices"]
+        ],
+    }
+
+
+def chat_chunk(chunk: dict[str, Any], k: int) -> dict[str, Any]:
+    """A streamed completions chunk in the chat format (``delta`` and ``logprobs.content``)."""
+    out = {
+        **chunk,
+        "id": str(chunk.get("id", "")).replace("cmpl-", "chatcmpl-", 1),
+        "object": "chat.completion.chunk",
+        "choices": [
+            {
+                "index": c["index"],
+                "delta": {"content": c["text"]},
+                "logprobs": _chat_logprobs(c.get("logprobs"), k),
+                "finish_reason": c.get("finish_reason"),
+            }
+            for c in chunk.get("choices") or []
+        ],
+    }
+    return out

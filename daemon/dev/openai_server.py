@@ -3,7 +3,9 @@
     python -m webshepherd.daemon.dev.openai_server --model PATH [--host 127.0.0.1] [--port 8001]
 
 What :class:`~webshepherd.daemon.engine.backends.openai_backend.OpenAIBackend` needs of
-``vllm serve``, served by the project's own transformers model: ``GET /v1/models`` and
+``vllm serve``, served by the project's own transformers model: ``GET /v1/models``,
+``POST /v1/chat/completions`` (``messages`` through the model's chat template, ``logprobs``,
+``top_logprobs``, answers with ``logprobs.content``, streamed as ``delta`` chunks) and
 ``POST /v1/completions``
 with a rendered ``prompt`` (a string or a list), ``n``, ``max_tokens``, ``temperature``,
 ``stop``, ``seed`` and ``logprobs`` (top-k log-probabilities of the model's raw distribution
@@ -24,6 +26,8 @@ import json
 import logging
 import os
 import threading
+from collections.abc import Callable
+from functools import partial
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -32,6 +36,9 @@ from webshepherd.daemon.dev.openai_completer import (
     Completer,
     CompletionParams,
     RequestError,
+    chat_as_completion,
+    chat_chunk,
+    chat_reply,
 )
 from webshepherd.daemon.engine.backends.transformers_backend import TransformersBackend
 
@@ -40,6 +47,10 @@ __all__ = ["MAX_BODY_BYTES", "MAX_LOGPROBS", "Completer", "OpenAIServer", "Reque
 log = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 64 * 1024 * 1024
+
+
+def _same(payload: dict[str, Any]) -> dict[str, Any]:
+    return payload
 
 
 def _handler(completer: Completer, api_key: str | None) -> type[BaseHTTPRequestHandler]:
@@ -69,9 +80,11 @@ def _handler(completer: Completer, api_key: str | None) -> type[BaseHTTPRequestH
             self._error(401, "missing or wrong API key")
             return False
 
-        def _stream(self, params: CompletionParams) -> None:
+        def _stream(
+            self, params: CompletionParams, convert: Callable[[dict[str, Any]], dict[str, Any]]
+        ) -> None:
             """Server-sent events until ``data: [DONE]``; the connection closes after it."""
-            chunks = completer.stream(params)
+            chunks = (convert(c) for c in completer.stream(params))
             try:
                 first = next(chunks, None)  # request errors surface before the headers
                 self.send_response(200)
@@ -115,7 +128,8 @@ def _handler(completer: Completer, api_key: str | None) -> type[BaseHTTPRequestH
         def do_POST(self) -> None:
             if not self._authorized():
                 return
-            if self.path.rstrip("/") != "/v1/completions":
+            route = self.path.rstrip("/")
+            if route not in ("/v1/completions", "/v1/chat/completions"):
                 self._error(404, f"no route {self.path}")
                 return
             try:
@@ -128,10 +142,17 @@ def _handler(completer: Completer, api_key: str | None) -> type[BaseHTTPRequestH
                 model = body.get("model")
                 if model not in (None, completer.model_id):
                     raise RequestError(404, f"model {model!r} is not served here")
-                if body.get("stream"):
-                    self._stream(completer.params(body))
+                if route == "/v1/chat/completions":
+                    body = chat_as_completion(body, completer.backend.render_chat)
+                    k = int(body.pop("_top_logprobs"))
+                    whole: Callable[[dict[str, Any]], dict[str, Any]] = partial(chat_reply, k=k)
+                    part: Callable[[dict[str, Any]], dict[str, Any]] = partial(chat_chunk, k=k)
                 else:
-                    self._send(200, completer.complete(body))
+                    whole = part = _same
+                if body.get("stream"):
+                    self._stream(completer.params(body), part)
+                else:
+                    self._send(200, whole(completer.complete(body)))
             except RequestError as e:
                 self._error(e.status, str(e))
             except ValueError as e:

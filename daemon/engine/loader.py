@@ -1,8 +1,10 @@
 """Load an :class:`Engine` on one of the backends, with errors that say how to fix them.
 
 ``transformers`` (default) and ``vllm`` load a local folder or a hub id in this process;
-``openai`` scores through an OpenAI-compatible server (``vllm serve``, the project's own
-``openai_server``, a cluster behind a load balancer), probed at start-up.
+``openai`` scores through an OpenAI-compatible completions server (``vllm serve``, the
+project's own ``openai_server``, a cluster behind a load balancer) and ``openai-chat`` through
+any chat-completions server (a hosted chat API included; no local files), both probed at
+start-up.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ if TYPE_CHECKING:
     from webshepherd.daemon.engine.backends.openai_backend import OpenAIBackend
     from webshepherd.daemon.engine.backends.transformers_backend import TransformersBackend
 
-BackendKind = Literal["transformers", "vllm", "openai"]
+BackendKind = Literal["transformers", "vllm", "openai", "openai-chat"]
 BACKENDS: tuple[str, ...] = get_args(BackendKind)
 
 log = logging.getLogger(__name__)
@@ -207,16 +209,21 @@ def load_openai_backend(
     api_key: str | None = None,
     remote_model: str | None = None,
     probe_timeout_s: float = 5.0,
+    chat: bool = False,
     **options: Any,
 ) -> OpenAIBackend:
     """An :class:`~webshepherd.daemon.engine.backends.openai_backend.OpenAIBackend` on a server that
     answers ``GET /models``. ``model`` names the tokenizer / chat template; ``remote_model``
-    the server's model name (default: ``model``, or the only model the server has)."""
+    the server's model name (default: ``model``, or the only model the server has). With
+    ``chat``, an :class:`~webshepherd.daemon.engine.backends.openai_chat_backend.OpenAIChatBackend`
+    (no tokenizer is looked for)."""
     from webshepherd.daemon.engine.backends.openai_backend import OpenAIBackend
+    from webshepherd.daemon.engine.backends.openai_chat_backend import OpenAIChatBackend
 
+    kind = "openai-chat" if chat else "openai"
     if not base_url:
         raise ModelUnavailableError(
-            "the openai backend needs the server's URL: --base-url http://HOST:PORT/v1"
+            f"the {kind} backend needs the server's URL: --base-url http://HOST:PORT/v1"
         )
     root = api_root(base_url)
     served = probe_models(root, api_key, probe_timeout_s)
@@ -233,10 +240,12 @@ def load_openai_backend(
                 "name one with --remote-model"
             )
     card = served[ids.index(name)]
-    tokenizer = _tokenizer(model)
+    tokenizer = _tokenizer(model) if chat is False else None
     max_len = card.get("max_model_len")
     if isinstance(max_len, int) and max_len > 0:
         options.setdefault("max_context", max_len)
+    if chat:
+        return OpenAIChatBackend(root, name, api_key=api_key, **options)
     return OpenAIBackend(root, name, api_key=api_key, tokenizer=tokenizer, **options)
 
 
@@ -264,6 +273,15 @@ def load_engine(
             model, base_url=base_url, api_key=api_key, remote_model=remote_model
         )
         log.info("scoring with %s at %s", loaded.model_id, base_url)
+    elif backend == "openai-chat":
+        loaded = load_openai_backend(
+            remote_model or model,
+            base_url=base_url,
+            api_key=api_key,
+            remote_model=remote_model,
+            chat=True,
+        )
+        log.info("judging with the chat model %s at %s", loaded.model_id, base_url)
     else:
         raise ModelUnavailableError(
             f"unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}"

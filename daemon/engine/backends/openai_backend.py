@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import threading
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator, Sequence
@@ -38,11 +40,26 @@ from webshepherd.daemon.engine.backends.base import (
 )
 from webshepherd.daemon.engine.backends.tokenizer_text import encode_plain, render_chat_template
 from webshepherd.daemon.engine.backends.topk import label_group, piece_token
-from webshepherd.protocol.errors import ModelError
+from webshepherd.protocol.errors import ModelError, OverloadedError
+
+log = logging.getLogger(__name__)
 
 __all__ = ["CHATML", "OpenAIBackend", "StreamedChoices", "label_group", "usage_counts"]
 
 CHATML = "<|im_start|>{role}\n{content}<|im_end|>\n"
+
+
+class _RateLimited(Exception):
+    """A 429, with the server's ``Retry-After`` (seconds) and message when it gave them."""
+
+    def __init__(self, e: urllib.error.HTTPError) -> None:
+        super().__init__("HTTP 429")
+        self.retry_after: float | None = None
+        with contextlib.suppress(TypeError, ValueError):
+            self.retry_after = float(e.headers.get("Retry-After") or "")
+        self.detail = ""
+        with contextlib.suppress(Exception):
+            self.detail = str(json.loads(e.read())["error"]["message"])[:200]
 
 
 @dataclass
@@ -121,6 +138,9 @@ def usage_counts(usage: dict[str, Any], generated: int) -> tuple[int, int, bool]
 
 class OpenAIBackend(Backend):
     name = "openai"
+    endpoint = "completions"
+    # waits before each retry of a request the server answered 429 (then ``OverloadedError``)
+    retry_delays_s: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0)
 
     def __init__(
         self,
@@ -285,7 +305,7 @@ class OpenAIBackend(Backend):
     def _request(self, body: dict[str, Any]) -> urllib.request.Request:
         payload = {k: v for k, v in {"model": self.model_id, **body}.items() if v is not None}
         return urllib.request.Request(
-            f"{self.base_url}/completions",
+            f"{self.base_url}/{self.endpoint}",
             data=json.dumps(payload).encode(),
             headers={
                 "Content-Type": "application/json",
@@ -295,9 +315,28 @@ class OpenAIBackend(Backend):
         )
 
     def _open(self, req: urllib.request.Request) -> Any:
+        """The server's response; a 429 is retried after ``retry_delays_s`` (or the server's
+        ``Retry-After``, at most 30 s), then ``OverloadedError``."""
+        for delay in (*self.retry_delays_s, None):
+            try:
+                return self._open_once(req)
+            except _RateLimited as e:
+                if delay is None:
+                    raise OverloadedError(
+                        f"the model server at {self.base_url} is rate-limiting (HTTP 429 after "
+                        f"{len(self.retry_delays_s)} retries){': ' + e.detail if e.detail else ''}"
+                    ) from None
+                wait = min(30.0, e.retry_after) if e.retry_after is not None else delay
+                log.info("the model server answered 429; retrying in %.1f s", wait)
+                time.sleep(wait)
+        raise AssertionError("unreachable")
+
+    def _open_once(self, req: urllib.request.Request) -> Any:
         try:
             return urllib.request.urlopen(req, timeout=self.timeout_s)
         except urllib.error.HTTPError as e:
+            if e.code == 429:
+                raise _RateLimited(e) from e
             detail = ""
             with contextlib.suppress(Exception):
                 detail = str(json.loads(e.read())["error"]["message"])[:200]
@@ -339,11 +378,17 @@ class OpenAIBackend(Backend):
     def _complete(self, body: dict[str, Any]) -> dict[str, Any]:
         try:
             with self._open(self._request(body)) as resp:
-                reply = json.loads(resp.read())
+                raw = resp.read()
         except (TimeoutError, OSError) as e:
             raise ModelError(f"the model server at {self.base_url} is unreachable ({e})") from e
+        try:
+            reply = json.loads(raw)
         except ValueError as e:
-            raise ModelError("the model server's reply is not JSON") from e
+            raise ModelError(
+                f"the model server's reply is not JSON (it began {raw[:120]!r})"
+            ) from e
         if not isinstance(reply, dict) or not isinstance(reply.get("choices"), list):
-            raise ModelError("the model server's reply has no 'choices'")
+            raise ModelError(
+                f"the model server's reply has no 'choices' (it said {json.dumps(reply)[:160]})"
+            )
         return reply
