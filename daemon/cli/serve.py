@@ -7,6 +7,7 @@ import logging
 import os
 import sys
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from webshepherd.daemon.config import DaemonConfig, check_bind
@@ -18,11 +19,96 @@ from webshepherd.protocol.errors import ModelUnavailableError
 if TYPE_CHECKING:
     from webshepherd.daemon.engine.engine import Engine
 
+DEFAULT_MODEL = "WebShepherd/WebShepherd_3B"
 _REMOTE_FLAGS = (
     ("base_url", "--base-url"),
     ("api_key_env", "--api-key-env"),
     ("remote_model", "--remote-model"),
 )
+
+
+def add_serve_parser(sub: Any) -> None:
+    s: argparse.ArgumentParser = sub.add_parser("serve", help="run the reward daemon")
+    s.add_argument(
+        "--model",
+        default=DEFAULT_MODEL,
+        help=f"Hugging Face id or local folder (default {DEFAULT_MODEL})",
+    )
+    s.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:1, ... (default auto)")
+    add_backend_arguments(s)
+    s.add_argument("--host", default=None, help="bind address (default 127.0.0.1)")
+    s.add_argument("--port", type=int, default=None, help="port (default 8765; 0 = any free port)")
+    s.add_argument(
+        "--samples",
+        type=int,
+        default=None,
+        help="completions per candidate when a request names none (default 5)",
+    )
+    s.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        help="where the SQLite recording lives (default: $WEBSHEPHERD_DATA_DIR or the "
+        "platform data dir)",
+    )
+    s.add_argument(
+        "--allow-origin",
+        dest="allow_origin",
+        nargs="+",
+        default=[],
+        metavar="ID",
+        help="Chrome extension ids allowed to connect (chrome-extension://<ID>); "
+        "default: the bundled extension's pinned id",
+    )
+    s.add_argument("--tls-cert", type=Path, default=None, help="PEM certificate: serve wss://")
+    s.add_argument("--tls-key", type=Path, default=None, help="PEM private key for --tls-cert")
+    s.add_argument(
+        "--insecure",
+        action="store_true",
+        help="allow a non-loopback --host without TLS (the token travels in clear)",
+    )
+    s.add_argument(
+        "--approval-threshold",
+        type=float,
+        default=None,
+        help="ask a human when the best reward is below this (default 0.3; <0 = never)",
+    )
+    s.add_argument(
+        "--approval-timeout",
+        type=float,
+        default=None,
+        help="seconds to wait for a human decision (default 120)",
+    )
+    s.add_argument(
+        "--approval-default",
+        choices=["reject", "approve"],
+        default=None,
+        help="what applies when nobody decides in time (default reject)",
+    )
+    s.add_argument(
+        "--queue-limit", type=int, default=None, help="requests queued before 'overloaded'"
+    )
+    s.add_argument(
+        "--batch-sessions",
+        type=int,
+        default=None,
+        help="score requests of up to this many sessions share one model call (default 8; 1: off)",
+    )
+    s.add_argument(
+        "--otlp-endpoint",
+        default=None,
+        metavar="URL",
+        help="export each session as an OpenTelemetry trace over OTLP/HTTP (e.g. "
+        "http://localhost:4318; needs the 'otel' extra)",
+    )
+    s.add_argument(
+        "--otlp-header",
+        action="append",
+        default=[],
+        metavar="K=V",
+        help="a header for the collector (repeatable), e.g. an API key",
+    )
+    s.set_defaults(func=serve)
 
 
 def add_backend_arguments(s: argparse.ArgumentParser) -> None:

@@ -6,8 +6,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from webshepherd.daemon.cli import DEFAULT_MODEL, build_parser
-from webshepherd.daemon.cli.serve import config_from_args
+from webshepherd.daemon.cli import build_parser
+from webshepherd.daemon.cli.serve import DEFAULT_MODEL, config_from_args
 from webshepherd.daemon.config import DaemonConfig
 
 from tests.fixtures.ports import closed_port

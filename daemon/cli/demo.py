@@ -1,0 +1,83 @@
+"""``webshepherd demo``: the tiny model, the bundled shop site and a scripted agent (in a
+terminal, or in Chromium with the extension's overlay)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    if args.browser:
+        from webshepherd.daemon.demo.run_browser import BrowserDemoOptions, run_browser_demo
+
+        opts = BrowserDemoOptions(
+            headless=args.headless,
+            out=Path(args.out) if args.out else None,
+            samples=args.samples,
+            max_steps=args.max_steps,
+            seed=args.seed,
+            policy=args.policy,
+            approval_timeout_s=args.approval_timeout,
+        )
+        return run_browser_demo(opts, model=args.model)
+    from webshepherd.daemon.demo.run import run_demo
+
+    return run_demo(
+        model=args.model,
+        samples=args.samples,
+        max_steps=args.max_steps,
+        seed=args.seed,
+        policy=args.policy,
+        keep=args.keep,
+        plot=not args.no_plot,
+    )
+
+
+def add_demo_parser(sub: Any) -> None:
+    d: argparse.ArgumentParser = sub.add_parser(
+        "demo", help="offline demo: tiny model, bundled shop site, scripted agent"
+    )
+    d.add_argument(
+        "--model",
+        default=None,
+        help="model id or folder (default: the tiny model, built on first use)",
+    )
+    d.add_argument("--samples", type=int, default=2, help="completions per candidate (default 2)")
+    d.add_argument("--max-steps", type=int, default=40, help="give up after this many steps")
+    d.add_argument("--seed", type=int, default=0, help="seed of the agent's bad candidates")
+    d.add_argument(
+        "--policy",
+        choices=("scripted", "reward"),
+        default="scripted",
+        help="run the script's good action (default), or the best-rewarded candidate "
+        "(reward-guided best-of-n: meaningful with the real checkpoint)",
+    )
+    d.add_argument("--keep", action="store_true", help="keep the temporary data dir (recording)")
+    d.add_argument("--no-plot", action="store_true", help="skip the terminal reward plot")
+    d.add_argument(
+        "--browser",
+        action="store_true",
+        help="the shop in Chromium with the extension's overlay and an approval (needs "
+        "`make extension` and the chromium package)",
+    )
+    d.add_argument(
+        "--headless",
+        action="store_true",
+        help="with --browser: no window; a scripted decision clicks the overlay's Reject",
+    )
+    d.add_argument(
+        "--out",
+        default=None,
+        help="with --browser: folder for the screenshots and summary.json "
+        "(headless default: ./webshepherd-demo)",
+    )
+    d.add_argument(
+        "--approval-timeout",
+        type=float,
+        default=300.0,
+        help="with --browser: seconds the held action waits for a decision, then it is "
+        "rejected (default 300)",
+    )
+    d.set_defaults(func=cmd_demo)
