@@ -91,6 +91,41 @@ class _Part:
         return len(self.prefix) + sum(len(s) for s in self.suffixes)
 
 
+class _SplitRows:
+    """The rows of a split decode (each candidate's samples, a part's rows contiguous) and
+    which part each belongs to."""
+
+    def __init__(self, parts: list[_Part], part_of: list[int]):
+        self.parts, self.part_of = parts, part_of
+        self.rows = [_Row() for _ in part_of]
+        self.first_row = [0] * len(parts)
+        for b in range(len(part_of) - 1, -1, -1):
+            self.first_row[part_of[b]] = b
+        self.per_part: list[list[_Row]] = [[] for _ in parts]
+        for b, row in enumerate(self.rows):
+            self.per_part[part_of[b]].append(row)
+
+    def part(self, b: int) -> _Part:
+        return self.parts[self.part_of[b]]
+
+    def where(self, b: int) -> tuple[int, int]:
+        """Row ``b`` as (candidate, sample) within its part."""
+        i = b - self.first_row[self.part_of[b]]
+        n = self.part(b).n
+        return i // n, i % n
+
+    def abort_cancelled(self, active: list[int]) -> None:
+        """Mark the active rows of every part whose ``cancel`` is set as aborted."""
+        cancelled = {
+            pi
+            for pi, part in enumerate(self.parts)
+            if part.cancel is not None and part.cancel.is_set()
+        }
+        for b in active:
+            if self.part_of[b] in cancelled:
+                self.rows[b].finish = "aborted"
+
+
 class TransformersBackend(Backend):
     """A causal LM loaded with ``AutoModelForCausalLM``; see :func:`TransformersBackend.load`."""
 
@@ -401,21 +436,97 @@ class TransformersBackend(Backend):
     def _decode_split(self, parts: list[_Part]) -> list[_Decoded]:
         """All rows of all ``parts`` in one decode; each prefix prefilled and kept once."""
         dev = self.device
+        shared, group_of = self._prefill_prefixes(parts)
+        # one row per candidate: left-padded suffixes, positions continuing each prefix
+        owner = [pi for pi, part in enumerate(parts) for _ in part.suffixes]
+        ids, valid, pos, mask = self._suffix_batch(parts, owner)
+        extra = {split.KWARG: shared} if shared.keys else {}
+        out = self.model(
+            input_ids=ids,
+            attention_mask=mask[:, None],
+            position_ids=pos,
+            use_cache=True,
+            logits_to_keep=1,
+            **extra,
+        )
+        cache, logits = out.past_key_values, out.logits[:, -1, :].float()
+        next_pos = pos[:, -1] + 1
+        # the samples: row r repeated n times (its part's n), rows of a part stay contiguous
+        expand = [r for r in range(len(owner)) for _ in range(parts[owner[r]].n)]
+        if len(expand) > len(owner):
+            sel = torch.tensor(expand, device=dev)
+            cache.batch_select_indices(sel)
+            logits, valid, next_pos = logits[sel], valid[sel], next_pos[sel]
+        rows = _SplitRows(parts, [owner[r] for r in expand])
+        active = [b for b, pi in enumerate(rows.part_of) if parts[pi].max_new > 0]
+        if len(active) < len(rows.rows):
+            sel = torch.tensor(active, device=dev, dtype=torch.long)
+            cache.batch_select_indices(sel)
+            logits, valid, next_pos = logits[sel], valid[sel], next_pos[sel]
+        step = 0
+        while active:
+            rows.abort_cancelled(active)
+            mass = self._group_mass(logits)
+            chosen = self._choose(parts, [rows.part_of[b] for b in active], logits)
+            keep = [
+                i
+                for i, (b, tid) in enumerate(zip(active, chosen.tolist(), strict=True))
+                if self._advance(rows, b, tid, mass[i], step)
+            ]
+            step += 1
+            if not keep:
+                break
+            if len(keep) < len(active):
+                sel = torch.tensor(keep, device=dev)
+                cache.batch_select_indices(sel)
+                chosen, valid, next_pos = chosen[sel], valid[sel], next_pos[sel]
+                active = [active[i] for i in keep]
+            valid = torch.cat(
+                [valid, torch.ones((len(active), 1), dtype=torch.bool, device=dev)], dim=1
+            )
+            shared.rows = _ranges([rows.part_of[b] for b in active], group_of, len(shared.keys))
+            out = self.model(
+                input_ids=chosen[:, None],
+                attention_mask=valid[:, None, None, :],
+                position_ids=next_pos[:, None],
+                past_key_values=cache,
+                use_cache=True,
+                logits_to_keep=1,
+                **extra,
+            )
+            cache, logits = out.past_key_values, out.logits[:, -1, :].float()
+            next_pos = next_pos + 1
+        for row in rows.rows:
+            if row.finish is None:
+                row.finish = "length"
+        return [
+            _Decoded(rows=rows.per_part[pi], prefilled=part.prefilled)
+            for pi, part in enumerate(parts)
+        ]
+
+    def _prefill_prefixes(self, parts: list[_Part]) -> tuple[split.SharedPrefixes, dict[int, int]]:
+        """Each part's shared prefix prefilled once; and part -> its prefix's group."""
         shared = split.SharedPrefixes()
-        group_of: dict[int, int] = {}  # part -> its prefix's group
+        group_of: dict[int, int] = {}
         start = 0
         for pi, part in enumerate(parts):
             if part.prefix:
                 group_of[pi] = len(shared.keys)
                 cache = self.model(
-                    input_ids=torch.tensor([part.prefix], device=dev),
+                    input_ids=torch.tensor([part.prefix], device=self.device),
                     use_cache=True,
                     logits_to_keep=1,
                 ).past_key_values
                 shared.add(cache, start, start + len(part.suffixes))
             start += len(part.suffixes)
-        # one row per candidate: left-padded suffixes, positions continuing each prefix
-        owner = [pi for pi, part in enumerate(parts) for _ in part.suffixes]
+        return shared, group_of
+
+    def _suffix_batch(
+        self, parts: list[_Part], owner: list[int]
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The suffixes left-padded into one batch: ids, valid, positions (continuing each
+        row's prefix) and the causal mask over the suffixes."""
+        dev = self.device
         sufs = [s for part in parts for s in part.suffixes]
         width = max(len(s) for s in sufs)
         ids = torch.full((len(sufs), width), self._pad, dtype=torch.long, device=dev)
@@ -429,109 +540,37 @@ class TransformersBackend(Backend):
         causal = torch.ones((width, width), dtype=torch.bool, device=dev).tril()
         # a padding query sees itself only (no fully masked row, no NaN in the cache)
         mask = (valid[:, None, :] & causal) | torch.eye(width, dtype=torch.bool, device=dev)
-        extra = {split.KWARG: shared} if shared.keys else {}
-        out = self.model(
-            input_ids=ids,
-            attention_mask=mask[:, None],
-            position_ids=pos,
-            use_cache=True,
-            logits_to_keep=1,
-            **extra,
-        )
-        cache, logits = out.past_key_values, out.logits[:, -1, :].float()
-        next_pos = pos[:, -1] + 1
-        # the samples: row r repeated n times (its part's n), rows of a part stay contiguous
-        expand = [r for r in range(len(sufs)) for _ in range(parts[owner[r]].n)]
-        if len(expand) > len(sufs):
-            sel = torch.tensor(expand, device=dev)
-            cache.batch_select_indices(sel)
-            logits, valid, next_pos = logits[sel], valid[sel], next_pos[sel]
-        rows = [_Row() for _ in expand]
-        part_of = [owner[r] for r in expand]
-        first_row = [0] * len(parts)
-        for b in range(len(rows) - 1, -1, -1):
-            first_row[part_of[b]] = b
-        per_part: list[list[_Row]] = [[] for _ in parts]
-        for b, row in enumerate(rows):
-            per_part[part_of[b]].append(row)
+        return ids, valid, pos, mask
 
-        def where(b: int) -> tuple[int, int]:  # row -> (candidate, sample) in its part
-            part = parts[part_of[b]]
-            i = b - first_row[part_of[b]]
-            return i // part.n, i % part.n
+    def _group_mass(self, logits: torch.Tensor) -> list[list[float]]:
+        """Per row, the probability mass of each label group at this step."""
+        probs = torch.softmax(logits, dim=-1)
+        return torch.stack([probs[:, g].sum(-1) for g in self._group_idx], dim=-1).tolist()
 
-        active = [b for b in range(len(rows)) if parts[part_of[b]].max_new > 0]
-        if len(active) < len(rows):
-            sel = torch.tensor(active, device=dev, dtype=torch.long)
-            cache.batch_select_indices(sel)
-            logits, valid, next_pos = logits[sel], valid[sel], next_pos[sel]
-        step = 0
-        while active:
-            cancelled = {
-                pi
-                for pi, part in enumerate(parts)
-                if part.cancel is not None and part.cancel.is_set()
-            }
-            if cancelled:
-                for b in active:
-                    if part_of[b] in cancelled:
-                        rows[b].finish = "aborted"
-            probs = torch.softmax(logits, dim=-1)
-            mass = torch.stack([probs[:, g].sum(-1) for g in self._group_idx], dim=-1).tolist()
-            chosen = logits.argmax(-1)
-            sampled = [i for i, b in enumerate(active) if not parts[part_of[b]].greedy]
-            if sampled:
-                si = torch.tensor(sampled, device=dev)
-                temps = torch.tensor(
-                    [max(parts[part_of[active[i]]].temperature, 1e-5) for i in sampled],
-                    device=dev,
-                )
-                pick = torch.multinomial(torch.softmax(logits[si] / temps[:, None], -1), 1)
-                chosen[si] = pick.squeeze(-1)
-            keep: list[int] = []
-            for i, (b, tid) in enumerate(zip(active, chosen.tolist(), strict=True)):
-                row = rows[b]
-                if row.finish == "aborted":
-                    continue
-                part = parts[part_of[b]]
-                self._append(row, tid, mass[i], part.stop)
-                if part.on_delta is not None:
-                    self._emit(part.on_delta, *where(b), row)
-                if (
-                    row.finish is None
-                    and len(row.tokens) < part.max_new
-                    and step + 1 < part.max_new
-                ):
-                    keep.append(i)
-            step += 1
-            if not keep:
-                break
-            if len(keep) < len(active):
-                sel = torch.tensor(keep, device=dev)
-                cache.batch_select_indices(sel)
-                chosen, valid, next_pos = chosen[sel], valid[sel], next_pos[sel]
-                active = [active[i] for i in keep]
-            valid = torch.cat(
-                [valid, torch.ones((len(active), 1), dtype=torch.bool, device=dev)], dim=1
+    def _choose(self, parts: list[_Part], part_of: list[int], logits: torch.Tensor) -> torch.Tensor:
+        """The next token of each active row: greedy, or sampled at its part's temperature."""
+        chosen = logits.argmax(-1)
+        sampled = [i for i, pi in enumerate(part_of) if not parts[pi].greedy]
+        if sampled:
+            si = torch.tensor(sampled, device=self.device)
+            temps = torch.tensor(
+                [max(parts[part_of[i]].temperature, 1e-5) for i in sampled], device=self.device
             )
-            shared.rows = _ranges([part_of[b] for b in active], group_of, len(shared.keys))
-            out = self.model(
-                input_ids=chosen[:, None],
-                attention_mask=valid[:, None, None, :],
-                position_ids=next_pos[:, None],
-                past_key_values=cache,
-                use_cache=True,
-                logits_to_keep=1,
-                **extra,
-            )
-            cache, logits = out.past_key_values, out.logits[:, -1, :].float()
-            next_pos = next_pos + 1
-        for row in rows:
-            if row.finish is None:
-                row.finish = "length"
-        return [
-            _Decoded(rows=per_part[pi], prefilled=part.prefilled) for pi, part in enumerate(parts)
-        ]
+            pick = torch.multinomial(torch.softmax(logits[si] / temps[:, None], -1), 1)
+            chosen[si] = pick.squeeze(-1)
+        return chosen
+
+    def _advance(self, rows: _SplitRows, b: int, tid: int, mass: list[float], step: int) -> bool:
+        """Append token ``tid`` to row ``b`` (streamed to its part's callback); whether the
+        row goes on decoding."""
+        row = rows.rows[b]
+        if row.finish == "aborted":
+            return False
+        part = rows.part(b)
+        self._append(row, tid, mass, part.stop)
+        if part.on_delta is not None:
+            self._emit(part.on_delta, *rows.where(b), row)
+        return row.finish is None and len(row.tokens) < part.max_new and step + 1 < part.max_new
 
     def _decode_copies(
         self,
