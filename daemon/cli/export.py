@@ -85,33 +85,23 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     if args.format == "mind2web":
         return _export_mind2web(args, args.data_dir or default_data_dir())
-    from webshepherd.daemon.offline.export.webprm import (
-        Summary,
-        open_recording,
-        select_sessions,
-        sft_rows,
-        webprm_rows,
-    )
+    from webshepherd.daemon.offline.export.webprm import Summary, sft_rows, webprm_rows
     from webshepherd.daemon.offline.export.writers import webprm_schema, write_jsonl, write_parquet
+    from webshepherd.daemon.recorder import History
 
     data_dir = args.data_dir or default_data_dir()
-    con = open_recording(data_dir / "webshepherd.sqlite3")
+    history = History.open(data_dir / "webshepherd.sqlite3")
     try:
-        sessions = select_sessions(con, args.sessions, _since(args.since))
+        sessions = history.sessions(args.sessions, _since(args.since))
         targets = _targets(args.out, args.format)
         base = targets[0].parent
-        total = 0
-        for s in sessions:
-            total += con.execute(
-                "SELECT COUNT(DISTINCT step) FROM score_requests WHERE session_id = ?",
-                (s["session_id"],),
-            ).fetchone()[0]
+        total = sum(history.scored_steps(s.session_id) for s in sessions)
         bar = ProgressBar(f"export {args.format}", "step", total, args.quiet)
         summary = Summary()
         if args.format == "webprm":
             rows = list(
                 webprm_rows(
-                    con,
+                    history,
                     sessions,
                     args.redact,
                     image_dir=base / "images" if args.screenshots else None,
@@ -124,11 +114,11 @@ def cmd_export(args: argparse.Namespace) -> int:
             from webshepherd.daemon.offline.export.trl import trl_preference_rows, trl_prm_rows
 
             make = trl_prm_rows if args.format == "trl-prm" else trl_preference_rows
-            rows = list(make(con, sessions, args.redact, progress=bar.update, summary=summary))
+            rows = list(make(history, sessions, args.redact, progress=bar.update, summary=summary))
         else:
             rows = list(
                 sft_rows(
-                    con,
+                    history,
                     sessions,
                     args.redact,
                     layout=args.sft_layout,
@@ -138,7 +128,7 @@ def cmd_export(args: argparse.Namespace) -> int:
             )
         bar.close()
     finally:
-        con.close()
+        history.close()
     for t in targets:
         if t.suffix == ".parquet":
             write_parquet(rows, t, webprm_schema() if args.format == "webprm" else None)
@@ -165,23 +155,17 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def _export_mind2web(args: argparse.Namespace, data_dir: Path) -> int:
     from webshepherd.daemon.offline.export.mind2web import write_mind2web
-    from webshepherd.daemon.offline.export.webprm import open_recording, select_sessions
     from webshepherd.daemon.recorder import History
 
     if args.out.suffix:
         raise WebShepherdError(f"--out {args.out}: mind2web writes a folder (one per session)")
-    db = data_dir / "webshepherd.sqlite3"
-    con = open_recording(db)
+    history = History.open(data_dir / "webshepherd.sqlite3")
     try:
-        sessions = select_sessions(con, args.sessions, _since(args.since))
-    finally:
-        con.close()
-    history = History.open(db)
-    try:
-        total = sum(s["steps"] for s in sessions)
+        sessions = history.sessions(args.sessions, _since(args.since))
+        total = sum(s.steps for s in sessions)
         bar = ProgressBar("export mind2web", "step", total, args.quiet)
         info = write_mind2web(
-            history, [s["session_id"] for s in sessions], args.out, args.redact, bar.update
+            history, [s.session_id for s in sessions], args.out, args.redact, bar.update
         )
         bar.close()
     finally:

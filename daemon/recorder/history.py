@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +65,29 @@ class History:
             "SELECT * FROM sessions ORDER BY created_at DESC, rowid DESC LIMIT ?", (limit,)
         ).fetchall()
         return [_summary(r) for r in rows]
+
+    def sessions(
+        self, ids: Sequence[str] | None = None, since: float | None = None
+    ) -> list[SessionSummary]:
+        """The recorded sessions, oldest first: all, or those of ``ids`` (each must exist),
+        or those started at ``since`` or later (offline tools)."""
+        rows = self.db.execute("SELECT * FROM sessions ORDER BY created_at, rowid").fetchall()
+        if ids:
+            known = {r["session_id"] for r in rows}
+            missing = [i for i in ids if i not in known]
+            if missing:
+                raise WebShepherdError(f"--sessions: no recorded session {', '.join(missing)}")
+            rows = [r for r in rows if r["session_id"] in set(ids)]
+        if since is not None:
+            rows = [r for r in rows if r["created_at"] >= since]
+        return [_summary(r) for r in rows]
+
+    def scored_steps(self, session_id: str) -> int:
+        """How many of the session's steps were scored at least once."""
+        row = self.db.execute(
+            "SELECT COUNT(DISTINCT step) FROM score_requests WHERE session_id = ?", (session_id,)
+        ).fetchone()
+        return int(row[0])
 
     def summary(self, session_id: str) -> SessionSummary | None:
         row = self.db.execute(

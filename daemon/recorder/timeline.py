@@ -13,6 +13,14 @@ from webshepherd.protocol.replies import Checklist
 
 
 @dataclass
+class Sample:
+    """One judge output for a candidate: its text and its reward."""
+
+    text: str
+    reward: float | None
+
+
+@dataclass
 class Candidate:
     index: int
     thought: str
@@ -20,6 +28,7 @@ class Candidate:
     reward: float | None
     feedback: str
     items: list[ItemProbs]  # per checklist item, the mean over the samples
+    samples: list[Sample] = field(default_factory=list)  # the judge's outputs, in order
 
 
 @dataclass
@@ -57,6 +66,7 @@ class Executed:
     thought: str | None
     source: str
     created_at: float
+    step: int = 0
 
 
 @dataclass
@@ -87,6 +97,7 @@ class Timeline:
     model: str | None
     backend: str | None
     steps: list[Step]
+    actions: list[Executed] = field(default_factory=list)  # every step's, in recording order
 
 
 def read_timeline(
@@ -119,6 +130,13 @@ def read_timeline(
         s.url, s.axtree, s.observed_at = o["url"], o["axtree"], o["created_at"]
         s.screenshot, s.screenshot_mime = o["screenshot"], o["screenshot_mime"]
         s.boxes = boxes.get(o["id"])
+    samples: dict[tuple[int, int], list[Sample]] = defaultdict(list)
+    for t in db.execute(
+        "SELECT t.score_id, t.candidate, t.text, t.reward FROM samples t JOIN score_requests r "
+        "ON t.score_id = r.id WHERE r.session_id = ? ORDER BY t.score_id, t.candidate, t.sample",
+        (sid,),
+    ):
+        samples[(t["score_id"], t["candidate"])].append(Sample(t["text"], t["reward"]))
     cands: dict[int, list[Candidate]] = defaultdict(list)
     for c in db.execute(
         "SELECT c.* FROM candidate_results c JOIN score_requests r ON c.score_id = r.id "
@@ -133,6 +151,7 @@ def read_timeline(
                 c["reward"],
                 c["feedback"],
                 [ItemProbs.model_validate(i) for i in json.loads(c["items"])],
+                samples.get((c["score_id"], c["idx"]), []),
             )
         )
     for r in db.execute("SELECT * FROM score_requests WHERE session_id = ? ORDER BY id", (sid,)):
@@ -164,10 +183,10 @@ def read_timeline(
                 a["decided_at"],
             )
         )
+    actions: list[Executed] = []
     for x in db.execute("SELECT * FROM actions WHERE session_id = ? ORDER BY id", (sid,)):
-        at(x["step"]).executed.append(
-            Executed(x["action"], x["thought"], x["source"], x["created_at"])
-        )
+        actions.append(Executed(x["action"], x["thought"], x["source"], x["created_at"], x["step"]))
+        at(x["step"]).executed.append(actions[-1])
     for e in db.execute(
         "SELECT body FROM events WHERE session_id = ? AND type = 'signal' ORDER BY seq", (sid,)
     ):
@@ -187,4 +206,5 @@ def read_timeline(
         scorer["model"] if scorer else None,
         scorer["backend"] if scorer else None,
         [steps[k] for k in sorted(steps)],
+        actions,
     )

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -98,24 +97,23 @@ def read_sessions(db: Path, session_ids: Sequence[str]) -> dict[str, AgentTrajec
     thoughts, the final answer and the outcome. The task id is the session id."""
     if not db.exists():
         raise DataError(db, None, None, "no recording here")
-    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    con.row_factory = sqlite3.Row
+    from webshepherd.daemon.recorder import History  # the recorder imports the live signals
+
+    history = History.open(db)
     out: dict[str, AgentTrajectory] = {}
     try:
         for sid in session_ids:
-            s = con.execute("SELECT * FROM sessions WHERE session_id = ?", (sid,)).fetchone()
-            if s is None:
+            tl = history.timeline(sid)
+            if tl is None:
                 raise DataError(db, None, "session_id", f"no recorded session {sid!r}")
-            traj = AgentTrajectory(sid, answer=s["answer"])
-            if s["outcome"] in ("success", "failure"):
-                traj.success = s["outcome"] == "success"
-            for a in con.execute(
-                "SELECT action, thought FROM actions WHERE session_id = ? ORDER BY id", (sid,)
-            ):
-                traj.steps.append(AgentStep(a["action"], planned_from_thought(a["thought"])))
+            traj = AgentTrajectory(sid, answer=tl.answer)
+            if tl.summary.outcome in ("success", "failure"):
+                traj.success = tl.summary.outcome == "success"
+            for a in tl.actions:
+                traj.steps.append(AgentStep(a.action, planned_from_thought(a.thought)))
             out[sid] = traj
     finally:
-        con.close()
+        history.close()
     return out
 
 

@@ -8,7 +8,6 @@ rejected candidates (human-rejected ones, then clear negatives by the rule-based
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -21,6 +20,8 @@ from webshepherd.daemon.offline.export.webprm import (
     _trusted_steps,
     pick_rejected,
 )
+from webshepherd.daemon.recorder import History
+from webshepherd.protocol.common import SessionSummary
 
 POLICY_SYSTEM = (
     "You are a web agent. Given the task, the actions taken so far and the current page's "
@@ -28,10 +29,10 @@ POLICY_SYSTEM = (
 )
 
 
-def _task(red: Redactor, s: sqlite3.Row, checklist: str) -> str:
-    lines = [f"Task: {red.text(s['intent'])}"]
-    if s["start_url"]:
-        lines.append(f"Start URL: {red.text(s['start_url'])}")
+def _task(red: Redactor, s: SessionSummary, checklist: str) -> str:
+    lines = [f"Task: {red.text(s.intent)}"]
+    if s.start_url:
+        lines.append(f"Start URL: {red.text(s.start_url)}")
     if checklist:
         lines.append(f"Checklist:\n{red.text(checklist)}")
     return "\n".join(lines)
@@ -51,8 +52,8 @@ def _step_text(red: Redactor, rec: StepRecord, turn: dict[str, str]) -> str:
 
 
 def trl_prm_rows(
-    con: sqlite3.Connection,
-    sessions: Sequence[sqlite3.Row],
+    history: History,
+    sessions: Sequence[SessionSummary],
     redact: Sequence[str] = (),
     history_steps: int = 10,
     progress: Callable[[int], None] | None = None,
@@ -63,13 +64,13 @@ def trl_prm_rows(
     candidate at step k of the run a row with the run's chosen steps before k (True) and the
     rejected one (False). ``prompt``: the task, its checklist and the actions before the run."""
     summ = summary if summary is not None else Summary()
-    run: list[tuple[sqlite3.Row, Redactor, StepRecord, dict[str, str]]] = []
+    run: list[tuple[SessionSummary, Redactor, StepRecord, dict[str, str]]] = []
 
     def flush() -> Iterator[dict[str, Any]]:
         if not run:
             return
         s, red, first, _ = run[0]
-        sid = s["session_id"]
+        sid = s.session_id
         prompt = _task(red, s, first.checklist_text)
         before = _history(red, first.history, history_steps)
         if before:
@@ -91,17 +92,17 @@ def trl_prm_rows(
         summ.per_session[sid] += wrote
         run.clear()
 
-    for item in _trusted_steps(con, sessions, redact, progress, summ):
+    for item in _trusted_steps(history, sessions, redact, progress, summ):
         s, _, rec, _ = item
-        if run and (run[-1][0]["session_id"] != s["session_id"] or run[-1][2].step + 1 != rec.step):
+        if run and (run[-1][0].session_id != s.session_id or run[-1][2].step + 1 != rec.step):
             yield from flush()
         run.append(item)
     yield from flush()
 
 
 def trl_preference_rows(
-    con: sqlite3.Connection,
-    sessions: Sequence[sqlite3.Row],
+    history: History,
+    sessions: Sequence[SessionSummary],
     redact: Sequence[str] = (),
     history_steps: int = 10,
     progress: Callable[[int], None] | None = None,
@@ -112,8 +113,8 @@ def trl_preference_rows(
     one assistant message each (``Thought: …`` / ``Action: …``); one row per rejected
     candidate of a trusted step."""
     summ = summary if summary is not None else Summary()
-    for s, red, rec, chosen in _trusted_steps(con, sessions, redact, progress, summ):
-        sid = s["session_id"]
+    for s, red, rec, chosen in _trusted_steps(history, sessions, redact, progress, summ):
+        sid = s.session_id
         rejected = pick_rejected(rec)
         if not rejected:
             summ.skipped["no_rejected"] += 1

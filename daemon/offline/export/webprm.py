@@ -10,8 +10,7 @@ that the rule-based negative filter (negatives.py) calls clear negatives.
 from __future__ import annotations
 
 import json
-import sqlite3
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +21,9 @@ from webshepherd.daemon.browser.actions import read_recorded
 from webshepherd.daemon.engine.prompts import format_trajectory, judge_messages
 from webshepherd.daemon.offline.export.negatives import is_negative
 from webshepherd.daemon.offline.export.redact import Redactor, mask_password_lines
-from webshepherd.protocol.common import Turn
+from webshepherd.daemon.recorder import History
+from webshepherd.daemon.recorder.timeline import Timeline
+from webshepherd.protocol.common import SessionSummary, Turn
 from webshepherd.protocol.errors import WebShepherdError
 
 WEBPRM_COLUMNS = (
@@ -64,29 +65,6 @@ class Summary:
         }
 
 
-def open_recording(db: Path) -> sqlite3.Connection:
-    if not db.exists():
-        raise WebShepherdError(f"no recording at {db} (pass --data-dir, or run the daemon first)")
-    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    con.row_factory = sqlite3.Row
-    return con
-
-
-def select_sessions(
-    con: sqlite3.Connection, ids: Sequence[str] | None, since: float | None
-) -> list[sqlite3.Row]:
-    rows = con.execute("SELECT * FROM sessions ORDER BY created_at, rowid").fetchall()
-    if ids:
-        known = {r["session_id"] for r in rows}
-        missing = [i for i in ids if i not in known]
-        if missing:
-            raise WebShepherdError(f"--sessions: no recorded session {', '.join(missing)}")
-        rows = [r for r in rows if r["session_id"] in set(ids)]
-    if since is not None:
-        rows = [r for r in rows if r["created_at"] >= since]
-    return rows
-
-
 @dataclass
 class _Cand:
     thought: str
@@ -98,7 +76,7 @@ class _Cand:
 class StepRecord:
     """Everything recorded about one scored step of a session (before redaction)."""
 
-    session: sqlite3.Row
+    session: SessionSummary
     step: int
     url: str
     axtree: str
@@ -113,85 +91,56 @@ class StepRecord:
     samples: dict[str, list[tuple[str, float | None]]]  # action -> recorded judge outputs
 
 
-def _steps(con: sqlite3.Connection, s: sqlite3.Row) -> Iterator[StepRecord]:
-    sid = s["session_id"]
-    cl = con.execute("SELECT * FROM checklists WHERE session_id = ?", (sid,)).fetchone()
-    cl_text = cl["text"] if cl else ""
-    cl_items = [i.get("title", "") for i in json.loads(cl["items"])] if cl else []
-    actions = con.execute(
-        "SELECT * FROM actions WHERE session_id = ? ORDER BY id", (sid,)
-    ).fetchall()
-    by_step: dict[int, list[sqlite3.Row]] = defaultdict(list)
-    for sr in con.execute(
-        "SELECT * FROM score_requests WHERE session_id = ? ORDER BY id", (sid,)
-    ).fetchall():
-        by_step[sr["step"]].append(sr)
-    approvals = con.execute(
-        "SELECT * FROM approvals WHERE session_id = ? ORDER BY created_at", (sid,)
-    ).fetchall()
-    for step in sorted(by_step):
-        obs = con.execute(
-            "SELECT * FROM observations WHERE session_id = ? AND step = ? ORDER BY id DESC LIMIT 1",
-            (sid, step),
-        ).fetchone()
-        if obs is None:
+def _steps(tl: Timeline) -> Iterator[StepRecord]:
+    s = tl.summary
+    cl_text = tl.checklist.text if tl.checklist else ""
+    cl_items = [i.title for i in tl.checklist.items] if tl.checklist else []
+    for st in tl.steps:
+        if not st.scorings or st.observed_at is None:
             continue
         cands: dict[str, _Cand] = {}
         samples: dict[str, list[tuple[str, float | None]]] = {}
-        by_index: dict[tuple[int, int], _Cand] = {}
-        for sr in by_step[step]:
-            for c in con.execute(
-                "SELECT * FROM candidate_results WHERE score_id = ? ORDER BY idx", (sr["id"],)
-            ):
-                cand = _Cand(c["thought"], c["action"], c["reward"])
-                cands[c["action"]] = cand  # a later scoring of the same action wins
-                by_index[(sr["id"], c["idx"])] = cand
-                samples[c["action"]] = [
-                    (t["text"], t["reward"])
-                    for t in con.execute(
-                        "SELECT text, reward FROM samples WHERE score_id = ? AND candidate = ? "
-                        "ORDER BY sample",
-                        (sr["id"], c["idx"]),
-                    )
-                ]
+        for scoring in st.scorings:
+            for c in scoring.candidates:
+                cands[c.action] = _Cand(c.thought, c.action, c.reward)  # a later scoring wins
+                samples[c.action] = [(t.text, t.reward) for t in c.samples]
         chosen: dict[str, str] | None = None
         rejected: list[dict[str, str]] = []
-        for a in approvals:
-            if a["step"] != step or a["decision"] is None:
+        for a in st.approvals:
+            if a.decision is None:
                 continue
-            score_ids = [sr["id"] for sr in by_step[step]]
-            approved: _Cand | None = next(
+            approved = next(
                 (
-                    by_index[(i, a["candidate_index"])]
-                    for i in reversed(score_ids)
-                    if (i, a["candidate_index"]) in by_index
+                    c
+                    for scoring in reversed(st.scorings)
+                    for c in scoring.candidates
+                    if c.index == a.candidate_index
                 ),
                 None,
             )
             if approved is None:
                 continue
-            cand = approved
-            if a["decision"] == "approve":
-                chosen = {"thought": cand.thought, "action": a["action"] or cand.action}
-            elif a["decision"] == "edit" and a["action"]:
-                chosen = {"thought": cand.thought, "action": a["action"]}
-                rejected.append({"thought": cand.thought, "action": cand.action})
-            elif a["decision"] == "reject":
-                rejected.append({"thought": cand.thought, "action": cand.action})
-        executed = [a for a in actions if a["step"] == step]
-        human = [a for a in executed if a["source"] == "human"]
+            if a.decision == "approve":
+                chosen = {"thought": approved.thought, "action": a.action or approved.action}
+            elif a.decision == "edit" and a.action:
+                chosen = {"thought": approved.thought, "action": a.action}
+                rejected.append({"thought": approved.thought, "action": approved.action})
+            elif a.decision == "reject":
+                rejected.append({"thought": approved.thought, "action": approved.action})
+        executed = st.executed
+        human = [x for x in executed if x.source == "human"]
         if chosen is None and human:
-            chosen = {"thought": human[-1]["thought"] or "", "action": human[-1]["action"]}
-        if chosen is None and executed and s["outcome"] == "success":
-            chosen = {"thought": executed[-1]["thought"] or "", "action": executed[-1]["action"]}
-        history = [Turn(a["thought"] or "", a["action"]) for a in actions if a["step"] < step]
+            chosen = {"thought": human[-1].thought or "", "action": human[-1].action}
+        if chosen is None and executed and s.outcome == "success":
+            chosen = {"thought": executed[-1].thought or "", "action": executed[-1].action}
+        history = [Turn(x.thought or "", x.action) for x in tl.actions if x.step < st.step]
         yield StepRecord(
             s,
-            step,
-            obs["url"],
-            obs["axtree"],
-            obs["screenshot"],
-            obs["screenshot_mime"],
+            st.step,
+            st.url,
+            st.axtree,
+            st.screenshot,
+            st.screenshot_mime,
             history,
             list(cands.values()),
             chosen,
@@ -222,27 +171,13 @@ def pick_rejected(rec: StepRecord) -> list[dict[str, str]]:
     return out[:MAX_REJECTED]
 
 
-_TYPED_ACTIONS = (  # every action string of a session, with its step
-    "SELECT step, action FROM actions WHERE session_id = ?",
-    "SELECT s.step, c.action FROM candidate_results c JOIN score_requests s "
-    "ON c.score_id = s.id WHERE s.session_id = ?",
-    "SELECT step, action FROM approvals WHERE session_id = ? AND action IS NOT NULL",
-)
-
-
-def _learn(red: Redactor, con: sqlite3.Connection, sid: str) -> None:
-    """Teach the redactor the values typed into password fields anywhere in the session."""
-    pages = {
-        r["step"]: r["axtree"]
-        for r in con.execute(
-            "SELECT step, axtree FROM observations WHERE session_id = ? ORDER BY id", (sid,)
-        )
-    }
-    acts = [
-        (r["action"], pages.get(r["step"], ""))
-        for query in _TYPED_ACTIONS
-        for r in con.execute(query, (sid,))
-    ]
+def _learn(red: Redactor, tl: Timeline) -> None:
+    """Teach the redactor the values typed into password fields anywhere in the session:
+    executed, scored and approved actions, each with the page of its step."""
+    pages = {st.step: st.axtree for st in tl.steps}
+    acts = [(x.action, pages.get(x.step, "")) for x in tl.actions]
+    acts += [(c.action, st.axtree) for st in tl.steps for sc in st.scorings for c in sc.candidates]
+    acts += [(a.action, st.axtree) for st in tl.steps for a in st.approvals if a.action is not None]
     red.learn_passwords(acts)
 
 
@@ -251,21 +186,24 @@ def _turn(red: Redactor, d: dict[str, str], axtree: str) -> dict[str, str]:
 
 
 def _trusted_steps(
-    con: sqlite3.Connection,
-    sessions: Sequence[sqlite3.Row],
+    history: History,
+    sessions: Sequence[SessionSummary],
     redact: Sequence[str],
     progress: Callable[[int], None] | None,
     summ: Summary,
-) -> Iterator[tuple[sqlite3.Row, Redactor, StepRecord, dict[str, str]]]:
+) -> Iterator[tuple[SessionSummary, Redactor, StepRecord, dict[str, str]]]:
     """The scored steps with a trustworthy chosen action, each with its session, the
     session's redactor and the chosen action; every step counts in ``progress``, the others
     as skipped."""
     for s in sessions:
-        sid = s["session_id"]
+        sid = s.session_id
+        tl = history.timeline(sid)
+        if tl is None:
+            raise WebShepherdError(f"no recorded session {sid}")
         red = Redactor(redact)
-        _learn(red, con, sid)
+        _learn(red, tl)
         summ.per_session[sid] = 0
-        for rec in _steps(con, s):
+        for rec in _steps(tl):
             if progress:
                 progress(1)
             texts = [t.action for t in rec.history] + [c.action for c in rec.candidates]
@@ -280,8 +218,8 @@ def _trusted_steps(
 
 
 def webprm_rows(
-    con: sqlite3.Connection,
-    sessions: Sequence[sqlite3.Row],
+    history: History,
+    sessions: Sequence[SessionSummary],
     redact: Sequence[str] = (),
     image_dir: Path | None = None,
     image_ref: Callable[[Path], str] = str,
@@ -293,9 +231,9 @@ def webprm_rows(
     ``checklist_target_list`` the items' titles as a JSON list in a string, the screenshot's
     bytes in ``image_observation`` (``path`` set only when ``image_dir`` also gets a copy)."""
     summ = summary if summary is not None else Summary()
-    for s, red, rec, chosen in _trusted_steps(con, sessions, redact, progress, summ):
-        sid = s["session_id"]
-        start = s["start_url"] or ""
+    for s, red, rec, chosen in _trusted_steps(history, sessions, redact, progress, summ):
+        sid = s.session_id
+        start = s.start_url or ""
         rejected = pick_rejected(rec)
         if not rejected:
             summ.skipped["no_rejected"] += 1
@@ -315,7 +253,7 @@ def webprm_rows(
         row = {
             "task_id": sid,
             "step_id": str(rec.step),
-            "intent": red.text(s["intent"]),
+            "intent": red.text(s.intent),
             "website_name": red.text(urlparse(start or rec.url).hostname or ""),
             "start_url": red.text(start),
             "thought_history": [red.text(t.thought) for t in rec.history],
@@ -336,8 +274,8 @@ def webprm_rows(
 
 
 def sft_rows(
-    con: sqlite3.Connection,
-    sessions: Sequence[sqlite3.Row],
+    history: History,
+    sessions: Sequence[SessionSummary],
     redact: Sequence[str] = (),
     layout: str = "sharegpt",
     history_steps: int = 10,
@@ -348,8 +286,8 @@ def sft_rows(
     the model's recorded feedback and checklist judgement. Only steps with a trustworthy
     chosen action are used, and only the chosen candidate and the rejected ones."""
     summ = summary if summary is not None else Summary()
-    for s, red, rec, chosen in _trusted_steps(con, sessions, redact, progress, summ):
-        sid = s["session_id"]
+    for s, red, rec, chosen in _trusted_steps(history, sessions, redact, progress, summ):
+        sid = s.session_id
         labelled = [("chosen", chosen), *(("rejected", r) for r in pick_rejected(rec))]
         wrote = 0
         for label, turn in labelled:
@@ -360,7 +298,7 @@ def sft_rows(
             outputs.sort(key=lambda o: o[1] or 0.0, reverse=label == "chosen")
             hist = [Turn(red.text(t.thought), red.action(t.action, "")) for t in rec.history]
             msgs = judge_messages(
-                intent=red.text(s["intent"]),
+                intent=red.text(s.intent),
                 trajectory=format_trajectory(hist, history_steps),
                 current_url=red.text(rec.url),
                 text_observation=red.text(mask_password_lines(rec.axtree)),
