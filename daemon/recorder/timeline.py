@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -110,6 +111,30 @@ def read_timeline(
     def at(n: int) -> Step:
         return steps.setdefault(n, Step(n))
 
+    _read_observations(db, sid, at)
+    _read_scorings(db, sid, at)
+    _read_approvals(db, sid, at)
+    actions = _read_actions(db, sid, at)
+    _read_signals(db, sid, at)
+    sess = db.execute("SELECT answer FROM sessions WHERE session_id = ?", (sid,)).fetchone()
+    try:
+        scorer = db.execute(
+            "SELECT model, backend FROM session_scorers WHERE session_id = ?", (sid,)
+        ).fetchone()
+    except sqlite3.OperationalError:  # a recording made before scorers were kept
+        scorer = None
+    return Timeline(
+        summary,
+        checklist,
+        sess["answer"] if sess else None,
+        scorer["model"] if scorer else None,
+        scorer["backend"] if scorer else None,
+        [steps[k] for k in sorted(steps)],
+        actions,
+    )
+
+
+def _read_observations(db: sqlite3.Connection, sid: str, at: Callable[[int], Step]) -> None:
     try:
         boxes = {
             r["observation_id"]: json.loads(r["boxes"])
@@ -130,6 +155,10 @@ def read_timeline(
         s.url, s.axtree, s.observed_at = o["url"], o["axtree"], o["created_at"]
         s.screenshot, s.screenshot_mime = o["screenshot"], o["screenshot_mime"]
         s.boxes = boxes.get(o["id"])
+
+
+def _read_scorings(db: sqlite3.Connection, sid: str, at: Callable[[int], Step]) -> None:
+    """Each score request with its candidates and their samples."""
     samples: dict[tuple[int, int], list[Sample]] = defaultdict(list)
     for t in db.execute(
         "SELECT t.score_id, t.candidate, t.text, t.reward FROM samples t JOIN score_requests r "
@@ -166,6 +195,9 @@ def read_timeline(
                 r["created_at"],
             )
         )
+
+
+def _read_approvals(db: sqlite3.Connection, sid: str, at: Callable[[int], Step]) -> None:
     for a in db.execute("SELECT * FROM approvals WHERE session_id = ? ORDER BY created_at", (sid,)):
         at(a["step"]).approvals.append(
             Approval(
@@ -183,28 +215,20 @@ def read_timeline(
                 a["decided_at"],
             )
         )
+
+
+def _read_actions(db: sqlite3.Connection, sid: str, at: Callable[[int], Step]) -> list[Executed]:
+    """The executed actions, each in its step and all in recording order."""
     actions: list[Executed] = []
     for x in db.execute("SELECT * FROM actions WHERE session_id = ? ORDER BY id", (sid,)):
         actions.append(Executed(x["action"], x["thought"], x["source"], x["created_at"], x["step"]))
         at(x["step"]).executed.append(actions[-1])
+    return actions
+
+
+def _read_signals(db: sqlite3.Connection, sid: str, at: Callable[[int], Step]) -> None:
     for e in db.execute(
         "SELECT body FROM events WHERE session_id = ? AND type = 'signal' ORDER BY seq", (sid,)
     ):
         body = json.loads(e["body"])
         at(int(body.get("step", 0))).signals.append(body)
-    sess = db.execute("SELECT answer FROM sessions WHERE session_id = ?", (sid,)).fetchone()
-    try:
-        scorer = db.execute(
-            "SELECT model, backend FROM session_scorers WHERE session_id = ?", (sid,)
-        ).fetchone()
-    except sqlite3.OperationalError:  # a recording made before scorers were kept
-        scorer = None
-    return Timeline(
-        summary,
-        checklist,
-        sess["answer"] if sess else None,
-        scorer["model"] if scorer else None,
-        scorer["backend"] if scorer else None,
-        [steps[k] for k in sorted(steps)],
-        actions,
-    )
