@@ -145,6 +145,12 @@ class CandidateResult(Model):
         description="Samples that gave no reward. The daemon's rule (serve --unparsed) leaves "
         "them out of 'reward' (skip, the default) or averages them in as 0 (zero).",
     )
+    judge_inputs: Literal["text", "text+image"] = Field(
+        default="text",
+        description="What the judge saw: 'text+image' when the latest observation's screenshot "
+        "was in the prompt (serve --judge-inputs text+image); 'text' otherwise, also when the "
+        "daemon judges with images but the observation had no screenshot.",
+    )
 
 
 class DecisionInfo(Model):

@@ -14,6 +14,7 @@ from webshepherd.daemon.config import DaemonConfig, check_bind
 from webshepherd.daemon.engine.engine import DEFAULT_MAX_CONTEXT
 from webshepherd.daemon.engine.labels import UNPARSED_RULES
 from webshepherd.daemon.engine.loader import BACKENDS
+from webshepherd.daemon.engine.types import JUDGE_INPUTS
 from webshepherd.protocol.errors import ModelUnavailableError
 
 if TYPE_CHECKING:
@@ -151,6 +152,14 @@ def add_backend_arguments(s: argparse.ArgumentParser) -> None:
         "--max-model-len; 0: the model's own); longer AX trees lose whole lines, visibly",
     )
     s.add_argument(
+        "--judge-inputs",
+        choices=JUDGE_INPUTS,
+        default=None,
+        help="what the judge sees: text (the AX tree; the default, what the text checkpoints "
+        "were trained on) or text+image (the latest screenshot too, the authors' multimodal "
+        "prompt; an observation without one is judged as text and the scored reply says so)",
+    )
+    s.add_argument(
         "--unparsed",
         choices=UNPARSED_RULES,
         default="skip",
@@ -224,6 +233,7 @@ def engine_from_args(args: argparse.Namespace, config: DaemonConfig) -> Engine:
         samples=config.default_samples,
         max_context=max_context or None,
         unparsed=getattr(args, "unparsed", "skip"),
+        judge_inputs=getattr(args, "judge_inputs", None) or "text",
     )
     return load_engine(
         args.model,

@@ -7,7 +7,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from webshepherd.daemon.engine.backends.base import Backend, JudgeBatch, JudgeOutput
 from webshepherd.daemon.engine.checklist_parse import parse_checklist
@@ -16,6 +16,7 @@ from webshepherd.daemon.engine.labels import UnparsedRule, score_candidate
 from webshepherd.daemon.engine.prompts import checklist_messages, judge_fields, split_judge_prompt
 from webshepherd.daemon.engine.types import (
     EngineStats,
+    JudgeInputs,
     ParsedChecklist,
     ProgressCallback,
     StepInput,
@@ -50,6 +51,8 @@ class EngineConfig:
     or the end of the context (``max_new_tokens`` / ``checklist_max_new_tokens`` set a cap).
     ``output_reserve``: tokens a cut AX tree leaves free for the output when there is no cap.
     ``unparsed``: ``skip`` (default) or ``zero``, see :func:`labels.score_candidate`.
+    ``judge_inputs``: ``text+image`` puts a step's screenshot in the judge prompt (the authors'
+    multimodal variant; a step without one is judged as text and says so).
     """
 
     samples: int = 1
@@ -61,6 +64,7 @@ class EngineConfig:
     context_margin: int = 16
     max_context: int | None = DEFAULT_MAX_CONTEXT
     unparsed: UnparsedRule = "skip"
+    judge_inputs: JudgeInputs = "text"
 
 
 def _no_candidates() -> StepScore:
@@ -302,11 +306,14 @@ class Engine:
         if not step.checklist.items:
             raise ModelError("cannot score a step without checklist items")
 
+        with_image = self.config.judge_inputs == "text+image" and bool(step.screenshot)
+
         def parts(tree: str) -> tuple[str, list[str]]:
             return split_judge_prompt(
                 self.backend.render_chat,
                 **judge_fields(step, self.config.history_steps, tree),
                 candidates=step.candidates,
+                with_image=with_image,
             )
 
         measured: dict[str, int] = {}
@@ -326,6 +333,9 @@ class Engine:
             samples=max(1, step.samples),
             max_new_tokens=self._room(longest(tree), cap),
             temperature=self.config.temperature,
+            image=(step.screenshot_mime or "image/png", step.screenshot)
+            if with_image and step.screenshot
+            else None,
         )
         return batch, truncated
 
@@ -334,7 +344,11 @@ class Engine:
     ) -> StepScore:
         cap = self.config.max_new_tokens
         capped = cap is not None and batch.max_new_tokens >= cap
-        return _step_score(out, truncated, step.checklist, self.config, capped)
+        score = _step_score(out, truncated, step.checklist, self.config, capped)
+        if batch.image is None:
+            return score
+        seen = tuple(replace(c, judge_inputs="text+image") for c in score.candidates)
+        return replace(score, candidates=seen)
 
     def _reserve(self, cap: int | None) -> int:
         """Output tokens a cut AX tree leaves free: the cap, else ``output_reserve``."""

@@ -286,4 +286,11 @@ def load_engine(
         raise ModelUnavailableError(
             f"unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}"
         )
-    return Engine(loaded, config or EngineConfig())
+    config = config or EngineConfig()
+    if config.judge_inputs == "text+image" and not loaded.accepts_images:
+        loaded.close()
+        raise ModelUnavailableError(
+            f"--judge-inputs text+image: the {backend} backend with {model} takes no images "
+            "(use --backend openai-chat with a vision chat model, or --judge-inputs text)"
+        )
+    return Engine(loaded, config)

@@ -23,6 +23,16 @@ _PLACEHOLDER = re.compile(
 # Marks the agent's THOUGHT while rendering, to find the shared-prefix boundary in the chat text.
 _SENTINEL = "\x00WEBSHEPHERD-THOUGHT\x00"
 
+# The authors' multimodal variant (``text+image``): the screenshot block follows the AX tree in
+# "## Current State", and the user message is split at the placeholder around the image.
+IMAGE_PLACEHOLDER = "<IMAGE_PLACEHOLDER>"
+_SCREENSHOT_BLOCK = (
+    "### SOM Image Screenshot\n"
+    "Here is a current image screenshot of the page, it is annotated with bounding boxes "
+    f"and corresponding bids:\n{IMAGE_PLACEHOLDER}\n"
+)
+_AFTER_AXTREE = "{text_observation}\n## Checklist\n"
+
 
 @cache
 def template(name: str) -> tuple[dict[str, str], ...]:
@@ -50,8 +60,38 @@ def _fill(text: str, values: dict[str, str]) -> str:
     )
 
 
-def _render(name: str, values: dict[str, str]) -> list[dict[str, str]]:
-    return [{"role": m["role"], "content": _fill(m["content"], values)} for m in template(name)]
+def _with_screenshot(content: str) -> str:
+    """A judge template message with the screenshot block after the AX tree (if it has one)."""
+    if _AFTER_AXTREE not in content:
+        return content
+    head, _, tail = content.partition(_AFTER_AXTREE)
+    return head + "{text_observation}\n" + _SCREENSHOT_BLOCK + "## Checklist\n" + tail
+
+
+def _render(name: str, values: dict[str, str], with_image: bool = False) -> list[dict[str, str]]:
+    return [
+        {
+            "role": m["role"],
+            "content": _fill(
+                _with_screenshot(m["content"]) if with_image else m["content"], values
+            ),
+        }
+        for m in template(name)
+    ]
+
+
+def image_content(content: str, image_url: str) -> list[dict[str, object]]:
+    """A ``text+image`` user message's content as the authors send it: the text before the
+    image placeholder, the image (``detail: low``), the text after it."""
+    cut = content.find(_SCREENSHOT_BLOCK)
+    if cut < 0:
+        return [{"type": "text", "text": content}]
+    cut += len(_SCREENSHOT_BLOCK) - len(IMAGE_PLACEHOLDER) - 1
+    return [
+        {"type": "text", "text": content[:cut]},
+        {"type": "image_url", "image_url": {"url": image_url, "detail": "low"}},
+        {"type": "text", "text": content[cut + len(IMAGE_PLACEHOLDER) :]},
+    ]
 
 
 def checklist_messages(intent: str, start_url: str, text_observation: str) -> list[dict[str, str]]:
@@ -70,8 +110,10 @@ def judge_messages(
     checklist: str,
     thought: str,
     action: str,
+    with_image: bool = False,
 ) -> list[dict[str, str]]:
-    """Chat messages asking the model to judge one candidate."""
+    """Chat messages asking the model to judge one candidate (``with_image``: the authors'
+    multimodal variant, the screenshot's place marked by :data:`IMAGE_PLACEHOLDER`)."""
     return _render(
         "judge",
         {
@@ -83,6 +125,7 @@ def judge_messages(
             "thought": thought,
             "action": action,
         },
+        with_image,
     )
 
 
@@ -108,12 +151,19 @@ def judge_fields(step: StepInput, history_steps: int, axtree: str | None = None)
 
 
 def step_judge_messages(
-    step: StepInput, candidate: int, history_steps: int, axtree: str | None = None
+    step: StepInput,
+    candidate: int,
+    history_steps: int,
+    axtree: str | None = None,
+    with_image: bool = False,
 ) -> list[dict[str, str]]:
     """The chat messages the engine sends to judge candidate ``candidate`` of ``step``."""
     c = step.candidates[candidate]
     return judge_messages(
-        **judge_fields(step, history_steps, axtree), thought=c.thought, action=c.action
+        **judge_fields(step, history_steps, axtree),
+        thought=c.thought,
+        action=c.action,
+        with_image=with_image,
     )
 
 
@@ -126,6 +176,7 @@ def split_judge_prompt(
     text_observation: str,
     checklist: str,
     candidates: Sequence[Turn],
+    with_image: bool = False,
 ) -> tuple[str, list[str]]:
     """Rendered judge prompts as ``(shared prefix, per-candidate suffixes)``.
 
@@ -142,9 +193,13 @@ def split_judge_prompt(
         "text_observation": text_observation,
         "checklist": checklist,
     }
-    marked = render_chat(judge_messages(**common, thought=_SENTINEL, action=""))
+    marked = render_chat(
+        judge_messages(**common, thought=_SENTINEL, action="", with_image=with_image)
+    )
     fulls = [
-        render_chat(judge_messages(**common, thought=c.thought, action=c.action))
+        render_chat(
+            judge_messages(**common, thought=c.thought, action=c.action, with_image=with_image)
+        )
         for c in candidates
     ]
     cut = marked.find(_SENTINEL)

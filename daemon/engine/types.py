@@ -17,6 +17,8 @@ from webshepherd.protocol.common import (  # UnparsedReason: why a judge sample 
 )
 
 LabelSource = Literal["full", "top_k"]
+JudgeInputs = Literal["text", "text+image"]
+JUDGE_INPUTS: tuple[JudgeInputs, ...] = ("text", "text+image")
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,8 @@ class StepInput:
     history: tuple[Turn, ...]
     candidates: tuple[Turn, ...]
     samples: int = 1
+    screenshot: bytes | None = None  # the latest observation's, as recorded
+    screenshot_mime: str | None = None
 
 
 @dataclass(frozen=True)
@@ -85,6 +89,7 @@ class CandidateScore:
     parsed_samples: int
     label_source: LabelSource = "full"
     unparsed_samples: int = 0
+    judge_inputs: JudgeInputs = "text"
 
 
 @dataclass(frozen=True)

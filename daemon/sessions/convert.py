@@ -59,6 +59,7 @@ def candidate_result(c: et.CandidateScore) -> pc.CandidateResult:
         parsed_samples=c.parsed_samples,
         probabilities=c.label_source,
         unparsed_samples=c.unparsed_samples,
+        judge_inputs=c.judge_inputs,
     )
 
 
@@ -82,4 +83,6 @@ def step_input(job: RunScore, checklist: et.ParsedChecklist) -> et.StepInput:
         history=job.history,
         candidates=job.candidates,
         samples=job.samples,
+        screenshot=job.screenshot,
+        screenshot_mime=job.screenshot_mime,
     )

@@ -58,6 +58,8 @@ class RunScore:
     candidates: tuple[Turn, ...]
     samples: int
     approval: ApprovalMode
+    screenshot: bytes | None = None  # the latest observation's (the judge may look at it)
+    screenshot_mime: str | None = None
 
 
 @dataclass(frozen=True)

@@ -241,6 +241,8 @@ class SessionCore:
         blob = _decode_screenshot(obs.screenshot)
         st.step += 1
         st.url, st.axtree = obs.url, obs.axtree
+        st.screenshot = blob
+        st.screenshot_mime = obs.screenshot.mime if obs.screenshot and blob else None
         self.signals.observed(st.session_id, obs.url, obs.axtree)
         mime = obs.screenshot.mime if obs.screenshot else None
         out: list[Effect] = [
@@ -354,6 +356,8 @@ class SessionCore:
                 tuple(convert.candidate_action(c) for c in msg.candidates),
                 msg.samples or self.default_samples,
                 msg.approval,
+                st.screenshot,
+                st.screenshot_mime,
             )
         )
         return out

@@ -23,6 +23,9 @@ class SessionState:
     step: int = -1  # index of the current observation; -1 before the first
     url: str | None = None
     axtree: str | None = None
+    # the latest observation's screenshot (kept in memory only: after a restart, text)
+    screenshot: bytes | None = None
+    screenshot_mime: str | None = None
     checklist: ParsedChecklist | None = None
     # Set by the engine's worker thread as soon as the checklist exists, so a score
     # job queued behind the checklist job of the same session can read it.

@@ -237,6 +237,10 @@ export type Index3 = number;
 export type No = number;
 export type Yes = number;
 export type Items1 = ItemProbs[];
+/**
+ * What the judge saw: 'text+image' when the latest observation's screenshot was in the prompt (serve --judge-inputs text+image); 'text' otherwise, also when the daemon judges with images but the observation had no screenshot.
+ */
+export type JudgeInputs = "text" | "text+image";
 export type ParsedSamples = number;
 /**
  * 'top_k' when label probabilities come from a top-k truncation.
@@ -581,6 +585,7 @@ export interface CandidateResult {
   feedback?: Feedback;
   index: Index2;
   items?: Items1;
+  judge_inputs?: JudgeInputs;
   parsed_samples: ParsedSamples;
   probabilities?: Probabilities;
   reward: Reward;

@@ -59,6 +59,8 @@ class JudgeBatch:
     max_new_tokens: int
     temperature: float = 1.0
     stop: Sequence[str] = ("</answer>",)
+    # (mime, bytes) of the screenshot the prompts' image placeholder stands for, or None
+    image: tuple[str, bytes] | None = None
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,7 @@ class Backend(ABC):
 
     name: str
     model_id: str
+    accepts_images: bool = False  # whether judge() takes a JudgeBatch with an image
 
     @property
     @abstractmethod

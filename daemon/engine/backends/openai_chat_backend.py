@@ -4,7 +4,9 @@ No local model files or tokenizer: the engine's rendered prompts are a neutral s
 the judge messages (:func:`render_messages`, read back by :func:`parse_messages`), sent as
 ``messages`` to ``POST {base}/chat/completions`` with ``logprobs: true`` and ``top_logprobs``,
 one request per candidate, ``n`` samples each (separate requests when a server refuses or
-ignores ``n``, said once in the log). Label probabilities come from each generated token's
+ignores ``n``, said once in the log). With ``text+image`` the user message is split around the
+screenshot, an ``image_url`` part with a ``data:`` URL, as the authors send it. Label
+probabilities come from each generated token's
 ``top_logprobs`` in ``choices[].logprobs.content``: ``label_source="top_k"``. A token whose
 ``top_logprobs`` is empty counts only its own log-probability (its sampled label then has
 probability 1 at that position). A reply without logprobs is a ``ModelError`` naming what the
@@ -17,6 +19,7 @@ shows.
 
 from __future__ import annotations
 
+import base64
 import logging
 import re
 import threading
@@ -35,6 +38,7 @@ from webshepherd.daemon.engine.backends.openai_backend import (
     StreamedChoices,
     usage_counts,
 )
+from webshepherd.daemon.engine.prompts import IMAGE_PLACEHOLDER, image_content
 from webshepherd.protocol.errors import ModelError
 
 __all__ = ["OpenAIChatBackend", "chat_chunk_as_completion", "parse_messages", "render_messages"]
@@ -113,11 +117,29 @@ def chat_chunk_as_completion(chunk: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _with_image(
+    messages: list[dict[str, str]], image: tuple[str, bytes] | None
+) -> list[dict[str, Any]]:
+    """The user messages holding the image placeholder split around the screenshot as a
+    ``data:`` URL (the authors' multimodal layout); unchanged without an image."""
+    if image is None:
+        return list(messages)
+    mime, data = image
+    url = f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
+    return [
+        {"role": m["role"], "content": image_content(m["content"], url)}
+        if m["role"] == "user" and IMAGE_PLACEHOLDER in m["content"]
+        else m
+        for m in messages
+    ]
+
+
 class OpenAIChatBackend(OpenAIBackend):
     """The completions backend's HTTP, retries and streaming, speaking chat-completions."""
 
     name = "openai-chat"
     endpoint = "chat/completions"
+    accepts_images = True
 
     def __init__(self, base_url: str, model: str, **options: Any) -> None:
         options.pop("tokenizer", None)
@@ -153,7 +175,9 @@ class OpenAIChatBackend(OpenAIBackend):
         k = len(batch.suffixes)
         if not k:
             return JudgeOutput((), 0, 0, False, "top_k")
-        messages = [parse_messages(batch.prefix + s) for s in batch.suffixes]
+        messages: list[list[dict[str, Any]]] = [
+            _with_image(parse_messages(batch.prefix + s), batch.image) for s in batch.suffixes
+        ]
         temperature = 0.0 if n == 1 else batch.temperature
 
         def one(c: int) -> tuple[list[Generation], dict[str, Any]]:
@@ -192,7 +216,7 @@ class OpenAIChatBackend(OpenAIBackend):
 
     def _samples(
         self,
-        messages: list[dict[str, str]],
+        messages: list[dict[str, Any]],
         n: int,
         batch: JudgeBatch,
         temperature: float,

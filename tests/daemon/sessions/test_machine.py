@@ -289,3 +289,32 @@ def test_executed_action_scored_by_an_earlier_request_of_the_step_keeps_its_rewa
     core.action(OWNER, rq.Action(id="x1", session_id=sid, action="click('1')"))
     assert core.get(sid).step_rewards[0] == 0.9
     assert core.get(sid).previous_reward(1) == 0.9
+
+
+def test_the_latest_screenshot_goes_to_the_judge_and_the_reply_says_what_it_saw():
+    from dataclasses import replace
+
+    from webshepherd.daemon.sessions.convert import step_input
+
+    core = make_core()
+    sid = started(core)  # the start observation has no screenshot
+    assert score_job(core, sid).screenshot is None
+    shot = {"mime": "image/png", "data": "aGk="}
+    core.observe(
+        OWNER, rq.Observe(id="o1", session_id=sid, url="http://b/", axtree="x", screenshot=shot)
+    )
+    job = score_job(core, sid)
+    assert (job.screenshot, job.screenshot_mime) == (b"hi", "image/png")
+    checklist = core.sessions[sid].checklist
+    assert step_input(job, checklist).screenshot == b"hi"
+    core.observe(OWNER, rq.Observe(id="o2", session_id=sid, url="http://c/", axtree="y"))
+    assert score_job(core, sid).screenshot is None  # only the latest observation's counts
+    scored = step_score(0.4, 0.8)
+    seen = replace(
+        scored, candidates=tuple(replace(c, judge_inputs="text+image") for c in scored.candidates)
+    )
+    reply = core.score_done(job, seen, Timing())[2].message
+    assert [r.judge_inputs for r in reply.results] == ["text+image", "text+image"]
+    job = score_job(core, sid)
+    reply = core.score_done(job, step_score(0.4, 0.8), Timing())[2].message
+    assert [r.judge_inputs for r in reply.results] == ["text", "text"]

@@ -3,6 +3,7 @@ chat backend judges through it on loopback; misbehaving servers (real HTTP) give
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 import re
@@ -346,3 +347,75 @@ def test_a_server_error_names_its_message(fake) -> None:
     _, engine = _batch_engine(s.url)
     with pytest.raises(ModelError, match="HTTP 500: boom"):
         engine.score(_step(engine))
+
+
+# -- text+image: the authors' multimodal layout ------------------------------------------------
+
+PNG = bytes.fromhex(
+    "89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c489"
+    "0000000d49444154789c6360f8cf00000301010018dd8db00000000049454e44ae426082"
+)
+
+
+def _image_step(engine: Engine, screenshot: bytes | None) -> StepInput:
+    step = _step(engine)
+    return StepInput(**{**step.__dict__, "screenshot": screenshot, "screenshot_mime": "image/png"})
+
+
+def test_text_image_requests_follow_the_authors_layout(fake) -> None:
+    s = fake(lambda body, i: _ok([_choice(0, "<answer>\nChecklist 1: Yes")]))
+    backend = OpenAIChatBackend(s.url, "gpt-test", api_key=KEY, stream=False)
+    engine = Engine(backend, EngineConfig(max_new_tokens=40, judge_inputs="text+image"))
+    step = _image_step(engine, PNG)
+    score = engine.score(step)
+    assert [c.judge_inputs for c in score.candidates] == ["text+image"] * 2
+    assert all(c.reward == pytest.approx(0.75) for c in score.candidates)
+    texts = [step_judge_messages(step, k, 10) for k in range(2)]
+    for body in s.bodies:
+        system, user = body["messages"]
+        # requests run concurrently: the candidate is the one whose action the request carries
+        k = next(k for k in range(2) if step.candidates[k].action in user["content"][2]["text"])
+        assert system == texts[k][0]
+        before, image, after = user["content"]
+        # the text variant's user message with the screenshot block after the AX tree
+        plain = texts[k][1]["content"]
+        block = (
+            "### SOM Image Screenshot\nHere is a current image screenshot of the page, it is "
+            "annotated with bounding boxes and corresponding bids:\n"
+        )
+        axtree_end = plain.index("## Checklist\n")
+        assert before == {"type": "text", "text": plain[:axtree_end] + block}
+        assert image == {
+            "type": "image_url",
+            "image_url": {
+                "url": "data:image/png;base64," + base64.b64encode(PNG).decode(),
+                "detail": "low",
+            },
+        }
+        assert after == {"type": "text", "text": "\n" + plain[axtree_end:]}
+
+
+def test_a_step_without_a_screenshot_is_judged_as_text_and_says_so(fake) -> None:
+    s = fake(lambda body, i: _ok([_choice(0, "<answer>\nChecklist 1: Yes")]))
+    backend = OpenAIChatBackend(s.url, "gpt-test", api_key=KEY, stream=False)
+    engine = Engine(backend, EngineConfig(max_new_tokens=40, judge_inputs="text+image"))
+    score = engine.score(_image_step(engine, None))
+    assert [c.judge_inputs for c in score.candidates] == ["text", "text"]
+    assert all(isinstance(b["messages"][1]["content"], str) for b in s.bodies)
+    assert all("<IMAGE_PLACEHOLDER>" not in b["messages"][1]["content"] for b in s.bodies)
+
+
+@pytest.mark.model
+def test_images_to_a_text_model_are_a_clear_error(server: OpenAIServer, tiny_engine) -> None:
+    backend = OpenAIChatBackend(server.url, tiny_engine.model_id, api_key=KEY)
+    engine = Engine(backend, EngineConfig(max_new_tokens=40, judge_inputs="text+image"))
+    with pytest.raises(ModelError, match="HTTP 400: this model takes no images"):
+        engine.score(_image_step(engine, PNG))
+
+
+@pytest.mark.model
+def test_text_image_needs_a_backend_that_takes_images(tiny_model_path) -> None:
+    with pytest.raises(ModelUnavailableError, match="takes no images"):
+        load_engine(
+            str(tiny_model_path), device="cpu", config=EngineConfig(judge_inputs="text+image")
+        )
