@@ -17,8 +17,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
-from webshepherd.daemon.offline.evaluation.matchers import normalize
-from webshepherd.daemon.offline.evaluation.trajectories import planned_from_thought
+from webshepherd.daemon.sessions.plans import normalize, planned_from_thought
 from webshepherd.protocol.common import AgentInfo
 from webshepherd.protocol.replies import Signal
 

@@ -8,24 +8,13 @@ from __future__ import annotations
 
 import json
 import re
-import string
-import unicodedata
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from webshepherd.daemon.sessions.plans import normalize
 from webshepherd.protocol.errors import WebShepherdError
-
-_PUNCT = str.maketrans({c: " " for c in string.punctuation})
-
-
-def normalize(text: str | None) -> str:
-    """Case-folded, punctuation-free, whitespace-collapsed text (NFKC)."""
-    if not text:
-        return ""
-    t = unicodedata.normalize("NFKC", text).casefold().translate(_PUNCT)
-    return " ".join(t.split())
 
 
 class Matcher(Protocol):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -19,20 +18,10 @@ from webshepherd.daemon.offline.evaluation.planning import (
     task_metrics,
 )
 from webshepherd.daemon.offline.evaluation.rows import DataError, need_int, need_str, read_rows
+from webshepherd.daemon.recorder import History
+from webshepherd.daemon.sessions.plans import planned_from_thought
 
 # The planning paper's agents state their intended action like this (Appendix A).
-_PLANNED = re.compile(r"next action I will perform is\s*`{1,3}\s*(.+?)\s*`{1,3}", re.I | re.S)
-
-
-def planned_from_thought(thought: str | None) -> str | None:
-    """The action an agent announced in its reasoning ("… the next action I will perform is
-    ```click [1234]```"), or ``None``."""
-    if not thought:
-        return None
-    found = _PLANNED.findall(thought)
-    return found[-1].strip() if found else None
-
-
 _GOLD_ALIASES = {
     "task_id": ("task_id", "task id", "task", "taskid"),
     "step": ("step", "step number", "step_number", "step no", "step no."),
@@ -97,8 +86,6 @@ def read_sessions(db: Path, session_ids: Sequence[str]) -> dict[str, AgentTrajec
     thoughts, the final answer and the outcome. The task id is the session id."""
     if not db.exists():
         raise DataError(db, None, None, "no recording here")
-    from webshepherd.daemon.recorder import History  # the recorder imports the live signals
-
     history = History.open(db)
     out: dict[str, AgentTrajectory] = {}
     try:

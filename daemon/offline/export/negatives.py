@@ -13,7 +13,7 @@ from webshepherd.daemon.browser.actions import (
     RecordedAction,
     read_recorded,
 )
-from webshepherd.daemon.offline.evaluation.matchers import normalize
+from webshepherd.daemon.sessions.plans import normalize
 
 
 def _op(p: RecordedAction) -> str:

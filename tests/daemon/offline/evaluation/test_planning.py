@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from webshepherd.daemon.offline.evaluation.matchers import ExactMatcher, normalize
+from webshepherd.daemon.offline.evaluation.matchers import ExactMatcher
 from webshepherd.daemon.offline.evaluation.planning import (
     AgentStep,
     AgentTrajectory,
@@ -22,10 +22,10 @@ from webshepherd.daemon.offline.evaluation.planning import (
 from webshepherd.daemon.offline.evaluation.trajectories import (
     evaluate,
     load_references,
-    planned_from_thought,
     read_agent,
     read_gold,
 )
+from webshepherd.daemon.sessions.plans import normalize, planned_from_thought
 
 from tests.fixtures.data import WEBARENA_TASKS
 
