@@ -58,6 +58,8 @@ class DaemonConfig:
     idle_evict_s: float = 900.0  # a session untouched this long leaves memory (not the record)
     otlp_endpoint: str | None = None  # export sessions as OTLP/HTTP traces here
     otlp_headers: tuple[tuple[str, str], ...] = ()  # e.g. an API key header for the collector
+    price_in: float | None = None  # USD per million prompt tokens (stats' judge cost)
+    price_out: float | None = None  # USD per million generated tokens
     otlp_queue_size: int = 4096  # events waiting for the export thread before drops
 
     @property

@@ -20,6 +20,7 @@ from webshepherd.protocol.common import (
     DaemonInfo,
     DecisionInfo,
     DeviceStats,
+    JudgeUsage,
     Model,
     OtlpStats,
     Outcome,
@@ -225,6 +226,9 @@ class Stats(Model):
     device: DeviceStats | None = None
     otlp: OtlpStats | None = Field(
         default=None, description="The OpenTelemetry export, when the daemon runs one."
+    )
+    judge: JudgeUsage | None = Field(
+        default=None, description="Tokens in and out per scored step, and their cost."
     )
 
 

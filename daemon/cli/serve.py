@@ -151,6 +151,15 @@ def add_backend_arguments(s: argparse.ArgumentParser) -> None:
         help=f"prompt + judgement limit in tokens (default {DEFAULT_MAX_CONTEXT}, the authors' "
         "--max-model-len; 0: the model's own); longer AX trees lose whole lines, visibly",
     )
+    for flag, what in (("--price-in", "prompt"), ("--price-out", "generated")):
+        s.add_argument(
+            flag,
+            type=float,
+            default=None,
+            metavar="USD",
+            help=f"the judge's price per million {what} tokens: stats and the TUI's Device tab "
+            "show the cost (e.g. an API judge's list price)",
+        )
     s.add_argument(
         "--judge-inputs",
         choices=JUDGE_INPUTS,
@@ -183,6 +192,8 @@ def config_from_args(args: argparse.Namespace) -> DaemonConfig:
         ("approval_default", "approval_default"),
         ("queue_limit", "queue_limit"),
         ("batch_sessions", "batch_sessions"),
+        ("price_in", "price_in"),
+        ("price_out", "price_out"),
     ]:
         value = getattr(args, flag, None)
         if value is not None:

@@ -178,7 +178,9 @@ class EngineRunner:
             self._error(job.conn, job.request_id, exc)
             return
         progress.flush()  # the last deltas before the reply
-        self.stats.step_done((time.monotonic() - started) * 1000)
+        self.stats.step_done(
+            (time.monotonic() - started) * 1000, fin.value.prompt_tokens, fin.value.generated_tokens
+        )
         try:
             timing = Timing(queue_ms=fin.queue_ms, model_ms=fin.run_ms)
             await self._step(job.session_id, lambda: self.core.score_done(job, fin.value, timing))
@@ -257,6 +259,7 @@ class EngineRunner:
                 pending_approvals=len(self.core.approvals),
                 device=device,
                 otlp=self.telemetry.stats() if self.telemetry is not None else None,
+                judge=(self.engine.backend_name, self.engine.model_id),
             )
             frame = dump(snap)
             for c in subs:

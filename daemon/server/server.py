@@ -94,7 +94,7 @@ class DaemonServer:
             approval_default=config.approval_default,
         )
         self.hub = Hub()
-        self.stats = StatsCollector()
+        self.stats = StatsCollector(price_in=config.price_in, price_out=config.price_out)
         self.telemetry: OtlpExport | None = None
         self.recorder: Recorder | None = None
         self.history: History | None = None

@@ -7,7 +7,7 @@ import time
 from collections import deque
 from typing import Any
 
-from webshepherd.protocol.common import DeviceStats, OtlpStats
+from webshepherd.protocol.common import DeviceStats, JudgeUsage, OtlpStats
 from webshepherd.protocol.replies import Stats
 
 log = logging.getLogger(__name__)
@@ -52,15 +52,49 @@ def device_stats() -> DeviceStats | None:
 
 
 class StatsCollector:
-    """Keeps step latencies and turns engine counters into rates."""
+    """Keeps step latencies and tokens, and turns engine counters into rates.
 
-    def __init__(self, window: int = 200):
+    ``price_in`` / ``price_out``: USD per million prompt / generated tokens (``None``: no cost).
+    """
+
+    def __init__(
+        self, window: int = 200, price_in: float | None = None, price_out: float | None = None
+    ):
         self.latencies_ms: deque[float] = deque(maxlen=window)
+        self.step_tokens: deque[tuple[int, int]] = deque(maxlen=window)
+        self.steps = self.prompt_tokens = self.completion_tokens = 0
+        self.price_in, self.price_out = price_in, price_out
         self._last_tokens: int | None = None
         self._last_time: float | None = None
 
-    def step_done(self, latency_ms: float) -> None:
+    def step_done(
+        self, latency_ms: float, prompt_tokens: int = 0, completion_tokens: int = 0
+    ) -> None:
         self.latencies_ms.append(latency_ms)
+        self.step_tokens.append((prompt_tokens, completion_tokens))
+        self.steps += 1
+        self.prompt_tokens += prompt_tokens
+        self.completion_tokens += completion_tokens
+
+    def judge_usage(self, backend: str, model: str) -> JudgeUsage:
+        """Tokens per step and their cost, for ``stats``."""
+        recent = list(self.step_tokens)
+        cost = None
+        if self.price_in is not None or self.price_out is not None:
+            cost = (
+                self.prompt_tokens * (self.price_in or 0.0)
+                + self.completion_tokens * (self.price_out or 0.0)
+            ) / 1e6
+        return JudgeUsage(
+            backend=backend,
+            model=model,
+            steps=self.steps,
+            prompt_tokens=self.prompt_tokens,
+            completion_tokens=self.completion_tokens,
+            prompt_tokens_per_step=sum(p for p, _ in recent) / len(recent) if recent else None,
+            completion_tokens_per_step=sum(c for _, c in recent) / len(recent) if recent else None,
+            cost_usd=cost,
+        )
 
     def tokens_per_s(self, generated_tokens: int, now: float | None = None) -> float:
         now = time.monotonic() if now is None else now
@@ -81,7 +115,9 @@ class StatsCollector:
         pending_approvals: int,
         device: DeviceStats | None,
         otlp: OtlpStats | None = None,
+        judge: tuple[str, str] | None = None,
     ) -> Stats:
+        """``judge``: the engine's ``(backend, model)``, for the ``judge`` figures."""
         generated = int(getattr(engine_stats, "generated_tokens", 0) or 0)
         lat = list(self.latencies_ms)
         return Stats(
@@ -96,4 +132,5 @@ class StatsCollector:
             step_latency_ms_p95=percentile(lat, 95),
             device=device,
             otlp=otlp,
+            judge=self.judge_usage(*judge) if judge is not None else None,
         )

@@ -368,6 +368,32 @@ export type Name2 = string;
  */
 export type Utilization = number | null;
 export type InFlight = number;
+export type Backend1 = string;
+/**
+ * Generated tokens of all scored steps.
+ */
+export type CompletionTokens = number;
+/**
+ * Mean over the latest 200 steps.
+ */
+export type CompletionTokensPerStep = number | null;
+/**
+ * prompt and completion tokens at serve --price-in / --price-out (USD per million tokens); null when no price was given.
+ */
+export type CostUsd = number | null;
+export type Model1 = string;
+/**
+ * Prompt tokens of all scored steps.
+ */
+export type PromptTokens = number;
+/**
+ * Mean over the latest 200 steps.
+ */
+export type PromptTokensPerStep = number | null;
+/**
+ * Scored steps.
+ */
+export type Steps1 = number;
 /**
  * Events dropped because the export queue was full.
  */
@@ -720,6 +746,10 @@ export interface Stats {
   device?: DeviceStats | null;
   in_flight: InFlight;
   /**
+   * Tokens in and out per scored step, and their cost.
+   */
+  judge?: JudgeUsage | null;
+  /**
    * The OpenTelemetry export, when the daemon runs one.
    */
   otlp?: OtlpStats | null;
@@ -737,6 +767,20 @@ export interface DeviceStats {
   memory_used_mb?: MemoryUsedMb;
   name: Name2;
   utilization?: Utilization;
+}
+/**
+ * What the judge consumed since the daemon started (addition to v1): tokens in and out per
+ * scored step, as the backend counted them (a remote server's ``usage``), and their price.
+ */
+export interface JudgeUsage {
+  backend: Backend1;
+  completion_tokens: CompletionTokens;
+  completion_tokens_per_step?: CompletionTokensPerStep;
+  cost_usd?: CostUsd;
+  model: Model1;
+  prompt_tokens: PromptTokens;
+  prompt_tokens_per_step?: PromptTokensPerStep;
+  steps: Steps1;
 }
 /**
  * The OpenTelemetry export (``serve --otlp-endpoint``; addition to v1).

@@ -56,6 +56,18 @@ def device_table(local: DeviceReading | None, stats: Stats | None) -> Table:
     table.add_row("sessions active", str(stats.sessions_active))
     table.add_row("connections", str(stats.connections))
     table.add_row("approvals", str(stats.pending_approvals))
+    if stats.judge is not None:
+        j = stats.judge
+        table.add_row("", "")
+        table.add_row("judge", f"{j.model} ({j.backend})")
+        if j.prompt_tokens_per_step is not None and j.completion_tokens_per_step is not None:
+            per_step = f"in {j.prompt_tokens_per_step:.0f} · out {j.completion_tokens_per_step:.0f}"
+            table.add_row("tokens/step", per_step)
+        table.add_row(
+            "tokens", f"in {j.prompt_tokens} · out {j.completion_tokens} · {j.steps} steps"
+        )
+        cost = "— (serve --price-in/--price-out)" if j.cost_usd is None else f"${j.cost_usd:.4f}"
+        table.add_row("cost", cost)
     return table
 
 

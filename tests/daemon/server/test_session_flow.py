@@ -68,6 +68,9 @@ async def test_full_session_seen_by_a_subscriber(daemon):
     assert seen[4]["candidates"][1]["action"] == "click('2')"
     stats = await monitor.wait_for("stats", timeout=5)
     assert stats["queue_depth"] >= 0 and stats["tokens_per_s"] >= 0 and stats["connections"] >= 2
+    judge = stats["judge"]  # tokens in and out per scored step; no price given: no cost
+    assert judge["steps"] >= 1 and judge["prompt_tokens_per_step"] > 0
+    assert judge["completion_tokens"] > 0 and judge["cost_usd"] is None
 
     gone = await agent.request({"type": "observe", "session_id": sid, "url": "u", "axtree": "a"})
     assert (gone["type"], gone["code"]) == ("error", "session_closed")
