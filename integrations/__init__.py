@@ -1,6 +1,7 @@
 """Live webshepherd rewards inside the agent frameworks people already use.
 
 - :mod:`.browsergym`: ``ProcessRewardWrapper``, a ``gymnasium.Wrapper`` for BrowserGym envs.
+- :mod:`.browser_use`: ``attach(agent, ...)``, browser-use's step and done hooks.
 
 Each module imports its framework lazily, so ``import webshepherd.integrations`` needs none of
 them; install them with ``pip install 'webshepherd[integrations]'``.

@@ -1,0 +1,174 @@
+"""browser-use's real Agent on the bundled shop with a scripted chat model (no network),
+attached to a real daemon (tiny model): rewards in the agent's history, the recording, and
+refinement that keeps a low-reward action from running."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import runpy
+from typing import Any
+
+from browser_use import Agent, BrowserProfile, BrowserSession
+from browser_use.llm.views import ChatInvokeCompletion
+from webshepherd.daemon.demo.shop import ShopServer
+from webshepherd.integrations.browser_use import attach
+from webshepherd.protocol.client import AsyncClient
+
+from tests.integrations.conftest import CHROMIUM, ROOT, Daemon
+
+TASK = "Search the shop for a USB-C cable"
+os.environ["ANONYMIZED_TELEMETRY"] = "false"  # no network
+
+
+class ScriptedChat:
+    """A chat model that plays a fixed plan, reading element indices from the agent's page."""
+
+    model = "scripted"
+    _verified_api_keys = True
+
+    def __init__(self) -> None:
+        self.agent: Any = None
+        self.calls = 0
+
+    @property
+    def provider(self) -> str:
+        return "scripted"
+
+    @property
+    def name(self) -> str:
+        return "scripted"
+
+    @property
+    def model_name(self) -> str:
+        return self.model
+
+    def _index(self, tag: str, **attrs: str) -> int:
+        state = self.agent.browser_session._cached_browser_state_summary
+        for index, node in state.dom_state.selector_map.items():
+            if node.tag_name == tag and all(node.attributes.get(k) == v for k, v in attrs.items()):
+                return int(index)
+        raise AssertionError(f"no <{tag} {attrs}> on the page")
+
+    async def ainvoke(self, messages: Any, output_format: Any = None, **kwargs: Any) -> Any:
+        self.calls += 1
+        plan = [
+            lambda: {"input": {"index": self._index("input", type="search"), "text": "usb-c"}},
+            lambda: {"click": {"index": self._index("button", type="submit")}},
+            lambda: {"done": {"text": "Found USB-C cables", "success": True}},
+        ]
+        action = plan[min(self.calls, len(plan)) - 1]()
+        answer = {
+            "thinking": f"step {self.calls}",
+            "evaluation_previous_goal": "ok",
+            "memory": "",
+            "next_goal": f"do {next(iter(action))}",
+            "action": [action],
+        }
+        return ChatInvokeCompletion(completion=output_format.model_validate(answer), usage=None)
+
+
+def make_agent(shop: ShopServer, llm: ScriptedChat) -> Agent:
+    session = BrowserSession(
+        browser_profile=BrowserProfile(
+            executable_path=CHROMIUM,
+            headless=True,
+            keep_alive=True,
+            enable_default_extensions=False,
+        )
+    )
+    agent = Agent(
+        task=TASK,
+        llm=llm,
+        browser_session=session,
+        initial_actions=[{"navigate": {"url": shop.url}}],
+        use_judge=False,
+        use_vision=False,
+        enable_planning=False,
+        message_compaction=False,
+        directly_open_url=False,
+        enable_signal_handler=False,
+    )
+    llm.agent = agent
+    return agent
+
+
+async def recorded(daemon: Daemon, session_id: str) -> list[str]:
+    async with AsyncClient(daemon.url, daemon.token) as client:
+        history = await client.session(session_id)
+    texts = []
+    for event in history.events:
+        if event.get("type") == "session.started" and event.get("observation"):
+            texts.append(event["observation"]["axtree"])
+        elif event.get("type") == "observed":
+            texts.append(event["axtree"])
+    return texts
+
+
+async def test_observe_puts_rewards_in_the_history(shop: ShopServer, daemon: Daemon) -> None:
+    llm = ScriptedChat()
+    agent = make_agent(shop, llm)
+    client = AsyncClient(daemon.url, daemon.token)
+    handle = await attach(agent, client=client, mode="observe")
+    try:
+        history = await agent.run(max_steps=4, on_step_end=handle.on_step_end)
+        session_id = handle.session_id
+    finally:
+        await agent.browser_session.kill()
+    assert [r.action.split("(")[0] for r in handle.rewards] == ["fill", "click", "send_msg_to_user"]
+    metas = [r.metadata["webshepherd"] for i in history.history for r in i.result[:1] if r.metadata]
+    assert [m["action"] for m in metas] == [r.action for r in handle.rewards]  # initial: none
+    assert all(m["reward"] is None or 0.0 <= m["reward"] <= 1.0 for m in metas)
+    assert history.is_done()
+    assert session_id is not None
+    texts = await recorded(daemon, session_id)
+    assert len(texts) == 3 and all(t.startswith("RootWebArea") or "[" in t for t in texts)
+    assert "searchbox" in texts[0] and "usb-c" in texts[1]
+    assert all("InlineTextBox" not in t for t in texts)
+    await client.close()
+
+
+async def test_refine_keeps_a_low_reward_action_from_running(
+    shop: ShopServer, daemon: Daemon
+) -> None:
+    llm = ScriptedChat()
+    agent = make_agent(shop, llm)
+    client = AsyncClient(daemon.url, daemon.token)
+    handle = await attach(agent, client=client, mode="refine", threshold=1.01)  # nothing passes
+    try:
+        history = await agent.run(max_steps=3, on_step_end=handle.on_step_end)
+        page = await agent.browser_session.get_current_page_url()
+    finally:
+        await agent.browser_session.kill()
+    assert all(r.replaced for r in handle.rewards) and len(handle.rewards) == 3
+    first = history.history[1].result[0]  # [0]: the initial navigation
+    assert first.extracted_content.startswith("webshepherd held back fill(")
+    assert page.rstrip("/") == shop.url.rstrip("/")  # the search never ran
+    await client.close()
+    await asyncio.sleep(0)
+
+
+async def test_the_readme_example_runs(
+    shop: ShopServer, daemon: Daemon, monkeypatch, capsys
+) -> None:
+    monkeypatch.setenv("WEBSHEPHERD_URL", daemon.url)
+    monkeypatch.setenv("WEBSHEPHERD_TOKEN", daemon.token)
+    monkeypatch.setenv("CHROMIUM", CHROMIUM)
+    example = runpy.run_path(str(ROOT / "examples" / "browser_use_rewards.py"))
+    llm = ScriptedChat()
+    original = Agent.__init__
+
+    def remember(agent: Agent, *args: Any, **kwargs: Any) -> None:  # the script reads the page
+        original(agent, *args, **kwargs)
+        llm.agent = agent
+
+    monkeypatch.setattr(Agent, "__init__", remember)
+    history = await example["main"](llm, shop.url)
+    await history_agent_kill(llm.agent)
+    assert len(history.history) >= 2  # the navigation, then the agent's steps
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) >= 1 and lines[0].split()[1].startswith("fill(")
+
+
+async def history_agent_kill(agent: Agent) -> None:
+    await agent.browser_session.kill()
