@@ -1,0 +1,98 @@
+"""Step latency and tokens per step of each judge path, on the tiny model, side by side.
+
+One engine per path scores the same steps (2 candidates, greedy), repeats interleaved:
+
+- ``transformers``: the model in this process;
+- ``openai``: ``--backend openai`` through the project's own endpoint on loopback
+  (``/v1/completions``, all candidates in one request);
+- ``openai-chat``: ``--backend openai-chat`` through the same endpoint
+  (``/v1/chat/completions``, one request per candidate, streamed).
+
+Reported per path: step latency (median and p95 over the steps, ms) and tokens in and out
+per step (the backend's counts: the server's ``usage`` for the remote paths). A
+``text+image`` path needs a vision model behind the endpoint, which the project does not
+build yet: it is listed as not measured.
+
+    .venv/bin/python bench/judge_paths.py [--steps N] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+
+from webshepherd.daemon.dev.openai_server import OpenAIServer
+from webshepherd.daemon.dev.tiny_model import ensure_tiny_model
+from webshepherd.daemon.engine.backends.openai_backend import OpenAIBackend
+from webshepherd.daemon.engine.backends.openai_chat_backend import OpenAIChatBackend
+from webshepherd.daemon.engine.backends.transformers_backend import TransformersBackend
+from webshepherd.daemon.engine.engine import Engine, EngineConfig
+from webshepherd.daemon.engine.types import StepInput
+from webshepherd.protocol.common import Turn
+
+AXTREE = "RootWebArea 'Shop', focused\n\t[34] textbox 'Search'\n\t[35] button 'Go'"
+
+
+def _step(engine: Engine, i: int) -> StepInput:
+    return StepInput(
+        intent="Buy red shoes",
+        current_url=f"http://shop.example.com/{i}",
+        axtree=AXTREE,
+        checklist=engine.parse_reference_checklist("Checklist 1: Search\nChecklist 2: Buy"),
+        history=(Turn("Open the shop.", "goto('http://shop.example.com')"),),
+        candidates=(Turn("Search first.", "fill('34', 'red shoes')"), Turn("Go.", "click('35')")),
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--json", type=Path, default=None)
+    args = ap.parse_args()
+    local = TransformersBackend.load(str(ensure_tiny_model()), device="cpu")
+    server = OpenAIServer(local)
+    server.start()
+    config = EngineConfig(max_new_tokens=160)
+    engines = {
+        "transformers": Engine(local, config),
+        "openai": Engine(
+            OpenAIBackend(server.url, local.model_id, tokenizer=local.tokenizer), config
+        ),
+        "openai-chat": Engine(OpenAIChatBackend(server.url, local.model_id), config),
+    }
+    rows: dict[str, list[tuple[float, int, int]]] = {name: [] for name in engines}
+    try:
+        for i in range(args.steps):
+            for name, engine in engines.items():
+                t0 = time.perf_counter()
+                score = engine.score(_step(engine, i))
+                ms = (time.perf_counter() - t0) * 1000
+                rows[name].append((ms, score.prompt_tokens, score.generated_tokens))
+    finally:
+        server.stop()
+    figures = {}
+    print(f"tiny model, CPU, {args.steps} steps x 2 candidates, greedy")
+    print(f"{'path':<14}{'p50 ms':>9}{'p95 ms':>9}{'in/step':>10}{'out/step':>10}")
+    for name, r in rows.items():
+        ms = sorted(x[0] for x in r)
+        f = {
+            "p50_ms": statistics.median(ms),
+            "p95_ms": ms[min(len(ms) - 1, round(0.95 * len(ms)))],
+            "prompt_tokens_per_step": statistics.mean(x[1] for x in r),
+            "completion_tokens_per_step": statistics.mean(x[2] for x in r),
+        }
+        figures[name] = f
+        print(
+            f"{name:<14}{f['p50_ms']:>9.0f}{f['p95_ms']:>9.0f}"
+            f"{f['prompt_tokens_per_step']:>10.0f}{f['completion_tokens_per_step']:>10.0f}"
+        )
+    print(f"{'text+image':<14}  not measured (no tiny vision model behind the endpoint yet)")
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=2))
+
+
+if __name__ == "__main__":
+    main()
