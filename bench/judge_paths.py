@@ -77,10 +77,10 @@ def main() -> None:
     print(f"tiny model, CPU, {args.steps} steps x 2 candidates, greedy")
     print(f"{'path':<14}{'p50 ms':>9}{'p95 ms':>9}{'in/step':>10}{'out/step':>10}")
     for name, r in rows.items():
-        ms = sorted(x[0] for x in r)
+        lat = sorted(x[0] for x in r)
         f = {
-            "p50_ms": statistics.median(ms),
-            "p95_ms": ms[min(len(ms) - 1, round(0.95 * len(ms)))],
+            "p50_ms": statistics.median(lat),
+            "p95_ms": lat[min(len(lat) - 1, round(0.95 * len(lat)))],
             "prompt_tokens_per_step": statistics.mean(x[1] for x in r),
             "completion_tokens_per_step": statistics.mean(x[2] for x in r),
         }
