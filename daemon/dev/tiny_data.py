@@ -107,6 +107,7 @@ ITEMS = 3  # a fixed item count: a model this small learns where to stop quickly
 class Example:
     messages: list[dict[str, str]]
     answer: str
+    image: bytes | None = None  # the screenshot (PNG) the messages' image placeholder stands for
 
 
 def _fill(rng: random.Random, text: str) -> str:
@@ -145,23 +146,31 @@ def checklist_example(rng: random.Random) -> Example:
     return Example(msgs, answer)
 
 
-def judge_example(rng: random.Random) -> Example:
+def judge_example(rng: random.Random, with_image: bool = False) -> Example:
+    """A judge prompt and answer; ``with_image``: the multimodal variant and its screenshot."""
     n = ITEMS
     history = tuple(
         Turn(_fill(rng, rng.choice(_THOUGHTS)), _fill(rng, rng.choice(_ACTIONS)))
         for _ in range(rng.randint(0, 2))
     )
+    tree = axtree(rng, rng.randint(2, 5))
     msgs = judge_messages(
         _fill(rng, rng.choice(_INTENTS)),
         format_trajectory(history),
         rng.choice(_SITES),
-        axtree(rng, rng.randint(2, 5)),
+        tree,
         checklist_text(rng, n),
         _fill(rng, rng.choice(_THOUGHTS)),
         _fill(rng, rng.choice(_ACTIONS)),
+        with_image=with_image,
     )
     labels = "\n".join(f"Checklist {i}: {rng.choice(LABELS)}" for i in range(1, n + 1))
-    return Example(msgs, f"{rng.choice(_FEEDBACK)}\n\n<answer>\n{labels}\n</answer>")
+    answer = f"{rng.choice(_FEEDBACK)}\n\n<answer>\n{labels}\n</answer>"
+    if not with_image:
+        return Example(msgs, answer)
+    from webshepherd.daemon.dev.screenshots import axtree_png
+
+    return Example(msgs, answer, axtree_png(tree))
 
 
 def example(rng: random.Random) -> Example:

@@ -116,7 +116,7 @@ def build_tokenizer(texts: list[str], vocab_size: int = 1024) -> Any:
     return fast
 
 
-def _progress_bar(enabled: bool, seconds: float) -> Any:
+def progress_bar(enabled: bool, seconds: float, label: str = "building tiny model") -> Any:
     if not enabled:
         return None
     try:
@@ -124,7 +124,7 @@ def _progress_bar(enabled: bool, seconds: float) -> Any:
     except ImportError:
         return None
     bar = Progress(
-        TextColumn("building tiny model"),
+        TextColumn(label),
         BarColumn(),
         TextColumn("loss {task.fields[loss]}"),
         TimeRemainingColumn(),
@@ -184,7 +184,7 @@ def build_tiny_model(
     )
     model = Qwen2ForCausalLM(config)
     opt = torch.optim.AdamW(model.parameters(), lr=PEAK_LR, weight_decay=0.0)
-    bar = _progress_bar(progress, seconds)
+    bar = progress_bar(progress, seconds)
     step, loss_v = 0, float("nan")
     model.train()
     try:
@@ -235,8 +235,14 @@ def build_tiny_model(
         "build_seconds": round(time.monotonic() - started, 1),
     }
     (tmp / MARKER).write_text(json.dumps(meta, indent=1), "utf-8")
+    return publish(tmp, target, replace=replace, complete=is_complete)
+
+
+def publish(tmp: Path, target: Path, *, replace: bool, complete: Any) -> Path:
+    """Rename the fully written folder ``tmp`` into place at ``target``; ``replace=False``
+    keeps a ``complete(target)`` model another process saved meanwhile."""
     if target.exists():
-        if not replace and is_complete(target):  # another process finished first
+        if not replace and complete(target):  # another process finished first
             shutil.rmtree(tmp, ignore_errors=True)
             return target
         trash = target.with_name(f".{target.name}.old-{os.getpid()}")
@@ -246,7 +252,7 @@ def build_tiny_model(
         tmp.rename(target)
     except OSError:
         shutil.rmtree(tmp, ignore_errors=True)
-        if not is_complete(target):
+        if not complete(target):
             raise
     return target
 

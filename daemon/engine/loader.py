@@ -291,6 +291,7 @@ def load_engine(
         loaded.close()
         raise ModelUnavailableError(
             f"--judge-inputs text+image: the {backend} backend with {model} takes no images "
-            "(use --backend openai-chat with a vision chat model, or --judge-inputs text)"
+            "(use a vision-language checkpoint such as `webshepherd dev tiny-model --vision DIR`, "
+            "--backend openai-chat with a vision chat model, or --judge-inputs text)"
         )
     return Engine(loaded, config)

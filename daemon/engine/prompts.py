@@ -26,7 +26,7 @@ _SENTINEL = "\x00WEBSHEPHERD-THOUGHT\x00"
 # The authors' multimodal variant (``text+image``): the screenshot block follows the AX tree in
 # "## Current State", and the user message is split at the placeholder around the image.
 IMAGE_PLACEHOLDER = "<IMAGE_PLACEHOLDER>"
-_SCREENSHOT_BLOCK = (
+SCREENSHOT_BLOCK = (
     "### SOM Image Screenshot\n"
     "Here is a current image screenshot of the page, it is annotated with bounding boxes "
     f"and corresponding bids:\n{IMAGE_PLACEHOLDER}\n"
@@ -65,7 +65,7 @@ def _with_screenshot(content: str) -> str:
     if _AFTER_AXTREE not in content:
         return content
     head, _, tail = content.partition(_AFTER_AXTREE)
-    return head + "{text_observation}\n" + _SCREENSHOT_BLOCK + "## Checklist\n" + tail
+    return head + "{text_observation}\n" + SCREENSHOT_BLOCK + "## Checklist\n" + tail
 
 
 def _render(name: str, values: dict[str, str], with_image: bool = False) -> list[dict[str, str]]:
@@ -83,10 +83,10 @@ def _render(name: str, values: dict[str, str], with_image: bool = False) -> list
 def image_content(content: str, image_url: str) -> list[dict[str, object]]:
     """A ``text+image`` user message's content as the authors send it: the text before the
     image placeholder, the image (``detail: low``), the text after it."""
-    cut = content.find(_SCREENSHOT_BLOCK)
+    cut = content.find(SCREENSHOT_BLOCK)
     if cut < 0:
         return [{"type": "text", "text": content}]
-    cut += len(_SCREENSHOT_BLOCK) - len(IMAGE_PLACEHOLDER) - 1
+    cut += len(SCREENSHOT_BLOCK) - len(IMAGE_PLACEHOLDER) - 1
     return [
         {"type": "text", "text": content[:cut]},
         {"type": "image_url", "image_url": {"url": image_url, "detail": "low"}},

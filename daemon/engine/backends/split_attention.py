@@ -122,7 +122,7 @@ def split_attention(
     """``query`` (B, H, q, d); ``key``/``value`` (B, Hkv, S, d): the rows' own cache;
     ``attention_mask``: boolean (B, 1, q, S), True where a row's query may see its key."""
     shared: SharedPrefixes | None = kwargs.pop(KWARG, None)
-    if shared is None:
+    if shared is None or getattr(module, "layer_idx", None) is None:  # a vision tower: no cache
         return _delegate(module)(
             module, query, key, value, attention_mask, scaling=scaling, dropout=dropout, **kwargs
         )

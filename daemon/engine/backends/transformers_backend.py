@@ -8,6 +8,10 @@ mask, and given explicit position ids continuing their prefix, so every row sees
 the positions and keys it would see alone. ``split_attention=False`` keeps the older
 layout (the prefix's cache repeated for every row, one step at a time). At every generated
 position the full-vocabulary softmax gives the probability mass of the three label groups.
+
+A Qwen2-VL-class checkpoint loads with its image processor (vision.py): a batch's
+screenshot becomes image tokens inside the shared prefix, prefilled once with its pixels;
+every row's suffix continues at the 3D M-RoPE positions it would have alone.
 """
 
 from __future__ import annotations
@@ -29,6 +33,14 @@ from webshepherd.daemon.engine.backends.base import (
     JudgeOutput,
 )
 from webshepherd.daemon.engine.backends.tokenizer_text import IncrementalText
+from webshepherd.daemon.engine.backends.vision import (
+    VISION_END,
+    VISION_START,
+    Image,
+    VisionInputs,
+    is_vision_config,
+    place_image,
+)
 from webshepherd.daemon.engine.labels import label_token_ids
 from webshepherd.protocol.errors import ModelError, WebShepherdError
 
@@ -81,6 +93,9 @@ class _Part:
     stop: tuple[str, ...]
     on_delta: DeltaCallback | None
     cancel: threading.Event | None
+    image: Image | None = None  # the screenshot whose tokens are in the prompts
+    # with an image: each full prompt's (prefix + suffix) 3D positions, (3, length)
+    positions: list[torch.Tensor] | None = None
 
     @property
     def greedy(self) -> bool:
@@ -144,6 +159,7 @@ class TransformersBackend(Backend):
         ignore_stop: bool = False,
         split_attention: bool = True,
         merge_batches: bool = True,
+        vision: VisionInputs | None = None,
     ) -> None:
         """``share_prefix=False`` prefills every candidate's whole prompt (no shared KV cache);
         ``ignore_stop=True`` ignores end-of-sequence tokens and stop strings, so every row
@@ -151,7 +167,8 @@ class TransformersBackend(Backend):
         ``split_attention=False`` repeats the prefix's KV cache for every row instead of
         keeping one copy (the older layout; also the fallback when the model's attention
         cannot be routed); ``merge_batches=False`` makes ``judge_many`` judge one batch after
-        the other instead of decoding them together."""
+        the other instead of decoding them together. ``vision``: a vision-language model's
+        image inputs (the backend then takes screenshots)."""
         self.share_prefix = share_prefix
         self.ignore_stop = ignore_stop
         self.merge_batches = merge_batches
@@ -164,6 +181,8 @@ class TransformersBackend(Backend):
         self.model = model.eval()
         self.tokenizer = tokenizer
         self.model_id = model_id
+        self.vision = vision
+        self.accepts_images = vision is not None
         self.device = next(model.parameters()).device
         self._lock = threading.Lock()
         self._groups = label_token_ids(tokenizer)
@@ -204,15 +223,30 @@ class TransformersBackend(Backend):
         ignore_stop: bool = False,
         split_attention: bool = True,
     ) -> TransformersBackend:
-        """Load tokenizer and model (bf16 on cuda, fp32 on cpu). Errors propagate to the caller."""
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        """Load tokenizer and model (bf16 on cuda, fp32 on cpu); a vision-language checkpoint
+        with its image processor. Errors propagate to the caller."""
+        from transformers import (
+            AutoConfig,
+            AutoModelForCausalLM,
+            AutoModelForImageTextToText,
+            AutoTokenizer,
+        )
 
         dev = pick_device(device)
         tok = AutoTokenizer.from_pretrained(model, local_files_only=local_files_only)
         dtype = torch.bfloat16 if dev.type == "cuda" else torch.float32
-        lm: Any = AutoModelForCausalLM.from_pretrained(
-            model, dtype=dtype, local_files_only=local_files_only
-        )
+        config = AutoConfig.from_pretrained(model, local_files_only=local_files_only)
+        vision = None
+        lm: Any
+        if is_vision_config(config):
+            vision = VisionInputs.load(model, config, local_files_only)
+            lm = AutoModelForImageTextToText.from_pretrained(
+                model, dtype=dtype, local_files_only=local_files_only
+            )
+        else:
+            lm = AutoModelForCausalLM.from_pretrained(
+                model, dtype=dtype, local_files_only=local_files_only
+            )
         return cls(
             lm.to(dev),
             tok,
@@ -220,13 +254,15 @@ class TransformersBackend(Backend):
             share_prefix=share_prefix,
             ignore_stop=ignore_stop,
             split_attention=split_attention,
+            vision=vision,
         )
 
     # -- Backend interface -------------------------------------------------------------
 
     @property
     def max_context(self) -> int:
-        return int(getattr(self.model.config, "max_position_embeddings", 32768))
+        config = self.model.config.get_text_config()
+        return int(getattr(config, "max_position_embeddings", 32768))
 
     def render_chat(self, messages: Sequence[dict[str, str]]) -> str:
         return str(
@@ -236,6 +272,12 @@ class TransformersBackend(Backend):
         )
 
     def count_tokens(self, text: str) -> int:
+        """Tokens of ``text``; with a vision model, a screenshot placeholder counts as the
+        most image tokens a screenshot can take."""
+        if self.vision is not None:
+            text, placed = place_image(text, VISION_START + VISION_END)
+            if placed:
+                return len(self._encode(text)) + self.vision.max_tokens
         return len(self._encode(text))
 
     def generate(
@@ -267,7 +309,7 @@ class TransformersBackend(Backend):
             return _empty_output()
         part = self._part(batch, on_delta, cancel)
         with self._lock:
-            if self.split_attention:
+            if self.split_attention or part.image is not None:
                 out = self._guarded(lambda: self._decode_split([part]))[0]
             else:
                 out = self._guarded(
@@ -384,17 +426,30 @@ class TransformersBackend(Backend):
         self, batch: JudgeBatch, on_delta: DeltaCallback | None, cancel: threading.Event | None
     ) -> _Part:
         """Tokenize a batch and decide whether its prefix is shared."""
-        prefix_ids = self._encode(batch.prefix) if batch.prefix else []
-        fulls = [self._encode(batch.prefix + s) for s in batch.suffixes]
+        image = None
+        if batch.image is not None and self.vision is not None:
+            image = self.vision.image(batch.image, next(self.model.parameters()).dtype)
+        prefix_text, fulls_text = batch.prefix, [batch.prefix + s for s in batch.suffixes]
+        if image is not None:
+            prefix_text = place_image(prefix_text, image.markup)[0]
+            fulls_text = [place_image(f, image.markup)[0] for f in fulls_text]
+        prefix_ids = self._encode(prefix_text) if prefix_text else []
+        fulls = [self._encode(f) for f in fulls_text]
         p = _common_prefix(prefix_ids, fulls)
         # Byte-level BPE merges the prefix's trailing "THOUGHT: " space into the suffix's first
         # word: up to ``boundary_slack`` tokens move to the suffixes; beyond that, no sharing.
+        # A screenshot's prefix is shared only through split attention (its positions).
         shared = (
             self.share_prefix
             and p > 0
             and len(prefix_ids) - p <= self.boundary_slack
             and all(len(f) > p for f in fulls)
+            and (image is None or self.split_attention)
         )
+        positions = None
+        if image is not None:
+            assert self.vision is not None
+            positions = [self.vision.positions(self.model, f, image)[0][:, 0] for f in fulls]
         return _Part(
             prefix=prefix_ids[:p] if shared else [],
             suffixes=[f[p:] for f in fulls] if shared else fulls,
@@ -404,7 +459,33 @@ class TransformersBackend(Backend):
             stop=tuple(batch.stop),
             on_delta=on_delta,
             cancel=cancel,
+            image=image,
+            positions=positions,
         )
+
+    def _embed(self, ids: torch.Tensor, images: list[Image]) -> dict[str, Any]:
+        """The model inputs for ``ids``: token ids, or when they hold ``images`` (in order,
+        one per occurrence), embeddings with the vision tower's output in the image tokens'
+        places (the tower never sees the shared-prefix argument)."""
+        if not images:
+            return {"input_ids": ids}
+        assert self.vision is not None
+        core = self.model.model
+        embeds = core.get_input_embeddings()(ids)
+        done: dict[int, torch.Tensor] = {}
+        feats = []
+        for im in images:
+            if id(im) not in done:
+                out = core.get_image_features(
+                    im.pixel_values.to(self.device), im.grid_thw.to(self.device), return_dict=True
+                ).pooler_output
+                done[id(im)] = torch.cat(list(out), dim=0).to(embeds.dtype)
+            feats.append(done[id(im)])
+        where = (ids == self.vision.image_token_id)[..., None].expand_as(embeds)
+        return {"inputs_embeds": embeds.masked_scatter(where, torch.cat(feats))}
+
+    def _has_image(self, ids: list[int]) -> bool:
+        return self.vision is not None and self.vision.image_token_id in ids
 
     def _output(self, part: _Part, out: _Decoded) -> JudgeOutput:
         n = part.n
@@ -441,8 +522,14 @@ class TransformersBackend(Backend):
         owner = [pi for pi, part in enumerate(parts) for _ in part.suffixes]
         ids, valid, pos, mask = self._suffix_batch(parts, owner)
         extra = {split.KWARG: shared} if shared.keys else {}
+        images = [
+            part.image
+            for part in parts
+            for suf in part.suffixes
+            if part.image is not None and self._has_image(suf)
+        ]
         out = self.model(
-            input_ids=ids,
+            **self._embed(ids, images),
             attention_mask=mask[:, None],
             position_ids=pos,
             use_cache=True,
@@ -450,7 +537,8 @@ class TransformersBackend(Backend):
             **extra,
         )
         cache, logits = out.past_key_values, out.logits[:, -1, :].float()
-        next_pos = pos[:, -1] + 1
+        # the text after the prompt: the same position on M-RoPE's three axes
+        next_pos = (pos[0] if pos.dim() == 3 else pos)[:, -1] + 1
         # the samples: row r repeated n times (its part's n), rows of a part stay contiguous
         expand = [r for r in range(len(owner)) for _ in range(parts[owner[r]].n)]
         if len(expand) > len(owner):
@@ -512,8 +600,14 @@ class TransformersBackend(Backend):
         for pi, part in enumerate(parts):
             if part.prefix:
                 group_of[pi] = len(shared.keys)
+                ids = torch.tensor([part.prefix], device=self.device)
+                pos = {}
+                if part.positions is not None:
+                    pos["position_ids"] = part.positions[0][:, None, : len(part.prefix)]
+                has = part.image is not None and self._has_image(part.prefix)
                 cache = self.model(
-                    input_ids=torch.tensor([part.prefix], device=self.device),
+                    **self._embed(ids, [part.image] if has and part.image else []),
+                    **pos,
                     use_cache=True,
                     logits_to_keep=1,
                 ).past_key_values
@@ -525,18 +619,27 @@ class TransformersBackend(Backend):
         self, parts: list[_Part], owner: list[int]
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """The suffixes left-padded into one batch: ids, valid, positions (continuing each
-        row's prefix) and the causal mask over the suffixes."""
+        row's prefix; ``(3, B, W)`` M-RoPE positions when a part has a screenshot) and the
+        causal mask over the suffixes."""
         dev = self.device
         sufs = [s for part in parts for s in part.suffixes]
         width = max(len(s) for s in sufs)
         ids = torch.full((len(sufs), width), self._pad, dtype=torch.long, device=dev)
         valid = torch.zeros((len(sufs), width), dtype=torch.bool, device=dev)
-        pos = torch.zeros((len(sufs), width), dtype=torch.long, device=dev)
+        three = any(part.positions is not None for part in parts)
+        pos = torch.zeros(
+            (3, len(sufs), width) if three else (len(sufs), width), dtype=torch.long, device=dev
+        )
+        first = {pi: owner.index(pi) for pi in set(owner)}
         for r, s in enumerate(sufs):
-            p = len(parts[owner[r]].prefix)
+            part = parts[owner[r]]
+            p = len(part.prefix)
             ids[r, width - len(s) :] = torch.tensor(s, device=dev)
             valid[r, width - len(s) :] = True
-            pos[r, width - len(s) :] = torch.arange(p, p + len(s), device=dev)
+            if part.positions is not None:
+                pos[:, r, width - len(s) :] = part.positions[r - first[owner[r]]][:, p:].to(dev)
+            else:
+                pos[..., r, width - len(s) :] = torch.arange(p, p + len(s), device=dev)
         causal = torch.ones((width, width), dtype=torch.bool, device=dev).tril()
         # a padding query sees itself only (no fully masked row, no NaN in the cache)
         mask = (valid[:, None, :] & causal) | torch.eye(width, dtype=torch.bool, device=dev)

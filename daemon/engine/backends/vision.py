@@ -1,0 +1,99 @@
+"""Screenshots into a Qwen2-VL-class model's inputs: image tokens, pixel values, 3D positions.
+
+The engine renders judge prompts as text with the authors' image placeholder inside the
+screenshot block. For a vision-language checkpoint that placeholder becomes what the
+model's chat template writes for an image part (``<|vision_start|><|image_pad|><|vision_end|>``),
+and the one ``<|image_pad|>`` is expanded to one token per merged patch, as the model's
+processor does (``image_grid_thw.prod() // merge_size**2``). The pixels go through the
+checkpoint's own image processor.
+
+Positions: Qwen2-VL's M-RoPE gives image tokens (t, h, w) grid positions; text after the
+image continues at ``index + delta`` (``delta`` from ``get_rope_index``) on all three axes,
+so a suffix continuing a prefilled prefix with an image only needs that offset.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from webshepherd.daemon.engine.prompts import IMAGE_PLACEHOLDER, SCREENSHOT_BLOCK
+
+VISION_START, IMAGE_PAD, VISION_END = "<|vision_start|>", "<|image_pad|>", "<|vision_end|>"
+
+
+def is_vision_config(config: Any) -> bool:
+    """Whether a loaded ``config.json`` is a Qwen2-VL-class vision-language model."""
+    return getattr(config, "vision_config", None) is not None and hasattr(config, "image_token_id")
+
+
+def place_image(text: str, markup: str) -> tuple[str, bool]:
+    """``text`` with the placeholder of its first screenshot block replaced by ``markup``
+    (where the authors split the user message around the image); whether it had one."""
+    at = text.find(SCREENSHOT_BLOCK)
+    if at < 0:
+        return text, False
+    cut = at + len(SCREENSHOT_BLOCK) - len(IMAGE_PLACEHOLDER) - 1
+    return text[:cut] + markup + text[cut + len(IMAGE_PLACEHOLDER) :], True
+
+
+@dataclass(frozen=True)
+class Image:
+    """One screenshot as the model takes it."""
+
+    pixel_values: torch.Tensor
+    grid_thw: torch.Tensor  # (1, 3)
+    tokens: int  # image tokens in the prompt
+
+    @property
+    def markup(self) -> str:
+        return VISION_START + IMAGE_PAD * self.tokens + VISION_END
+
+
+class VisionInputs:
+    """A vision-language checkpoint's image processor and image token ids."""
+
+    def __init__(self, image_processor: Any, config: Any) -> None:
+        self.image_processor = image_processor
+        self.image_token_id = int(config.image_token_id)
+        self.merge = int(getattr(image_processor, "merge_size", 2))
+        patch = int(getattr(image_processor, "patch_size", 14))
+        max_pixels = getattr(image_processor, "max_pixels", None)
+        if max_pixels is None:
+            max_pixels = (getattr(image_processor, "size", None) or {}).get("longest_edge")
+        # the most image tokens a screenshot can take (token budgets count this)
+        self.max_tokens = int(max_pixels or 1280 * 28 * 28) // (patch * self.merge) ** 2 + 2
+
+    @classmethod
+    def load(cls, model: str, config: Any, local_files_only: bool) -> VisionInputs:
+        from transformers import AutoImageProcessor
+
+        proc = AutoImageProcessor.from_pretrained(model, local_files_only=local_files_only)
+        return cls(proc, config)
+
+    def image(self, mime_and_bytes: tuple[str, bytes], dtype: torch.dtype) -> Image:
+        """A screenshot (``(mime, bytes)``) through the image processor."""
+        from PIL import Image as PILImage
+
+        pic = PILImage.open(io.BytesIO(mime_and_bytes[1])).convert("RGB")
+        out = self.image_processor(images=[pic], return_tensors="pt")
+        grid = out["image_grid_thw"]
+        return Image(
+            pixel_values=out["pixel_values"].to(dtype),
+            grid_thw=grid,
+            tokens=int(grid[0].prod()) // self.merge**2,
+        )
+
+    def positions(self, model: Any, ids: list[int], image: Image) -> tuple[torch.Tensor, int]:
+        """3D M-RoPE positions ``(3, 1, len(ids))`` of a prompt holding ``image``, and the
+        offset of the text after it (its position = index + offset)."""
+        dev = next(model.parameters()).device
+        t = torch.tensor([ids], device=dev)
+        pos, delta = model.model.get_rope_index(
+            t,
+            mm_token_type_ids=(t == self.image_token_id).int(),
+            image_grid_thw=image.grid_thw.to(dev),
+        )
+        return pos, int(delta.reshape(-1)[0])
