@@ -17,6 +17,8 @@ from browser_use import Agent, BrowserProfile, BrowserSession
 from webshepherd.integrations.browser_use import attach
 from webshepherd.protocol.client import AsyncClient
 
+CHECKLIST = "Checklist 1: Search the shop for a USB-C cable"  # optional: else the model writes one
+
 
 async def main(llm: Any, start_url: str) -> Any:
     profile = BrowserProfile(executable_path=os.environ.get("CHROMIUM", "/usr/bin/chromium"))
@@ -27,7 +29,7 @@ async def main(llm: Any, start_url: str) -> Any:
         initial_actions=[{"navigate": {"url": start_url}}],
     )
     client = AsyncClient(os.environ.get("WEBSHEPHERD_URL", "ws://127.0.0.1:8765"))
-    handle = await attach(agent, client=client, mode="refine", threshold=0.5)
+    handle = await attach(agent, client=client, mode="refine", threshold=0.5, checklist=CHECKLIST)
     history = await agent.run(max_steps=10, on_step_end=handle.on_step_end)
     await client.close()
     for step in handle.rewards:

@@ -24,6 +24,9 @@ it). Mapping: ``click(index)`` → ``click('bid')``, ``input`` → ``fill('bid',
 ``send_msg_to_user(text)``. Not mapped (scored as ``noop()`` with the original in the
 thought): coordinate clicks, ``search``, tabs, files, ``extract``, ``evaluate``, ``wait``.
 
+``checklist=`` is a reference checklist (``"Checklist 1: ..."`` lines); without it the model
+writes one from the task.
+
 Modes: ``observe`` records and scores; ``gate`` asks the daemon's approval policy
 (``approval="auto"``): a low reward waits for a person inside browser-use's
 ``step_timeout`` (the score request's timeout is the step timeout less 5 s; at the limit
@@ -180,6 +183,7 @@ class Handle:
     mode: Mode
     threshold: float
     own_client: bool
+    checklist: str | None = None
     user_step_end: Callable[..., Any] | None = None
     session: SessionHandle | None = None
     session_id: str | None = None  # kept after the session ends
@@ -205,6 +209,7 @@ class Handle:
             self.session = await self.client.start_session(
                 self.agent.task,
                 start_url=state.url,
+                checklist=self.checklist,
                 observation={"url": state.url, "axtree": axtree},
                 agent="browser-use",
             )
@@ -289,6 +294,7 @@ async def attach(
     client: AsyncClient | None = None,
     mode: Mode = "observe",
     threshold: float | None = None,
+    checklist: str | None = None,
     on_step_end: Callable[..., Any] | None = None,
 ) -> Handle:
     """Score ``agent``'s steps with webshepherd; pass ``handle.on_step_end`` to ``agent.run``."""
@@ -300,6 +306,7 @@ async def attach(
         mode=mode,
         threshold=0.5 if threshold is None else threshold,
         own_client=client is None,
+        checklist=checklist,
         user_step_end=on_step_end,
     )
     registry = agent.tools.registry

@@ -13,6 +13,9 @@ The observation the daemon receives is BrowserGym's own ``flatten_axtree_to_str`
 env's ``axtree_object`` with the default flags (what the model was trained on), Chromium's
 ``InlineTextBox`` nodes left out: byte for byte what the browser extension sends.
 
+Checklist: ``checklist=`` is a reference checklist (``"Checklist 1: ...\nChecklist 2: ..."``,
+as WebPRM and WebArena tasks have); without it the model writes one from the intent.
+
 Thought: the one given with :meth:`ProcessRewardWrapper.set_thought` before ``step`` (it is
 used once). Approval: with ``approval="always"`` (or ``"auto"`` and the daemon's policy) a
 person decides; a rejected action is not executed and ``step`` returns the pre-step
@@ -72,6 +75,7 @@ class ProcessRewardWrapper(gym.Wrapper):
         url: str | None = None,
         token: str | None = None,
         intent: str | None = None,
+        checklist: str | None = None,
         samples: int = 1,
         approval: Approval = "never",
         client: Client | None = None,
@@ -80,6 +84,7 @@ class ProcessRewardWrapper(gym.Wrapper):
         self._own_client = client is None
         self.client = client if client is not None else Client(url or DEFAULT_URL, token)
         self.intent = intent
+        self.checklist = checklist
         self.samples = samples
         self.approval: Approval = approval
         self.session: SyncSession | None = None
@@ -98,7 +103,11 @@ class ProcessRewardWrapper(gym.Wrapper):
         if not self.client.connected:
             self.client.connect()
         self.session = self.client.start_session(
-            intent, start_url=obs["url"], observation=observation(obs), agent="browsergym"
+            intent,
+            start_url=obs["url"],
+            checklist=self.checklist,
+            observation=observation(obs),
+            agent="browsergym",
         )
         self._obs, self._task_reward, self._thought = obs, 0.0, None
         info = dict(info)

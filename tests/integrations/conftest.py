@@ -20,6 +20,10 @@ TEST_TOKEN = "test-token-webshepherd-0123456789"  # tests/fixtures/daemon.py's
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 #: The Chromium build the driver of playwright 1.44 (BrowserGym's pin) looks for by default.
 PLAYWRIGHT_144_CHROMIUM = "chromium-1117"
+#: A reference checklist for the sessions: the tiny model writes a parseable checklist of its
+#: own only for some pages (how well it does depends on how long it trained on the machine),
+#: and a session without one cannot be scored.
+CHECKLIST = "Checklist 1: Search the shop for a USB-C cable\nChecklist 2: Open a cable's page"
 
 
 @dataclass

@@ -15,7 +15,7 @@ from webshepherd.daemon.demo.shop import ShopServer
 from webshepherd.integrations.browser_use import attach
 from webshepherd.protocol.client import AsyncClient
 
-from tests.integrations.conftest import CHROMIUM, ROOT, Daemon
+from tests.integrations.conftest import CHECKLIST, CHROMIUM, ROOT, Daemon
 
 TASK = "Search the shop for a USB-C cable"
 os.environ["ANONYMIZED_TELEMETRY"] = "false"  # no network
@@ -109,7 +109,7 @@ async def test_observe_puts_rewards_in_the_history(shop: ShopServer, daemon: Dae
     llm = ScriptedChat()
     agent = make_agent(shop, llm)
     client = AsyncClient(daemon.url, daemon.token)
-    handle = await attach(agent, client=client, mode="observe")
+    handle = await attach(agent, client=client, mode="observe", checklist=CHECKLIST)
     try:
         history = await agent.run(max_steps=4, on_step_end=handle.on_step_end)
         session_id = handle.session_id
@@ -134,7 +134,9 @@ async def test_refine_keeps_a_low_reward_action_from_running(
     llm = ScriptedChat()
     agent = make_agent(shop, llm)
     client = AsyncClient(daemon.url, daemon.token)
-    handle = await attach(agent, client=client, mode="refine", threshold=1.01)  # nothing passes
+    handle = await attach(
+        agent, client=client, mode="refine", threshold=1.01, checklist=CHECKLIST
+    )  # nothing passes
     try:
         history = await agent.run(max_steps=3, on_step_end=handle.on_step_end)
         page = await agent.browser_session.get_current_page_url()

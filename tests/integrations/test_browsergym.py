@@ -17,7 +17,7 @@ from webshepherd.daemon.demo.shop import ShopServer
 from webshepherd.integrations.browsergym import ProcessRewardWrapper, observation_text
 from webshepherd.protocol.client.sync import Client
 
-from tests.integrations.conftest import CHROMIUM, ROOT, Daemon
+from tests.integrations.conftest import CHECKLIST, CHROMIUM, ROOT, Daemon
 
 GOAL = "Search the shop for a USB-C cable"
 
@@ -50,7 +50,9 @@ def recorded_observations(daemon: Daemon, session_id: str) -> list[str]:
 
 
 def test_rewards_in_info_and_every_observation_recorded(shop: ShopServer, daemon: Daemon) -> None:
-    env = ProcessRewardWrapper(make_env(shop), url=daemon.url, token=daemon.token)
+    env = ProcessRewardWrapper(
+        make_env(shop), url=daemon.url, token=daemon.token, checklist=CHECKLIST
+    )
     seen: list[str] = []
     try:
         obs, info = env.reset()
@@ -104,7 +106,7 @@ def test_a_rejected_action_does_not_run(shop: ShopServer, daemon: Daemon) -> Non
     done = threading.Event()
     monitor = decide_every_request(daemon, "reject", done)
     env = ProcessRewardWrapper(
-        make_env(shop), url=daemon.url, token=daemon.token, approval="always"
+        make_env(shop), url=daemon.url, token=daemon.token, approval="always", checklist=CHECKLIST
     )
     try:
         obs, _ = env.reset()
