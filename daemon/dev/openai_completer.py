@@ -1,9 +1,11 @@
 """The completions behind :mod:`.openai_server`: request validation, and generation on a
 transformers model with top-k logprobs in the legacy completions format, whole or as
-streamed chunks (plain dicts; no HTTP here)."""
+streamed chunks (plain dicts; no HTTP here). A vision-language model also takes one inline
+``image_url`` per chat request, prefilled with its 3D M-RoPE positions as the backend does."""
 
 from __future__ import annotations
 
+import base64
 import math
 import time
 import uuid
@@ -13,6 +15,7 @@ from typing import Any
 
 import torch
 from webshepherd.daemon.engine.backends.transformers_backend import TransformersBackend
+from webshepherd.daemon.engine.backends.vision import IMAGE_PAD, VISION_END, VISION_START, Image
 
 MAX_LOGPROBS = 20
 
@@ -53,6 +56,7 @@ class CompletionParams:
     k: int
     seed: int | None
     include_usage: bool
+    image: Image | None = None  # a chat request's screenshot (its tokens are in the prompt)
 
 
 class Completer:
@@ -100,11 +104,14 @@ class Completer:
             k=k,
             seed=seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
             include_usage=isinstance(options, dict) and bool(options.get("include_usage")),
+            image=body.get("_image"),
         )
 
     def complete(self, body: dict[str, Any]) -> dict[str, Any]:
         """The whole completion as one JSON reply."""
         p = self.params(body)
+        if p.image is not None and len(p.prompts) != 1:
+            raise RequestError(400, "an image goes with one prompt")
         choices: list[dict[str, Any]] = []
         prompt_ids = [self._prompt_ids(prompt, p.max_tokens) for prompt in p.prompts]
         prompt_tokens = completion_tokens = 0
@@ -201,10 +208,17 @@ class Completer:
         """
         dev, n = self.backend.device, p.n
         mask = torch.ones((1, len(ids)), dtype=torch.long, device=dev)
+        first = torch.tensor([ids], device=dev)
+        positions, pos = torch.arange(len(ids), device=dev)[None], len(ids)
+        images = []
+        if p.image is not None and self.backend.vision is not None:
+            # M-RoPE: the image's grid positions, the text after it at index + delta
+            positions, delta = self.backend.vision.positions(self.model, ids, p.image)
+            pos, images = len(ids) + delta, [p.image]
         out = self.model(
-            input_ids=torch.tensor([ids], device=dev),
+            **self.backend._embed(first, images),
             attention_mask=mask,
-            position_ids=torch.arange(len(ids), device=dev)[None],
+            position_ids=positions,
             use_cache=True,
         )
         cache, logits = out.past_key_values, out.logits[:, -1, :].float()
@@ -213,7 +227,6 @@ class Completer:
             logits, mask = logits.repeat_interleave(n, dim=0), mask.repeat_interleave(n, dim=0)
         rows = [_Row() for _ in range(n)]
         active = list(range(n))
-        pos = len(ids)
         for _ in range(p.max_tokens):
             logp = torch.log_softmax(logits, dim=-1)
             if p.temperature <= 0:
@@ -339,41 +352,83 @@ def _usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
 # -- the chat-completions dialect (``POST /v1/chat/completions``) ---------------------------
 
 
-def _message_text(content: Any) -> str:
-    """A chat message's text: a string, or a list of ``text`` parts (this model sees no image)."""
+def _data_url(part: dict[str, Any]) -> tuple[str, bytes]:
+    """An ``image_url`` part's ``data:`` URL as (mime, bytes); only inline images are taken."""
+    url = part.get("image_url")
+    url = url.get("url") if isinstance(url, dict) else url
+    if not isinstance(url, str) or not url.startswith("data:") or ";base64," not in url:
+        raise RequestError(400, "an image_url must be a data:<mime>;base64,<data> URL here")
+    head, _, data = url.partition(";base64,")
+    try:
+        return head[len("data:") :] or "image/png", base64.b64decode(data, validate=True)
+    except ValueError as e:
+        raise RequestError(400, f"the image_url's base64 data is not valid ({e})") from e
+
+
+def _message_parts(content: Any, vision: bool) -> tuple[Any, list[tuple[str, bytes]]]:
+    """A chat message's content for the chat template (a string, or with a vision model the
+    text and image parts), and its images; a text model refuses images."""
     if isinstance(content, str):
-        return content
+        return content, []
     if not isinstance(content, list):
         raise RequestError(400, "a message's 'content' must be a string or a list of parts")
-    texts = []
+    texts: list[str] = []
+    parts: list[dict[str, Any]] = []
+    images: list[tuple[str, bytes]] = []
     for part in content:
         kind = part.get("type") if isinstance(part, dict) else None
         if kind == "text" and isinstance(part.get("text"), str):
             texts.append(part["text"])
-        elif kind == "image_url":
-            raise RequestError(400, "this model takes no images (it is a text model)")
+            parts.append({"type": "text", "text": part["text"]})
+        elif kind == "image_url" and isinstance(part, dict):
+            if not vision:
+                raise RequestError(400, "this model takes no images (it is a text model)")
+            images.append(_data_url(part))
+            parts.append({"type": "image_url", "image_url": {"url": ""}})
         else:
             raise RequestError(400, f"unsupported content part {kind!r}")
-    return "".join(texts)
+    return (parts if images else "".join(texts)), images
 
 
-def chat_as_completion(body: dict[str, Any], render: Any) -> dict[str, Any]:
+def chat_as_completion(
+    body: dict[str, Any], render: Any, backend: TransformersBackend | None = None
+) -> dict[str, Any]:
     """A chat request as the completions request :class:`Completer` runs (``render``: the
-    model's chat template over ``[{role, content}]``)."""
+    model's chat template over ``[{role, content}]``; a vision ``backend`` takes one image,
+    its tokens placed where the chat template writes the image part)."""
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         raise RequestError(400, "'messages' must be a non-empty list")
+    vision = backend.vision if backend is not None else None
     plain = []
+    images: list[tuple[str, bytes]] = []
     for m in messages:
         if not isinstance(m, dict) or not isinstance(m.get("role"), str):
             raise RequestError(400, "each message needs a 'role' and a 'content'")
-        plain.append({"role": m["role"], "content": _message_text(m.get("content"))})
+        content, found = _message_parts(m.get("content"), vision is not None)
+        plain.append({"role": m["role"], "content": content})
+        images += found
     top = body.get("top_logprobs") or 0
     if isinstance(top, bool) or not isinstance(top, int) or not 0 <= top <= MAX_LOGPROBS:
         raise RequestError(400, f"'top_logprobs' must be an integer in [0, {MAX_LOGPROBS}]")
     max_tokens = body.get("max_completion_tokens", body.get("max_tokens"))
+    prompt = render(plain)
+    image = None
+    if images:
+        assert backend is not None and vision is not None
+        if len(images) > 1:
+            raise RequestError(400, "at most one image per request")
+        markup = VISION_START + IMAGE_PAD + VISION_END
+        if prompt.count(markup) != 1:
+            raise RequestError(400, "the chat template did not place the image")
+        try:
+            image = vision.image(images[0], next(backend.model.parameters()).dtype)
+        except Exception as e:
+            raise RequestError(400, f"the image cannot be read ({type(e).__name__})") from e
+        prompt = prompt.replace(markup, image.markup)
     return {
-        "prompt": render(plain),
+        "prompt": prompt,
+        "_image": image,
         "n": body.get("n", 1),
         "max_tokens": 16 if max_tokens is None else max_tokens,
         "temperature": body.get("temperature", 1.0),

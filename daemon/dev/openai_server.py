@@ -143,7 +143,9 @@ def _handler(completer: Completer, api_key: str | None) -> type[BaseHTTPRequestH
                 if model not in (None, completer.model_id):
                     raise RequestError(404, f"model {model!r} is not served here")
                 if route == "/v1/chat/completions":
-                    body = chat_as_completion(body, completer.backend.render_chat)
+                    body = chat_as_completion(
+                        body, completer.backend.render_chat, completer.backend
+                    )
                     k = int(body.pop("_top_logprobs"))
                     whole: Callable[[dict[str, Any]], dict[str, Any]] = partial(chat_reply, k=k)
                     part: Callable[[dict[str, Any]], dict[str, Any]] = partial(chat_chunk, k=k)

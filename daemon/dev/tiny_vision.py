@@ -22,7 +22,7 @@ from typing import Any
 
 from webshepherd.daemon.dev.tiny_model import ensure_tiny_model, progress_bar, publish
 
-TINY_VISION_VERSION = 1
+TINY_VISION_VERSION = 2
 MARKER = "webshepherd-tiny-vision-model.json"
 VISION_TOKENS = ["<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>"]
 # ChatML; a list content's text parts as they are, an image part as the model's image markup
@@ -41,7 +41,7 @@ CHAT_TEMPLATE = (
 )
 PATCH, MERGE = 8, 2
 MIN_PIXELS, MAX_PIXELS = 32 * 32, 96 * 96
-MIN_STEPS = 40
+MIN_STEPS = 200
 PEAK_LR = 3e-3
 
 
@@ -200,7 +200,7 @@ def build_tiny_vision_model(
         while True:
             elapsed = time.monotonic() - started
             done = min(elapsed / seconds, step / MIN_STEPS)
-            if done >= 1 or elapsed >= 3 * seconds:
+            if done >= 1 or elapsed >= 6 * seconds:
                 break
             for group in opt.param_groups:
                 group["lr"] = PEAK_LR * max(0.05, 1 - done)

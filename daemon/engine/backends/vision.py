@@ -20,6 +20,7 @@ from typing import Any
 
 import torch
 from webshepherd.daemon.engine.prompts import IMAGE_PLACEHOLDER, SCREENSHOT_BLOCK
+from webshepherd.protocol.errors import ModelError
 
 VISION_START, IMAGE_PAD, VISION_END = "<|vision_start|>", "<|image_pad|>", "<|vision_end|>"
 
@@ -77,7 +78,13 @@ class VisionInputs:
         """A screenshot (``(mime, bytes)``) through the image processor."""
         from PIL import Image as PILImage
 
-        pic = PILImage.open(io.BytesIO(mime_and_bytes[1])).convert("RGB")
+        try:
+            pic = PILImage.open(io.BytesIO(mime_and_bytes[1])).convert("RGB")
+        except Exception as e:
+            raise ModelError(
+                f"the screenshot ({mime_and_bytes[0]}, {len(mime_and_bytes[1])} bytes) "
+                f"is not an image the model can read ({type(e).__name__})"
+            ) from e
         out = self.image_processor(images=[pic], return_tensors="pt")
         grid = out["image_grid_thw"]
         return Image(

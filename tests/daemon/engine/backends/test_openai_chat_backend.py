@@ -9,11 +9,13 @@ import math
 import re
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
 from webshepherd.daemon.dev.openai_server import OpenAIServer
+from webshepherd.daemon.dev.screenshots import axtree_png
 from webshepherd.daemon.engine.backends.openai_chat_backend import (
     OpenAIChatBackend,
     parse_messages,
@@ -22,7 +24,7 @@ from webshepherd.daemon.engine.backends.openai_chat_backend import (
 from webshepherd.daemon.engine.backends.transformers_backend import TransformersBackend
 from webshepherd.daemon.engine.engine import Engine, EngineConfig
 from webshepherd.daemon.engine.loader import load_engine
-from webshepherd.daemon.engine.prompts import step_judge_messages
+from webshepherd.daemon.engine.prompts import IMAGE_PLACEHOLDER, image_content, step_judge_messages
 from webshepherd.daemon.engine.types import StepInput
 from webshepherd.protocol.common import Turn
 from webshepherd.protocol.errors import ModelError, ModelUnavailableError, OverloadedError
@@ -165,6 +167,97 @@ def test_rewards_equal_eq2_from_the_servers_top_logprobs(
             assert cand.reward == pytest.approx(expected, abs=1e-6)
     assert checked, "the tiny model wrote no label: nothing was compared"
     assert score.prompt_tokens > 0 and score.generated_tokens > 0
+
+
+@pytest.fixture(scope="module")
+def vision_server(tiny_vision_engine: Engine) -> Iterator[OpenAIServer]:
+    assert isinstance(tiny_vision_engine.backend, TransformersBackend)
+    s = OpenAIServer(tiny_vision_engine.backend, "127.0.0.1", 0, api_key=KEY)
+    s.start()
+    yield s
+    s.stop()
+
+
+def _shot_step(engine: Engine) -> StepInput:
+    step = _step(engine)
+    return replace(step, screenshot=axtree_png(step.axtree), screenshot_mime="image/png")
+
+
+@pytest.mark.model
+def test_vision_endpoint_takes_an_inline_image(vision_server: OpenAIServer) -> None:
+    url = "data:image/png;base64," + base64.b64encode(axtree_png("RootWebArea 'Shop'")).decode()
+    body = {
+        "messages": [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "Look: "},
+                    {"type": "image_url", "image_url": {"url": url, "detail": "low"}},
+                    {"type": "text", "text": " Checklist 1:"},
+                ],
+            }
+        ],
+        "max_tokens": 4,
+        "temperature": 0,
+        "logprobs": True,
+        "top_logprobs": 2,
+    }
+    status, reply = post(f"{vision_server.url}/chat/completions", body, key=KEY)
+    assert status == 200, reply
+    text_only = {**body, "messages": [{"role": "user", "content": "Look:  Checklist 1:"}]}
+    status, plain = post(f"{vision_server.url}/chat/completions", text_only, key=KEY)
+    assert status == 200
+    # the image's tokens are in the prompt: more prompt tokens than the text alone
+    assert reply["usage"]["prompt_tokens"] > plain["usage"]["prompt_tokens"] + 4
+    bad = json.loads(json.dumps(body))
+    bad["messages"][0]["content"][1]["image_url"]["url"] = "http://example.com/a.png"
+    assert post(f"{vision_server.url}/chat/completions", bad, key=KEY)[0] == 400
+    bad["messages"][0]["content"][1]["image_url"]["url"] = "data:image/png;base64,bm9wZQ=="
+    assert post(f"{vision_server.url}/chat/completions", bad, key=KEY)[0] == 400
+
+
+@pytest.mark.model
+def test_text_image_rewards_equal_eq2_from_the_servers_top_logprobs(
+    vision_server: OpenAIServer, tiny_vision_engine: Engine
+) -> None:
+    backend = OpenAIChatBackend(vision_server.url, tiny_vision_engine.model_id, api_key=KEY)
+    engine = Engine(backend, EngineConfig(max_new_tokens=160, judge_inputs="text+image"))
+    step = _shot_step(engine)
+    score = engine.score(step)
+    assert all(c.judge_inputs == "text+image" for c in score.candidates)
+    assert step.screenshot is not None
+    url = "data:image/png;base64," + base64.b64encode(step.screenshot).decode()
+    checked = 0
+    for k, cand in enumerate(score.candidates):
+        messages: list[dict[str, Any]] = list(
+            step_judge_messages(step, k, engine.config.history_steps, with_image=True)
+        )
+        user = next(i for i, m in enumerate(messages) if IMAGE_PLACEHOLDER in m["content"])
+        messages[user] = {"role": "user", "content": image_content(messages[user]["content"], url)}
+        body = {
+            "messages": messages,
+            "max_tokens": 160,
+            "temperature": 0,
+            "stop": ["</answer>"],
+            "logprobs": True,
+            "top_logprobs": 20,
+        }
+        status, reply = post(f"{vision_server.url}/chat/completions", body, key=KEY)
+        assert status == 200
+        assert cand.samples[0].text == reply["choices"][0]["message"]["content"]
+        expected = _eq2_by_hand(reply["choices"][0]["logprobs"]["content"], 2)
+        if expected is None:
+            assert cand.reward is None
+        else:
+            checked += 1
+            assert cand.reward == pytest.approx(expected, abs=1e-6)
+    assert checked, "the tiny vision model wrote no label: nothing was compared"
+    # the same judgement through transformers, in process: the same text
+    local = tiny_vision_engine.score(step)
+    # (the server cuts the stop string off, as OpenAI does; the backend keeps it)
+    assert [c.samples[0].text.split("</answer>")[0] for c in local.candidates] == [
+        c.samples[0].text for c in score.candidates
+    ]
 
 
 @pytest.mark.model
