@@ -1,13 +1,15 @@
-"""BrowserGym's own observation extraction of one page, timed (run by bench/axtree_capture.py).
+"""BrowserGym's own observation extraction of one page, timed (driven by bench/axtree_capture.py).
 
-    .venv-integrations/bin/python bench/axtree_browsergym.py URL RUNS CHROMIUM
+    .venv-integrations/bin/python bench/axtree_browsergym.py URL CHROMIUM
 
 Runs in the integrations venv (browsergym-core pins playwright 1.44). Opens ``URL`` in headless
-``CHROMIUM`` (1280x720) and times, ``RUNS`` times after two warm-ups, what ``BrowserEnv`` does
-for an observation's AX tree: ``_pre_extract`` (marking bids), ``extract_dom_snapshot``,
-``extract_merged_axtree``, ``extract_dom_extra_properties``, ``_post_extract``, then
-``flatten_axtree_to_str`` with the default flags and InlineTextBox ignored (what the extension
-sends). Prints one JSON object: ``{"ms": [...], "phases": {...}, "text": ...}``.
+``CHROMIUM`` (1280x720), prints ``ready``, then for each line ``run`` read on stdin times what
+``BrowserEnv`` does for an observation's AX tree: ``_pre_extract`` (marking bids),
+``extract_dom_snapshot``, ``extract_merged_axtree``, ``extract_dom_extra_properties``,
+``_post_extract``, then ``flatten_axtree_to_str`` with the default flags and InlineTextBox
+ignored (what the extension sends). Answers each with one JSON line:
+``{"ms": total, "phases": {...}, "text": ...}``. The caller interleaves these runs with the
+extension's captures, so both see the same machine load.
 """
 
 from __future__ import annotations
@@ -24,48 +26,43 @@ from browsergym.core.observation import (
     extract_merged_axtree,
 )
 from browsergym.utils.obs import IGNORED_AXTREE_ROLES, flatten_axtree_to_str
-from playwright.sync_api import sync_playwright
+from playwright.sync_api import Page, sync_playwright
 
 IGNORED_ROLES = [*IGNORED_AXTREE_ROLES, "InlineTextBox"]
+PHASES = ("mark", "snapshot", "axtree", "extra", "unmark", "flatten")
 
 
-def main(url: str, runs: int, chromium: str) -> None:
-    phases: dict[str, list[float]] = {
-        "mark": [],
-        "snapshot": [],
-        "axtree": [],
-        "extra": [],
-        "unmark": [],
-        "flatten": [],
-    }
-    total: list[float] = []
-    text = ""
+def extract(page: Page) -> dict[str, object]:
+    """One observation's AX-tree text, timed by phase."""
+    marks = [time.perf_counter()]
+    _pre_extract(page, tags_to_mark="standard_html", lenient=False)
+    marks.append(time.perf_counter())
+    dom = extract_dom_snapshot(page)
+    marks.append(time.perf_counter())
+    axtree = extract_merged_axtree(page)
+    marks.append(time.perf_counter())
+    extract_dom_extra_properties(dom, scale_factor=1.0)
+    marks.append(time.perf_counter())
+    _post_extract(page)
+    marks.append(time.perf_counter())
+    text = flatten_axtree_to_str(axtree, ignored_roles=IGNORED_ROLES)
+    marks.append(time.perf_counter())
+    phases = {k: (b - a) * 1000 for k, a, b in zip(PHASES, marks, marks[1:], strict=False)}
+    return {"ms": (marks[-1] - marks[0]) * 1000, "phases": phases, "text": text}
+
+
+def main(url: str, chromium: str) -> None:
     with sync_playwright() as pw:
         browser = pw.chromium.launch(headless=True, executable_path=chromium)
         page = browser.new_page(viewport={"width": 1280, "height": 720})
         page.goto(url, wait_until="load")
-        for r in range(runs + 2):
-            marks = [time.perf_counter()]
-
-            _pre_extract(page, tags_to_mark="standard_html", lenient=False)
-            marks.append(time.perf_counter())
-            dom = extract_dom_snapshot(page)
-            marks.append(time.perf_counter())
-            axtree = extract_merged_axtree(page)
-            marks.append(time.perf_counter())
-            extract_dom_extra_properties(dom, scale_factor=1.0)
-            marks.append(time.perf_counter())
-            _post_extract(page)
-            marks.append(time.perf_counter())
-            text = flatten_axtree_to_str(axtree, ignored_roles=IGNORED_ROLES)
-            marks.append(time.perf_counter())
-            if r >= 2:
-                total.append((marks[-1] - marks[0]) * 1000)
-                for k, a, b in zip(phases, marks, marks[1:], strict=False):
-                    phases[k].append((b - a) * 1000)
+        print("ready", flush=True)
+        for line in sys.stdin:
+            if line.strip() != "run":
+                break
+            print(json.dumps(extract(page)), flush=True)
         browser.close()
-    json.dump({"ms": total, "phases": phases, "text": text}, sys.stdout)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], int(sys.argv[2]), sys.argv[3])
+    main(sys.argv[1], sys.argv[2])
