@@ -34,11 +34,16 @@ export interface TabObservation {
 export function observeTab(tabId: number, flags: ObservationFlags, withScreenshot = true): Promise<TabObservation> {
   return serialized(tabId, async () => {
     const send = await cdpForTab(tabId);
-    const capture = await captureAxtree(send);
+    // the extra properties (a DOM snapshot) serve the visible flags and the screenshot's boxes only
+    const shot = withScreenshot && (await chrome.tabs.get(tabId)).active;
+    const capture = await captureAxtree(send, { extraProperties: flags === "visible" || shot });
     // the tab as it is after the capture: a navigation under way during it must not pair the new tree with the old URL
     const tab = await chrome.tabs.get(tabId);
+    const t = performance.now();
     const observation: Observation = { url: tab.url ?? "", axtree: observationText(capture, flags) };
-    if (withScreenshot && tab.active) {
+    capture.timing.flattenMs = performance.now() - t;
+    capture.timing.totalMs += capture.timing.flattenMs;
+    if (shot && tab.active) {
       try {
         lastShotTab = tab;
         const dataUrl = await screenshots.take();

@@ -37,3 +37,18 @@ test("the overlay's nodes are pruned with their subtrees", () => {
   };
   assert.equal(flattenAxtreeToStr(pruneBackendNodes(tree, new Set([30]))), "RootWebArea 'Top'\n\tbutton 'Page'");
 });
+
+test("a frame of 300,000 nodes merges and flattens (no argument spread, no deep recursion per sibling)", async () => {
+  const n = 300_000;
+  const nodes = [node("0", "RootWebArea", "Big", [])];
+  for (let i = 1; i <= n; i++) {
+    nodes[0]!.childIds!.push(String(i));
+    nodes.push(node(String(i), "button", `B${i}`, [], { description: { type: "string", value: `browsergym_id_${i} ` } }));
+  }
+  const tree = await mergeFrameAxtrees(new Map([["F0", nodes]]), async () => null);
+  assert.equal(tree.nodes.length, n + 1);
+  const lines = flattenAxtreeToStr(tree).split("\n");
+  assert.equal(lines.length, n + 1);
+  assert.equal(lines[n], `\t[${n}] button 'B${n}'`);
+  assert.equal(pruneBackendNodes(tree, new Set([1])).nodes.length, n + 1);
+});

@@ -19,8 +19,12 @@ function hex(cp: number, width: number): string {
   return cp.toString(16).padStart(width, "0");
 }
 
+/** Printable ASCII other than the quotes and the backslash: repr() only adds quotes. */
+const PLAIN = /^[ !#-&(-[\]-~]*$/;
+
 /** repr() of a Python str. */
 export function reprString(s: string): string {
+  if (PLAIN.test(s)) return "'" + s + "'";
   const quote = s.includes("'") && !s.includes('"') ? '"' : "'";
   let out = quote;
   for (const ch of s) {

@@ -12,9 +12,34 @@ import { mergeFrameAxtrees, pruneBackendNodes } from "./merge.js";
 
 export interface AxtreeCapture {
   tree: AXTree;
+  /** BrowserGym's extra properties; empty when the capture was asked not to take the DOM snapshot. */
   extraProperties: ExtraProperties;
   warnings: string[];
-  timing: { markMs: number; snapshotMs: number; axtreeMs: number; totalMs: number };
+  timing: CaptureTiming;
+}
+
+/** Where a capture's time went, in ms (the phases overlap where CDP calls run side by side). */
+export interface CaptureTiming {
+  /** Frames listed and every frame marked (the page-side script, its IntersectionObserver wait included). */
+  markMs: number;
+  /** `DOMSnapshot.captureSnapshot` until its result reached the worker (0 when not taken). */
+  snapshotMs: number;
+  /** The extra properties computed from the snapshot. */
+  extraMs: number;
+  /** `Accessibility.getFullAXTree` of every frame until the last result reached the worker. */
+  axtreeMs: number;
+  /** Bids moved out of ARIA, frames merged, the overlay pruned. */
+  mergeMs: number;
+  /** The ARIA smuggling undone and the frames' documents released. */
+  unmarkMs: number;
+  /** The text flattened from the tree (set by the caller that flattens). */
+  flattenMs: number;
+  totalMs: number;
+}
+
+export interface CaptureOptions {
+  /** Take the DOM snapshot for the extra properties (visibility, boxes); the default text does not need it. */
+  extraProperties?: boolean;
 }
 
 function isSandboxedWithoutScripts(sandbox: string | null): boolean {
@@ -66,35 +91,57 @@ async function overlayBackendIds(send: CdpSend, topDoc: string | undefined): Pro
   while (stack.length > 0) {
     const n = stack.pop()!;
     ids.add(n.backendNodeId);
-    stack.push(...(n.children ?? []), ...(n.shadowRoots ?? []));
+    for (const c of n.children ?? []) stack.push(c);
+    for (const c of n.shadowRoots ?? []) stack.push(c);
   }
   await send("Runtime.releaseObject", { objectId: res.result.objectId }).catch(() => undefined);
   return ids;
 }
 
-export async function captureAxtree(send: CdpSend): Promise<AxtreeCapture> {
+export async function captureAxtree(send: CdpSend, options: CaptureOptions = {}): Promise<AxtreeCapture> {
+  const withExtra = options.extraProperties ?? true;
   const t0 = performance.now();
+  const timing: CaptureTiming = { markMs: 0, snapshotMs: 0, extraMs: 0, axtreeMs: 0, mergeMs: 0, unmarkMs: 0, flattenMs: 0, totalMs: 0 };
   const warnings: string[] = [];
   const frames = await listFrames(send);
   const docs = await markAll(send, frames, warnings);
   const t1 = performance.now();
+  timing.markMs = t1 - t0;
+  let unmarking: Promise<void> | null = null;
   try {
-    const snap = await send<DomSnapshot>("DOMSnapshot.captureSnapshot", {
-      computedStyles: [],
-      includeDOMRects: true,
-      includePaintOrder: true,
-    });
-    const extraProperties = extraPropertiesFromSnapshot(snap, 1);
-    const t2 = performance.now();
+    // Sent together: Chromium answers them in order while this worker handles each result as it comes.
+    const overlayIds = overlayBackendIds(send, docs.get(frames[0]!.frameId));
+    const snapshot = withExtra
+      ? send<DomSnapshot>("DOMSnapshot.captureSnapshot", {
+          computedStyles: [],
+          includeDOMRects: true, // clientRects and bounds: the boxes
+          includePaintOrder: false, // read by nothing here
+        }).then((snap) => {
+          const t = performance.now();
+          timing.snapshotMs = t - t1;
+          const props = extraPropertiesFromSnapshot(snap, 1);
+          timing.extraMs = performance.now() - t;
+          return props;
+        })
+      : Promise.resolve({} as ExtraProperties);
+    const axtrees = frames.map((frame) =>
+      send<{ nodes: AXNode[] }>("Accessibility.getFullAXTree", { frameId: frame.frameId }).then(
+        ({ nodes }) => nodes,
+        (err) => {
+          warnings.push(`AX tree of frame ${frame.frameId}: ${String(err)}`);
+          return null;
+        },
+      ),
+    );
     const perFrame = new Map<string, AXNode[]>();
-    for (const frame of frames) {
-      try {
-        const { nodes } = await send<{ nodes: AXNode[] }>("Accessibility.getFullAXTree", { frameId: frame.frameId });
-        perFrame.set(frame.frameId, nodes);
-      } catch (err) {
-        warnings.push(`AX tree of frame ${frame.frameId}: ${String(err)}`);
-      }
+    for (const [k, frame] of frames.entries()) {
+      const nodes = await axtrees[k]!;
+      if (nodes !== null) perFrame.set(frame.frameId, nodes);
     }
+    const t2 = performance.now();
+    timing.axtreeMs = t2 - t1;
+    // the trees are taken: the page gets its ARIA back while this worker merges
+    unmarking = unmarkAll(send, docs, timing);
     let tree = await mergeFrameAxtrees(perFrame, async (backendNodeId) => {
       const { node } = await send<{ node: { frameId?: string; contentDocument?: { frameId?: string } } }>(
         "DOM.describeNode",
@@ -103,19 +150,21 @@ export async function captureAxtree(send: CdpSend): Promise<AxtreeCapture> {
       // Chromium 156 names the content frame on the owner node itself.
       return node.contentDocument?.frameId ?? node.frameId ?? null;
     });
-    const overlay = await overlayBackendIds(send, docs.get(frames[0]!.frameId));
+    const overlay = await overlayIds;
     if (overlay.size > 0) tree = pruneBackendNodes(tree, overlay);
-    const t3 = performance.now();
-    return {
-      tree,
-      extraProperties,
-      warnings,
-      timing: { markMs: t1 - t0, snapshotMs: t2 - t1, axtreeMs: t3 - t2, totalMs: t3 - t0 },
-    };
+    timing.mergeMs = performance.now() - t2;
+    const extraProperties = await snapshot;
+    return { tree, extraProperties, warnings, timing };
   } finally {
-    for (const doc of docs.values()) {
-      await callOn(send, doc, unmarkFrameElements, [OVERLAY_HOST_ATTR]).catch(() => undefined);
-      await send("Runtime.releaseObject", { objectId: doc }).catch(() => undefined);
-    }
+    await (unmarking ?? unmarkAll(send, docs, timing));
+    await Promise.all([...docs.values()].map((doc) => send("Runtime.releaseObject", { objectId: doc }).catch(() => undefined)));
+    timing.totalMs = performance.now() - t0;
   }
+}
+
+/** BrowserGym's `_post_extract` in every marked frame, side by side. */
+async function unmarkAll(send: CdpSend, docs: Map<string, string>, timing: CaptureTiming): Promise<void> {
+  const t = performance.now();
+  await Promise.all([...docs.values()].map((doc) => callOn(send, doc, unmarkFrameElements, [OVERLAY_HOST_ATTR]).catch(() => undefined)));
+  timing.unmarkMs = performance.now() - t;
 }

@@ -63,12 +63,14 @@ export async function markFrameElements(
   const frameIds = win.browsergym_frame_id_generator as { next(): string };
 
   const pending = new Set<Element>();
+  let allVisited: (() => void) | null = null;
   const observer = new win.IntersectionObserver(
     (entries) => {
       for (const entry of entries) {
         entry.target.setAttribute("browsergym_visibility_ratio", String(Math.round(entry.intersectionRatio * 100) / 100));
         pending.delete(entry.target);
       }
+      if (pending.size === 0) allVisited?.();
     },
     { threshold: [0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1] },
   );
@@ -97,12 +99,17 @@ export async function markFrameElements(
 
   const seen = new Set<string>();
   const somButtons: Element[] = [];
-  // Document order, with each open shadow root's elements right after their host.
-  const queue: Element[] = Array.from(doc.querySelectorAll("*"));
-  for (let k = 0; k < queue.length; k++) {
-    const el = queue[k]!;
-    if (el.hasAttribute(overlayAttr)) continue;
-    if (el.shadowRoot) queue.splice(k + 1, 0, ...Array.from(el.shadowRoot.querySelectorAll("*")));
+  // Document order, with each open shadow root's elements right after their host (not the overlay's).
+  const queue: Element[] = [];
+  const collect = (root: ParentNode) => {
+    for (const el of Array.from(root.querySelectorAll("*"))) {
+      if (el.hasAttribute(overlayAttr)) continue;
+      queue.push(el);
+      if (el.shadowRoot) collect(el.shadowRoot);
+    }
+  };
+  collect(doc);
+  for (const el of queue) {
     const tag = el.tagName.toLowerCase();
     if (!STANDARD.has(tag)) continue;
 
@@ -155,13 +162,16 @@ export async function markFrameElements(
   }
 
   const warnings: string[] = [];
-  const start = Date.now();
-  while (pending.size > 0) {
-    if (Date.now() - start > 1000) {
-      warnings.push("Frame marking: not all elements have been visited by the intersection_observer after 1000 ms");
-      break;
-    }
-    await new Promise((resolve) => win.setTimeout(resolve, 40));
+  // Done as soon as the observer has visited every element (BrowserGym polls every 40 ms instead).
+  if (pending.size > 0) {
+    const visited = await new Promise<boolean>((resolve) => {
+      const timer = win.setTimeout(() => resolve(false), 1000);
+      allVisited = () => {
+        win.clearTimeout(timer);
+        resolve(true);
+      };
+    });
+    if (!visited) warnings.push("Frame marking: not all elements have been visited by the intersection_observer after 1000 ms");
   }
   observer.disconnect();
   return warnings;
@@ -169,11 +179,16 @@ export async function markFrameElements(
 
 /** Undoes the ARIA smuggling (BrowserGym's `_post_extract`); bids and the other marks stay. */
 export function unmarkFrameElements(this: Document, overlayAttr: string): void {
-  const queue: Element[] = Array.from(this.querySelectorAll("*"));
-  for (let k = 0; k < queue.length; k++) {
-    const el = queue[k]!;
-    if (el.hasAttribute(overlayAttr)) continue;
-    if (el.shadowRoot) queue.splice(k + 1, 0, ...Array.from(el.shadowRoot.querySelectorAll("*")));
+  const queue: Element[] = [];
+  const collect = (root: ParentNode) => {
+    for (const el of Array.from(root.querySelectorAll("*"))) {
+      if (el.hasAttribute(overlayAttr)) continue;
+      queue.push(el);
+      if (el.shadowRoot) collect(el.shadowRoot);
+    }
+  };
+  collect(this);
+  for (const el of queue) {
     for (const attr of ["aria-description", "aria-roledescription"]) {
       const value = el.getAttribute(attr);
       if (value === null) continue;

@@ -12,15 +12,20 @@ export async function mergeFrameAxtrees(
 ): Promise<AXTree> {
   for (const nodes of frames.values()) attachBrowsergymIds(nodes);
   const merged: AXNode[] = [];
+  const iframes: AXNode[] = [];
   for (const nodes of frames.values()) {
-    merged.push(...nodes);
     for (const node of nodes) {
-      if (node.role?.value !== "Iframe" || node.backendDOMNodeId === undefined) continue;
-      const frameId = await iframeContent(node.backendDOMNodeId);
-      const root = frameId === null ? undefined : frames.get(frameId)?.[0];
-      if (root) (node.childIds ??= []).push(root.nodeId);
+      merged.push(node); // no spread: a 20,000-element page overflows the call stack
+      if (node.role?.value === "Iframe" && node.backendDOMNodeId !== undefined) iframes.push(node);
     }
   }
+  // asked side by side; each answer links one iframe node
+  const shown = await Promise.all(iframes.map((node) => iframeContent(node.backendDOMNodeId!)));
+  iframes.forEach((node, k) => {
+    const frameId = shown[k];
+    const root = frameId == null ? undefined : frames.get(frameId)?.[0];
+    if (root) (node.childIds ??= []).push(root.nodeId);
+  });
   return { nodes: merged };
 }
 
@@ -35,7 +40,7 @@ export function pruneBackendNodes(tree: AXTree, backendDOMNodeIds: Set<number>):
     const id = stack.pop()!;
     if (drop.has(id)) continue;
     drop.add(id);
-    stack.push(...(byId.get(id)?.childIds ?? []));
+    for (const c of byId.get(id)?.childIds ?? []) stack.push(c);
   }
   const nodes = tree.nodes.filter((n) => !drop.has(n.nodeId));
   for (const n of nodes) if (n.childIds) n.childIds = n.childIds.filter((c) => !drop.has(c));
