@@ -9,6 +9,9 @@ from typing import Any
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    if args.browser and args.vision:
+        print("webshepherd demo: --vision runs the terminal demo (not --browser)")
+        return 2
     if args.browser:
         from webshepherd.daemon.demo.run_browser import BrowserDemoOptions, run_browser_demo
 
@@ -26,6 +29,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     return run_demo(
         model=args.model,
+        vision=args.vision,
         samples=args.samples,
         max_steps=args.max_steps,
         seed=args.seed,
@@ -43,6 +47,12 @@ def add_demo_parser(sub: Any) -> None:
         "--model",
         default=None,
         help="model id or folder (default: the tiny model, built on first use)",
+    )
+    d.add_argument(
+        "--vision",
+        action="store_true",
+        help="judge with the screenshot in the prompt (--judge-inputs text+image): the tiny "
+        "vision-language model (built on first use) and each page drawn as a small PNG",
     )
     d.add_argument("--samples", type=int, default=2, help="completions per candidate (default 2)")
     d.add_argument("--max-steps", type=int, default=40, help="give up after this many steps")

@@ -33,23 +33,30 @@ def print_noise_note(console: Console) -> None:
     console.print(Panel(NOISE_NOTE, border_style="yellow"))
 
 
-def load_demo_engine(model: str | None, samples: int, console: Console) -> tuple[Any, bool]:
-    """Load ``model`` (None: the tiny model, built if not cached); returns the engine and
-    whether it is the tiny model."""
-    from webshepherd.daemon.dev.tiny_model import (
-        default_tiny_model_path,
-        ensure_tiny_model,
-        is_complete,
-    )
+def load_demo_engine(
+    model: str | None, samples: int, console: Console, vision: bool = False
+) -> tuple[Any, bool]:
+    """Load ``model`` (None: the tiny model, or with ``vision`` the tiny vision model, built if
+    not cached; ``vision`` judges with ``text+image``); returns the engine and whether it is a
+    tiny model."""
+    from webshepherd.daemon.dev import tiny_model, tiny_vision
     from webshepherd.daemon.engine.engine import EngineConfig
     from webshepherd.daemon.engine.loader import load_engine
 
     tiny = model is None
     if tiny:
-        path = default_tiny_model_path()
-        if not is_complete(path):
-            console.print(f"building the tiny model at {path} (about a minute, only once) ...")
-        model = str(ensure_tiny_model(path, progress=True))
+        if vision:
+            path = tiny_vision.default_tiny_vision_path()
+            if not tiny_vision.is_complete(path):
+                console.print(
+                    f"building the tiny vision model at {path} (a minute or two, only once) ..."
+                )
+            model = str(tiny_vision.ensure_tiny_vision_model(path, progress=True))
+        else:
+            path = tiny_model.default_tiny_model_path()
+            if not tiny_model.is_complete(path):
+                console.print(f"building the tiny model at {path} (about a minute, only once) ...")
+            model = str(tiny_model.ensure_tiny_model(path, progress=True))
         print_noise_note(console)
     assert model is not None
     console.print(f"loading model {model} ...")
@@ -57,7 +64,11 @@ def load_demo_engine(model: str | None, samples: int, console: Console) -> tuple
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()
-    config = EngineConfig(samples=samples, max_new_tokens=160 if tiny else None)
+    config = EngineConfig(
+        samples=samples,
+        max_new_tokens=160 if tiny else None,
+        judge_inputs="text+image" if vision else "text",
+    )
     return load_engine(model, device="auto", config=config), tiny
 
 

@@ -9,11 +9,15 @@
    the real page's observation, scores one good and two bad candidates, runs
    the best-rewarded one in the text browser, and reports it.
 5. Prints a reward curve in the terminal.
+
+With ``--vision`` the tiny vision model judges with ``text+image``: each page is also drawn
+as a small PNG (the text browser takes no pictures) and sent as the observation's screenshot.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import re
 import shutil
 import sys
@@ -29,7 +33,9 @@ from rich.markup import escape
 from webshepherd.daemon.demo.agent import CHECKLIST, TASK, Proposal, ShopAgent
 from webshepherd.daemon.demo.browser import Browser
 from webshepherd.daemon.demo.demo_setup import demo_servers, load_demo_engine, print_noise_note
+from webshepherd.daemon.dev.screenshots import HEIGHT, WIDTH, axtree_png
 from webshepherd.protocol.agents.environment import ActionError
+from webshepherd.protocol.common import Screenshot
 
 MARKS = {"yes": "[green]✓[/]", "in_progress": "[yellow]~[/]", "no": "[red]✗[/]"}
 
@@ -65,9 +71,16 @@ async def _drive(
     seed: int,
     console: Console,
     policy: str = "scripted",
+    vision: bool = False,
 ) -> tuple[list[StepRecord], bool, str | None]:
     from webshepherd.protocol import Observation
     from webshepherd.protocol.client import AsyncClient
+
+    def shot(axtree: str) -> Screenshot | None:
+        """With ``vision``: the page drawn as a small PNG (the text browser takes no pictures)."""
+        if not vision:
+            return None
+        return Screenshot(mime="image/png", data=base64.b64encode(axtree_png(axtree)).decode())
 
     browser = Browser()
     await asyncio.to_thread(browser.goto, shop_url)
@@ -80,7 +93,9 @@ async def _drive(
             TASK,
             start_url=first.url,
             checklist=CHECKLIST,
-            observation=Observation(url=first.url, axtree=first.axtree),
+            observation=Observation(
+                url=first.url, axtree=first.axtree, screenshot=shot(first.axtree)
+            ),
             agent="demo-agent",
         )
         checklist = await session.checklist(timeout=120)
@@ -99,7 +114,7 @@ async def _drive(
             obs = browser.observe()
             if agent.done(obs.url):
                 break
-            await session.observe(obs.url, obs.axtree)
+            await session.observe(obs.url, obs.axtree, shot(obs.axtree))
             proposals = agent.propose(obs.url, obs.axtree)
             scored = await session.score(
                 [(p.thought, p.action) for p in proposals], samples=samples, approval="never"
@@ -117,7 +132,8 @@ async def _drive(
                 _items(scored.results[chosen]),
             )
             records.append(rec)
-            _print_step(console, rec, titles, scored.timing.model_ms)
+            inputs = scored.results[0].judge_inputs if vision else None
+            _print_step(console, rec, titles, scored.timing.model_ms, inputs)
             action = proposals[chosen]
             try:
                 await asyncio.to_thread(browser.act, action.action)
@@ -131,11 +147,17 @@ async def _drive(
     return records, done, answer
 
 
-def _print_step(console: Console, rec: StepRecord, titles: dict[int, str], model_ms: float) -> None:
+def _print_step(
+    console: Console,
+    rec: StepRecord,
+    titles: dict[int, str],
+    model_ms: float,
+    inputs: str | None = None,
+) -> None:
     console.print(
         f"[bold]step {rec.step}[/]  {urlsplit(rec.url).path or '/'}"
         f"{'?' + urlsplit(rec.url).query if urlsplit(rec.url).query else ''}"
-        f"  [dim](model {model_ms / 1000:.1f} s)[/]"
+        f"  [dim](model {model_ms / 1000:.1f} s{', judged on ' + inputs if inputs else ''})[/]"
     )
     width = max(console.width, 80)
     for i, (p, r) in enumerate(zip(rec.proposals, rec.rewards, strict=True)):
@@ -193,6 +215,7 @@ def _plot(records: list[StepRecord]) -> str | None:
 
 def run_demo(
     model: str | None = None,
+    vision: bool = False,
     samples: int = 2,
     max_steps: int = 40,
     seed: int = 0,
@@ -207,11 +230,16 @@ def run_demo(
     console.rule("[bold]webshepherd demo")
     console.print(f"task: [bold]{TASK}[/]")
 
-    engine, tiny = load_demo_engine(model, samples, console)
+    engine, tiny = load_demo_engine(model, samples, console, vision=vision)
+    if vision:
+        console.print(
+            "judge inputs: [bold]text+image[/] (each page also drawn as a "
+            f"{WIDTH}x{HEIGHT} PNG screenshot in the judge prompt)"
+        )
     workdir = Path(tempfile.mkdtemp(prefix="webshepherd-demo-"))
     try:
         records, done, answer = asyncio.run(
-            _serve_and_drive(engine, workdir, samples, max_steps, seed, console, policy)
+            _serve_and_drive(engine, workdir, samples, max_steps, seed, console, policy, vision)
         )
     finally:
         if keep:
@@ -248,7 +276,10 @@ async def _serve_and_drive(
     seed: int,
     console: Console,
     policy: str,
+    vision: bool = False,
 ) -> tuple[list[StepRecord], bool, str | None]:
     async with demo_servers(engine, workdir, samples) as (server, token, shop):
         console.print(f"daemon on {server.url} (temporary data dir {workdir}); shop on {shop.url}")
-        return await _drive(server.url, token, shop.url, samples, max_steps, seed, console, policy)
+        return await _drive(
+            server.url, token, shop.url, samples, max_steps, seed, console, policy, vision
+        )

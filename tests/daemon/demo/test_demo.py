@@ -39,3 +39,26 @@ def test_demo_runs_end_to_end(tiny_model_path: Path, tmp_path: Path) -> None:
     assert not (tmp_path / "user-data").exists() and not (tmp_path / "user-config").exists()
     temp = re.search(r"temporary data dir\s+(\S+?)\)", out)
     assert temp and not Path(temp.group(1)).exists()
+
+
+def test_demo_vision_judges_each_page_with_its_screenshot(
+    tiny_model_path: Path, tiny_vision_model_path: Path, tmp_path: Path
+) -> None:
+    env = demo_env(
+        tmp_path, tiny_model_path, WEBSHEPHERD_TINY_VISION_MODEL=str(tiny_vision_model_path)
+    )
+    result = run_demo([*DEMO, "--vision", "--no-plot", "--samples", "1"], env, timeout=400)
+    out = result.stdout
+    assert result.returncode == 0, result.stderr[-3000:] + out[-3000:]
+    assert "judge inputs: text+image" in out and tiny_vision_model_path.name in out
+    steps = re.findall(r"^step (\d+)  (\S+)  \(model [\d.]+ s, judged on (\S+)\)", out, re.M)
+    assert steps and all(inputs == "text+image" for _, _, inputs in steps)
+    assert re.search(rf"order VW-\d+ placed in {len(steps)} steps", out)
+    assert not (tmp_path / "user-data").exists()
+
+
+def test_demo_vision_is_the_terminal_demo(tiny_model_path: Path, tmp_path: Path) -> None:
+    result = run_demo(
+        [*DEMO, "--vision", "--browser"], demo_env(tmp_path, tiny_model_path), timeout=60
+    )
+    assert result.returncode == 2 and "--vision runs the terminal demo" in result.stdout
