@@ -36,13 +36,20 @@ export function observeTab(tabId: number, flags: ObservationFlags, withScreensho
     const send = await cdpForTab(tabId);
     // the extra properties (a DOM snapshot) serve the visible flags and the screenshot's boxes only
     const shot = withScreenshot && (await chrome.tabs.get(tabId)).active;
+    const t0 = performance.now();
     const capture = await captureAxtree(send, { extraProperties: flags === "visible" || shot });
-    // the tab as it is after the capture: a navigation under way during it must not pair the new tree with the old URL
-    const tab = await chrome.tabs.get(tabId);
-    const t = performance.now();
-    const observation: Observation = { url: tab.url ?? "", axtree: observationText(capture, flags) };
-    capture.timing.flattenMs = performance.now() - t;
-    capture.timing.totalMs += capture.timing.flattenMs;
+    let observation: Observation;
+    let tab: chrome.tabs.Tab;
+    try {
+      // the tab as it is after the capture: a navigation under way during it must not pair the new tree with the old URL
+      tab = await chrome.tabs.get(tabId);
+      const t = performance.now();
+      observation = { url: tab.url ?? "", axtree: observationText(capture, flags) };
+      capture.timing.flattenMs = performance.now() - t;
+    } finally {
+      await capture.settled; // unmarked while flattening
+    }
+    capture.timing.totalMs = performance.now() - t0;
     if (shot && tab.active) {
       try {
         lastShotTab = tab;

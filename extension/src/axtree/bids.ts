@@ -18,6 +18,7 @@ const DATA_REGEXP = new RegExp(`^browsergym_id_([a-zA-Z0-9]+)[${PY_SPACE}]?([^\\
  * Strings without the prefix come back unchanged with no data items.
  */
 export function extractDataItemsFromAria(aria: string): [string[], string] {
+  if (!aria.startsWith("browsergym_id_")) return [[], aria];
   const match = DATA_REGEXP.exec(aria);
   if (!match) return [[], aria];
   return [[match[1]!], match[2]!];

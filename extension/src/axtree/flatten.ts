@@ -93,22 +93,24 @@ export function flattenAxtreeToStr(tree: AXTree, options: FlattenOptions = {}): 
   const nodes = tree.nodes;
   if (nodes.length === 0) throw new Error("empty AX tree"); // Python raises IndexError
   const indexById = new Map<string, number>();
-  nodes.forEach((node, idx) => indexById.set(node.nodeId, idx));
+  for (let idx = 0; idx < nodes.length; idx++) indexById.set(nodes[idx]!.nodeId, idx);
 
-  const dfs = (idx: number, depth: number, parentFiltered: boolean, parentName: string): string => {
+  // BrowserGym joins each node's line and its children's non-empty texts with "\n":
+  // that is every printed line in depth-first order, joined once at the end.
+  const lines: string[] = [];
+  const dfs = (idx: number, depth: number, parentFiltered: boolean, parentName: string): void => {
     const node = nodes[idx]!;
     const line = formatNode(node, depth, parentFiltered, parentName, opts);
-    let out = line.text;
+    if (line.text) lines.push(line.text);
+    const childDepth = line.skipped ? depth : depth + 1;
     for (const childId of node.childIds ?? []) {
       const childIdx = indexById.get(childId);
       if (childIdx === undefined || childId === node.nodeId) continue;
-      const childDepth = line.skipped ? depth : depth + 1;
-      const childStr = dfs(childIdx, childDepth, line.filtered, line.name);
-      if (childStr) out += (out ? "\n" : "") + childStr;
+      dfs(childIdx, childDepth, line.filtered, line.name);
     }
-    return out;
   };
-  return dfs(0, 0, false, "");
+  dfs(0, 0, false, "");
+  return lines.join("\n");
 }
 
 interface NodeLine {
@@ -158,7 +160,7 @@ function formatNode(
     const processed = processBid(bid, opts);
     result.filtered = processed.filter;
     skip = skip || processed.filter;
-    attributes = [...processed.attributes, ...attributes];
+    if (processed.attributes.length > 0) attributes = [...processed.attributes, ...attributes];
   }
 
   result.skipped = skip;

@@ -16,6 +16,8 @@ export interface AxtreeCapture {
   extraProperties: ExtraProperties;
   warnings: string[];
   timing: CaptureTiming;
+  /** Resolves once every frame is unmarked and released: the tab's next capture waits for it. */
+  settled: Promise<void>;
 }
 
 /** Where a capture's time went, in ms (the phases overlap where CDP calls run side by side). */
@@ -108,6 +110,12 @@ export async function captureAxtree(send: CdpSend, options: CaptureOptions = {})
   const t1 = performance.now();
   timing.markMs = t1 - t0;
   let unmarking: Promise<void> | null = null;
+  let cleaned = false;
+  const cleanUp = async (started: Promise<void> | null) => {
+    await (started ?? unmarkAll(send, docs, timing));
+    await Promise.all([...docs.values()].map((doc) => send("Runtime.releaseObject", { objectId: doc }).catch(() => undefined)));
+    timing.totalMs = performance.now() - t0;
+  };
   try {
     // Sent together: Chromium answers them in order while this worker handles each result as it comes.
     const overlayIds = overlayBackendIds(send, docs.get(frames[0]!.frameId));
@@ -154,11 +162,12 @@ export async function captureAxtree(send: CdpSend, options: CaptureOptions = {})
     if (overlay.size > 0) tree = pruneBackendNodes(tree, overlay);
     timing.mergeMs = performance.now() - t2;
     const extraProperties = await snapshot;
-    return { tree, extraProperties, warnings, timing };
+    // the caller flattens while the page is still being unmarked
+    const settled = cleanUp(unmarking);
+    cleaned = true;
+    return { tree, extraProperties, warnings, timing, settled };
   } finally {
-    await (unmarking ?? unmarkAll(send, docs, timing));
-    await Promise.all([...docs.values()].map((doc) => send("Runtime.releaseObject", { objectId: doc }).catch(() => undefined)));
-    timing.totalMs = performance.now() - t0;
+    if (!cleaned) await cleanUp(unmarking);
   }
 }
 
