@@ -144,7 +144,7 @@ async def test_action_errors_reach_the_policy_like_browsergym(
     async with client(daemon) as c:
         result = await run_episode(
             c, TextEnvironment(shop.url), policy, "Buy something",
-            EpisodeOptions(max_steps=5, reward_samples=1, approval="never"),
+            EpisodeOptions(max_steps=5, reward_samples=1, approval="never", checklist=CHECKLIST),
         )  # fmt: skip
     first, second = result.steps
     assert first.error is not None and "no element with bid '999'" in first.error
