@@ -161,3 +161,60 @@ def test_the_screenshot_reaches_the_model(backend: TransformersBackend) -> None:
 def test_samples_with_a_screenshot(backend: TransformersBackend) -> None:
     out = backend.judge(_batch(backend, samples=2))
     assert len(out.generations) == 3 and all(len(g) == 2 for g in out.generations)
+
+
+def _same(a: JudgeOutput, b: JudgeOutput) -> None:
+    assert len(a.generations) == len(b.generations)
+    for ga, gb in zip(a.generations, b.generations, strict=True):
+        assert [t.piece for t in ga[0].tokens] == [t.piece for t in gb[0].tokens]
+        for ta, tb in zip(ga[0].tokens, gb[0].tokens, strict=True):
+            assert ta.mass == pytest.approx(tb.mass, abs=1e-5)
+
+
+def test_sessions_decoded_together_keep_their_own_screenshots(
+    backend: TransformersBackend,
+) -> None:
+    """``judge_many`` (several sessions' steps in one decode, each prefix with its own image,
+    one without) gives each batch what it gets alone."""
+    maps = ("image/png", axtree_png("RootWebArea 'Maps'\n\t[7] link 'Directions'"))
+    first, text = _batch(backend), _batch(backend, image=False)
+    second = JudgeBatch(
+        prefix=first.prefix,
+        suffixes=first.suffixes[:2],
+        samples=1,
+        max_new_tokens=first.max_new_tokens,
+        image=maps,
+    )
+    together = backend.judge_many([first, text, second], [None] * 3, [None] * 3)
+    for batch, out in zip([first, text, second], together, strict=True):
+        assert isinstance(out, JudgeOutput)
+        _same(out, backend.judge(batch))
+
+
+def test_without_split_attention_a_screenshot_is_judged_unshared(
+    backend: TransformersBackend,
+) -> None:
+    assert backend.vision is not None
+    plain = TransformersBackend(
+        backend.model,
+        backend.tokenizer,
+        backend.model_id,
+        split_attention=False,
+        vision=backend.vision,
+    )
+    batch = _batch(backend)
+    out = plain.judge(batch)
+    assert not out.prefix_shared
+    _same(out, backend.judge(batch))
+
+
+def test_checklists_are_written_by_the_vision_model(backend: TransformersBackend) -> None:
+    prompt = backend.render_chat([{"role": "user", "content": "Checklist 1:"}])
+    assert isinstance(backend.generate(prompt, 8), str)
+    # a context budget counts the screenshot as at least the image tokens it really takes
+    batch = _batch(backend)
+    assert backend.vision is not None
+    full = batch.prefix + batch.suffixes[0]
+    image = backend.vision.image(SHOT, torch.float32)
+    real = len(backend._encode(place_image(full, image.markup)[0]))
+    assert real <= backend.count_tokens(full) <= real + backend.vision.max_tokens
