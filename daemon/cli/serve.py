@@ -164,9 +164,10 @@ def add_backend_arguments(s: argparse.ArgumentParser) -> None:
         "--judge-inputs",
         choices=JUDGE_INPUTS,
         default=None,
-        help="what the judge sees: text (the AX tree; the default, what the text checkpoints "
-        "were trained on) or text+image (the latest screenshot too, the authors' multimodal "
-        "prompt; an observation without one is judged as text and the scored reply says so)",
+        help="what the judge sees: text (the AX tree) or text+image (the latest screenshot "
+        "too, the authors' multimodal prompt; an observation without one is judged as text "
+        "and the scored reply says so); default: what the checkpoint was trained on (text+image "
+        "for a vision-language checkpoint through transformers, else text)",
     )
     s.add_argument(
         "--unparsed",
@@ -246,6 +247,7 @@ def engine_from_args(args: argparse.Namespace, config: DaemonConfig) -> Engine:
         unparsed=getattr(args, "unparsed", "skip"),
         judge_inputs=getattr(args, "judge_inputs", None) or "text",
     )
+    chosen = getattr(args, "judge_inputs", None) is not None
     return load_engine(
         args.model,
         device=args.device,
@@ -254,6 +256,7 @@ def engine_from_args(args: argparse.Namespace, config: DaemonConfig) -> Engine:
         base_url=getattr(args, "base_url", None),
         api_key=api_key,
         remote_model=getattr(args, "remote_model", None),
+        inputs_from_model=not chosen,
     )
 
 

@@ -16,10 +16,12 @@ import os
 import urllib.error
 import urllib.parse
 import urllib.request
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from webshepherd.daemon.engine.engine import Engine, EngineConfig
+from webshepherd.daemon.engine.types import JudgeInputs
 from webshepherd.protocol.errors import ModelUnavailableError
 
 if TYPE_CHECKING:
@@ -258,9 +260,12 @@ def load_engine(
     base_url: str | None = None,
     api_key: str | None = None,
     remote_model: str | None = None,
+    inputs_from_model: bool = False,
 ) -> Engine:
     """An :class:`Engine` on ``backend`` (see :data:`BACKENDS`); ``ModelUnavailableError`` says
-    what was tried and how to fix it."""
+    what was tried and how to fix it. ``inputs_from_model``: judge with what the checkpoint
+    was trained on (``text+image`` for a vision-language checkpoint in this process) instead
+    of ``config.judge_inputs``."""
     loaded: Backend
     if backend == "transformers":
         loaded = load_backend(model, device=device)
@@ -287,6 +292,12 @@ def load_engine(
             f"unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}"
         )
     config = config or EngineConfig()
+    if inputs_from_model:
+        trained: JudgeInputs = (
+            "text+image" if backend == "transformers" and loaded.accepts_images else "text"
+        )
+        config = replace(config, judge_inputs=trained)
+        log.info("judging with %s (what %s was trained on)", trained, model)
     if config.judge_inputs == "text+image" and not loaded.accepts_images:
         loaded.close()
         raise ModelUnavailableError(

@@ -189,3 +189,23 @@ async def test_serve_openai_backend_scores_through_a_real_daemon(
         assert scored["timing"]["model_ms"] > 0
     finally:
         server.stop()
+
+
+@pytest.mark.model
+def test_serve_judges_a_vision_checkpoint_with_screenshots_by_default(
+    tiny_model_path: Path, tiny_vision_model_path: Path
+) -> None:
+    from webshepherd.daemon.cli.serve import engine_from_args
+
+    def engine_for(model: Path, *extra: str):
+        args = build_parser().parse_args(
+            ["serve", "--model", str(model), "--device", "cpu", *extra]
+        )
+        return engine_from_args(args, config_from_args(args))
+
+    seeing = engine_for(tiny_vision_model_path)
+    assert seeing.config.judge_inputs == "text+image"
+    assert engine_for(tiny_vision_model_path, "--judge-inputs", "text").config.judge_inputs == (
+        "text"
+    )
+    assert engine_for(tiny_model_path).config.judge_inputs == "text"
