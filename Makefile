@@ -54,6 +54,7 @@ $(ISTAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(IVENV)
 	$(IVENV)/bin/python -m pip install --upgrade pip setuptools wheel
 	$(IVENV)/bin/python -m pip install -e '.[integrations]' pytest pytest-asyncio pytest-timeout
+	$(IVENV)/bin/python -m pip install --no-deps 'agentlab>=0.4.2'  # see pyproject's integrations
 	touch $@
 
 test-integrations: $(STAMP) $(ISTAMP)

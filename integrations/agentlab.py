@@ -1,0 +1,356 @@
+"""AgentLab: reward-guided action selection around any AgentLab agent.
+
+```python
+agent_args = RewardGuidedAgentArgs(subagent_args=GenericAgentArgs(...), n_candidates=4)
+ExpArgs(agent_args=agent_args, env_args=EnvArgs(task_name="miniwob.click-test")).run()
+```
+
+Each step, the subagent proposes ``n_candidates`` actions: through AgentLab's multi-candidate
+interface (``get_candidate_generations`` / ``update_agent_state_from_selected_candidate``, as
+``MultiCandidateGenericAgent`` has) where the subagent has it, else by calling its
+``get_action`` n times, each on a copy of the subagent made before the step (the copy whose
+action is picked becomes the subagent; an agent that cannot be copied is sampled in place).
+The distinct actions are scored in one request and picked by the paper's best-of-n rule
+(:mod:`webshepherd.protocol.agents.best_of_n`: highest reward, then most often proposed).
+
+``select="refine"``: when the pick's reward is below ``refine_below`` (or unparsed), the
+judge's feedback goes back to the subagent as its ``hint`` for a second round of candidates,
+scored and picked the same way (needs the multi-candidate interface).
+
+``approval_threshold``: a pick whose reward is below it (or unparsed) waits for a person
+(the TUI, the extension, any monitor client). The protocol has no per-request threshold, so
+this costs a second score request of the pick alone with ``approval="always"``. A rejected
+action does not run: the agent returns ``noop()`` (always in BrowserGym's action sets) and
+the person's note is the subagent's hint on the next step; an edited action runs instead.
+
+The observation the daemon scores is computed from the raw BrowserGym obs in
+``obs_preprocessor`` (before the subagent's own preprocessing drops ``axtree_object``):
+:func:`.browsergym.observation_text`, the extension's bytes. One session per agent (per
+episode); it ends when the subagent returns ``None``, on :meth:`RewardGuidedAgent.close`, on
+``RewardGuidedAgentArgs.close()`` (AgentLab calls it after a study), or when the agent is
+garbage-collected, with outcome ``unknown`` (an AgentLab agent never sees the task reward).
+
+The daemon's token comes from the token store (or ``WEBSHEPHERD_TOKEN``), never from the
+args: AgentLab pickles agent args into each experiment's ``exp_args.pkl``.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from agentlab.agents.agent_args import AgentArgs
+from browsergym.experiments.agent import Agent, AgentInfo
+from webshepherd.integrations.browsergym import _goal_text, observation
+from webshepherd.protocol.agents.best_of_n import BestOfN, action_key, best_of_n_sync, decide
+from webshepherd.protocol.client.sync import Client, SyncSession
+from webshepherd.protocol.common import Candidate
+from webshepherd.protocol.version import DEFAULT_URL
+
+Select = Literal["best", "refine"]
+REJECTED_ACTION = "noop()"
+
+
+@dataclass
+class Proposal:
+    """One candidate of the subagent: its action, AgentInfo, and the state it came from."""
+
+    action: str
+    info: AgentInfo
+    raw: Any = None  # the multi-candidate dict, or the sampled copy of the subagent
+
+
+@dataclass
+class Round:
+    """One scored round of candidates."""
+
+    proposals: list[Proposal]
+    result: BestOfN
+    hint: list[str] | None
+
+
+@dataclass
+class RewardGuidedAgentArgs(AgentArgs):
+    """Wraps ``subagent_args``: its agent proposes, webshepherd picks."""
+
+    subagent_args: AgentArgs | None = None
+    n_candidates: int = 3
+    select: Select = "best"
+    approval_threshold: float | None = None
+    refine_below: float = 0.5
+    checklist: str | None = None  # a reference checklist; else the model writes one
+    intent: str | None = None  # else the env's goal
+    samples: int = 1
+    url: str | None = None  # else the local daemon
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.select not in ("best", "refine"):
+            raise ValueError(f"select must be 'best' or 'refine', not {self.select!r}")
+        if self.n_candidates < 1:
+            raise ValueError("n_candidates must be at least 1")
+        if self.subagent_args is not None and getattr(self.subagent_args, "agent_name", None):
+            self.agent_name = "WS-" + self.subagent_args.agent_name
+        self._agents: weakref.WeakSet[RewardGuidedAgent] = weakref.WeakSet()
+
+    def make_agent(self) -> RewardGuidedAgent:
+        if self.subagent_args is None:
+            raise ValueError("RewardGuidedAgentArgs needs subagent_args")
+        agent = RewardGuidedAgent(self, self.subagent_args.make_agent())
+        self._agents.add(agent)
+        return agent
+
+    def set_benchmark(self, benchmark: Any, demo_mode: bool) -> None:
+        if self.subagent_args is not None and hasattr(self.subagent_args, "set_benchmark"):
+            self.subagent_args.set_benchmark(benchmark, demo_mode)
+
+    def set_reproducibility_mode(self) -> None:
+        sub = self.subagent_args
+        if sub is not None and hasattr(sub, "set_reproducibility_mode"):
+            sub.set_reproducibility_mode()
+
+    def prepare(self) -> Any:
+        return self.subagent_args.prepare() if self.subagent_args is not None else None
+
+    def close(self) -> Any:
+        for agent in list(self._agents):
+            agent.close()
+        return self.subagent_args.close() if self.subagent_args is not None else None
+
+    def __getstate__(self) -> dict[str, Any]:  # AgentLab pickles args; live agents stay out
+        state = dict(self.__dict__)
+        state.pop("_agents", None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._agents = weakref.WeakSet()
+
+
+class RewardGuidedAgent(Agent):
+    """The agent :class:`RewardGuidedAgentArgs` makes (one webshepherd session per agent)."""
+
+    def __init__(self, args: RewardGuidedAgentArgs, subagent: Any) -> None:
+        self.args = args
+        self.subagent = subagent
+        self.action_set = subagent.action_set
+        self.client = Client(args.url or DEFAULT_URL)
+        self.session: SyncSession | None = None
+        self._observation: dict[str, Any] | None = None
+        self._hint: list[str] | None = None
+        self._checklist: list[str] | None = None
+        self._finalizer: weakref.finalize[Any, Any] | None = None
+
+    @property
+    def multi_candidate(self) -> bool:
+        return hasattr(self.subagent, "get_candidate_generations") and hasattr(
+            self.subagent, "update_agent_state_from_selected_candidate"
+        )
+
+    def obs_preprocessor(self, obs: dict[str, Any]) -> Any:
+        """Records the raw page for webshepherd, then the subagent's own preprocessing."""
+        self._observation = observation(obs)
+        if self.session is None:
+            intent = self.args.intent or obs.get("goal") or _goal_text(obs)
+            if not self.client.connected:
+                self.client.connect()
+            self.session = self.client.start_session(
+                intent,
+                start_url=obs["url"],
+                checklist=self.args.checklist,
+                observation=self._observation,
+                agent=f"agentlab:{getattr(self.subagent, '__class__', type(self)).__name__}",
+            )
+            self._finalizer = weakref.finalize(self, _end, self.client, self.session)
+        else:
+            self.session.observe(**self._observation)
+        return self.subagent.obs_preprocessor(obs)
+
+    def get_action(self, obs: Any) -> tuple[str | None, AgentInfo]:
+        if self.session is None:
+            raise RuntimeError("obs_preprocessor (the experiment loop) starts the session")
+        session = self.session
+        started = time.perf_counter()
+        hint, self._hint = self._hint, None
+        first = self._round(obs, hint)
+        if first is None:  # the subagent stops: so does the episode
+            self.close()
+            return None, AgentInfo(stats={"ws_reward": None, "ws_latency_s": 0.0})
+        rounds = [first]
+        best = first.result
+        if self.args.select == "refine" and _below(best.reward, self.args.refine_below):
+            if not self.multi_candidate:
+                raise TypeError("select='refine' needs a subagent with get_candidate_generations")
+            second = self._round(obs, [f"Judge's feedback: {best.feedback}"])
+            rounds += [second] if second is not None else []
+        final = rounds[-1]
+        result = final.result
+        chosen = result.chosen
+        decision, note = result.decision.status, ""
+        if (
+            chosen is not None
+            and self.args.approval_threshold is not None
+            and _below(result.reward, self.args.approval_threshold)
+        ):
+            asked = session.score([chosen], samples=self.args.samples, approval="always")
+            decision, note = asked.decision.status, asked.decision.note or ""
+            chosen = decide([chosen], 0, asked.decision)
+        latency = time.perf_counter() - started
+
+        picked = _proposal_for(final, result.candidates[result.index].action)
+        info = picked.info if picked is not None else AgentInfo()
+        if chosen is None:
+            action = REJECTED_ACTION
+            rejected = result.candidates[result.index].action
+            self._hint = [f"{rejected} was rejected by a person: {note or 'no reason given'}"]
+            session.act(action, self._hint[0])
+        else:
+            action = chosen.action
+            if picked is not None:
+                self._commit(picked, action)
+            session.act(action, chosen.thought or None)
+        ws = {
+            "session_id": session.session_id,
+            "reward": result.reward,
+            "rewards": list(result.rewards),
+            "candidates": [c.action for c in result.candidates],
+            "counts": list(result.counts),
+            "index": result.index,
+            "feedback": result.feedback,
+            "checklist": _items(result),
+            "decision": decision,
+            "action": action,
+            "rounds": len(rounds),
+            "hint": final.hint,
+        }
+        return action, _with_rewards(info, ws, latency, self._markdown(rounds, ws))
+
+    def close(self) -> None:
+        """Ends the session (outcome ``unknown``) and closes the connection."""
+        if self._finalizer is not None:
+            self._finalizer()
+        else:
+            self.client.close()
+
+    def _round(self, obs: Any, hint: list[str] | None) -> Round | None:
+        proposals = self._propose(obs, hint)
+        if not proposals:
+            return None
+        assert self.session is not None
+        result = best_of_n_sync(
+            self.session,
+            [Candidate(thought=p.info.think or "", action=p.action) for p in proposals],
+            top_n=len(proposals),
+            samples=self.args.samples,
+            approval="never",
+        )
+        return Round(proposals, result, hint)
+
+    def _propose(self, obs: Any, hint: list[str] | None) -> list[Proposal]:
+        n = self.args.n_candidates
+        if self.multi_candidate:
+            generations = self.subagent.get_candidate_generations(obs, hint=hint, n_candidates=n)
+            proposals = [Proposal(g["action"], g["agent_info"], g) for g in generations]
+        else:
+            proposals = []
+            for _ in range(n):
+                try:
+                    sample = copy.deepcopy(self.subagent)
+                except Exception:  # an agent holding sockets or locks: sampled in place
+                    sample = self.subagent
+                action, info = sample.get_action(obs)
+                proposals.append(Proposal(action, _as_info(info), sample))
+        return [p for p in proposals if p.action]
+
+    def _commit(self, picked: Proposal, action: str) -> None:
+        """The subagent's state follows the executed action."""
+        if self.multi_candidate:
+            self.subagent.update_agent_state_from_selected_candidate(
+                dict(picked.raw, action=action)
+            )
+        else:
+            self.subagent = picked.raw
+
+    def _checklist_items(self) -> list[str]:
+        """The session's checklist, asked once (it exists after the first score)."""
+        if self._checklist is None and self.session is not None:
+            try:
+                reply = self.session.checklist(timeout=10.0)
+                self._checklist = [f"Checklist {i.index}: {i.title}" for i in reply.items]
+            except Exception:  # not written yet, or unparsed: the page says so
+                return ["(no checklist yet)"]
+        return self._checklist or []
+
+    def _markdown(self, rounds: Sequence[Round], ws: dict[str, Any]) -> str:
+        lines = [f"## webshepherd: session `{ws['session_id']}`", ""]
+        for n, rnd in enumerate(rounds, 1):
+            res = rnd.result
+            title = f"### Round {n}" + (f" (hint: {'; '.join(rnd.hint)})" if rnd.hint else "")
+            lines += [title, "", "| # | action | proposed | reward |", "|---|---|---|---|"]
+            for i, (cand, count, reward) in enumerate(
+                zip(res.candidates, res.counts, res.rewards, strict=True)
+            ):
+                mark = " **picked**" if i == res.index else ""
+                shown = "unparsed" if reward is None else f"{reward:.3f}"
+                action = cand.action.replace("|", "\\|")
+                lines.append(f"| {i} | `{action}`{mark} | {count} | {shown} |")
+            lines.append("")
+        lines += ["### Checklist (the pick's label probabilities)", ""]
+        probs = {item["index"]: item for item in ws["checklist"]}
+        for n, text in enumerate(self._checklist_items(), 1):
+            item = probs.get(n)
+            shown = (
+                f"yes {item['yes']:.2f}, in progress {item['in_progress']:.2f}, no {item['no']:.2f}"
+                if item
+                else "not judged"
+            )
+            lines.append(f"- {text}: {shown}")
+        lines += ["", f"**Feedback:** {ws['feedback']}", ""]
+        lines.append(f"**Decision:** {ws['decision']}; executed `{ws['action']}`")
+        return "\n".join(lines)
+
+
+def _end(client: Client, session: SyncSession) -> None:
+    try:
+        session.end("unknown")
+    except Exception:  # the daemon or the connection is gone: nothing left to end
+        pass
+    finally:
+        client.close()
+
+
+def _below(reward: float | None, threshold: float) -> bool:
+    return reward is None or reward < threshold
+
+
+def _items(result: BestOfN) -> list[dict[str, Any]]:
+    if not result.scored.results:
+        return []
+    by_index = {r.index: r for r in result.scored.results}
+    picked = by_index.get(result.index)
+    return [item.model_dump() for item in picked.items] if picked else []
+
+
+def _proposal_for(rnd: Round, action: str) -> Proposal | None:
+    key = action_key(action)
+    return next((p for p in rnd.proposals if action_key(p.action) == key), None)
+
+
+def _as_info(info: Any) -> AgentInfo:
+    if isinstance(info, AgentInfo):
+        return info
+    return AgentInfo(**dict(info or {}))
+
+
+def _with_rewards(info: AgentInfo, ws: dict[str, Any], latency: float, markdown: str) -> AgentInfo:
+    """A copy of the pick's AgentInfo with webshepherd's figures added."""
+    out = copy.copy(info)
+    out.stats = dict(info.stats or {}, ws_reward=ws["reward"], ws_latency_s=latency)
+    out.extra_info = dict(info.extra_info or {}, webshepherd=ws)
+    page = info.markdown_page or ""
+    out.markdown_page = f"{page}\n\n{markdown}" if page else markdown
+    return out
