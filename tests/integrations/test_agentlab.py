@@ -4,6 +4,7 @@ model): the recording, rewards in AgentInfo, best-of-n, refine hints, a rejected
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import re
 import threading
@@ -22,11 +23,12 @@ from webshepherd.integrations.browsergym import observation_text
 from webshepherd.protocol.agents.best_of_n import action_key, select
 from webshepherd.protocol.client.sync import Client
 
-from tests.integrations.conftest import Daemon
+from tests.integrations.conftest import ROOT, Daemon
 from tests.integrations.test_browsergym import decide_every_request
 
 GOAL = "Search the shop for a USB-C cable"
 CHECKLIST = "Checklist 1: Search the shop for a USB-C cable"
+EXAMPLE = ROOT / "examples" / "agentlab_rewards.py"
 
 
 @pytest.fixture(autouse=True)
@@ -267,3 +269,21 @@ def test_benchmark_and_reproducibility_delegate_to_the_subagent() -> None:
     assert sub.benchmark == ("miniwob", True) and sub.reproducible
     with pytest.raises(ValueError, match="select"):
         RewardGuidedAgentArgs(subagent_args=sub, select="worst")
+
+
+def test_the_readme_example_runs(
+    shop: ShopServer, daemon: Daemon, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = importlib.util.spec_from_file_location("agentlab_rewards", EXAMPLE)
+    assert spec is not None and spec.loader is not None
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    monkeypatch.setenv("WEBSHEPHERD_URL", daemon.url)
+    exp = example.main(ScriptedArgs(), shop.url, str(tmp_path))
+    assert exp.err_msg is None, exp.stack_trace
+    exp.agent_args.close()
+    steps = get_exp_result(exp.exp_dir).steps_info
+    acted = [s for s in steps if s.action is not None]
+    assert len(acted) == 2
+    for step in acted:
+        assert "ws_reward" in step.stats and step.agent_info.extra_info["webshepherd"]["rounds"]
