@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+from webshepherd.daemon.engine.backends.decode_loop import Rows, decode, pick_tokens
 from webshepherd.daemon.engine.backends.transformers_backend import TransformersBackend
 from webshepherd.daemon.engine.backends.vision import IMAGE_PAD, VISION_END, VISION_START, Image
 
@@ -202,8 +203,8 @@ class Completer:
     def _steps(self, ids: list[int], p: CompletionParams) -> Iterator[list[_Row]]:
         """Sample ``p.n`` completions of ``ids`` in one batch; yields the rows after every token.
 
-        The same calls as TransformersBackend's decode loop (explicit mask and positions), so
-        a greedy completion here is the one the backend writes for the prompt alone. The
+        The backend's decode loop (decode_loop.py: explicit mask and positions), so a greedy
+        completion here is the one the backend writes for the prompt alone. The
         caller holds the model lock and inference mode.
         """
         dev, n = self.backend.device, p.n
@@ -226,61 +227,57 @@ class Completer:
             cache.batch_repeat_interleave(n)
             logits, mask = logits.repeat_interleave(n, dim=0), mask.repeat_interleave(n, dim=0)
         rows = [_Row() for _ in range(n)]
-        active = list(range(n))
-        for _ in range(p.max_tokens):
-            logp = torch.log_softmax(logits, dim=-1)
-            if p.temperature <= 0:
-                chosen = logits.argmax(-1)
-            else:
-                probs = torch.softmax(logits / p.temperature, -1)
-                chosen = torch.multinomial(probs, 1).squeeze(-1)
-            chosen_lp = logp.gather(1, chosen[:, None]).squeeze(1).tolist()
+
+        def take(batch: Rows, chosen: list[int], step: int) -> list[int]:
+            logp = torch.log_softmax(batch.logits, dim=-1)
+            picked = torch.tensor(chosen, device=dev)
+            chosen_lp = logp.gather(1, picked[:, None]).squeeze(1).tolist()
             top = torch.topk(logp, p.k, dim=-1) if p.k else None
             keep: list[int] = []
-            for b, tid in enumerate(chosen.tolist()):
-                row = rows[active[b]]
+            for b, tid in enumerate(chosen):
+                row = rows[batch.active[b]]
                 if tid in self._eos:
                     row.finish = "stop"
                     continue
                 row.ids.append(tid)
                 row.lps.append(chosen_lp[b])
                 if top is not None:
-                    entry: dict[str, float] = {}
-                    for lp, t in zip(top.values[b].tolist(), top.indices[b].tolist(), strict=True):
-                        s = self._piece(t)
-                        # tokens decoding to the same text: their probabilities add up
-                        entry[s] = (
-                            lp if s not in entry else math.log(math.exp(entry[s]) + math.exp(lp))
-                        )
-                    row.tops.append(entry)
+                    row.tops.append(
+                        self._top_entry(top.values[b].tolist(), top.indices[b].tolist())
+                    )
                 text = self.tokenizer.decode(row.ids, skip_special_tokens=True)
                 if _stop_cut(text, p.stops) is not None:
                     row.finish = "stop"
                     continue
                 keep.append(b)
-            if not keep:
-                break
-            yield rows
-            if len(keep) < len(active):
-                sel = torch.tensor(keep, device=dev)
-                cache.batch_select_indices(sel)
-                chosen, mask = chosen[sel], mask[sel]
-                active = [active[b] for b in keep]
-            mask = torch.cat(
-                [mask, torch.ones((len(active), 1), dtype=mask.dtype, device=dev)], dim=1
-            )
+            return keep
+
+        def forward(batch: Rows, chosen: torch.Tensor) -> tuple[Any, torch.Tensor]:
             out = self.model(
                 input_ids=chosen[:, None],
-                attention_mask=mask,
-                position_ids=torch.full((len(active), 1), pos, device=dev),
-                past_key_values=cache,
+                attention_mask=batch.mask,
+                position_ids=batch.next_pos[:, None],
+                past_key_values=batch.cache,
                 use_cache=True,
             )
-            cache, logits = out.past_key_values, out.logits[:, -1, :].float()
-            pos += 1
+            return out.past_key_values, out.logits[:, -1, :].float()
+
+        batch = Rows(cache, logits, mask, torch.full((n,), pos, device=dev), list(range(n)))
+        for _ in decode(
+            batch, lambda b: pick_tokens(b.logits, p.temperature), take, forward, p.max_tokens
+        ):
+            yield rows
         for row in rows:
             row.finish = row.finish or "length"
         yield rows
+
+    def _top_entry(self, lps: list[float], ids: list[int]) -> dict[str, float]:
+        """A position's top-k as text -> logprob; tokens decoding to the same text add up."""
+        entry: dict[str, float] = {}
+        for lp, t in zip(lps, ids, strict=True):
+            s = self._piece(t)
+            entry[s] = lp if s not in entry else math.log(math.exp(entry[s]) + math.exp(lp))
+        return entry
 
     def _final(self, row: _Row, stops: list[str]) -> tuple[str, int]:
         """A finished row's text and how many of its tokens it keeps (the stop string cut off,

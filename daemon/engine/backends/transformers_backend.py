@@ -32,6 +32,7 @@ from webshepherd.daemon.engine.backends.base import (
     JudgeBatch,
     JudgeOutput,
 )
+from webshepherd.daemon.engine.backends.decode_loop import Rows, decode, pick_tokens
 from webshepherd.daemon.engine.backends.tokenizer_text import IncrementalText
 from webshepherd.daemon.engine.backends.vision import (
     VISION_END,
@@ -551,39 +552,35 @@ class TransformersBackend(Backend):
             sel = torch.tensor(active, device=dev, dtype=torch.long)
             cache.batch_select_indices(sel)
             logits, valid, next_pos = logits[sel], valid[sel], next_pos[sel]
-        step = 0
-        while active:
-            rows.abort_cancelled(active)
-            mass = self._group_mass(logits)
-            chosen = self._choose(parts, [rows.part_of[b] for b in active], logits)
-            keep = [
+
+        def pick(batch: Rows) -> torch.Tensor:
+            rows.abort_cancelled(batch.active)
+            return self._choose(parts, [rows.part_of[b] for b in batch.active], batch.logits)
+
+        def take(batch: Rows, chosen: list[int], step: int) -> list[int]:
+            mass = self._group_mass(batch.logits)
+            return [
                 i
-                for i, (b, tid) in enumerate(zip(active, chosen.tolist(), strict=True))
+                for i, (b, tid) in enumerate(zip(batch.active, chosen, strict=True))
                 if self._advance(rows, b, tid, mass[i], step)
             ]
-            step += 1
-            if not keep:
-                break
-            if len(keep) < len(active):
-                sel = torch.tensor(keep, device=dev)
-                cache.batch_select_indices(sel)
-                chosen, valid, next_pos = chosen[sel], valid[sel], next_pos[sel]
-                active = [active[i] for i in keep]
-            valid = torch.cat(
-                [valid, torch.ones((len(active), 1), dtype=torch.bool, device=dev)], dim=1
-            )
-            shared.rows = _ranges([rows.part_of[b] for b in active], group_of, len(shared.keys))
+
+        def forward(batch: Rows, chosen: torch.Tensor) -> tuple[Any, torch.Tensor]:
+            parts_now = [rows.part_of[b] for b in batch.active]
+            shared.rows = _ranges(parts_now, group_of, len(shared.keys))
             out = self.model(
                 input_ids=chosen[:, None],
-                attention_mask=valid[:, None, None, :],
-                position_ids=next_pos[:, None],
-                past_key_values=cache,
+                attention_mask=batch.mask[:, None, None, :],
+                position_ids=batch.next_pos[:, None],
+                past_key_values=batch.cache,
                 use_cache=True,
                 logits_to_keep=1,
                 **extra,
             )
-            cache, logits = out.past_key_values, out.logits[:, -1, :].float()
-            next_pos = next_pos + 1
+            return out.past_key_values, out.logits[:, -1, :].float()
+
+        for _ in decode(Rows(cache, logits, valid, next_pos, active), pick, take, forward):
+            pass
         for row in rows.rows:
             if row.finish is None:
                 row.finish = "length"
@@ -719,48 +716,41 @@ class TransformersBackend(Backend):
                 t.repeat_interleave(n, dim=0) for t in (logits, mask, next_pos)
             )
         rows = [_Row() for _ in range(k * n)]
-        active = list(range(k * n))  # batch position -> row index
         stops = tuple(stop)
-        for _step in range(max_new):
-            if cancel is not None and cancel.is_set():
-                for r in active:
-                    rows[r].finish = "aborted"
-                break
-            probs = torch.softmax(logits, dim=-1)
-            mass = torch.stack([probs[:, g].sum(-1) for g in self._group_idx], dim=-1).tolist()
+
+        def pick(batch: Rows) -> torch.Tensor:
             if greedy:
-                chosen = logits.argmax(-1)
-            else:
-                chosen = torch.multinomial(
-                    torch.softmax(logits / max(temperature, 1e-5), -1), 1
-                ).squeeze(-1)
+                return batch.logits.argmax(-1)
+            return pick_tokens(batch.logits, max(temperature, 1e-5))
+
+        def take(batch: Rows, chosen: list[int], step: int) -> list[int]:
+            if cancel is not None and cancel.is_set():
+                for r in batch.active:
+                    rows[r].finish = "aborted"
+                return []
+            mass = self._group_mass(batch.logits)
             keep: list[int] = []
-            for b, tid in enumerate(chosen.tolist()):
-                row = rows[active[b]]
-                self._append(row, tid, mass[b], stops)
+            for b, (r, tid) in enumerate(zip(batch.active, chosen, strict=True)):
+                self._append(rows[r], tid, mass[b], stops)
                 if on_delta is not None:
-                    self._emit(on_delta, active[b] // n, active[b] % n, row)
-                if row.finish is None:
+                    self._emit(on_delta, r // n, r % n, rows[r])
+                if rows[r].finish is None:
                     keep.append(b)
-            if not keep:
-                break
-            if len(keep) < len(active):
-                cache.batch_select_indices(torch.tensor(keep, device=dev))
-                sel = torch.tensor(keep, device=dev)
-                chosen, mask, next_pos = chosen[sel], mask[sel], next_pos[sel]
-                active = [active[b] for b in keep]
-            mask = torch.cat(
-                [mask, torch.ones((len(active), 1), dtype=mask.dtype, device=dev)], dim=1
-            )
+            return keep
+
+        def forward(batch: Rows, chosen: torch.Tensor) -> tuple[Any, torch.Tensor]:
             out = self.model(
                 input_ids=chosen[:, None],
-                attention_mask=mask,
-                position_ids=next_pos[:, None],
-                past_key_values=cache,
+                attention_mask=batch.mask,
+                position_ids=batch.next_pos[:, None],
+                past_key_values=batch.cache,
                 use_cache=True,
             )
-            cache, logits = out.past_key_values, out.logits[:, -1, :].float()
-            next_pos = next_pos + 1
+            return out.past_key_values, out.logits[:, -1, :].float()
+
+        batch = Rows(cache, logits, mask, next_pos, list(range(k * n)))
+        for _ in decode(batch, pick, take, forward, max_new):
+            pass
         for row in rows:
             if row.finish is None:
                 row.finish = "length"
