@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import itertools
 import logging
 import signal
@@ -31,6 +32,7 @@ from webshepherd.daemon.server.handshake import (
     daemon_version,
     read_hello,
 )
+from webshepherd.daemon.server.offload import Offload, gather_big_payloads
 from webshepherd.daemon.server.scheduler import Scheduler
 from webshepherd.daemon.server.stats import StatsCollector
 from webshepherd.daemon.sessions import (
@@ -63,7 +65,7 @@ from webshepherd.protocol.replies import (
     Welcome,
 )
 from webshepherd.protocol.token_store import TokenStore
-from webshepherd.protocol.union import dump, parse_client_message, request_id_of
+from webshepherd.protocol.union import dump, request_id_of
 from webshepherd.protocol.version import PROTOCOL_VERSION
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
@@ -76,7 +78,6 @@ if TYPE_CHECKING:
     from webshepherd.daemon.server.telemetry import OtlpExport
 
 log = logging.getLogger(__name__)
-PARSE_OFF_LOOP_BYTES = 256 * 1024  # frames above this are parsed on a worker thread
 
 
 class DaemonServer:
@@ -108,6 +109,7 @@ class DaemonServer:
         self.runner: EngineRunner | None = None  # made by start(), with the scheduler
         self._stopped = asyncio.Event()
         self.port = config.port
+        self.offload = Offload()  # big frames parsed, big events serialised in a process
 
     def _runner(self) -> EngineRunner:
         if self.runner is None:
@@ -168,6 +170,7 @@ class DaemonServer:
             cfg.port,
             process_request=self._check_request,
             max_size=PREAUTH_FRAME_BYTES,  # the configured limit once hello succeeds
+            compression=None,  # inflating a 31 MiB frame would hold the loop for ~50 ms
             ssl=ssl_ctx,
             ping_interval=20,
             ping_timeout=20,
@@ -208,6 +211,7 @@ class DaemonServer:
             self.history.close()
         if self.recorder is not None:
             self.recorder.close()
+        self.offload.close()
 
     async def serve_forever(self) -> None:
         await self._stopped.wait()
@@ -223,6 +227,7 @@ class DaemonServer:
         conn = await self._handshake(ws)
         if conn is None:
             return
+        gather_big_payloads(ws.protocol.reader)
         try:
             while True:
                 raw = await ws.recv(decode=False)  # bytes: pydantic validates UTF-8 itself
@@ -288,10 +293,7 @@ class DaemonServer:
 
     async def _on_frame(self, conn: Conn, raw: str | bytes) -> None:
         try:
-            if len(raw) > PARSE_OFF_LOOP_BYTES:  # big frames: parsed and validated off the loop
-                msg = await asyncio.to_thread(parse_client_message, raw)
-            else:
-                msg = parse_client_message(raw)
+            msg = await self.offload.parse(raw)  # big frames: off the loop (offload.py)
         except ProtocolError as exc:
             self._error(conn.id, request_id_of(raw) if len(raw) < 1 << 16 else None, exc)
             return
@@ -428,7 +430,7 @@ class DaemonServer:
             if isinstance(e, Reply):
                 self.hub.send(e.conn, dump(e.message))
             elif isinstance(e, Publish):
-                self._publish(e)
+                await self._publish(e)
             elif isinstance(e, RunChecklist):
                 self._runner().checklist(e)
             elif isinstance(e, RunScore):
@@ -443,9 +445,10 @@ class DaemonServer:
                 if timer is not None:
                     timer.cancel()
 
-    def _publish(self, e: Publish) -> None:
-        """Serialise the event once, only if someone is to receive it; the session's owner
-        gets it as it gets replies (never dropped), others as events."""
+    async def _publish(self, e: Publish) -> None:
+        """Serialise the event once, only if someone is to receive it (a big AX tree in the
+        offload worker); the session's owner gets it as it gets replies (never dropped),
+        others as events."""
         if self.telemetry is not None:
             self.telemetry.offer(e.event)
         st = self.core.sessions.get(e.session_id)
@@ -455,7 +458,8 @@ class DaemonServer:
         )
         if not targets:
             return
-        frame = dump(e.event)
+        axtree = getattr(e.event, "axtree", None)
+        frame = await self.offload.dump(e.event, len(axtree) if isinstance(axtree, str) else 0)
         for c in targets:
             c.send(frame, reply=c.id == owner)
 
@@ -497,6 +501,9 @@ def run_daemon(config: DaemonConfig, engine: EngineAPI) -> None:
     async def main() -> None:
         server = DaemonServer(config, engine)
         await server.start()
+        # The model's and libraries' ~400k objects out of the collector's reach: a full
+        # collection over them held the loop for ~300 ms here.
+        gc.freeze()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError):

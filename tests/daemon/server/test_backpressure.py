@@ -162,15 +162,21 @@ async def test_slow_subscriber_is_closed_1013_and_others_are_unaffected(start_da
     sid = await start_session(agent)
     tree = "x" * (256 * 1024)
     n = 40
+
+    async def read_fast() -> int:  # a subscriber that keeps up reads as events come
+        got = 0
+        while got < n:
+            m = await fast.wait_for("observed", timeout=10)
+            got += m["url"].startswith("u")
+        return got
+
+    reader = asyncio.get_running_loop().create_task(read_fast())
     for i in range(n):
         reply = await agent.request(
             {"type": "observe", "session_id": sid, "url": f"u{i}", "axtree": tree}
         )
         assert reply["type"] == "observed"
-    got = 0
-    while got < n:
-        m = await fast.wait_for("observed", timeout=10)
-        got += m["url"].startswith("u")
+    assert await reader == n
     await until(
         lambda: all(c.client_name != "frozen" or c.closed for c in daemon.server.hub.conns.values())
     )

@@ -1,0 +1,233 @@
+"""Big frames parsed and big events serialised in a worker process, so the event loop never
+waits on the GIL for them; big frames read without copying them over and over.
+
+Parsing and validating a 31 MiB frame (pydantic, from bytes) or serialising a 31 MiB event
+holds the GIL for 100-200 ms in one C call: on a worker thread that still stalls the loop
+for as long. A process of its own does it instead, behind two pipes: the frame's bytes are
+written and the result read into a lazily mapped buffer with the GIL released; only the
+result's unpickling (the AX tree's one copy into a ``str``) holds it. The worker is started
+by the first big frame; one that dies is replaced by the next, and its work done on a
+thread meanwhile, so nothing is lost. (``ProcessPoolExecutor`` pickles the frame and reads
+the result through ``BytesIO`` with the GIL held: 80-150 ms a 31 MiB frame here.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import mmap
+import os
+import pickle
+import struct
+import subprocess
+import sys
+import threading
+from collections.abc import Generator
+from types import MethodType
+from typing import Any
+
+from pydantic import BaseModel
+from webshepherd.protocol.errors import ProtocolError
+from webshepherd.protocol.union import ClientMessage, dump, parse_client_message
+from websockets.streams import StreamReader
+
+log = logging.getLogger(__name__)
+
+PARSE_OFF_LOOP_BYTES = 256 * 1024  # frames above this are parsed off the loop (a thread)
+OFF_PROCESS_BYTES = 2 * 1024 * 1024  # frames and events above this: in the worker process
+_HEAD = struct.Struct("!cQ")  # an operation (or a result's status) and the payload's length
+
+
+def _write_all(fd: int, data: bytes | memoryview) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _read_exactly(fd: int, n: int) -> memoryview:
+    """``n`` bytes from ``fd`` into an anonymous mapping (pages appear as the kernel fills
+    them, the GIL released meanwhile)."""
+    buf = memoryview(mmap.mmap(-1, max(n, 1)))[:n]
+    got = 0
+    while got < n:
+        k = os.readv(fd, [buf[got:]])
+        if k == 0:
+            raise EOFError("the offload worker closed its pipe")
+        got += k
+    return buf
+
+
+def _message(fd: int) -> tuple[bytes, memoryview]:
+    head = _read_exactly(fd, _HEAD.size)
+    op, n = _HEAD.unpack(head)
+    return op, _read_exactly(fd, n)
+
+
+def _send(fd: int, op: bytes, payload: bytes | memoryview) -> None:
+    _write_all(fd, _HEAD.pack(op, len(payload)))
+    _write_all(fd, payload)
+
+
+def worker_main(read_fd: int, write_fd: int) -> None:
+    """The worker: ``P`` parses a client frame (``O`` and the pickled message, or ``E`` and
+    the protocol error's text); ``D`` serialises a pickled model (``O`` and the frame)."""
+    while True:
+        try:
+            op, payload = _message(read_fd)
+        except EOFError:
+            return
+        if op == b"P":
+            try:
+                msg = parse_client_message(bytes(payload))
+            except ProtocolError as exc:
+                _send(write_fd, b"E", exc.message.encode())
+                continue
+            _send(write_fd, b"O", pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL))
+        else:
+            _send(write_fd, b"O", dump(pickle.loads(payload)).encode())
+
+
+class _Worker:
+    """One worker process and its two pipes; one request at a time."""
+
+    def __init__(self) -> None:
+        to_r, self._to = os.pipe()
+        self._from, from_w = os.pipe()
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                "from webshepherd.daemon.server.offload import worker_main; "
+                f"worker_main({to_r}, {from_w})",
+            ],
+            pass_fds=(to_r, from_w),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+        )
+        os.close(to_r)
+        os.close(from_w)
+        self.lock = threading.Lock()
+
+    def call(self, op: bytes, payload: bytes | memoryview) -> tuple[bytes, memoryview]:
+        with self.lock:
+            _send(self._to, op, payload)
+            return _message(self._from)
+
+    def close(self) -> None:
+        for fd in (self._to, self._from):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+class Offload:
+    """The daemon's worker process for its biggest parsing and serialising (above the
+    thresholds only: small work stays inline or on a thread, where it costs less)."""
+
+    def __init__(self) -> None:
+        self._worker: _Worker | None = None
+        self._closed = False
+        self._starting = threading.Lock()
+
+    def close(self) -> None:
+        """Stop the worker for good (the daemon is stopping)."""
+        self._closed = True
+        worker, self._worker = self._worker, None
+        if worker is not None:
+            worker.close()
+
+    def _call(self, op: bytes, payload: bytes | memoryview) -> tuple[bytes, memoryview] | None:
+        """On a thread: the worker's answer, or None when it cannot be had."""
+        with self._starting:
+            if self._worker is None and not self._closed:
+                self._worker = _Worker()
+            worker = self._worker
+        if worker is None:
+            return None
+        try:
+            return worker.call(op, payload)
+        except (OSError, EOFError):
+            log.warning("the offload worker died; a new one starts with the next frame")
+            with self._starting:
+                if self._worker is worker:
+                    self._worker = None
+            worker.close()
+            return None
+
+    def _parse_in_worker(self, raw: bytes | str) -> ClientMessage:
+        data = raw.encode() if isinstance(raw, str) else raw
+        answer = self._call(b"P", data)
+        if answer is None:
+            return parse_client_message(raw)
+        status, payload = answer
+        if status == b"E":
+            raise ProtocolError(bytes(payload).decode())
+        msg: ClientMessage = pickle.loads(payload)
+        return msg
+
+    def _dump_in_worker(self, message: BaseModel) -> str:
+        answer = self._call(b"D", pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
+        return dump(message) if answer is None else str(answer[1], "utf-8")
+
+    async def parse(self, raw: bytes | str) -> ClientMessage:
+        """Parse and validate a client frame: inline when small, on a thread above
+        :data:`PARSE_OFF_LOOP_BYTES`, in the worker above :data:`OFF_PROCESS_BYTES`."""
+        if len(raw) <= PARSE_OFF_LOOP_BYTES:
+            return parse_client_message(raw)
+        if len(raw) <= OFF_PROCESS_BYTES:
+            return await asyncio.to_thread(parse_client_message, raw)
+        return await asyncio.to_thread(self._parse_in_worker, raw)
+
+    async def dump(self, message: BaseModel, size_hint: int) -> str:
+        """Serialise a message: in the worker when ``size_hint`` (its big fields' length)
+        is above :data:`OFF_PROCESS_BYTES`."""
+        if size_hint <= OFF_PROCESS_BYTES:
+            return dump(message)
+        return await asyncio.to_thread(self._dump_in_worker, message)
+
+
+def _feed_data(reader: Any, data: bytes | bytearray) -> None:
+    if reader.eof:
+        raise EOFError("stream ended")
+    if reader.big is not None:
+        reader.big.append(data)
+        reader.big_len += len(data)
+    else:
+        reader.buffer += data
+
+
+def _read_exact(reader: Any, n: int) -> Generator[None, None, bytes | bytearray]:
+    """websockets' ``read_exact``; a big payload is gathered as the chunks that arrive and
+    joined once (growing one ``bytearray`` copied it again and again: ~50 ms of the loop's
+    read callbacks for 31 MiB here)."""
+    if n < PARSE_OFF_LOOP_BYTES or len(reader.buffer) >= n:
+        return (yield from StreamReader.read_exact(reader, n))
+    reader.big, reader.big_len = [bytes(reader.buffer)], len(reader.buffer)
+    del reader.buffer[:]
+    try:
+        while reader.big_len < n:
+            if reader.eof:
+                raise EOFError(f"stream ends after {reader.big_len} bytes, expected {n} bytes")
+            yield
+        chunks: list[bytes | bytearray] = reader.big
+        extra = reader.big_len - n
+        if extra:
+            last = chunks[-1]
+            chunks[-1] = last[: len(last) - extra]
+            reader.buffer += last[len(last) - extra :]
+        return b"".join(chunks)
+    finally:
+        reader.big = None
+
+
+def gather_big_payloads(reader: StreamReader) -> None:
+    """Make a connection's reader gather big payloads (:func:`_read_exact`) from its next
+    frame on."""
+    r: Any = reader
+    r.big, r.big_len = None, 0
+    r.feed_data = MethodType(_feed_data, reader)
+    r.read_exact = MethodType(_read_exact, reader)

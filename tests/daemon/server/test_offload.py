@@ -1,0 +1,98 @@
+"""Big frames parsed and big events serialised in the offload worker process, big payloads
+gathered chunk by chunk (issue 17, item 2): the same messages, errors and recordings as
+inline, and a worker that dies loses nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+
+from webshepherd.daemon.server.offload import OFF_PROCESS_BYTES, gather_big_payloads
+from websockets.frames import Frame, Opcode
+from websockets.protocol import OPEN, SERVER, Protocol
+
+from tests.fixtures.daemon import start_session
+from tests.hostile.helpers import no_tracebacks
+
+# escapes, quotes and non-ASCII text, above the worker's threshold
+TREE = ("[7] link 'Caf\u00e9 \"\u2603\" \U0001f600'\n\t[8] StaticText '\\u00e9'\n" * 60_000)[
+    : OFF_PROCESS_BYTES + 12_345
+]
+
+
+def _stored(daemon, sid: str) -> list[str]:
+    db = sqlite3.connect(daemon.config.db_path)
+    rows = db.execute(
+        "SELECT axtree FROM observations WHERE session_id = ? ORDER BY step", (sid,)
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+async def test_a_big_observe_goes_through_the_worker_recorded_and_fanned_out_intact(daemon, caplog):
+    agent = await daemon.client()
+    watcher = await daemon.client(name="watcher", max_size=None)
+    assert (await watcher.request({"type": "subscribe", "sessions": "*"}))["type"] == "subscribed"
+    sid = await start_session(agent)
+    r = await agent.request(
+        {"type": "observe", "session_id": sid, "url": "http://shop.local/2", "axtree": TREE},
+        timeout=120,
+    )
+    assert (r["type"], r["step"]) == ("observed", 1)
+    assert daemon.server.offload._worker is not None  # the frame was above the threshold
+    event = await watcher.wait_for(lambda m: m["type"] == "observed" and m["step"] == 1, 120)
+    assert event["axtree"] == TREE
+    assert _stored(daemon, sid)[-1] == TREE
+    no_tracebacks(caplog)
+
+
+async def test_big_malformed_frames_answer_invalid_message(daemon, caplog):
+    c = await daemon.client()
+    sid = await start_session(c)
+    bad_field = {"type": "observe", "id": "b1", "session_id": sid, "url": 5, "axtree": TREE}
+    await c.send(bad_field)
+    not_json = '{"type": "observe", "id": "b2", "axtree": "' + "x" * OFF_PROCESS_BYTES
+    await c.send(not_json)
+    for _ in range(2):
+        err = await c.wait_for("error", 120)
+        assert err["code"] == "invalid_message", err
+        assert err["id"] is None  # too big to look for an id
+    assert daemon.server.offload._worker is not None
+    assert (await c.request({"type": "ping"}))["type"] == "pong"
+    assert _stored(daemon, sid) == [_stored(daemon, sid)[0]]  # nothing recorded
+    no_tracebacks(caplog)
+
+
+async def test_a_dead_worker_loses_no_frame_and_is_replaced(daemon):
+    c = await daemon.client()
+    sid = await start_session(c)
+    obs = {"type": "observe", "session_id": sid, "url": "u", "axtree": TREE}
+    assert (await c.request(obs, timeout=120))["step"] == 1
+    first = daemon.server.offload._worker
+    assert first is not None
+    first.proc.kill()
+    await asyncio.to_thread(first.proc.wait)
+    assert (await c.request(obs, timeout=120))["step"] == 2  # parsed on a thread meanwhile
+    assert (await c.request(obs, timeout=120))["step"] == 3  # a new worker
+    second = daemon.server.offload._worker
+    assert second is not None and second.proc.pid != first.proc.pid
+    assert _stored(daemon, sid)[1:] == [TREE] * 3
+
+
+def _masked(payload: bytes) -> bytes:
+    return Frame(Opcode.TEXT, payload).serialize(mask=True, extensions=[])
+
+
+def test_big_payloads_are_gathered_whatever_the_chunks():
+    small = [json.dumps({"type": "ping", "id": f"p{i}"}).encode() for i in range(3)]
+    big = [TREE.encode(), ("y" * (3 << 20)).encode()]
+    wire = b"".join(_masked(p) for p in [small[0], big[0], small[1], big[1], small[2]])
+    for step in (7919, 65_536, 100_003, len(wire)):
+        p = Protocol(SERVER, state=OPEN, max_size=None)
+        gather_big_payloads(p.reader)
+        got = []
+        for i in range(0, len(wire), step):
+            p.receive_data(wire[i : i + step])
+            got += [e.data for e in p.events_received()]
+        assert got == [small[0], big[0], small[1], big[1], small[2]], step
+        assert not p.reader.buffer
