@@ -193,33 +193,35 @@ class Offload:
 def _feed_data(reader: Any, data: bytes | bytearray) -> None:
     if reader.eof:
         raise EOFError("stream ended")
-    if reader.big is not None:
-        reader.big.append(data)
-        reader.big_len += len(data)
-    else:
+    big = reader.big
+    if big is None:
         reader.buffer += data
+        return
+    k = min(len(big) - reader.big_len, len(data))
+    big[reader.big_len : reader.big_len + k] = memoryview(data)[:k]
+    reader.big_len += k
+    if k < len(data):
+        reader.buffer += memoryview(data)[k:]
 
 
-def _read_exact(reader: Any, n: int) -> Generator[None, None, bytes | bytearray]:
-    """websockets' ``read_exact``; a big payload is gathered as the chunks that arrive and
-    joined once (growing one ``bytearray`` copied it again and again: ~50 ms of the loop's
-    read callbacks for 31 MiB here)."""
+def _read_exact(reader: Any, n: int) -> Generator[None, None, Any]:
+    """websockets' ``read_exact``; a big payload is written, as its chunks arrive, into an
+    anonymous mapping of its size (the kernel zeroes its pages lazily) and handed over
+    whole. Growing one ``bytearray`` copied it again and again (~50 ms of the loop's read
+    callbacks for 31 MiB here); what remains is websockets' one unmasking pass."""
     if n < PARSE_OFF_LOOP_BYTES or len(reader.buffer) >= n:
         return (yield from StreamReader.read_exact(reader, n))
-    reader.big, reader.big_len = [bytes(reader.buffer)], len(reader.buffer)
+    big = mmap.mmap(-1, n)
+    have = len(reader.buffer)
+    big[:have] = reader.buffer
     del reader.buffer[:]
+    reader.big, reader.big_len = big, have
     try:
         while reader.big_len < n:
             if reader.eof:
                 raise EOFError(f"stream ends after {reader.big_len} bytes, expected {n} bytes")
             yield
-        chunks: list[bytes | bytearray] = reader.big
-        extra = reader.big_len - n
-        if extra:
-            last = chunks[-1]
-            chunks[-1] = last[: len(last) - extra]
-            reader.buffer += last[len(last) - extra :]
-        return b"".join(chunks)
+        return memoryview(big)  # websockets unmasks it into the frame's bytes
     finally:
         reader.big = None
 
