@@ -66,6 +66,19 @@ def daemon(tmp_path: Path) -> Iterator[Daemon]:
             proc.wait()
 
 
+@pytest.fixture(autouse=True)
+def browsergym_playwright_stopped() -> Iterator[None]:
+    """BrowserGym keeps one sync playwright for the process (``browsergym.core._PLAYWRIGHT``);
+    left running, its event loop makes every later asyncio test fail ("cannot be called from a
+    running event loop"). Stopped after each test; BrowserGym starts a new one when needed."""
+    yield
+    import browsergym.core
+
+    pw, browsergym.core._PLAYWRIGHT = browsergym.core._PLAYWRIGHT, None
+    if pw is not None:
+        pw.stop()
+
+
 @pytest.fixture(scope="session", autouse=True)
 def debian_chromium(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Every Chromium playwright 1.44 launches is Debian's: BrowserGym's chat window takes no
