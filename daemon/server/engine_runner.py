@@ -8,7 +8,9 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections import Counter
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -118,6 +120,24 @@ class EngineRunner:
         self.stats_interval_s = stats_interval_s
         self._spawn, self._step, self._error = spawn, step, report_error
         self.generating: set[str] = set()  # sessions whose checklist job is queued or running
+        # sessions with engine work between its start and its result's record (not evictable)
+        self._engaged: Counter[str] = Counter()
+
+    def engaged(self) -> set[str]:
+        """Sessions whose checklist or score is queued, running, or being recorded."""
+        return {sid for sid, n in self._engaged.items() if n > 0}
+
+    @contextmanager
+    def _engage(self, sid: str, *, held: bool = False) -> Iterator[None]:
+        """``sid`` engaged for the block (``held``: already counted by the caller)."""
+        if not held:
+            self._engaged[sid] += 1
+        try:
+            yield
+        finally:
+            self._engaged[sid] -= 1
+            if self._engaged[sid] <= 0:
+                del self._engaged[sid]
 
     def checklist(self, job: RunChecklist) -> None:
         """Queue the generation of a session's checklist now (before any score job queued
@@ -141,9 +161,14 @@ class EngineRunner:
             log.warning("checklist of session %s not queued: %s", sid, exc.message)
             return
         self.generating.add(sid)
+        self._engaged[sid] += 1  # until _checklist_done has recorded the result
         self._spawn(None, self._checklist_done(job, queued))
 
     async def _checklist_done(self, job: RunChecklist, queued: Any) -> None:
+        with self._engage(job.session_id, held=True):
+            await self._checklist_result(job, queued)
+
+    async def _checklist_result(self, job: RunChecklist, queued: Any) -> None:
         sid = job.session_id
         try:
             fin = await self.scheduler.wait(queued)
@@ -160,6 +185,10 @@ class EngineRunner:
         await self._step(sid, lambda: self.core.checklist_ready(sid, fin.value, "generated"))
 
     async def score(self, job: RunScore) -> None:
+        with self._engage(job.session_id):
+            await self._score(job)
+
+    async def _score(self, job: RunScore) -> None:
         st = self.core.sessions[job.session_id]
         loop = asyncio.get_running_loop()
         started = time.monotonic()

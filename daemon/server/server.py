@@ -470,7 +470,8 @@ class DaemonServer:
         while True:
             await asyncio.sleep(min(60.0, max(0.05, idle / 4)))
             assert self.scheduler is not None
-            busy = self.scheduler.sessions_with_jobs() | self._runner().generating
+            runner = self._runner()
+            busy = self.scheduler.sessions_with_jobs() | runner.generating | runner.engaged()
             now = time.monotonic()
             for sid, st in list(self.core.sessions.items()):
                 lock = self._locks.get(sid)
