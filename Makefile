@@ -57,7 +57,7 @@ $(ISTAMP): pyproject.toml setup.py
 	$(IVENV)/bin/python -m pip install --no-deps 'agentlab>=0.4.2'  # see pyproject's integrations
 	touch $@
 
-test-integrations: $(STAMP) $(ISTAMP)
+test-integrations: $(STAMP) $(ISTAMP) extension
 	WEBSHEPHERD_DAEMON_PYTHON=$(abspath $(VENV))/bin/python $(IVENV)/bin/python -m pytest \
 		--confcutdir=tests/integrations tests/integrations $(PYTEST_ARGS)
 

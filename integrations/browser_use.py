@@ -24,6 +24,11 @@ it). Mapping: ``click(index)`` → ``click('bid')``, ``input`` → ``fill('bid',
 ``send_msg_to_user(text)``. Not mapped (scored as ``noop()`` with the original in the
 thought): coordinate clicks, ``search``, tabs, files, ``extract``, ``evaluate``, ``wait``.
 
+``overlay=True``: when the agent's Chromium has the extension loaded and paired, the page
+asks it (the page hook's ``attach``) to follow the session, so its overlay shows each step's
+candidates, rewards and checklist; the extension then also sends its own observation of the
+page. ``handle.overlay_reply`` is its answer (None: no extension answered within 5 s).
+
 ``checklist=`` is a reference checklist (``"Checklist 1: ..."`` lines); without it the model
 writes one from the task.
 
@@ -52,6 +57,21 @@ from webshepherd.protocol.client import AsyncClient, SessionHandle
 from webshepherd.protocol.common import Candidate
 
 Mode = Literal["observe", "gate", "refine"]
+OVERLAY_TIMEOUT_MS = 5000
+#: The extension's page hook (extension/README.md): ``attach`` makes the tab follow a session.
+_HOOK_ATTACH = """([sessionId, timeout]) => new Promise((resolve) => {
+  const id = 'webshepherd-attach-' + Math.random().toString(36).slice(2);
+  const timer = setTimeout(() => { removeEventListener('message', on); resolve(null); }, timeout);
+  function on(ev) {
+    const d = ev.data;
+    if (d && d.channel === 'webshepherd' && d.dir === 'reply' && d.id === id) {
+      removeEventListener('message', on); clearTimeout(timer); resolve(d);
+    }
+  }
+  addEventListener('message', on);
+  const request = {channel: 'webshepherd', dir: 'request', id, type: 'attach'};
+  postMessage({...request, session_id: sessionId}, '*');
+})"""
 FEEDBACK_ACTION = "webshepherd_feedback"
 SCROLL_PX = 600
 
@@ -137,6 +157,16 @@ class PageCapture:
             raise RuntimeError("the agent's browser has no page")
         return pages[-1]
 
+    async def attach_overlay(self, url: str, session_id: str) -> dict[str, Any] | None:
+        """Asks the extension in the agent's page (its page hook) to follow ``session_id``;
+        None when no extension answers."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool, self._attach_overlay, url, session_id)
+
+    def _attach_overlay(self, url: str, session_id: str) -> dict[str, Any] | None:
+        reply = self._page(url).evaluate(_HOOK_ATTACH, [session_id, OVERLAY_TIMEOUT_MS])
+        return reply if isinstance(reply, dict) else None
+
     async def close(self) -> None:
         def stop() -> None:
             if self._pw is not None:
@@ -184,6 +214,8 @@ class Handle:
     threshold: float
     own_client: bool
     checklist: str | None = None
+    overlay: bool = False
+    overlay_reply: dict[str, Any] | None = None  # the extension's answer to ``attach``
     user_step_end: Callable[..., Any] | None = None
     session: SessionHandle | None = None
     session_id: str | None = None  # kept after the session ends
@@ -214,6 +246,8 @@ class Handle:
                 agent="browser-use",
             )
             self.session_id = self.session.session_id
+            if self.overlay:
+                self.overlay_reply = await self.capture.attach_overlay(state.url, self.session_id)
         else:
             await self.session.observe(state.url, axtree)
         action = to_browsergym(name, params, bids)
@@ -296,6 +330,7 @@ async def attach(
     threshold: float | None = None,
     checklist: str | None = None,
     on_step_end: Callable[..., Any] | None = None,
+    overlay: bool = False,
 ) -> Handle:
     """Score ``agent``'s steps with webshepherd; pass ``handle.on_step_end`` to ``agent.run``."""
     if mode not in ("observe", "gate", "refine"):
@@ -307,6 +342,7 @@ async def attach(
         threshold=0.5 if threshold is None else threshold,
         own_client=client is None,
         checklist=checklist,
+        overlay=overlay,
         user_step_end=on_step_end,
     )
     registry = agent.tools.registry

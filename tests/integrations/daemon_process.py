@@ -13,6 +13,7 @@ from pathlib import Path
 
 from webshepherd.daemon.dev.tiny_model import ensure_tiny_model
 from webshepherd.daemon.engine.loader import load_engine
+from webshepherd.daemon.server.extension_id import EXTENSION_ID  # the built extension's
 from webshepherd.daemon.server.server import DaemonServer
 
 from tests.fixtures.daemon import FAST, make_config
@@ -20,7 +21,8 @@ from tests.fixtures.daemon import FAST, make_config
 
 async def main(base: Path) -> None:
     engine = load_engine(str(ensure_tiny_model(progress=False)), device="cpu", config=FAST)
-    server = DaemonServer(make_config(base, request_timeout_s=120.0), engine)
+    config = make_config(base, request_timeout_s=120.0, allowed_extension_ids=(EXTENSION_ID,))
+    server = DaemonServer(config, engine)
     await server.start()
     print(json.dumps({"url": server.url}), flush=True)
     loop = asyncio.get_running_loop()

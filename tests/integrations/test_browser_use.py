@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import runpy
 from typing import Any
 
@@ -68,13 +69,14 @@ class ScriptedChat:
         return ChatInvokeCompletion(completion=output_format.model_validate(answer), usage=None)
 
 
-def make_agent(shop: ShopServer, llm: ScriptedChat) -> Agent:
+def make_agent(shop: ShopServer, llm: ScriptedChat, args: list[str] | None = None) -> Agent:
     session = BrowserSession(
         browser_profile=BrowserProfile(
             executable_path=CHROMIUM,
             headless=True,
             keep_alive=True,
             enable_default_extensions=False,
+            args=args or [],
         )
     )
     agent = Agent(
@@ -174,3 +176,68 @@ async def test_the_readme_example_runs(
 
 async def history_agent_kill(agent: Agent) -> None:
     await agent.browser_session.kill()
+
+
+async def test_the_overlay_follows_the_session_with_the_extension_loaded(
+    shop: ShopServer, daemon: Daemon
+) -> None:
+    """browser-use's Chromium with the built extension (launch flags in BrowserProfile.args),
+    paired with the daemon: after attach(overlay=True) the page's overlay shows the steps."""
+    from playwright.async_api import async_playwright
+
+    dist = str(ROOT / "extension" / "dist")
+    assert (ROOT / "extension" / "dist" / "manifest.json").exists(), "build the extension"
+    llm = ScriptedChat()
+    agent = make_agent(
+        shop, llm, args=[f"--disable-extensions-except={dist}", f"--load-extension={dist}"]
+    )
+    client = AsyncClient(daemon.url, daemon.token)
+    async with async_playwright() as pw:
+        try:
+            await agent.browser_session.start()
+            browser = await pw.chromium.connect_over_cdp(agent.browser_session.cdp_url)
+            context = browser.contexts[0]
+            worker = context.service_workers[0] if context.service_workers else None
+            worker = worker or await context.wait_for_event("serviceworker")
+            await worker.evaluate(  # what a person does in the options page
+                "(s) => chrome.storage.local.set(s)",
+                {"url": daemon.url, "token": daemon.token, "flags": "default"},
+            )
+            for _ in range(150):
+                if await worker.evaluate("() => self.webshepherd.state().conn") == "connected":
+                    break
+                await asyncio.sleep(0.1)
+            shown: list[int] = []
+
+            async def overlay_after_first_step(_: Any) -> None:
+                """The first step (typing) leaves the page in place: its overlay is read here."""
+                if shown:
+                    return
+                page = next(p for p in context.pages if p.url.startswith(shop.url.rstrip("/")))
+                # not get_by_test_id: BrowserGym sets playwright's test id attribute to "bid"
+                # for the whole process
+                heading = page.locator('[data-testid="ws-panel"]').get_by_text(
+                    re.compile(r"^Candidates · step \d+$")
+                )
+                await heading.first.wait_for(timeout=30_000)
+                shown.append(int((await heading.first.inner_text()).rsplit(" ", 1)[1]))
+
+            handle = await attach(
+                agent,
+                client=client,
+                mode="observe",
+                checklist=CHECKLIST,
+                overlay=True,
+                on_step_end=overlay_after_first_step,
+            )
+            await agent.run(max_steps=3, on_step_end=handle.on_step_end)
+            assert handle.overlay_reply is not None, "the extension did not answer attach"
+            assert handle.overlay_reply["type"] == "attached", handle.overlay_reply
+            assert handle.overlay_reply["session_id"] == handle.session_id
+            async with AsyncClient(daemon.url, daemon.token) as reader:
+                events = (await reader.session(handle.session_id)).events
+            scored = [e["step"] for e in events if e.get("type") == "scored"]
+            assert shown and shown[0] == scored[0]  # the first step's candidates, on the page
+        finally:
+            await agent.browser_session.kill()
+            await client.close()
