@@ -16,6 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from webshepherd.daemon.dev.model_cache import ModelCache
+
 TINY_MODEL_VERSION = 4
 MARKER = "webshepherd-tiny-model.json"
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
@@ -30,23 +32,10 @@ MIN_STEPS = 300
 PEAK_LR = 1e-2
 
 
-def default_tiny_model_path() -> Path:
-    """``$WEBSHEPHERD_TINY_MODEL`` or ``<user cache>/webshepherd/tiny-model-v<N>``."""
-    env = os.environ.get("WEBSHEPHERD_TINY_MODEL")
-    if env:
-        return Path(env).expanduser()
-    from platformdirs import user_cache_dir
-
-    return Path(user_cache_dir("webshepherd")) / f"tiny-model-v{TINY_MODEL_VERSION}"
-
-
-def is_complete(path: Path) -> bool:
-    """Whether ``path`` holds a fully written tiny model of the current version."""
-    try:
-        meta = json.loads((path / MARKER).read_text("utf-8"))
-    except (OSError, ValueError):
-        return False
-    return bool(meta.get("complete")) and meta.get("version") == TINY_MODEL_VERSION
+CACHE = ModelCache("WEBSHEPHERD_TINY_MODEL", "tiny-model", TINY_MODEL_VERSION, MARKER)
+#: ``$WEBSHEPHERD_TINY_MODEL`` or ``<user cache>/webshepherd/tiny-model-v<N>``.
+default_tiny_model_path = CACHE.default_path
+is_complete = CACHE.is_complete
 
 
 def ensure_tiny_model(
@@ -223,38 +212,14 @@ def build_tiny_model(
     model.eval()
     model.generation_config.eos_token_id = tok.eos_token_id
     model.generation_config.pad_token_id = tok.pad_token_id
-    model.save_pretrained(tmp)
-    tok.save_pretrained(tmp)
     meta = {
-        "version": TINY_MODEL_VERSION,
-        "complete": True,
         "seed": seed,
         "steps": step,
         "final_loss": loss_v,
         "parameters": sum(p.numel() for p in model.parameters()),
         "build_seconds": round(time.monotonic() - started, 1),
     }
-    (tmp / MARKER).write_text(json.dumps(meta, indent=1), "utf-8")
-    return publish(tmp, target, replace=replace, complete=is_complete)
-
-
-def publish(tmp: Path, target: Path, *, replace: bool, complete: Any) -> Path:
-    """Rename the fully written folder ``tmp`` into place at ``target``; ``replace=False``
-    keeps a ``complete(target)`` model another process saved meanwhile."""
-    if target.exists():
-        if not replace and complete(target):  # another process finished first
-            shutil.rmtree(tmp, ignore_errors=True)
-            return target
-        trash = target.with_name(f".{target.name}.old-{os.getpid()}")
-        target.rename(trash)
-        shutil.rmtree(trash, ignore_errors=True)
-    try:
-        tmp.rename(target)
-    except OSError:
-        shutil.rmtree(tmp, ignore_errors=True)
-        if not complete(target):
-            raise
-    return target
+    return CACHE.save(tmp, target, [model, tok], meta, replace=replace)
 
 
 def tok_render(tok: Any, messages: list[dict[str, str]]) -> str:

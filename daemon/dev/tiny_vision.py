@@ -12,7 +12,6 @@ and ``from_pretrained``.
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import shutil
@@ -20,7 +19,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from webshepherd.daemon.dev.tiny_model import ensure_tiny_model, progress_bar, publish
+from webshepherd.daemon.dev.model_cache import ModelCache
+from webshepherd.daemon.dev.tiny_model import ensure_tiny_model, progress_bar
 
 TINY_VISION_VERSION = 2
 MARKER = "webshepherd-tiny-vision-model.json"
@@ -45,23 +45,12 @@ MIN_STEPS = 200
 PEAK_LR = 3e-3
 
 
-def default_tiny_vision_path() -> Path:
-    """``$WEBSHEPHERD_TINY_VISION_MODEL`` or ``<user cache>/webshepherd/tiny-vision-model-v<N>``."""
-    env = os.environ.get("WEBSHEPHERD_TINY_VISION_MODEL")
-    if env:
-        return Path(env).expanduser()
-    from platformdirs import user_cache_dir
-
-    return Path(user_cache_dir("webshepherd")) / f"tiny-vision-model-v{TINY_VISION_VERSION}"
-
-
-def is_complete(path: Path) -> bool:
-    """Whether ``path`` holds a fully written tiny vision model of the current version."""
-    try:
-        meta = json.loads((path / MARKER).read_text("utf-8"))
-    except (OSError, ValueError):
-        return False
-    return bool(meta.get("complete")) and meta.get("version") == TINY_VISION_VERSION
+CACHE = ModelCache(
+    "WEBSHEPHERD_TINY_VISION_MODEL", "tiny-vision-model", TINY_VISION_VERSION, MARKER
+)
+#: ``$WEBSHEPHERD_TINY_VISION_MODEL`` or ``<user cache>/webshepherd/tiny-vision-model-v<N>``.
+default_tiny_vision_path = CACHE.default_path
+is_complete = CACHE.is_complete
 
 
 def ensure_tiny_vision_model(
@@ -241,17 +230,11 @@ def build_tiny_vision_model(
     model.eval()
     model.generation_config.eos_token_id = tok.eos_token_id
     model.generation_config.pad_token_id = tok.pad_token_id
-    model.save_pretrained(tmp)
-    tok.save_pretrained(tmp)
-    images.save_pretrained(tmp)
     meta = {
-        "version": TINY_VISION_VERSION,
-        "complete": True,
         "seed": seed,
         "steps": step,
         "final_loss": loss_v,
         "parameters": sum(p.numel() for p in model.parameters()),
         "build_seconds": round(time.monotonic() - started, 1),
     }
-    (tmp / MARKER).write_text(json.dumps(meta, indent=1), "utf-8")
-    return publish(tmp, target, replace=replace, complete=is_complete)
+    return CACHE.save(tmp, target, [model, tok, images], meta, replace=replace)

@@ -1,0 +1,70 @@
+"""Where the dev models the project builds itself (the tiny text and vision models) are cached,
+and how a whole one is told from a half-written one: each is written to a temporary folder,
+its marker file (the build's metadata) last, then renamed into place."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ModelCache:
+    """One kind of dev model: ``$env`` or ``<user cache>/webshepherd/<name>-v<version>``."""
+
+    env: str
+    name: str
+    version: int
+    marker: str
+
+    def default_path(self) -> Path:
+        """``$env`` or ``<user cache>/webshepherd/<name>-v<version>``."""
+        override = os.environ.get(self.env)
+        if override:
+            return Path(override).expanduser()
+        from platformdirs import user_cache_dir
+
+        return Path(user_cache_dir("webshepherd")) / f"{self.name}-v{self.version}"
+
+    def is_complete(self, path: Path) -> bool:
+        """Whether ``path`` holds a fully written model of this version."""
+        try:
+            meta = json.loads((path / self.marker).read_text("utf-8"))
+        except (OSError, ValueError):
+            return False
+        return bool(meta.get("complete")) and meta.get("version") == self.version
+
+    def save(
+        self,
+        tmp: Path,
+        target: Path,
+        parts: Sequence[Any],
+        meta: dict[str, Any],
+        *,
+        replace: bool,
+    ) -> Path:
+        """``save_pretrained`` each part into ``tmp``, write the marker, rename into place at
+        ``target``; ``replace=False`` keeps a complete model another process saved meanwhile."""
+        for part in parts:
+            part.save_pretrained(tmp)
+        marker = {"version": self.version, "complete": True, **meta}
+        (tmp / self.marker).write_text(json.dumps(marker, indent=1), "utf-8")
+        if target.exists():
+            if not replace and self.is_complete(target):  # another process finished first
+                shutil.rmtree(tmp, ignore_errors=True)
+                return target
+            trash = target.with_name(f".{target.name}.old-{os.getpid()}")
+            target.rename(trash)
+            shutil.rmtree(trash, ignore_errors=True)
+        try:
+            tmp.rename(target)
+        except OSError:
+            shutil.rmtree(tmp, ignore_errors=True)
+            if not self.is_complete(target):
+                raise
+        return target
