@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from webshepherd.daemon.dev.model_cache import ModelCache
+from webshepherd.daemon.dev.training import train_briefly
 
 TINY_MODEL_VERSION = 4
 MARKER = "webshepherd-tiny-model.json"
@@ -105,25 +106,6 @@ def build_tokenizer(texts: list[str], vocab_size: int = 1024) -> Any:
     return fast
 
 
-def progress_bar(enabled: bool, seconds: float, label: str = "building tiny model") -> Any:
-    if not enabled:
-        return None
-    try:
-        from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
-    except ImportError:
-        return None
-    bar = Progress(
-        TextColumn(label),
-        BarColumn(),
-        TextColumn("loss {task.fields[loss]}"),
-        TimeRemainingColumn(),
-        transient=True,
-    )
-    bar.start()
-    bar.add_task("train", total=seconds, loss="-")
-    return bar
-
-
 def build_tiny_model(
     path: str | Path,
     *,
@@ -172,44 +154,32 @@ def build_tiny_model(
         pad_token_id=tok.pad_token_id,
     )
     model = Qwen2ForCausalLM(config)
-    opt = torch.optim.AdamW(model.parameters(), lr=PEAK_LR, weight_decay=0.0)
-    bar = progress_bar(progress, seconds)
-    step, loss_v = 0, float("nan")
-    model.train()
-    try:
-        while True:
-            # Done when both the time budget and MIN_STEPS are reached (a busy CPU still gets a
-            # usable model), or at 3x the budget whatever happens.
-            elapsed = time.monotonic() - started
-            done = min(elapsed / seconds, step / MIN_STEPS)
-            if done >= 1 or elapsed >= 3 * seconds:
-                break
-            for group in opt.param_groups:
-                group["lr"] = PEAK_LR * max(0.05, 1 - done)
-            # Short windows teach the format fast; full prompts (every other step) teach the
-            # model to look past the long template, as it must at inference.
-            full = step % 2 == 1
-            size = 4 if full else 8
-            rows = [(p if full else p[-_PROMPT_WINDOW:], a) for p, a in rng.sample(data, size)]
-            width = max(len(p) + len(a) for p, a in rows)
-            ids = torch.full((size, width), tok.pad_token_id)
-            labels = torch.full((size, width), -100)
-            for i, (p, a) in enumerate(rows):  # right padding: causal attention never sees it
-                ids[i, : len(p) + len(a)] = torch.tensor(p + a)
-                labels[i, len(p) : len(p) + len(a)] = torch.tensor(a)
-            loss = model(input_ids=ids, labels=labels).loss
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            step, loss_v = step + 1, loss.item()
-            if bar is not None:
-                bar.update(
-                    bar.task_ids[0], completed=min(seconds, done * seconds), loss=f"{loss_v:.3f}"
-                )
-    finally:
-        if bar is not None:
-            bar.stop()
-    model.eval()
+
+    def loss_of_step(step: int) -> Any:
+        # Short windows teach the format fast; full prompts (every other step) teach the
+        # model to look past the long template, as it must at inference.
+        full = step % 2 == 1
+        size = 4 if full else 8
+        rows = [(p if full else p[-_PROMPT_WINDOW:], a) for p, a in rng.sample(data, size)]
+        width = max(len(p) + len(a) for p, a in rows)
+        ids = torch.full((size, width), tok.pad_token_id)
+        labels = torch.full((size, width), -100)
+        for i, (p, a) in enumerate(rows):  # right padding: causal attention never sees it
+            ids[i, : len(p) + len(a)] = torch.tensor(p + a)
+            labels[i, len(p) : len(p) + len(a)] = torch.tensor(a)
+        return model(input_ids=ids, labels=labels).loss
+
+    step, loss_v = train_briefly(
+        model,
+        loss_of_step,
+        seconds=seconds,
+        min_steps=MIN_STEPS,
+        peak_lr=PEAK_LR,
+        cap=3,
+        started=started,
+        progress=progress,
+        label="building tiny model",
+    )
     model.generation_config.eos_token_id = tok.eos_token_id
     model.generation_config.pad_token_id = tok.pad_token_id
     meta = {

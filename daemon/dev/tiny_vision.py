@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from webshepherd.daemon.dev.model_cache import ModelCache
-from webshepherd.daemon.dev.tiny_model import ensure_tiny_model, progress_bar
+from webshepherd.daemon.dev.tiny_model import ensure_tiny_model
+from webshepherd.daemon.dev.training import train_briefly
 
 TINY_VISION_VERSION = 2
 MARKER = "webshepherd-tiny-vision-model.json"
@@ -181,53 +182,43 @@ def build_tiny_vision_model(
     # mostly screenshot rows; some text rows keep the text path as it was
     data = [encode(judge_example(rng, with_image=True)) for _ in range(160)]
     data += [encode(example(rng)) for _ in range(40)]
-    opt = torch.optim.AdamW(model.parameters(), lr=PEAK_LR, weight_decay=0.0)
-    bar = progress_bar(progress, seconds, "building tiny vision model")
-    step, loss_v = 0, float("nan")
-    model.train()
-    try:
-        while True:
-            elapsed = time.monotonic() - started
-            done = min(elapsed / seconds, step / MIN_STEPS)
-            if done >= 1 or elapsed >= 6 * seconds:
-                break
-            for group in opt.param_groups:
-                group["lr"] = PEAK_LR * max(0.05, 1 - done)
-            rows = rng.sample(data, 4)
-            width = max(len(p) + len(a) for p, a, _ in rows)
-            ids = torch.full((len(rows), width), tok.pad_token_id)
-            labels = torch.full((len(rows), width), -100)
-            mask = torch.zeros((len(rows), width), dtype=torch.long)
-            for i, (p, a, _) in enumerate(rows):  # right padding
-                ids[i, : len(p) + len(a)] = torch.tensor(p + a)
-                labels[i, len(p) : len(p) + len(a)] = torch.tensor(a)
-                mask[i, : len(p) + len(a)] = 1
-            pics = [pic for _, _, pic in rows if pic is not None]
-            extra: dict[str, Any] = {}
-            if pics:
-                extra = {
-                    "pixel_values": torch.cat([p.pixel_values for p in pics]),
-                    "image_grid_thw": torch.cat([p.grid_thw for p in pics]),
-                }
-            loss = model(
-                input_ids=ids,
-                attention_mask=mask,
-                labels=labels,
-                mm_token_type_ids=(ids == vision.image_token_id).int(),
-                **extra,
-            ).loss
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            step, loss_v = step + 1, loss.item()
-            if bar is not None:
-                bar.update(
-                    bar.task_ids[0], completed=min(seconds, done * seconds), loss=f"{loss_v:.3f}"
-                )
-    finally:
-        if bar is not None:
-            bar.stop()
-    model.eval()
+
+    def loss_of_step(step: int) -> Any:
+        rows = rng.sample(data, 4)
+        width = max(len(p) + len(a) for p, a, _ in rows)
+        ids = torch.full((len(rows), width), tok.pad_token_id)
+        labels = torch.full((len(rows), width), -100)
+        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        for i, (p, a, _) in enumerate(rows):  # right padding
+            ids[i, : len(p) + len(a)] = torch.tensor(p + a)
+            labels[i, len(p) : len(p) + len(a)] = torch.tensor(a)
+            mask[i, : len(p) + len(a)] = 1
+        pics = [pic for _, _, pic in rows if pic is not None]
+        extra: dict[str, Any] = {}
+        if pics:
+            extra = {
+                "pixel_values": torch.cat([p.pixel_values for p in pics]),
+                "image_grid_thw": torch.cat([p.grid_thw for p in pics]),
+            }
+        return model(
+            input_ids=ids,
+            attention_mask=mask,
+            labels=labels,
+            mm_token_type_ids=(ids == vision.image_token_id).int(),
+            **extra,
+        ).loss
+
+    step, loss_v = train_briefly(
+        model,
+        loss_of_step,
+        seconds=seconds,
+        min_steps=MIN_STEPS,
+        peak_lr=PEAK_LR,
+        cap=6,
+        started=started,
+        progress=progress,
+        label="building tiny vision model",
+    )
     model.generation_config.eos_token_id = tok.eos_token_id
     model.generation_config.pad_token_id = tok.pad_token_id
     meta = {
