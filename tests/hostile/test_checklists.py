@@ -15,6 +15,15 @@ from tests.fixtures.daemon import CANDS, OBS, REFERENCE, engine_like
 from tests.hostile.helpers import burst, replies
 
 
+class WritesReference(Engine):
+    """The real engine whose checklist generation gives the reference checklist: these tests
+    are about the daemon retrying and recording generations, and whether the tiny model writes
+    a parseable checklist depends on how many steps it trained (the machine's speed)."""
+
+    def make_checklist(self, *a, **kw):
+        return self.parse_reference_checklist(REFERENCE)
+
+
 def _rows(daemon, sql: str) -> int:
     return sqlite3.connect(daemon.config.db_path).execute(sql).fetchone()[0]
 
@@ -36,7 +45,7 @@ async def test_a_burst_without_checklists_overloaded_with_id_and_no_half_session
     engine = engine_like(GatedEngine, daemon_engine)
     engine.gate.set()
     hold = threading.Event()
-    make = engine.make_checklist
+    make = engine_like(WritesReference, daemon_engine).make_checklist
 
     def slow_checklist(*a, **kw):
         hold.wait(30)
@@ -58,8 +67,8 @@ async def test_a_burst_without_checklists_overloaded_with_id_and_no_half_session
     await until(lambda: _rows(daemon, "SELECT COUNT(*) FROM checklists") == len(started), 60)
 
 
-class FailsOnce(Engine):
-    """The real engine whose first checklist generation fails."""
+class FailsOnce(WritesReference):
+    """The engine whose first checklist generation fails."""
 
     failed = False
 
@@ -100,7 +109,7 @@ async def test_a_generation_cut_by_a_restart_is_done_after_it(
     await first.server.stop()
     assert _rows(first, "SELECT COUNT(*) FROM checklists") == 0
 
-    second = await start_daemon(base=tmp_path)
+    second = await start_daemon(engine=engine_like(WritesReference, daemon_engine), base=tmp_path)
     c2 = await second.client()
     scored = await c2.request(
         {"type": "score", "session_id": sid, "candidates": CANDS, "approval": "never"}, timeout=60
