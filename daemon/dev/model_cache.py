@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,16 +44,29 @@ class ModelCache:
         self,
         tmp: Path,
         target: Path,
-        parts: Sequence[Any],
+        model: Any,
+        tok: Any,
+        extras: Sequence[Any],
         meta: dict[str, Any],
         *,
+        started: float,
         replace: bool,
     ) -> Path:
-        """``save_pretrained`` each part into ``tmp``, write the marker, rename into place at
-        ``target``; ``replace=False`` keeps a complete model another process saved meanwhile."""
-        for part in parts:
+        """Save the trained ``model`` (generating until the tokenizer's end token), ``tok`` and
+        ``extras`` into ``tmp`` with ``save_pretrained``, write the marker (``meta``, the
+        parameter count and the build time since ``started``), rename into place at ``target``;
+        ``replace=False`` keeps a complete model another process saved meanwhile."""
+        model.generation_config.eos_token_id = tok.eos_token_id
+        model.generation_config.pad_token_id = tok.pad_token_id
+        for part in (model, tok, *extras):
             part.save_pretrained(tmp)
-        marker = {"version": self.version, "complete": True, **meta}
+        marker = {
+            "version": self.version,
+            "complete": True,
+            **meta,
+            "parameters": sum(p.numel() for p in model.parameters()),
+            "build_seconds": round(time.monotonic() - started, 1),
+        }
         (tmp / self.marker).write_text(json.dumps(marker, indent=1), "utf-8")
         if target.exists():
             if not replace and self.is_complete(target):  # another process finished first

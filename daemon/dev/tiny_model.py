@@ -180,16 +180,8 @@ def build_tiny_model(
         progress=progress,
         label="building tiny model",
     )
-    model.generation_config.eos_token_id = tok.eos_token_id
-    model.generation_config.pad_token_id = tok.pad_token_id
-    meta = {
-        "seed": seed,
-        "steps": step,
-        "final_loss": loss_v,
-        "parameters": sum(p.numel() for p in model.parameters()),
-        "build_seconds": round(time.monotonic() - started, 1),
-    }
-    return CACHE.save(tmp, target, [model, tok], meta, replace=replace)
+    meta = {"seed": seed, "steps": step, "final_loss": loss_v}
+    return CACHE.save(tmp, target, model, tok, [], meta, started=started, replace=replace)
 
 
 def tok_render(tok: Any, messages: list[dict[str, str]]) -> str:

@@ -38,6 +38,7 @@ def _batch(backend: TransformersBackend, samples: int = 1, max_new: int = 24) ->
 
 
 def _alone(backend: TransformersBackend, batch: JudgeBatch) -> list[JudgeOutput]:
+    """Each candidate of ``batch`` judged alone (its whole prompt, nothing shared)."""
     return [
         backend.judge(
             JudgeBatch(
@@ -45,6 +46,7 @@ def _alone(backend: TransformersBackend, batch: JudgeBatch) -> list[JudgeOutput]
                 suffixes=[batch.prefix + s],
                 samples=1,
                 max_new_tokens=batch.max_new_tokens,
+                image=batch.image,
             )
         )
         for s in batch.suffixes

@@ -11,19 +11,11 @@ from webshepherd.daemon.engine.backends.transformers_backend import Transformers
 from webshepherd.daemon.engine.backends.vision import IMAGE_PAD, place_image
 from webshepherd.daemon.engine.engine import Engine
 from webshepherd.daemon.engine.prompts import IMAGE_PLACEHOLDER, split_judge_prompt
-from webshepherd.protocol.common import Turn
+
+from tests.daemon.engine.backends.test_transformers_backend import CANDIDATES, TREE, _alone
 
 pytestmark = pytest.mark.model
 
-CANDIDATES = [
-    Turn("I should search for red shoes first.", "fill('34', 'red shoes')"),
-    Turn("Scroll.", "scroll(0, 300)"),
-    Turn(
-        "The results are shown, I will open the first one with the best price today.",
-        "click('120')",
-    ),
-]
-TREE = "RootWebArea 'Shop', focused\n\t[34] textbox 'Search'\n\t[35] button 'Search'"
 SHOT = ("image/png", axtree_png(TREE))
 
 
@@ -51,21 +43,6 @@ def _batch(backend: TransformersBackend, image: bool = True, samples: int = 1) -
         max_new_tokens=32,
         image=SHOT if image else None,
     )
-
-
-def _alone(backend: TransformersBackend, batch: JudgeBatch) -> list[JudgeOutput]:
-    return [
-        backend.judge(
-            JudgeBatch(
-                prefix="",
-                suffixes=[batch.prefix + s],
-                samples=1,
-                max_new_tokens=batch.max_new_tokens,
-                image=batch.image,
-            )
-        )
-        for s in batch.suffixes
-    ]
 
 
 def _pieces(out: JudgeOutput, k: int) -> list[str]:
