@@ -150,10 +150,6 @@ class Scheduler:
         self._enqueue(job)
         return job
 
-    def sessions_with_jobs(self) -> set[str]:
-        """Sessions with a queued or running job."""
-        return set(self._queues) | {j.session_id for j in self._running}
-
     @property
     def full(self) -> bool:
         return self.depth >= self.queue_limit

@@ -469,9 +469,7 @@ class DaemonServer:
         idle = self.config.idle_evict_s
         while True:
             await asyncio.sleep(min(60.0, max(0.05, idle / 4)))
-            assert self.scheduler is not None
-            runner = self._runner()
-            busy = self.scheduler.sessions_with_jobs() | runner.generating | runner.engaged()
+            busy = self._runner().engaged()  # every engine job, queueing to record
             now = time.monotonic()
             for sid, st in list(self.core.sessions.items()):
                 lock = self._locks.get(sid)
