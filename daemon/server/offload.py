@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import mmap
 import os
@@ -23,6 +24,7 @@ import struct
 import subprocess
 import sys
 import threading
+from collections import deque
 from collections.abc import Generator
 from types import MethodType
 from typing import Any
@@ -30,6 +32,8 @@ from typing import Any
 from pydantic import BaseModel
 from webshepherd.protocol.errors import ProtocolError
 from webshepherd.protocol.union import ClientMessage, dump, parse_client_message
+from websockets import frames
+from websockets.asyncio.server import ServerConnection
 from websockets.streams import StreamReader
 
 log = logging.getLogger(__name__)
@@ -158,11 +162,11 @@ class Offload:
             worker.close()
             return None
 
-    def _parse_in_worker(self, raw: bytes | str) -> ClientMessage:
+    def _parse_in_worker(self, raw: bytes | memoryview | str) -> ClientMessage:
         data = raw.encode() if isinstance(raw, str) else raw
         answer = self._call(b"P", data)
         if answer is None:
-            return parse_client_message(raw)
+            return parse_client_message(bytes(data))
         status, payload = answer
         if status == b"E":
             raise ProtocolError(bytes(payload).decode())
@@ -173,13 +177,14 @@ class Offload:
         answer = self._call(b"D", pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
         return dump(message) if answer is None else str(answer[1], "utf-8")
 
-    async def parse(self, raw: bytes | str) -> ClientMessage:
+    async def parse(self, raw: bytes | memoryview | str) -> ClientMessage:
         """Parse and validate a client frame: inline when small, on a thread above
         :data:`PARSE_OFF_LOOP_BYTES`, in the worker above :data:`OFF_PROCESS_BYTES`."""
         if len(raw) <= PARSE_OFF_LOOP_BYTES:
-            return parse_client_message(raw)
+            return parse_client_message(bytes(raw) if isinstance(raw, memoryview) else raw)
         if len(raw) <= OFF_PROCESS_BYTES:
-            return await asyncio.to_thread(parse_client_message, raw)
+            small = bytes(raw) if isinstance(raw, memoryview) else raw  # pydantic: no views
+            return await asyncio.to_thread(parse_client_message, small)
         return await asyncio.to_thread(self._parse_in_worker, raw)
 
     async def dump(self, message: BaseModel, size_hint: int) -> str:
@@ -190,6 +195,21 @@ class Offload:
         return await asyncio.to_thread(self._dump_in_worker, message)
 
 
+class _Payload(mmap.mmap):
+    """A big frame's payload, unmasked chunk by chunk as it arrived."""
+
+
+def _apply_mask(data: bytes | bytearray | memoryview, mask: bytes | bytearray) -> Any:
+    """websockets' unmasking, skipped for a :class:`_Payload` (already unmasked)."""
+    if isinstance(data, memoryview) and isinstance(data.obj, _Payload):
+        return data
+    return _unmask(data, mask)
+
+
+_unmask = frames.apply_mask
+frames.apply_mask = _apply_mask  # Frame.parse looks it up at each frame
+
+
 def _feed_data(reader: Any, data: bytes | bytearray) -> None:
     if reader.eof:
         raise EOFError("stream ended")
@@ -197,23 +217,30 @@ def _feed_data(reader: Any, data: bytes | bytearray) -> None:
     if big is None:
         reader.buffer += data
         return
-    k = min(len(big) - reader.big_len, len(data))
-    big[reader.big_len : reader.big_len + k] = memoryview(data)[:k]
+    at = reader.big_len
+    k = min(len(big) - at, len(data))
+    key = reader.mask[at % 4 :] + reader.mask[: at % 4]  # the mask as it falls at ``at``
+    big[at : at + k] = _unmask(memoryview(data)[:k], key)
     reader.big_len += k
     if k < len(data):
         reader.buffer += memoryview(data)[k:]
 
 
 def _read_exact(reader: Any, n: int) -> Generator[None, None, Any]:
-    """websockets' ``read_exact``; a big payload is written, as its chunks arrive, into an
-    anonymous mapping of its size (the kernel zeroes its pages lazily) and handed over
-    whole. Growing one ``bytearray`` copied it again and again (~50 ms of the loop's read
-    callbacks for 31 MiB here); what remains is websockets' one unmasking pass."""
+    """websockets' ``read_exact``; a big payload is unmasked and written, as its chunks
+    arrive, into an anonymous mapping of its size (the kernel zeroes its pages lazily) and
+    handed over whole. Growing one ``bytearray`` copied it again and again (~50 ms of the
+    loop's read callbacks for 31 MiB here), and unmasking it whole held the loop for
+    20-90 ms. The read before a payload's is its mask's (a client's frames are masked)."""
     if n < PARSE_OFF_LOOP_BYTES or len(reader.buffer) >= n:
+        data = yield from StreamReader.read_exact(reader, n)
+        reader.mask = data
+        return data
+    if len(reader.mask) != 4:  # not a masked payload: websockets' own way
         return (yield from StreamReader.read_exact(reader, n))
-    big = mmap.mmap(-1, n)
+    big = _Payload(-1, n)
     have = len(reader.buffer)
-    big[:have] = reader.buffer
+    big[:have] = _unmask(reader.buffer, reader.mask)
     del reader.buffer[:]
     reader.big, reader.big_len = big, have
     try:
@@ -221,15 +248,52 @@ def _read_exact(reader: Any, n: int) -> Generator[None, None, Any]:
             if reader.eof:
                 raise EOFError(f"stream ends after {reader.big_len} bytes, expected {n} bytes")
             yield
-        return memoryview(big)  # websockets unmasks it into the frame's bytes
+        return memoryview(big)
     finally:
-        reader.big = None
+        reader.big, reader.mask = None, b""
 
 
 def gather_big_payloads(reader: StreamReader) -> None:
-    """Make a connection's reader gather big payloads (:func:`_read_exact`) from its next
-    frame on."""
+    """Make a server's reader gather big payloads (:func:`_read_exact`) from its next frame
+    on: they come out of ``Frame.parse`` as views of a :class:`_Payload`."""
     r: Any = reader
-    r.big, r.big_len = None, 0
+    r.big, r.big_len, r.mask = None, 0, b""
     r.feed_data = MethodType(_feed_data, reader)
     r.read_exact = MethodType(_read_exact, reader)
+
+
+class PayloadConnection(ServerConnection):
+    """A server connection whose big payloads are gathered by :func:`_read_exact` once
+    :meth:`gather_big_payloads` is called, and handed over as gathered: websockets would
+    join a message's frames into new bytes (a 31 MiB copy on the loop). A one-frame message
+    with such a payload goes through websockets' assembler as a small stand-in, in order
+    with the others; :meth:`recv_payload` gives back the payload in its place."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._payloads: deque[tuple[bytes, memoryview]] = deque()
+
+    def gather_big_payloads(self) -> None:
+        """From the next frame on."""
+        gather_big_payloads(self.protocol.reader)
+
+    def process_event(self, event: Any) -> None:
+        data = getattr(event, "data", None)
+        if (
+            isinstance(event, frames.Frame)
+            and event.fin
+            and event.opcode in (frames.Opcode.TEXT, frames.Opcode.BINARY)
+            and isinstance(data, memoryview)
+            and isinstance(data.obj, _Payload)
+        ):
+            stand_in = bytes(8)  # a new object each time: identified by ``is``
+            self._payloads.append((stand_in, data))
+            event = dataclasses.replace(event, data=stand_in)
+        super().process_event(event)
+
+    async def recv_payload(self) -> bytes | memoryview:
+        """The next message's bytes (a text message's undecoded): a big payload as gathered."""
+        raw = await self.recv(decode=False)
+        if self._payloads and self._payloads[0][0] is raw:
+            return self._payloads.popleft()[1]
+        return raw

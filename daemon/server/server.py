@@ -32,7 +32,7 @@ from webshepherd.daemon.server.handshake import (
     daemon_version,
     read_hello,
 )
-from webshepherd.daemon.server.offload import Offload, gather_big_payloads
+from webshepherd.daemon.server.offload import Offload, PayloadConnection
 from webshepherd.daemon.server.scheduler import Scheduler
 from webshepherd.daemon.server.stats import StatsCollector
 from webshepherd.daemon.sessions import (
@@ -171,6 +171,7 @@ class DaemonServer:
             process_request=self._check_request,
             max_size=PREAUTH_FRAME_BYTES,  # the configured limit once hello succeeds
             compression=None,  # inflating a 31 MiB frame would hold the loop for ~50 ms
+            create_connection=PayloadConnection,  # big payloads handed over as gathered
             ssl=ssl_ctx,
             ping_interval=20,
             ping_timeout=20,
@@ -227,10 +228,11 @@ class DaemonServer:
         conn = await self._handshake(ws)
         if conn is None:
             return
-        gather_big_payloads(ws.protocol.reader)
+        assert isinstance(ws, PayloadConnection)
+        ws.gather_big_payloads()
         try:
             while True:
-                raw = await ws.recv(decode=False)  # bytes: pydantic validates UTF-8 itself
+                raw = await ws.recv_payload()  # bytes: pydantic validates UTF-8 itself
                 await self._on_frame(conn, raw)
                 await conn.room()  # the next request only once the replies are moving
         except ConnectionClosed:
@@ -291,11 +293,11 @@ class DaemonServer:
             dump(Error(id=rid, code=exc.code, message=exc.message, retryable=exc.retryable)),
         )
 
-    async def _on_frame(self, conn: Conn, raw: str | bytes) -> None:
+    async def _on_frame(self, conn: Conn, raw: bytes | memoryview) -> None:
         try:
             msg = await self.offload.parse(raw)  # big frames: off the loop (offload.py)
         except ProtocolError as exc:
-            self._error(conn.id, request_id_of(raw) if len(raw) < 1 << 16 else None, exc)
+            self._error(conn.id, request_id_of(bytes(raw)) if len(raw) < 1 << 16 else None, exc)
             return
         try:
             await self._dispatch(conn, msg)

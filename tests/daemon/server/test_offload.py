@@ -8,7 +8,13 @@ import asyncio
 import json
 import sqlite3
 
-from webshepherd.daemon.server.offload import OFF_PROCESS_BYTES, gather_big_payloads
+from webshepherd.daemon.server.offload import (
+    OFF_PROCESS_BYTES,
+    PayloadConnection,
+    gather_big_payloads,
+)
+from websockets.asyncio.client import connect
+from websockets.asyncio.server import serve
 from websockets.frames import Frame, Opcode
 from websockets.protocol import OPEN, SERVER, Protocol
 
@@ -96,3 +102,36 @@ def test_big_payloads_are_gathered_whatever_the_chunks():
             got += [e.data for e in p.events_received()]
         assert got == [small[0], big[0], small[1], big[1], small[2]], step
         assert not p.reader.buffer
+
+
+async def test_a_connection_hands_big_payloads_over_as_gathered_in_order():
+    """Big one-frame messages come back as views of the gathered payload (websockets' join
+    would copy them), in order with small, fragmented and binary messages."""
+    big_text, big_binary = TREE.encode(), bytes(range(256)) * 4096
+    sent: list[bytes | list[bytes]] = [b"a", big_text, [b"frag", b"mented"], big_binary, b"z"]
+    got: list[tuple[type, bytes]] = []
+    done = asyncio.Event()
+
+    async def handler(ws):
+        ws.gather_big_payloads()
+        await ws.send("gathering")  # from the next frame on, as the daemon after hello
+        for _ in sent:
+            raw = await ws.recv_payload()
+            got.append((type(raw), bytes(raw)))
+        done.set()
+
+    opts = {"create_connection": PayloadConnection, "max_size": None, "compression": None}
+    async with serve(handler, "127.0.0.1", 0, **opts) as server:  # as the daemon's
+        port = server.sockets[0].getsockname()[1]
+        async with connect(f"ws://127.0.0.1:{port}", max_size=None) as c:
+            assert await c.recv() == "gathering"
+            for m in sent:
+                await c.send(m if isinstance(m, bytes) else iter(m))
+            await asyncio.wait_for(done.wait(), 60)
+    assert got == [
+        (bytes, b"a"),
+        (memoryview, big_text),
+        (bytes, b"fragmented"),
+        (memoryview, big_binary),
+        (bytes, b"z"),
+    ]
