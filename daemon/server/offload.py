@@ -4,11 +4,14 @@ waits on the GIL for them; big frames read without copying them over and over.
 Parsing and validating a 31 MiB frame (pydantic, from bytes) or serialising a 31 MiB event
 holds the GIL for 100-200 ms in one C call: on a worker thread that still stalls the loop
 for as long. A process of its own does it instead, behind two pipes: the frame's bytes are
-written and the result read into a lazily mapped buffer with the GIL released; only the
-result's unpickling (the AX tree's one copy into a ``str``) holds it. The worker is started
-by the first big frame; one that dies is replaced by the next, and its work done on a
-thread meanwhile, so nothing is lost. (``ProcessPoolExecutor`` pickles the frame and reads
-the result through ``BytesIO`` with the GIL held: 80-150 ms a 31 MiB frame here.)
+written and the result read into a lazily mapped buffer with the GIL released. The result
+crosses as a pickle with its big strings (the AX tree) left out and sent after it as their
+code units, read in place on one side and copied into a new ``str`` with the GIL released
+on the other (:mod:`str_units`): unpickling the tree's ``str`` held the GIL 20-40 ms. The
+worker is started by the first big frame; one that dies is replaced by the next, and its
+work done on a thread meanwhile, so nothing is lost. (``ProcessPoolExecutor`` pickles the
+frame and reads the result through ``BytesIO`` with the GIL held: 80-150 ms a 31 MiB frame
+here.)
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import io
 import logging
 import mmap
 import os
@@ -30,6 +34,7 @@ from types import MethodType
 from typing import Any
 
 from pydantic import BaseModel
+from webshepherd.daemon.server.str_units import Units, text_from_units, units_of, units_view
 from webshepherd.protocol.errors import ProtocolError
 from webshepherd.protocol.union import ClientMessage, dump, parse_client_message
 from websockets import frames
@@ -41,6 +46,8 @@ log = logging.getLogger(__name__)
 PARSE_OFF_LOOP_BYTES = 256 * 1024  # frames above this are parsed off the loop (a thread)
 OFF_PROCESS_BYTES = 2 * 1024 * 1024  # frames and events above this: in the worker process
 _HEAD = struct.Struct("!cQ")  # an operation (or a result's status) and the payload's length
+_LENGTH = struct.Struct("!Q")
+LIFT_CHARS = 64 * 1024  # strings above this cross the pipes as their code units
 
 
 def _write_all(fd: int, data: bytes | memoryview) -> None:
@@ -68,14 +75,77 @@ def _message(fd: int) -> tuple[bytes, memoryview]:
     return op, _read_exactly(fd, n)
 
 
-def _send(fd: int, op: bytes, payload: bytes | memoryview) -> None:
-    _write_all(fd, _HEAD.pack(op, len(payload)))
-    _write_all(fd, payload)
+Parts = list[bytes | memoryview]
+
+
+def _send(fd: int, op: bytes, parts: Parts) -> None:
+    _write_all(fd, _HEAD.pack(op, sum(len(p) for p in parts)))
+    for part in parts:
+        _write_all(fd, part)
+
+
+class _Packer(pickle.Pickler):
+    """Pickles an object with its big strings left out, to be sent after it as their code
+    units (read in place: :func:`units_view`); a string met again is named, not sent."""
+
+    def __init__(self, file: io.BytesIO) -> None:
+        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+        self.texts: list[tuple[str, Units]] = []
+        self._index: dict[int, int] = {}  # id of a lifted string -> its place in texts
+
+    def persistent_id(self, obj: Any) -> Any:
+        if type(obj) is not str or len(obj) <= LIFT_CHARS:
+            return None
+        index = self._index.get(id(obj))
+        if index is None:
+            index = self._index[id(obj)] = len(self.texts)
+            self.texts.append((obj, units_of(obj)))
+        units = self.texts[index][1]
+        return (index, units.kind, units.max_char, units.length)
+
+
+class _Unpacker(pickle.Unpickler):
+    """Unpickles a packed object, making its big strings from the code units that follow
+    it (the copy with the GIL released: :func:`text_from_units`)."""
+
+    def __init__(self, head: memoryview, units: memoryview) -> None:
+        super().__init__(io.BytesIO(head))
+        self.units, self.at = units, 0
+        self.made: list[str] = []
+
+    def persistent_load(self, pid: Any) -> Any:
+        index, kind, max_char, length = pid
+        if index < len(self.made):
+            return self.made[index]
+        if index != len(self.made):
+            raise pickle.UnpicklingError(f"string {index} out of order")
+        units = Units(kind, max_char, length)
+        data = self.units[self.at : self.at + units.nbytes]
+        self.at += units.nbytes
+        self.made.append(text_from_units(units, data))
+        return self.made[-1]
+
+
+def pack(obj: Any) -> Parts:
+    """``obj`` as parts to send: the pickle's length, the pickle, its big strings' units."""
+    buf = io.BytesIO()
+    packer = _Packer(buf)
+    packer.dump(obj)
+    head = buf.getvalue()
+    return [_LENGTH.pack(len(head)), head, *(units_view(t, u) for t, u in packer.texts)]
+
+
+def unpack(data: memoryview) -> Any:
+    """The object of :func:`pack`'s parts, received into one writable buffer."""
+    (n,) = _LENGTH.unpack(data[: _LENGTH.size])
+    head = data[_LENGTH.size : _LENGTH.size + n]
+    return _Unpacker(head, data[_LENGTH.size + n :]).load()
 
 
 def worker_main(read_fd: int, write_fd: int) -> None:
-    """The worker: ``P`` parses a client frame (``O`` and the pickled message, or ``E`` and
-    the protocol error's text); ``D`` serialises a pickled model (``O`` and the frame)."""
+    """The worker: ``P`` parses a client frame (``O`` and the packed message, or ``E`` and
+    the protocol error's text); ``D`` serialises a packed model (``O`` and the packed
+    frame)."""
     while True:
         try:
             op, payload = _message(read_fd)
@@ -85,11 +155,11 @@ def worker_main(read_fd: int, write_fd: int) -> None:
             try:
                 msg = parse_client_message(bytes(payload))
             except ProtocolError as exc:
-                _send(write_fd, b"E", exc.message.encode())
+                _send(write_fd, b"E", [exc.message.encode()])
                 continue
-            _send(write_fd, b"O", pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL))
+            _send(write_fd, b"O", pack(msg))
         else:
-            _send(write_fd, b"O", dump(pickle.loads(payload)).encode())
+            _send(write_fd, b"O", pack(dump(unpack(payload))))
 
 
 class _Worker:
@@ -113,7 +183,7 @@ class _Worker:
         os.close(from_w)
         self.lock = threading.Lock()
 
-    def call(self, op: bytes, payload: bytes | memoryview) -> tuple[bytes, memoryview]:
+    def call(self, op: bytes, payload: Parts) -> tuple[bytes, memoryview]:
         with self.lock:
             _send(self._to, op, payload)
             return _message(self._from)
@@ -144,7 +214,7 @@ class Offload:
         if worker is not None:
             worker.close()
 
-    def _call(self, op: bytes, payload: bytes | memoryview) -> tuple[bytes, memoryview] | None:
+    def _call(self, op: bytes, payload: Parts) -> tuple[bytes, memoryview] | None:
         """On a thread: the worker's answer, or None when it cannot be had."""
         with self._starting:
             if self._worker is None and not self._closed:
@@ -164,18 +234,21 @@ class Offload:
 
     def _parse_in_worker(self, raw: bytes | memoryview | str) -> ClientMessage:
         data = raw.encode() if isinstance(raw, str) else raw
-        answer = self._call(b"P", data)
+        answer = self._call(b"P", [data])
         if answer is None:
             return parse_client_message(bytes(data))
         status, payload = answer
         if status == b"E":
             raise ProtocolError(bytes(payload).decode())
-        msg: ClientMessage = pickle.loads(payload)
+        msg: ClientMessage = unpack(payload)
         return msg
 
     def _dump_in_worker(self, message: BaseModel) -> str:
-        answer = self._call(b"D", pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
-        return dump(message) if answer is None else str(answer[1], "utf-8")
+        answer = self._call(b"D", pack(message))
+        if answer is None:
+            return dump(message)
+        frame: str = unpack(answer[1])
+        return frame
 
     async def parse(self, raw: bytes | memoryview | str) -> ClientMessage:
         """Parse and validate a client frame: inline when small, on a thread above

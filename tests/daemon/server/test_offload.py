@@ -5,14 +5,22 @@ inline, and a worker that dies loses nothing."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import sqlite3
 
+import pytest
 from webshepherd.daemon.server.offload import (
+    LIFT_CHARS,
     OFF_PROCESS_BYTES,
+    Offload,
     PayloadConnection,
     gather_big_payloads,
+    pack,
+    unpack,
 )
+from webshepherd.protocol.replies import Observed
+from webshepherd.protocol.union import dump
 from websockets.asyncio.client import connect
 from websockets.asyncio.server import serve
 from websockets.frames import Frame, Opcode
@@ -135,3 +143,55 @@ async def test_a_connection_hands_big_payloads_over_as_gathered_in_order():
         (memoryview, big_binary),
         (bytes, b"z"),
     ]
+
+
+def _received(parts) -> memoryview:
+    """The parts as the other side reads them: one writable buffer."""
+    return memoryview(bytearray(b"".join(parts)))
+
+
+def test_packed_objects_come_back_equal_big_strings_of_every_kind_lifted():
+    big = {
+        kind: "".join([sample] * (LIFT_CHARS // len(sample) + 1))
+        for kind, sample in (
+            ("ascii", "ab"),
+            ("latin", "\xe9a"),
+            ("bmp", "\u2603"),
+            ("astral", "\U0001f600"),
+        )
+    }
+    obj = {"small": "caf\xe9", "big": big, "again": [big["bmp"], big["bmp"]], "n": 3}
+    parts = pack(obj)
+    head = sum(len(p) for p in parts[:2])
+    assert head < 1024  # the pickle holds none of the big strings
+    assert len(parts) == 2 + 4  # the pickle's length, the pickle, each big string once
+    got = unpack(_received(parts))
+    assert got == obj
+    assert got["again"][0] is got["again"][1] is got["big"]["bmp"]
+
+
+def test_a_packed_temporary_stays_valid_once_dropped():
+    """The worker packs what ``dump`` just returned: the parts keep its strings alive."""
+    parts = pack(["\u2603 " * LIFT_CHARS, "caf\xe9 " * LIFT_CHARS])
+    gc.collect()
+    ["\xff" * (8 * LIFT_CHARS) for _ in range(4)]  # memory a freed string would give back
+    assert unpack(_received(parts)) == ["\u2603 " * LIFT_CHARS, "caf\xe9 " * LIFT_CHARS]
+
+
+@pytest.mark.parametrize("sample", ["a]", "caf\xe9", "\u2603", "\U0001f600"])
+def test_the_worker_serialises_an_event_whose_tree_sqlite_has_bound(sample):
+    """The recorder binds a tree (CPython then caches its UTF-8 in the object) before the
+    event is serialised for subscribers: the worker gets the same characters."""
+    tree = "".join([f"[1] link '{sample}'\n"] * (OFF_PROCESS_BYTES // 10))
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE TABLE t (x TEXT)")
+    db.execute("INSERT INTO t VALUES (?)", (tree,))
+    event = Observed(session_id="s1", step=1, url="u", axtree=tree)
+    offload = Offload()
+    try:
+        frame = offload._dump_in_worker(event)
+        assert offload._worker is not None
+    finally:
+        offload.close()
+    assert frame == dump(event)
+    assert json.loads(frame)["axtree"] == tree
