@@ -32,6 +32,17 @@ CLOSE_POLICY = 1008
 PREAUTH_FRAME_BYTES = 16 * 1024
 
 
+def allow_messages_up_to(ws: ServerConnection, n: int | None) -> None:
+    """Raise the connection's message limit to ``n`` bytes (``None``: none). websockets 16
+    split ``max_size`` into message and fragment limits; before it, the message limit is
+    ``max_size``, and setting ``max_message_size`` there would silently change nothing."""
+    protocol = ws.protocol
+    if hasattr(protocol, "max_message_size"):
+        protocol.max_message_size = n
+    else:
+        protocol.max_size = n
+
+
 def daemon_version() -> str:
     try:
         return metadata.version("webshepherd")
@@ -105,5 +116,5 @@ async def read_hello(
     if not tokens_equal(msg.token, token):
         await refuse(ws, rid, UnauthorizedError("wrong token (see `webshepherd token`)"))
         return None
-    ws.protocol.max_message_size = max_frame_bytes
+    allow_messages_up_to(ws, max_frame_bytes)
     return msg

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+from types import SimpleNamespace
 
 import pytest
 from webshepherd.daemon.config import check_bind
+from webshepherd.daemon.server.handshake import allow_messages_up_to
 from webshepherd.daemon.server.server import DaemonServer
 from webshepherd.protocol.errors import WebShepherdError
 from websockets.asyncio.client import connect
@@ -143,3 +145,14 @@ async def test_insecure_non_loopback_bind_warns_loudly(start_daemon, caplog):
     daemon = await start_daemon(host="0.0.0.0", insecure=True)
     assert any("INSECURE" in r.message for r in caplog.records)
     await still_serving(daemon)  # over 127.0.0.1 (the Host check accepts loopback names)
+
+
+def test_the_message_limit_is_raised_whatever_websockets_calls_it():
+    """websockets 16 and later: ``max_message_size``; before: ``max_size`` (setting the new
+    name there changed nothing, and every frame above 16 KiB was refused after hello).
+    ``make test-websockets-compat`` runs the socket tests on websockets 15."""
+    older, newer = SimpleNamespace(max_size=16), SimpleNamespace(max_message_size=16)
+    for protocol in (older, newer):
+        allow_messages_up_to(SimpleNamespace(protocol=protocol), 1 << 20)  # type: ignore[arg-type]
+    assert older.max_size == newer.max_message_size == 1 << 20
+    assert not hasattr(older, "max_message_size")
