@@ -37,10 +37,9 @@ def allow_messages_up_to(ws: ServerConnection, n: int | None) -> None:
     split ``max_size`` into message and fragment limits; before it, the message limit is
     ``max_size``, and setting ``max_message_size`` there would silently change nothing."""
     protocol = ws.protocol
-    if hasattr(protocol, "max_message_size"):
-        protocol.max_message_size = n
-    else:
-        protocol.max_size = n
+    setattr(
+        protocol, "max_message_size" if hasattr(protocol, "max_message_size") else "max_size", n
+    )
 
 
 def daemon_version() -> str:
