@@ -48,13 +48,16 @@ _as_utf8 = ctypes.pythonapi.PyUnicode_AsUTF8
 _as_utf8.restype = ctypes.c_char_p
 _as_utf8.argtypes = [ctypes.py_object]
 
-# Samples of each kind, of several lengths; each also interned and with its UTF-8 cached
-# (as SQLite's binding leaves it), which set other bits beside the kind's.
-_SAMPLES = [
-    (sample * reps, kind)
-    for sample, kind in (("\x01ws", 1), ("\xe9ws", 1), ("\u0100ws", 2), ("\U0001f600ws", 4))
-    for reps in (1, 2, 5)
-]
+# One known string per storage class: its ``max_char``, the string, its kind.
+_KNOWN = (
+    (ASCII_MAX, "\x01ws\x02", 1),
+    (0xFF, "\xe9ws\x02", 1),
+    (0xFFFF, "\u0100ws", 2),
+    (0x10FFFF, "\U0001f600ws", 4),
+)
+# Those of several lengths; each also interned and with its UTF-8 cached (as SQLite's
+# binding leaves it), which set other bits beside the kind's.
+_SAMPLES = [(sample * reps, kind) for _, sample, kind in _KNOWN for reps in (1, 2, 5)]
 
 
 def _variants(text: str) -> list[str]:
@@ -88,8 +91,7 @@ def _probe_offsets() -> dict[int, int] | None:
     if sys.implementation.name != "cpython":
         return None
     offsets: dict[int, int] = {}
-    probes = [(ASCII_MAX, "\x01ws\x02", 1), (0xFF, "\xe9ws\x02", 1), (0xFFFF, "\u0100ws", 2)]
-    for max_char, sample, kind in [*probes, (0x10FFFF, "\U0001f600ws", 4)]:
+    for max_char, sample, kind in _KNOWN:
         text = _fresh(sample)
         units = text.encode(_CODECS[kind], "surrogatepass")
         raw = ctypes.string_at(id(text), sys.getsizeof(text))
