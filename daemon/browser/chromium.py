@@ -4,6 +4,7 @@ no ``playwright install``). Used by ``webshepherd observe`` and by the end-to-en
 from __future__ import annotations
 
 import contextlib
+import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -18,9 +19,20 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
-_WAIT_READY = (
+#: Resolves once the extension's service worker has set up ``self.webshepherd``.
+WAIT_READY = (
     "() => new Promise(r => { const t = () => self.webshepherd ? r(1) : setTimeout(t, 20); t(); })"
 )
+#: The extension's capture of the one tab showing exactly ``url`` (``{tabs: n}`` when n != 1).
+CAPTURE_EXACT = """async ([url, flags]) => {
+  const tabs = (await chrome.tabs.query({})).filter(t => t.url === url);
+  return tabs.length === 1 ? self.webshepherd.captureTab(tabs[0].id, flags) : {tabs: tabs.length};
+}"""
+
+
+def find_chromium() -> str | None:
+    """The system Chromium on PATH (Debian's ``chromium``, else ``chromium-browser``)."""
+    return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 def launch_args(dist: Path) -> list[str]:
@@ -54,7 +66,7 @@ async def extension_context(
 
 async def wait_extension_ready(worker: Any) -> None:
     """Wait until the service worker has set up ``self.webshepherd``."""
-    await worker.evaluate(_WAIT_READY)
+    await worker.evaluate(WAIT_READY)
 
 
 async def capture(worker: Any, url_prefix: str, flags: str = "default") -> dict[str, Any]:

@@ -26,7 +26,7 @@ import re
 from typing import Any
 
 from webshepherd.daemon.browser.actions import Action, parse_action
-from webshepherd.daemon.browser.chromium import capture
+from webshepherd.daemon.browser.chromium import CAPTURE_EXACT, capture
 from webshepherd.protocol.agents.environment import ActionError, ActionResult, PageState
 
 _BID = re.compile(r"[A-Za-z]*[0-9]*")
@@ -49,10 +49,6 @@ _DESCRIBE = """e => ({tag: e.tagName.toLowerCase(),
   type: (e.getAttribute('type') || '').toLowerCase(),
   editable: e.isContentEditable, disabled: !!e.disabled,
   options: e.tagName === 'SELECT' ? Array.from(e.options, o => [o.value, o.label]) : null})"""
-_CAPTURE_EXACT = """async ([url, flags]) => {
-  const tabs = (await chrome.tabs.query({})).filter(t => t.url === url);
-  return tabs.length === 1 ? self.webshepherd.captureTab(tabs[0].id, flags) : {tabs: tabs.length};
-}"""
 # The overlay (the extension's panel, drawn over the page) lets pointer actions through,
 # so an element under it is clicked, not the panel.
 _OVERLAY_PASS_THROUGH = """(on) => { for (const host of document.querySelectorAll(
@@ -130,7 +126,7 @@ class PlaywrightEnvironment:
         """The page as the model sees it (the extension's capture) and a PNG screenshot."""
         url = self.page.url
         try:
-            cap = await self.worker.evaluate(_CAPTURE_EXACT, [url, self.flags])
+            cap = await self.worker.evaluate(CAPTURE_EXACT, [url, self.flags])
             if cap.get("tabs") == 0:  # the tab's URL differs slightly (redirect, fragment)
                 cap = await capture(self.worker, url, self.flags)
         except Exception as exc:  # the worker's error, as text

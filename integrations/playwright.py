@@ -1,0 +1,180 @@
+"""A Playwright page as the judge sees it: the extension's own capture, from Python.
+
+:func:`launch` opens Chromium with the built extension loaded (a persistent context: the
+extension's capture needs one); :func:`page_observation` turns a page of that context into an
+:class:`~webshepherd.protocol.Observation` whose AX-tree text is the one the extension sends
+the daemon, byte for byte (BrowserGym's ``flatten_axtree_to_str``, the same code path as
+``webshepherd observe``). Both take Playwright's sync or async objects: with the async API,
+await what they return.
+
+    from playwright.sync_api import sync_playwright
+    from webshepherd.integrations.playwright import launch, page_observation
+
+    with sync_playwright() as pw:
+        context = launch(pw)                 # Chromium + the extension (not paired: capture only)
+        page = context.new_page()
+        page.goto("https://example.com")
+        observation = page_observation(page)  # url, axtree (elements marked by bid)
+
+The capture leaves each element's ``bid`` attribute in the page, so ``page.click('[bid="12"]')``
+runs a BrowserGym action's target. The extension is not paired with a daemon here; pairing it
+(options page) adds its overlay, which :func:`launch` does not need.
+"""
+
+from __future__ import annotations
+
+import base64
+import inspect
+from collections.abc import Generator
+from pathlib import Path
+from typing import Any
+
+from webshepherd.daemon.browser.chromium import (
+    CAPTURE_EXACT,
+    DEFAULT_DIST,
+    WAIT_READY,
+    find_chromium,
+    launch_args,
+)
+from webshepherd.protocol.common import Observation, Screenshot
+
+__all__ = ["CaptureError", "launch", "page_observation"]
+
+#: The extension's id (pinned by its manifest key): its service worker's URL starts with this.
+_WORKER_PREFIX = "chrome-extension://"
+_CAPTURE_ANY = "([url, flags]) => self.webshepherd.captureUrl(url, flags)"
+
+
+class CaptureError(RuntimeError):
+    """The page could not be captured (no extension in its browser, an ambiguous tab, ...)."""
+
+
+def launch(
+    playwright: Any,
+    *,
+    headless: bool = True,
+    chromium: str | None = None,
+    extension: str | Path = DEFAULT_DIST,
+    user_data_dir: str | Path | None = None,
+    **options: Any,
+) -> Any:
+    """A persistent Chromium context with the extension loaded and ready.
+
+    ``playwright`` is what ``sync_playwright()`` or ``async_playwright()`` gives; with the async
+    one, await the result. ``chromium``: the browser binary (default: ``chromium`` on PATH; no
+    ``playwright install`` needed). ``user_data_dir``: the profile (default: a temporary one,
+    removed when the context closes). Other keywords go to ``launch_persistent_context``
+    (``args`` are added after the extension's).
+    """
+    dist = Path(extension)
+    if not (dist / "manifest.json").exists():
+        raise CaptureError(
+            f"no built extension in {dist}: run `make extension` "
+            "(or cd extension && npm ci && npm run build)"
+        )
+    binary = chromium or find_chromium()
+    if binary is None:
+        raise CaptureError(
+            "Chromium not found: install it (apt-get install chromium) or pass chromium=PATH"
+        )
+    profile = str(user_data_dir or "")  # "": Playwright's own temporary profile
+    options["args"] = [*launch_args(dist), *options.get("args", [])]
+    options.setdefault("viewport", {"width": 1280, "height": 720})
+    steps = _launch(playwright, profile, binary, headless, options)
+    return (
+        _drive_async(steps)
+        if _is_async(playwright.chromium.launch_persistent_context)
+        else _drive(steps)
+    )
+
+
+def page_observation(page: Any, *, flags: str = "default", screenshot: bool = False) -> Any:
+    """The page as the daemon would receive it from the extension: an ``Observation``.
+
+    ``page`` is a sync or async Playwright ``Page`` of a context with the extension (see
+    :func:`launch`); with an async page, await the result. ``flags``: ``"default"`` (what the
+    model was trained on) or ``"visible"`` (AgentLab's visible/clickable flags). ``screenshot``
+    adds a PNG of the viewport, for a judge run with ``--judge-inputs text+image``.
+    """
+    if flags not in ("default", "visible"):
+        raise ValueError(f"flags: 'default' or 'visible', not {flags!r}")
+    steps = _observe(page, flags, screenshot)
+    return _drive_async(steps) if _is_async(page.evaluate) else _drive(steps)
+
+
+# -- the steps, shared by the sync and async APIs ------------------------------------------
+# Each step yields what a Playwright call returned (a value, or an awaitable under the async
+# API) and is sent back its result.
+Steps = Generator[Any, Any, Any]
+
+
+def _launch(pw: Any, profile: str, binary: str, headless: bool, options: dict[str, Any]) -> Steps:
+    context = yield pw.chromium.launch_persistent_context(
+        profile, executable_path=binary, headless=headless, **options
+    )
+    worker = yield from _worker(context)
+    yield worker.evaluate(WAIT_READY)
+    return context
+
+
+def _observe(page: Any, flags: str, screenshot: bool) -> Steps:
+    worker = yield from _worker(page.context)
+    yield worker.evaluate(WAIT_READY)
+    url = page.url
+    cap = yield worker.evaluate(CAPTURE_EXACT, [url, flags])
+    if cap.get("tabs") == 0:  # the tab's URL differs slightly (a fragment, a redirect under way)
+        cap = yield worker.evaluate(_CAPTURE_ANY, [url, flags])
+    if "axtree" not in cap:
+        raise CaptureError(
+            f"{cap['tabs']} tabs show {url}: the capture cannot tell them apart; close the others"
+        )
+    shot = None
+    if screenshot:
+        png = yield page.screenshot(type="png")
+        shot = Screenshot(mime="image/png", data=base64.b64encode(png).decode("ascii"))
+    return Observation(url=cap["url"], axtree=cap["axtree"], screenshot=shot)
+
+
+def _worker(context: Any) -> Steps:
+    """The extension's service worker in ``context`` (waits a few seconds for it to start)."""
+    for worker in context.service_workers:
+        if worker.url.startswith(_WORKER_PREFIX):
+            return worker
+    try:
+        worker = yield context.wait_for_event("serviceworker", timeout=5_000)
+    except Exception:
+        raise CaptureError(
+            "this page's browser has no webshepherd extension: open it with "
+            "webshepherd.integrations.playwright.launch(...), or launch a persistent context "
+            "with the flags of webshepherd.daemon.browser.chromium.launch_args(extension/dist)"
+        ) from None
+    return worker
+
+
+def _is_async(method: Any) -> bool:
+    return inspect.iscoroutinefunction(method)
+
+
+def _drive(steps: Steps) -> Any:
+    """Run the steps with Playwright's sync API (each yield is already a result)."""
+    try:
+        result = next(steps)
+        while True:
+            result = steps.send(result)
+    except StopIteration as done:
+        return done.value
+
+
+async def _drive_async(steps: Steps) -> Any:
+    """Run the steps with Playwright's async API (each yield is awaited)."""
+    try:
+        pending = next(steps)
+        while True:
+            try:
+                result = await pending
+            except Exception as exc:  # the step sees the error where it made the call
+                pending = steps.throw(exc)
+            else:
+                pending = steps.send(result)
+    except StopIteration as done:
+        return done.value
