@@ -10,6 +10,7 @@ from textual.app import App
 from textual.binding import Binding, BindingType
 from webshepherd.protocol.common import Decision
 from webshepherd.protocol.errors import WebShepherdError
+from webshepherd.protocol.terminal_text import terminal_safe
 from webshepherd.protocol.version import DEFAULT_URL
 from webshepherd.tui.device import DeviceProbe, DeviceReading
 from webshepherd.tui.link import DaemonLink
@@ -105,7 +106,9 @@ class WebShepherdApp(App[None]):
         try:
             await self.link.decide(request_id, decision, action)
         except WebShepherdError as exc:
-            self.notify(f"{decision} failed: {exc.message}", severity="error")
+            self.notify(
+                f"{decision} failed: {terminal_safe(exc.message)}", severity="error", markup=False
+            )
             return
         self.notify(f"{decision}: sent", timeout=2)
 

@@ -9,6 +9,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label
+from webshepherd.tui.plain import plain
 
 
 class EditActionScreen(ModalScreen[str | None]):
@@ -29,7 +30,7 @@ class EditActionScreen(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical():
             if self.context:
-                yield Label(self.context, id="edit-context")
+                yield Label(plain(self.context, multiline=True), id="edit-context")
             yield Label("Edit the action (enter sends it, escape cancels):")
             yield Input(self.action_text, id="edit-action")
 

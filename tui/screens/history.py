@@ -17,6 +17,8 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 from webshepherd.protocol.common import SessionSummary
 from webshepherd.protocol.errors import WebShepherdError
+from webshepherd.protocol.terminal_text import terminal_safe
+from webshepherd.tui.plain import plain
 from webshepherd.tui.screens.messages import ReplayRequested
 from webshepherd.tui.widgets.session_detail import fmt_reward
 
@@ -77,7 +79,8 @@ class HistoryScreen(Screen[None]):
         try:
             self.summaries = await self.load()
         except WebShepherdError as exc:
-            self.notify(f"cannot list sessions: {exc.message}", severity="error")
+            message = f"cannot list sessions: {terminal_safe(exc.message)}"
+            self.notify(message, severity="error", markup=False)
             return
         table = self.query_one(DataTable)
         table.clear()
@@ -85,11 +88,11 @@ class HistoryScreen(Screen[None]):
             state = s.state if s.state != "ended" else (s.outcome or "ended")
             table.add_row(
                 time.strftime("%Y-%m-%d %H:%M", time.localtime(s.created_at)),
-                s.agent.name[:12],
+                plain(s.agent.name[:12]),
                 str(s.steps),
                 fmt_reward(s.latest_reward),
                 Text(state, "dim" if s.state == "ended" else "green"),
-                s.intent,
+                plain(s.intent),
                 key=s.session_id,
             )
 
@@ -113,7 +116,7 @@ class HistoryScreen(Screen[None]):
         try:
             path = await asyncio.to_thread(write_report, data_dir, session_id, out)
         except WebShepherdError as exc:
-            self.notify(f"report: {exc.message}", severity="error")
+            self.notify(f"report: {terminal_safe(exc.message)}", severity="error", markup=False)
             return
         self.last_report = path
-        self.notify(f"report written: {path}", timeout=8)
+        self.notify(f"report written: {terminal_safe(str(path))}", timeout=8, markup=False)

@@ -13,7 +13,9 @@ from textual.containers import Container
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
 from webshepherd.protocol.common import Decision
+from webshepherd.protocol.terminal_text import terminal_safe
 from webshepherd.tui.device import DeviceReading
+from webshepherd.tui.plain import plain
 from webshepherd.tui.screens.edit_action import EditActionScreen
 from webshepherd.tui.screens.messages import DecisionMade, ReplayRequested
 from webshepherd.tui.state import MonitorState
@@ -99,7 +101,7 @@ class MainScreen(Screen[None]):
             return
         n = len(self.state.approvals)
         dot = ("● ", "green") if self.status_ok else ("○ ", "red")
-        line = Text.assemble(dot, self.status_text)
+        line = Text.assemble(dot, plain(self.status_text))
         if n:
             plural = "s" if n > 1 else ""
             line.append(f"   ⚠ {n} approval{plural} pending (2)", "bold black on yellow")
@@ -174,7 +176,7 @@ class MainScreen(Screen[None]):
             f"{view.agent if view else pending.session_id} · step {pending.step} · "
             f"reward {reward} · {pending.reason}\n{pending.feedback}"
         )
-        self.app.push_screen(EditActionScreen(pending.action, context), done)
+        self.app.push_screen(EditActionScreen(terminal_safe(pending.action), context), done)
 
     def action_replay(self) -> None:
         sid = self.table.selected

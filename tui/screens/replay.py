@@ -13,6 +13,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 from webshepherd.protocol.errors import WebShepherdError
 from webshepherd.protocol.replies import Session
+from webshepherd.tui.plain import plain
 from webshepherd.tui.state import MonitorState, SessionView
 from webshepherd.tui.widgets.session_detail import SessionDetail
 
@@ -71,7 +72,7 @@ class ReplayScreen(Screen[None]):
         try:
             reply = await self.load()
         except WebShepherdError as exc:
-            self.query_one("#replay-title", Static).update(f"cannot load: {exc.message}")
+            self.query_one("#replay-title", Static).update(plain(f"cannot load: {exc.message}"))
             return
         self._loaded(reply)
 
@@ -98,7 +99,7 @@ class ReplayScreen(Screen[None]):
         title = Text.assemble(
             (" replay ", "bold reverse"),
             (f" step {cur.step if cur else 0} ({self.frame + 1}/{len(self.ends)}) ", "bold"),
-            (reply.session.intent, ""),
+            plain(reply.session.intent),
             no_wrap=True,
             overflow="ellipsis",
         )

@@ -6,6 +6,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import DataTable, Static
+from webshepherd.tui.plain import plain
 from webshepherd.tui.state import ApprovalView, MonitorState
 from webshepherd.tui.widgets.session_detail import fmt_reward
 
@@ -67,7 +68,12 @@ class ApprovalsPanel(Vertical):
             view = state.sessions.get(a.session_id)
             who = (view.agent if view else a.session_id)[:10]
             table.add_row(
-                who, str(a.step), fmt_reward(a.reward), a.reason, a.action, key=a.request_id
+                plain(who),
+                str(a.step),
+                fmt_reward(a.reward),
+                plain(a.reason),
+                plain(a.action),
+                key=a.request_id,
             )
         if keep is not None and keep.request_id in self._pending:
             table.move_cursor(row=table.get_row_index(keep.request_id))
@@ -82,11 +88,11 @@ class ApprovalsPanel(Vertical):
         detail.update(
             Text.assemble(
                 ("action: ", "bold"),
-                (a.action, "magenta"),
+                plain(a.action, "magenta"),
                 ("\nthought: ", "bold"),
-                a.thought or "—",
+                plain(a.thought or "—", multiline=True),
                 ("\nfeedback: ", "bold"),
-                a.feedback or "—",
+                plain(a.feedback or "—", multiline=True),
             )
         )
 

@@ -7,6 +7,7 @@ from rich.text import Text
 from textual.widgets import Static
 from webshepherd.protocol.replies import Stats
 from webshepherd.tui.device import DeviceReading, GpuReading
+from webshepherd.tui.plain import plain
 
 
 def _mb(used: float | None, total: float | None) -> str:
@@ -35,7 +36,7 @@ def device_table(local: DeviceReading | None, stats: Stats | None) -> Table:
     else:
         where = "(local)"
     for i, g in enumerate(gpus):
-        table.add_row(f"GPU {i} {where}", g.name)
+        table.add_row(f"GPU {i} {where}", plain(g.name))
         table.add_row("  memory", _mb(g.memory_used_mb, g.memory_total_mb))
         table.add_row("  utilization", _pct(g.utilization))
     if local is not None and not gpus:
@@ -59,7 +60,7 @@ def device_table(local: DeviceReading | None, stats: Stats | None) -> Table:
     if stats.judge is not None:
         j = stats.judge
         table.add_row("", "")
-        table.add_row("judge", f"{j.model} ({j.backend})")
+        table.add_row("judge", plain(f"{j.model} ({j.backend})"))
         if j.prompt_tokens_per_step is not None and j.completion_tokens_per_step is not None:
             per_step = f"in {j.prompt_tokens_per_step:.0f} · out {j.completion_tokens_per_step:.0f}"
             table.add_row("tokens/step", per_step)

@@ -9,6 +9,8 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
+from webshepherd.protocol.terminal_text import terminal_safe
+from webshepherd.tui.plain import plain
 from webshepherd.tui.state import LABEL_MARK, SessionView, StepView
 from webshepherd.tui.widgets.reward_plot import RewardPlot
 
@@ -42,7 +44,7 @@ def checklist_text(view: SessionView, width: int) -> Text:
             else:
                 out.append(LABEL_MARK[label], LABEL_STYLE[label])
         out.append(" " * (room - len(shown) + 1))
-        lines = textwrap.wrap(title, title_w) or [""]
+        lines = textwrap.wrap(terminal_safe(title), title_w) or [""]
         out.append(lines[0])
         for more in lines[1:]:
             out.append("\n" + " " * (4 + room + 1) + more)
@@ -67,7 +69,7 @@ def candidates_table(step: StepView | None) -> Table | Text:
     for c in step.candidates:
         mark = ("▶" if c.index == step.chosen else " ") + ("★" if c.index == step.best else " ")
         style = "bold" if c.index == step.chosen else ""
-        table.add_row(mark, str(c.index), fmt_reward(c.reward), c.action, style=style)
+        table.add_row(mark, str(c.index), fmt_reward(c.reward), plain(c.action), style=style)
     return table
 
 
@@ -75,7 +77,7 @@ def activity_text(view: SessionView, step: StepView | None) -> Text:
     out = Text()
     for g in view.signals[-3:]:
         where = f"step {g.step}: " if g.step is not None else ""
-        out.append(f"⚠ {where}{g.message}\n", "bold white on red")
+        out.append(f"⚠ {where}{terminal_safe(g.message)}\n", "bold white on red")
     executed = next(
         (view.steps[k] for k in sorted(view.steps, reverse=True) if view.steps[k].executed), None
     )
@@ -83,16 +85,17 @@ def activity_text(view: SessionView, step: StepView | None) -> Text:
     if executed is None:
         out.append("nothing yet\n", "dim")
     else:
-        out.append(f"{executed.executed}", "magenta")
-        out.append(f"  (step {executed.step}, {executed.executed_source})\n", "dim")
+        out.append(terminal_safe(executed.executed or ""), "magenta")
+        source = terminal_safe(str(executed.executed_source))
+        out.append(f"  (step {executed.step}, {source})\n", "dim")
     if view.progress:
         out.append("feedback (streaming): ", "bold")
-        out.append(view.feedback, "italic")
+        out.append(terminal_safe(view.feedback, multiline=True), "italic")
     elif step is not None and step.candidates:
         ref = step.chosen if step.chosen is not None else step.best
         fb = step.candidates[ref].feedback if ref is not None else ""
         out.append("feedback: ", "bold")
-        out.append(fb or "—")
+        out.append(terminal_safe(fb, multiline=True) or "—")
     return out
 
 
@@ -151,8 +154,8 @@ class SessionDetail(VerticalScroll):
                 self.query_one(name, Static).update("")
             return
         head = Text.assemble(
-            (f"{view.intent or view.session_id}", "bold"),
-            (f" · {view.agent} · {view.state_label} · {len(view.scored_steps)} steps", "dim"),
+            plain(view.intent or view.session_id, "bold"),
+            plain(f" · {view.agent} · {view.state_label} · {len(view.scored_steps)} steps", "dim"),
             no_wrap=True,
             overflow="ellipsis",
         )

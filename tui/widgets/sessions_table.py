@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rich.text import Text
 from textual.widgets import DataTable
+from webshepherd.tui.plain import plain
 from webshepherd.tui.state import MonitorState, SessionView
 from webshepherd.tui.widgets.session_detail import fmt_reward
 
@@ -15,8 +16,8 @@ def row_of(v: SessionView, intent_w: int) -> tuple[Text | str, ...]:
     if v.signals and v.state != "ended":
         state = Text("⚠ " + v.state_label, "bold red")
     return (
-        v.agent[:10],
-        v.intent[:intent_w],
+        plain(v.agent[:10]),
+        plain(v.intent[:intent_w]),
         str(v.step_count),
         fmt_reward(v.latest_reward),
         state,
