@@ -15,6 +15,9 @@ SessionId = Annotated[str, Field(min_length=1, max_length=128)]
 Role = Literal["agent", "extension", "monitor"]
 Planning = Literal["step", "tree", "plan"]
 Source = Literal["agent", "human"]
+#: Who made a session: an agent live, a person's demonstration, or a finished run imported
+#: and re-scored (``webshepherd rescore``; addition to v1).
+SessionSource = Literal["agent", "human", "import"]
 Outcome = Literal["success", "failure", "unknown"]
 ApprovalMode = Literal["auto", "always", "never"]
 Decision = Literal["approve", "reject", "edit"]
@@ -76,10 +79,21 @@ class Observation(Model):
     )
 
 
+#: Executed steps without a checklist item advancing before the ``stalled`` signal fires.
+DEFAULT_STALLED_AFTER = 3
+
+
 class AgentInfo(Model):
     name: str = Field(default="agent", max_length=200)
     planning: Planning = "step"
     plan: list[str] | None = None
+    stalled_after: int = Field(
+        default=DEFAULT_STALLED_AFTER,
+        ge=1,
+        le=1000,
+        description="Executed steps without a checklist item advancing before the daemon "
+        "sends a `stalled` signal (addition to v1).",
+    )
 
 
 class Candidate(Model):
@@ -211,7 +225,7 @@ class SessionSummary(Model):
     intent: str
     start_url: str | None = None
     agent: AgentInfo = Field(default_factory=AgentInfo)
-    source: Source = "agent"
+    source: SessionSource = "agent"
     state: SessionState = "running"
     outcome: Outcome | None = None
     steps: int = 0

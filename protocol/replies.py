@@ -27,6 +27,7 @@ from webshepherd.protocol.common import (
     RequestId,
     Screenshot,
     SessionId,
+    SessionSource,
     SessionSummary,
     Source,
     Timing,
@@ -56,7 +57,7 @@ class SessionStarted(Model):
     intent: str | None = None
     start_url: str | None = None
     agent: AgentInfo | None = None
-    source: Source | None = None
+    source: SessionSource | None = None
 
 
 class Checklist(Model):
@@ -151,12 +152,14 @@ class Signal(Model):
     counts the consecutive executions). ``element_mismatch``: the action the agent announced
     in its thought (``planned``) differs from the executed one. ``plan_adherence``: for
     ``plan`` agents, whether the action follows the declared plan (``plan_step``, 1-based).
+    ``stalled``: no checklist item has advanced for ``stalled_steps`` executed steps (at
+    least the session's ``agent.stalled_after``).
     """
 
     type: Literal["signal"] = "signal"
     session_id: SessionId
     step: int = Field(ge=0)
-    kind: Literal["repeated_action", "element_mismatch", "plan_adherence"]
+    kind: Literal["repeated_action", "element_mismatch", "plan_adherence", "stalled"]
     action: str
     ok: bool = Field(description="False when the signal is a warning.")
     repeats: int | None = Field(default=None, ge=2)
@@ -164,6 +167,11 @@ class Signal(Model):
     plan_step: int | None = Field(default=None, ge=1)
     rate: float | None = Field(
         default=None, ge=0, le=1, description="Running element accuracy or plan adherence."
+    )
+    stalled_steps: int | None = Field(
+        default=None,
+        ge=1,
+        description="stalled: executed steps in a row with no checklist item advanced.",
     )
     detail: str = ""
 
@@ -230,6 +238,24 @@ class Stats(Model):
     judge: JudgeUsage | None = Field(
         default=None, description="Tokens in and out per scored step, and their cost."
     )
+
+
+class HookGranted(Model):
+    """Reply to ``hook.grant``: the key, for the agent's page only (addition to v1)."""
+
+    type: Literal["hook.granted"] = "hook.granted"
+    id: RequestId
+    key: str
+    session_id: SessionId | None = None
+    expires_in_s: float = Field(description="The key must be redeemed within this time.")
+
+
+class HookRedeemed(Model):
+    """Reply to ``hook.redeem``: the session the key follows (null: it may start one)."""
+
+    type: Literal["hook.redeemed"] = "hook.redeemed"
+    id: RequestId
+    session_id: SessionId | None = None
 
 
 class Pong(Model):

@@ -19,6 +19,7 @@ from webshepherd.protocol.common import (
     RequestId,
     Screenshot,
     SessionId,
+    SessionSource,
     Source,
 )
 
@@ -41,7 +42,7 @@ class SessionStart(Model):
     )
     observation: Observation | None = None
     agent: AgentInfo = Field(default_factory=AgentInfo)
-    source: Source = "agent"
+    source: SessionSource = "agent"
 
 
 class Observe(Model):
@@ -80,6 +81,13 @@ class ApprovalDecide(Model):
         default=None, description="The edited action, required with decision 'edit'."
     )
     note: str | None = None
+    via: str | None = Field(
+        default=None,
+        max_length=32,
+        pattern=r"^[a-z][a-z0-9_-]*$",
+        description="Where the person decided (e.g. 'panel', 'popup'); recorded after the "
+        "connection's role and name in `by` (addition to v1).",
+    )
 
     @model_validator(mode="after")
     def _edit_needs_action(self) -> ApprovalDecide:
@@ -104,6 +112,26 @@ class SessionEnd(Model):
     session_id: SessionId
     outcome: Outcome = "unknown"
     answer: str | None = None
+
+
+class HookGrant(Model):
+    """An agent asks for a page-hook key (addition to v1; docs/protocol-additions.md)."""
+
+    type: Literal["hook.grant"] = "hook.grant"
+    id: RequestId
+    session_id: SessionId | None = Field(
+        default=None,
+        description="The agent's session a page may follow with the key; null: the key lets "
+        "one page-hook `session.start` through.",
+    )
+
+
+class HookRedeem(Model):
+    """The extension checks a key a page presented (addition to v1)."""
+
+    type: Literal["hook.redeem"] = "hook.redeem"
+    id: RequestId
+    key: str = Field(min_length=1, max_length=128)
 
 
 class Subscribe(Model):

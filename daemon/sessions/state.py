@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass, field, fields, replace
 
 from webshepherd.daemon.engine.types import ParsedChecklist
-from webshepherd.protocol.common import AgentInfo, Outcome, SessionSummary, Source, Turn
+from webshepherd.protocol.common import AgentInfo, Outcome, SessionSource, SessionSummary, Turn
 from webshepherd.protocol.common import SessionState as SummaryState
 
 
@@ -17,7 +17,7 @@ class SessionState:
     intent: str
     start_url: str | None
     agent: AgentInfo
-    source: Source
+    source: SessionSource
     created_at: float
     owner: int | None = None  # connection that receives the session's events besides subscribers
     step: int = -1  # index of the current observation; -1 before the first

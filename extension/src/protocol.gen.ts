@@ -15,6 +15,8 @@ export type ClientMessage =
   | Subscribe
   | SessionsList
   | SessionGet
+  | HookGrant
+  | HookRedeem
   | Ping;
 export type Name = string;
 export type Role = "agent" | "extension" | "monitor";
@@ -29,6 +31,10 @@ export type Type = "hello";
 export type Name1 = string;
 export type Plan = string[] | null;
 export type Planning = "step" | "tree" | "plan";
+/**
+ * Executed steps without a checklist item advancing before the daemon sends a `stalled` signal (addition to v1).
+ */
+export type StalledAfter = number;
 /**
  * Reference checklist text; generated when absent.
  */
@@ -55,7 +61,7 @@ export type Boxes = {
 export type Data = string | null;
 export type Mime = "image/png" | "image/jpeg" | "image/webp";
 export type Url = string;
-export type Source = "agent" | "human";
+export type Source = "agent" | "human" | "import";
 export type StartUrl = string | null;
 export type Type1 = "session.start";
 export type Axtree1 = string;
@@ -103,6 +109,10 @@ export type Id4 = string;
 export type Note = string | null;
 export type RequestId = string;
 export type Type4 = "approval.decide";
+/**
+ * Where the person decided (e.g. 'panel', 'popup'); recorded after the connection's role and name in `by` (addition to v1).
+ */
+export type Via = string | null;
 export type Action3 = string;
 /**
  * Chosen by the sender, unique per connection.
@@ -147,7 +157,22 @@ export type Type9 = "session.get";
  * Chosen by the sender, unique per connection.
  */
 export type Id10 = string;
-export type Type10 = "ping";
+/**
+ * The agent's session a page may follow with the key; null: the key lets one page-hook `session.start` through.
+ */
+export type SessionId5 = string | null;
+export type Type10 = "hook.grant";
+/**
+ * Chosen by the sender, unique per connection.
+ */
+export type Id11 = string;
+export type Key = string;
+export type Type11 = "hook.redeem";
+/**
+ * Chosen by the sender, unique per connection.
+ */
+export type Id12 = string;
+export type Type12 = "ping";
 export type ServerMessage =
   | Welcome
   | Error
@@ -166,6 +191,8 @@ export type ServerMessage =
   | Sessions2
   | Session
   | Stats
+  | HookGranted
+  | HookRedeemed
   | Pong;
 export type Backend = string;
 export type Model = string;
@@ -173,9 +200,9 @@ export type Version1 = string;
 /**
  * Chosen by the sender, unique per connection.
  */
-export type Id11 = string;
+export type Id13 = string;
 export type Protocol1 = number;
-export type Type11 = "welcome";
+export type Type13 = "welcome";
 /**
  * Error codes of protocol v1 (protocol.md, "Envelope").
  */
@@ -189,36 +216,36 @@ export type ErrorCode =
   | "overloaded"
   | "timeout"
   | "internal";
-export type Id12 = string | null;
+export type Id14 = string | null;
 export type Message = string;
 export type Retryable = boolean;
-export type Type12 = "error";
-export type Id13 = string | null;
+export type Type14 = "error";
+export type Id15 = string | null;
 export type Intent1 = string | null;
-export type SessionId5 = string;
-export type Source2 = ("agent" | "human") | null;
+export type SessionId6 = string;
+export type Source2 = ("agent" | "human" | "import") | null;
 export type StartUrl1 = string | null;
-export type Type13 = "session.started";
+export type Type15 = "session.started";
 export type Goal = string | null;
 export type Index = number;
 export type Title = string;
 export type Items = ChecklistItem[];
-export type SessionId6 = string;
+export type SessionId7 = string;
 export type Source3 = "generated" | "reference";
 export type Text = string;
-export type Type14 = "checklist";
+export type Type16 = "checklist";
 export type Axtree2 = string | null;
-export type Id14 = string | null;
-export type SessionId7 = string | null;
+export type Id16 = string | null;
+export type SessionId8 = string | null;
 export type Step1 = number;
-export type Type15 = "observed";
+export type Type17 = "observed";
 export type Url2 = string | null;
 export type Candidate1 = number;
 export type Delta = string;
 export type Request = string;
 export type Sample = number;
-export type SessionId8 = string;
-export type Type16 = "score.progress";
+export type SessionId9 = string;
+export type Type18 = "score.progress";
 export type Best = number | null;
 /**
  * Echo of the scored candidates (events).
@@ -229,7 +256,7 @@ export type By = string | null;
 export type Index1 = number | null;
 export type Note1 = string | null;
 export type Status = "auto" | "approved" | "rejected" | "edited" | "timeout";
-export type Id15 = string | null;
+export type Id17 = string | null;
 export type Feedback = string;
 export type Index2 = number;
 export type InProgress = number;
@@ -262,49 +289,49 @@ export type Samples1 = SampleResult[];
  */
 export type UnparsedSamples = number;
 export type Results = CandidateResult[];
-export type SessionId9 = string;
+export type SessionId10 = string;
 export type Step2 = number;
 export type ModelMs = number;
 export type QueueMs = number;
-export type Type17 = "scored";
+export type Type19 = "scored";
 export type CandidateIndex = number | null;
 export type ExpiresInS = number;
 export type Feedback1 = string;
 export type Reason = "below_threshold" | "reward_drop" | "always";
 export type RequestId1 = string;
 export type Reward2 = number | null;
-export type SessionId10 = string;
+export type SessionId11 = string;
 export type Step3 = number;
-export type Type18 = "approval.request";
+export type Type20 = "approval.request";
 export type Action5 = string | null;
 export type By1 = string | null;
 export type Decision1 = "approve" | "reject" | "edit" | "timeout";
-export type Id16 = string | null;
+export type Id18 = string | null;
 export type Note2 = string | null;
 export type RequestId2 = string;
-export type SessionId11 = string | null;
-export type Type19 = "approval.resolved";
+export type SessionId12 = string | null;
+export type Type21 = "approval.resolved";
 /**
  * Chosen by the sender, unique per connection.
  */
-export type Id17 = string;
-export type SessionId12 = string;
-export type Step4 = number;
-export type Type20 = "action.recorded";
-export type Action6 = string;
+export type Id19 = string;
 export type SessionId13 = string;
+export type Step4 = number;
+export type Type22 = "action.recorded";
+export type Action6 = string;
+export type SessionId14 = string;
 export type Source4 = "agent" | "human";
 export type Step5 = number;
 export type Thought2 = string | null;
-export type Type21 = "action";
+export type Type23 = "action";
 export type Answer1 = string | null;
-export type Id18 = string | null;
+export type Id20 = string | null;
 export type Outcome1 = "success" | "failure" | "unknown";
-export type SessionId14 = string;
-export type Type22 = "session.ended";
+export type SessionId15 = string;
+export type Type24 = "session.ended";
 export type Action7 = string;
 export type Detail = string;
-export type Kind = "repeated_action" | "element_mismatch" | "plan_adherence";
+export type Kind = "repeated_action" | "element_mismatch" | "plan_adherence" | "stalled";
 /**
  * False when the signal is a warning.
  */
@@ -316,19 +343,23 @@ export type Planned = string | null;
  */
 export type Rate = number | null;
 export type Repeats = number | null;
-export type SessionId15 = string;
+export type SessionId16 = string;
+/**
+ * stalled: executed steps in a row with no checklist item advanced.
+ */
+export type StalledSteps = number | null;
 export type Step6 = number;
-export type Type23 = "signal";
+export type Type25 = "signal";
 /**
  * Chosen by the sender, unique per connection.
  */
-export type Id19 = string;
+export type Id21 = string;
 export type Sessions1 = "*" | string[];
-export type Type24 = "subscribed";
+export type Type26 = "subscribed";
 /**
  * Chosen by the sender, unique per connection.
  */
-export type Id20 = string;
+export type Id22 = string;
 /**
  * Unix time, seconds.
  */
@@ -337,13 +368,13 @@ export type EndedAt = number | null;
 export type Intent2 = string;
 export type LatestReward = number | null;
 export type Outcome2 = ("success" | "failure" | "unknown") | null;
-export type SessionId16 = string;
-export type Source5 = "agent" | "human";
+export type SessionId17 = string;
+export type Source5 = "agent" | "human" | "import";
 export type StartUrl2 = string | null;
 export type State = "running" | "waiting_approval" | "ended";
 export type Steps = number;
 export type Sessions3 = SessionSummary[];
-export type Type25 = "sessions";
+export type Type27 = "sessions";
 /**
  * The session's events in order, each shaped as the event a subscriber received.
  */
@@ -353,12 +384,12 @@ export type Events = {
 /**
  * Chosen by the sender, unique per connection.
  */
-export type Id21 = string;
+export type Id23 = string;
 /**
  * Set when the events did not fit one frame: ask again with `after` = `next` for the rest (every page carries at least one event). Addition to v1.
  */
 export type Next = number | null;
-export type Type26 = "session";
+export type Type28 = "session";
 export type Connections = number;
 export type MemoryTotalMb = number | null;
 export type MemoryUsedMb = number | null;
@@ -417,12 +448,29 @@ export type StepLatencyMsP50 = number | null;
 export type StepLatencyMsP95 = number | null;
 export type Time = number;
 export type TokensPerS = number;
-export type Type27 = "stats";
+export type Type29 = "stats";
+/**
+ * The key must be redeemed within this time.
+ */
+export type ExpiresInS1 = number;
 /**
  * Chosen by the sender, unique per connection.
  */
-export type Id22 = string;
-export type Type28 = "pong";
+export type Id24 = string;
+export type Key1 = string;
+export type SessionId18 = string | null;
+export type Type30 = "hook.granted";
+/**
+ * Chosen by the sender, unique per connection.
+ */
+export type Id25 = string;
+export type SessionId19 = string | null;
+export type Type31 = "hook.redeemed";
+/**
+ * Chosen by the sender, unique per connection.
+ */
+export type Id26 = string;
+export type Type32 = "pong";
 
 export interface Hello {
   client: ClientInfo;
@@ -450,6 +498,7 @@ export interface AgentInfo {
   name?: Name1;
   plan?: Plan;
   planning?: Planning;
+  stalled_after?: StalledAfter;
 }
 export interface Observation {
   axtree: Axtree;
@@ -490,6 +539,7 @@ export interface ApprovalDecide {
   note?: Note;
   request_id: RequestId;
   type: Type4;
+  via?: Via;
 }
 export interface Action2 {
   action: Action3;
@@ -524,17 +574,33 @@ export interface SessionGet {
   type: Type9;
 }
 /**
+ * An agent asks for a page-hook key (addition to v1; docs/protocol-additions.md).
+ */
+export interface HookGrant {
+  id: Id10;
+  session_id?: SessionId5;
+  type: Type10;
+}
+/**
+ * The extension checks a key a page presented (addition to v1).
+ */
+export interface HookRedeem {
+  id: Id11;
+  key: Key;
+  type: Type11;
+}
+/**
  * Application-level keepalive (an MV3 service worker needs one about every 20 s). Addition to v1.
  */
 export interface Ping {
-  id: Id10;
-  type: Type10;
+  id: Id12;
+  type: Type12;
 }
 export interface Welcome {
   daemon: DaemonInfo;
-  id: Id11;
+  id: Id13;
   protocol: Protocol1;
-  type: Type11;
+  type: Type13;
 }
 export interface DaemonInfo {
   backend: Backend;
@@ -543,26 +609,26 @@ export interface DaemonInfo {
 }
 export interface Error {
   code: ErrorCode;
-  id?: Id12;
+  id?: Id14;
   message: Message;
   retryable?: Retryable;
-  type: Type12;
+  type: Type14;
 }
 export interface SessionStarted {
   agent?: AgentInfo | null;
-  id?: Id13;
+  id?: Id15;
   intent?: Intent1;
-  session_id: SessionId5;
+  session_id: SessionId6;
   source?: Source2;
   start_url?: StartUrl1;
-  type: Type13;
+  type: Type15;
 }
 export interface Checklist1 {
   items: Items;
-  session_id: SessionId6;
+  session_id: SessionId7;
   source: Source3;
   text: Text;
-  type: Type14;
+  type: Type16;
 }
 export interface ChecklistItem {
   goal?: Goal;
@@ -571,14 +637,14 @@ export interface ChecklistItem {
 }
 export interface Observed {
   axtree?: Axtree2;
-  id?: Id14;
+  id?: Id16;
   /**
    * Events carry the mime only (data null).
    */
   screenshot?: Screenshot | null;
-  session_id?: SessionId7;
+  session_id?: SessionId8;
   step: Step1;
-  type: Type15;
+  type: Type17;
   url?: Url2;
 }
 export interface ScoreProgress {
@@ -586,19 +652,19 @@ export interface ScoreProgress {
   delta: Delta;
   request: Request;
   sample: Sample;
-  session_id: SessionId8;
-  type: Type16;
+  session_id: SessionId9;
+  type: Type18;
 }
 export interface Scored {
   best: Best;
   candidates?: Candidates1;
   decision: DecisionInfo;
-  id?: Id15;
+  id?: Id17;
   results: Results;
-  session_id: SessionId9;
+  session_id: SessionId10;
   step: Step2;
   timing?: Timing;
-  type: Type17;
+  type: Type19;
 }
 export interface DecisionInfo {
   action?: Action4;
@@ -645,43 +711,43 @@ export interface ApprovalRequest {
   reason: Reason;
   request_id: RequestId1;
   reward: Reward2;
-  session_id: SessionId10;
+  session_id: SessionId11;
   step: Step3;
-  type: Type18;
+  type: Type20;
 }
 export interface ApprovalResolved {
   action?: Action5;
   by?: By1;
   decision: Decision1;
-  id?: Id16;
+  id?: Id18;
   note?: Note2;
   request_id: RequestId2;
-  session_id?: SessionId11;
-  type: Type19;
+  session_id?: SessionId12;
+  type: Type21;
 }
 /**
  * Reply to ``action``; subscribers receive the ``action`` event instead.
  */
 export interface ActionRecorded {
-  id: Id17;
-  session_id: SessionId12;
+  id: Id19;
+  session_id: SessionId13;
   step: Step4;
-  type: Type20;
+  type: Type22;
 }
 export interface ActionEvent {
   action: Action6;
-  session_id: SessionId13;
+  session_id: SessionId14;
   source?: Source4;
   step: Step5;
   thought?: Thought2;
-  type: Type21;
+  type: Type23;
 }
 export interface SessionEnded {
   answer?: Answer1;
-  id?: Id18;
+  id?: Id20;
   outcome: Outcome1;
-  session_id: SessionId14;
-  type: Type22;
+  session_id: SessionId15;
+  type: Type24;
 }
 /**
  * A live process signal about one executed action (addition to v1; see protocol-additions.md).
@@ -690,6 +756,8 @@ export interface SessionEnded {
  * counts the consecutive executions). ``element_mismatch``: the action the agent announced
  * in its thought (``planned``) differs from the executed one. ``plan_adherence``: for
  * ``plan`` agents, whether the action follows the declared plan (``plan_step``, 1-based).
+ * ``stalled``: no checklist item has advanced for ``stalled_steps`` executed steps (at
+ * least the session's ``agent.stalled_after``).
  */
 export interface Signal {
   action: Action7;
@@ -700,22 +768,23 @@ export interface Signal {
   planned?: Planned;
   rate?: Rate;
   repeats?: Repeats;
-  session_id: SessionId15;
+  session_id: SessionId16;
+  stalled_steps?: StalledSteps;
   step: Step6;
-  type: Type23;
+  type: Type25;
 }
 export interface Subscribed {
-  id: Id19;
+  id: Id21;
   sessions: Sessions1;
-  type: Type24;
+  type: Type26;
 }
 /**
  * Reply to ``sessions.list``: newest first.
  */
 export interface Sessions2 {
-  id: Id20;
+  id: Id22;
   sessions: Sessions3;
-  type: Type25;
+  type: Type27;
 }
 export interface SessionSummary {
   agent?: AgentInfo;
@@ -724,7 +793,7 @@ export interface SessionSummary {
   intent: Intent2;
   latest_reward?: LatestReward;
   outcome?: Outcome2;
-  session_id: SessionId16;
+  session_id: SessionId17;
   source?: Source5;
   start_url?: StartUrl2;
   state?: State;
@@ -736,10 +805,10 @@ export interface SessionSummary {
 export interface Session {
   checklist?: Checklist1 | null;
   events?: Events;
-  id: Id21;
+  id: Id23;
   next?: Next;
   session: SessionSummary;
-  type: Type26;
+  type: Type28;
 }
 export interface Stats {
   connections?: Connections;
@@ -760,7 +829,7 @@ export interface Stats {
   step_latency_ms_p95?: StepLatencyMsP95;
   time: Time;
   tokens_per_s: TokensPerS;
-  type: Type27;
+  type: Type29;
 }
 export interface DeviceStats {
   memory_total_mb?: MemoryTotalMb;
@@ -791,7 +860,25 @@ export interface OtlpStats {
   failed_spans: FailedSpans;
   queued: Queued;
 }
+/**
+ * Reply to ``hook.grant``: the key, for the agent's page only (addition to v1).
+ */
+export interface HookGranted {
+  expires_in_s: ExpiresInS1;
+  id: Id24;
+  key: Key1;
+  session_id?: SessionId18;
+  type: Type30;
+}
+/**
+ * Reply to ``hook.redeem``: the session the key follows (null: it may start one).
+ */
+export interface HookRedeemed {
+  id: Id25;
+  session_id?: SessionId19;
+  type: Type31;
+}
 export interface Pong {
-  id: Id22;
-  type: Type28;
+  id: Id26;
+  type: Type32;
 }

@@ -60,6 +60,7 @@ from webshepherd.protocol.common import (
     Observation,
     Role,
     Screenshot,
+    SessionSource,
     SessionSummary,
     Source,
 )
@@ -73,6 +74,7 @@ from webshepherd.protocol.replies import (
     ActionRecorded,
     ApprovalResolved,
     Checklist,
+    HookGranted,
     Observed,
     Pong,
     Scored,
@@ -87,6 +89,7 @@ from webshepherd.protocol.replies import (
 from webshepherd.protocol.requests import (
     Action,
     ApprovalDecide,
+    HookGrant,
     Observe,
     Ping,
     Score,
@@ -97,7 +100,7 @@ from webshepherd.protocol.requests import (
 )
 from webshepherd.protocol.token_store import TokenStore
 from webshepherd.protocol.union import dump
-from webshepherd.protocol.version import DEFAULT_URL, MAX_FRAME_BYTES
+from webshepherd.protocol.version import MAX_FRAME_BYTES, daemon_url
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, WebSocketException
 
@@ -119,7 +122,7 @@ class AsyncClient:
 
     def __init__(
         self,
-        url: str = DEFAULT_URL,
+        url: str | None = None,
         token: str | None = None,
         *,
         name: str = "webshepherd-python",
@@ -133,7 +136,7 @@ class AsyncClient:
         ssl: Any = None,
         max_size: int = MAX_FRAME_BYTES,
     ) -> None:
-        self.url = url
+        self.url = daemon_url(url)  # None: $WEBSHEPHERD_URL, else ws://127.0.0.1:8765/v1
         self._token = token
         self._token_from_store = token is None
         self.info = ClientInfo(name=name, version=version or client_version(), role=role)
@@ -409,7 +412,7 @@ class AsyncClient:
         checklist: str | None = None,
         observation: Observation | dict[str, Any] | None = None,
         agent: AgentInfo | dict[str, Any] | str | None = None,
-        source: Source = "agent",
+        source: SessionSource = "agent",
     ) -> SessionHandle:
         if isinstance(agent, str):
             agent = AgentInfo(name=agent)
@@ -534,6 +537,13 @@ class AsyncClient:
             reply = await self.call(msg, Session)
             events += reply.events
         return first.model_copy(update={"events": events, "next": None})
+
+    async def hook_key(self, session_id: str | None = None) -> str:
+        """A key for the extension's page hook (docs/protocol-additions.md): with
+        ``session_id``, a page may ``attach`` to this client's session; without, it may start
+        one session. Hand it to the agent's own page script only; redeem it within minutes."""
+        msg = HookGrant(id=self._next_id("k"), session_id=session_id)
+        return (await self.call(msg, HookGranted)).key
 
     async def ping(self) -> float:
         """Round-trip time in seconds."""

@@ -104,7 +104,7 @@ class Client:
         checklist: str | None = None,
         observation: Observation | dict[str, Any] | None = None,
         agent: Any = None,
-        source: Literal["agent", "human"] = "agent",
+        source: Literal["agent", "human", "import"] = "agent",
     ) -> SyncSession:
         handle = self._run(
             self.aio.start_session(intent, start_url, checklist, observation, agent, source)
@@ -119,6 +119,7 @@ class Client:
     sessions = _blocking(AsyncClient.sessions)
     session = _blocking(AsyncClient.session)
     ping = _blocking(AsyncClient.ping)
+    hook_key = _blocking(AsyncClient.hook_key)
     checklist = _blocking(AsyncClient.checklist)
 
     def subscribe(self, sessions: Literal["*"] | Iterable[str] = "*") -> SyncSubscription:
