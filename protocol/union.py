@@ -14,6 +14,8 @@ from webshepherd.protocol.replies import (
     ApprovalResolved,
     Checklist,
     Error,
+    HookGranted,
+    HookRedeemed,
     Observed,
     Pong,
     Scored,
@@ -31,6 +33,8 @@ from webshepherd.protocol.requests import (
     Action,
     ApprovalDecide,
     Hello,
+    HookGrant,
+    HookRedeem,
     Observe,
     Ping,
     Score,
@@ -52,6 +56,8 @@ ClientMessage = Annotated[
     | Subscribe
     | SessionsList
     | SessionGet
+    | HookGrant
+    | HookRedeem
     | Ping,
     Field(discriminator="type"),
 ]
@@ -74,6 +80,8 @@ ServerMessage = Annotated[
     | Sessions
     | Session
     | Stats
+    | HookGranted
+    | HookRedeemed
     | Pong,
     Field(discriminator="type"),
 ]

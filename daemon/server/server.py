@@ -47,17 +47,22 @@ from webshepherd.daemon.sessions import (
     SessionCore,
 )
 from webshepherd.daemon.sessions.approvals import ApprovalPolicy
+from webshepherd.daemon.sessions.hook_grants import HookGrants
 from webshepherd.protocol import requests as rq
 from webshepherd.protocol.common import DaemonInfo
 from webshepherd.protocol.errors import (
     ErrorCode,
     OverloadedError,
     ProtocolError,
+    SessionClosedError,
+    UnauthorizedError,
     UnknownSessionError,
     WebShepherdError,
 )
 from webshepherd.protocol.replies import (
     Error,
+    HookGranted,
+    HookRedeemed,
     Pong,
     Session,
     Sessions,
@@ -79,6 +84,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+#: Roles whose connections carry a person's approval decisions: the extension (its side panel
+#: and popup; a page cannot reach them) and monitors (the TUI). An agent's may not decide.
+DECIDING_ROLES = frozenset({"extension", "monitor"})
+
 
 class DaemonServer:
     """The reward daemon: ``await start()``, then ``serve_forever()`` or ``stop()``."""
@@ -95,6 +104,7 @@ class DaemonServer:
             approval_default=config.approval_default,
         )
         self.hub = Hub()
+        self.hook_grants = HookGrants()
         self.stats = StatsCollector(price_in=config.price_in, price_out=config.price_out)
         self.telemetry: OtlpExport | None = None
         self.recorder: Recorder | None = None
@@ -304,13 +314,13 @@ class DaemonServer:
         except Exception as exc:
             self._error(conn.id, msg.id, exc)
 
-    def _restore(self, session_id: str, conn: Conn) -> None:
+    def _restore(self, session_id: str, conn: Conn | None) -> None:
         """Load a session from the recording (after a restart) the first time it is addressed."""
         if self.core.has(session_id) or self.history is None:
             return
         state = self.history.load_state(session_id)
         if state is not None:
-            state.owner = conn.id
+            state.owner = conn.id if conn is not None else None
             self.core.restore(state)
             history = self.history.signal_history(session_id)
             self.core.signals.rebuild(session_id, history, state.agent)
@@ -333,12 +343,20 @@ class DaemonServer:
         elif isinstance(msg, rq.Score):
             await self._step(msg.session_id, lambda: core.score(conn.id, msg))
         elif isinstance(msg, rq.ApprovalDecide):
+            if conn.role not in DECIDING_ROLES:
+                raise UnauthorizedError(
+                    f"approval.decide: a connection with role {conn.role!r} may not decide "
+                    "approvals; a person decides in the extension's side panel or popup, or "
+                    "in the TUI"
+                )
             sid = core.approvals.session_of(msg.request_id)
-            await self._step(sid, lambda: core.decide(conn.id, conn.label, msg))
+            by = conn.label if msg.via is None else f"{conn.label}/{msg.via}"
+            await self._step(sid, lambda: core.decide(conn.id, by, msg))
         elif isinstance(msg, rq.Action):
             await self._step(msg.session_id, lambda: core.action(conn.id, msg))
         elif isinstance(msg, rq.SessionEnd):
             await self._step(msg.session_id, lambda: core.end(conn.id, msg))
+            self.hook_grants.drop_session(msg.session_id)
         elif isinstance(msg, rq.Subscribe):
             conn.subscriptions = "*" if msg.sessions == "*" else set(msg.sessions)
             conn.send(dump(Subscribed(id=msg.id, sessions=msg.sessions)), reply=True)
@@ -346,6 +364,10 @@ class DaemonServer:
             conn.send(dump(Sessions(id=msg.id, sessions=self._list(msg.limit))), reply=True)
         elif isinstance(msg, rq.SessionGet):  # read and serialised off the loop
             conn.send(await asyncio.to_thread(self._session_get, msg), reply=True)
+        elif isinstance(msg, rq.HookGrant):
+            self._hook_grant(conn, msg)
+        elif isinstance(msg, rq.HookRedeem):
+            self._hook_redeem(conn, msg)
         elif isinstance(msg, rq.Ping):
             conn.send(dump(Pong(id=msg.id)), reply=True)
 
@@ -363,6 +385,57 @@ class DaemonServer:
                 "was started; retry later, or send the checklist with session.start"
             )
         await self._step(None, lambda: self.core.start(conn.id, msg, checklist))
+
+    # -- page-hook keys (hook_grants.py) --------------------------------------
+    def _hook_grant(self, conn: Conn, msg: rq.HookGrant) -> None:
+        """A key for an agent: for its own session (no other live connection holds it), or
+        for one session start through the page hook."""
+        if conn.role != "agent":
+            raise UnauthorizedError(
+                f"hook.grant: only an agent's connection gets page-hook keys, not {conn.role!r}"
+            )
+        if msg.session_id is not None:
+            self._check_live(msg.session_id)
+            st = self.core.sessions[msg.session_id]
+            if st.owner not in (None, conn.id) and st.owner in self.hub.conns:
+                raise UnauthorizedError(
+                    f"session_id: session {msg.session_id!r} is held by another connection"
+                )
+        key = self.hook_grants.grant(msg.session_id)
+        reply = HookGranted(
+            id=msg.id, key=key, session_id=msg.session_id, expires_in_s=self.hook_grants.ttl_s
+        )
+        conn.send(dump(reply), reply=True)
+
+    def _hook_redeem(self, conn: Conn, msg: rq.HookRedeem) -> None:
+        """The extension checks a key a page presented; the reply names its session."""
+        if conn.role != "extension":
+            raise UnauthorizedError(
+                f"hook.redeem: only the extension redeems page-hook keys, not {conn.role!r}"
+            )
+        sid = self.hook_grants.redeem(msg.key)
+        if sid is not None:
+            try:
+                self._check_live(sid)
+            except (UnknownSessionError, SessionClosedError):
+                self.hook_grants.drop_session(sid)
+                raise
+        conn.send(dump(HookRedeemed(id=msg.id, session_id=sid)), reply=True)
+
+    def _check_live(self, session_id: str) -> None:
+        """Raise unless ``session_id`` is a session that has not ended (loaded if evicted)."""
+        st = self.core.sessions.get(session_id)
+        if st is None and self.history is not None:
+            summary = self.history.summary(session_id)
+            if summary is not None:
+                if summary.state == "ended":
+                    raise SessionClosedError(f"session_id: session {session_id!r} has ended")
+                self._restore(session_id, None)
+                st = self.core.sessions.get(session_id)
+        if st is None:
+            raise UnknownSessionError(f"session_id: no session {session_id!r}")
+        if st.ended:
+            raise SessionClosedError(f"session_id: session {session_id!r} has ended")
 
     def _list(self, limit: int) -> list[Any]:
         assert self.history is not None

@@ -123,9 +123,9 @@ async def test_errors_are_typed_and_the_connection_survives(daemon: DaemonHandle
         await session.end()
         with pytest.raises(SessionClosedError):
             await session.observe(OBS.url, OBS.axtree)
-        with pytest.raises(ProtocolError) as decided:
+        with pytest.raises(UnauthorizedError) as decided:  # an agent's connection may not
             await c.decide("no-such-request", "approve")
-        assert decided.value.code is ErrorCode.INVALID_MESSAGE
+        assert decided.value.code is ErrorCode.UNAUTHORIZED
         assert await c.ping() < 5  # still connected
 
 

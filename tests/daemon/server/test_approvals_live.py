@@ -105,3 +105,47 @@ async def ask_auto(daemon):
     scored = await agent.wait_for("scored", timeout=30)
     assert scored["decision"]["status"] == "approved"
     return agent, monitor, None, req
+
+
+async def test_an_agent_connection_may_not_decide(daemon):
+    """The agent (or anything on an agent's connection) cannot approve its own step: the
+    decision is refused, the request stays open, and a person's decision still goes through."""
+    agent, monitor, extension, req = await ask(daemon)
+    other_agent = await daemon.client(name="agent-2")
+    for c in (agent, other_agent):
+        refused = await c.request(
+            {"type": "approval.decide", "request_id": req["request_id"], "decision": "approve"}
+        )
+        assert (refused["type"], refused["code"]) == ("error", "unauthorized"), refused
+        assert "may not decide" in refused["message"] and "'agent'" in refused["message"]
+    assert not [m for m in agent.inbox if m["type"] == "scored"]  # still waiting for a person
+    reply = await extension.request(
+        {
+            "type": "approval.decide",
+            "request_id": req["request_id"],
+            "decision": "reject",
+            "via": "panel",
+        }
+    )
+    assert reply["type"] == "approval.resolved", reply
+    scored = await agent.wait_for("scored", timeout=30)
+    assert (scored["decision"]["status"], scored["decision"]["by"]) == (
+        "rejected",
+        "extension:ext/panel",
+    )
+    history = await monitor.request({"type": "session.get", "session_id": scored["session_id"]})
+    resolved = [e for e in history["events"] if e["type"] == "approval.resolved"]
+    assert [e["by"] for e in resolved] == ["extension:ext/panel"]
+
+
+async def test_the_place_of_a_decision_is_checked(daemon):
+    _, _, extension, req = await ask(daemon)
+    bad = await extension.request(
+        {
+            "type": "approval.decide",
+            "request_id": req["request_id"],
+            "decision": "approve",
+            "via": "Panel <b>",
+        }
+    )
+    assert (bad["type"], bad["code"]) == ("error", "invalid_message") and "via" in bad["message"]
