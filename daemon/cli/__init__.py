@@ -41,7 +41,9 @@ COMMANDS = (
 
 
 def _err(text: str) -> None:
-    print(f"webshepherd: {text}", file=sys.stderr)
+    from webshepherd.protocol.terminal_text import terminal_safe
+
+    print(f"webshepherd: {terminal_safe(text, multiline=True)}", file=sys.stderr)
 
 
 def build_parser() -> argparse.ArgumentParser:

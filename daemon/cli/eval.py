@@ -13,6 +13,7 @@ from webshepherd.daemon.cli.progress import ProgressBar
 from webshepherd.daemon.engine.engine import DEFAULT_MAX_CONTEXT
 from webshepherd.daemon.engine.labels import UNPARSED_RULES
 from webshepherd.protocol.errors import WebShepherdError
+from webshepherd.protocol.terminal_text import terminal_safe
 
 
 def add_eval_parser(sub: Any) -> None:
@@ -136,7 +137,7 @@ def cmd_rewardbench(args: argparse.Namespace) -> int:
     print(f"{'subset':<28} {'steps':>6} {'MRR':>7} {'acc.step':>9} {'acc.traj':>9}")
     for name, m in report["metrics"].items():
         print(
-            f"{name:<28} {m['steps']:>6} {m['mrr']:>7.4f} "
+            f"{terminal_safe(name):<28} {m['steps']:>6} {m['mrr']:>7.4f} "
             f"{m['step_accuracy']:>9.4f} {m['trajectory_accuracy']:>9.4f}"
         )
     print(f"report: {args.json}", file=sys.stderr)
@@ -187,7 +188,7 @@ def cmd_trajectories(args: argparse.Namespace) -> int:
     for name, m in report["aggregate"].items():
         mean = "-" if m["mean"] is None else f"{m['mean']:.4f}"
         std = "-" if m["std"] is None else f"{m['std']:.4f}"
-        print(f"{name:<24} {mean:>7} {std:>7} {m['tasks']:>6}")
+        print(f"{terminal_safe(name):<24} {mean:>7} {std:>7} {m['tasks']:>6}")
     if report["missing_gold"]:
         print(f"no gold steps for {len(report['missing_gold'])} task(s)", file=sys.stderr)
     print(f"report: {args.json}", file=sys.stderr)

@@ -20,6 +20,7 @@ from webshepherd.daemon.browser.chromium import (
     extension_context,
     wait_extension_ready,
 )
+from webshepherd.protocol.terminal_text import terminal_safe
 
 __all__ = ["CHROMIUM_ARGS", "DEFAULT_DIST", "add_observe_parser", "cmd_observe", "observe"]
 
@@ -66,9 +67,9 @@ def cmd_observe(args: argparse.Namespace) -> int:
     result = asyncio.run(
         observe(args.url, "visible" if args.visible else "default", dist, chromium)
     )
-    sys.stdout.write(str(result["axtree"]) + "\n")
+    sys.stdout.write(terminal_safe(str(result["axtree"]), multiline=True) + "\n")
     for w in result.get("warnings") or []:  # type: ignore[attr-defined]
-        print(f"webshepherd: warning: {w}", file=sys.stderr)
+        print(f"webshepherd: warning: {terminal_safe(str(w))}", file=sys.stderr)
     if args.timing:
         print(f"webshepherd: capture timing (ms): {result['timing']}", file=sys.stderr)
     return 0

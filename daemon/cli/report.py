@@ -60,8 +60,10 @@ def write_report(
 
 
 def list_sessions(data_dir: Path, limit: int) -> list[str]:
-    """One line per recent session: id, start time, agent, steps, outcome, intent."""
+    """One line per recent session: id, start time, agent, steps, outcome, intent (what an
+    agent or a page wrote, with terminal controls shown as escapes)."""
     from webshepherd.daemon.recorder import History
+    from webshepherd.protocol.terminal_text import terminal_safe as safe
 
     history = History.open(data_dir / "webshepherd.sqlite3")
     try:
@@ -69,14 +71,16 @@ def list_sessions(data_dir: Path, limit: int) -> list[str]:
     finally:
         history.close()
     return [
-        f"{s.session_id}  {time.strftime('%Y-%m-%d %H:%M', time.localtime(s.created_at))}  "
-        f"{s.agent.name[:16]:16}  {s.steps:4d} steps  {(s.outcome or s.state):9}  {s.intent}"
+        f"{safe(s.session_id)}  {time.strftime('%Y-%m-%d %H:%M', time.localtime(s.created_at))}  "
+        f"{safe(s.agent.name[:16]):16}  {s.steps:4d} steps  {(s.outcome or s.state):9}  "
+        f"{safe(s.intent)}"
         for s in sessions
     ]
 
 
 def cmd_report(args: argparse.Namespace) -> int:
     from webshepherd.daemon.config import default_data_dir
+    from webshepherd.protocol.terminal_text import terminal_safe
 
     data_dir = args.data_dir or default_data_dir()
     if args.list:
@@ -88,7 +92,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     path = write_report(data_dir, args.session_id, args.out, args.redact)
     size = path.stat().st_size
-    print(f"wrote {path} ({size / 1024:.0f} KiB in {time.perf_counter() - started:.2f} s)")
+    took = time.perf_counter() - started
+    print(f"wrote {terminal_safe(str(path))} ({size / 1024:.0f} KiB in {took:.2f} s)")
     if args.open:
         webbrowser.open(path.resolve().as_uri())
     return 0
