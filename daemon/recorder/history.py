@@ -11,8 +11,9 @@ from typing import Any
 from webshepherd.daemon.recorder.store import Recorder
 from webshepherd.daemon.recorder.timeline import Timeline, read_timeline
 from webshepherd.daemon.sessions.state import SessionState
-from webshepherd.protocol.common import AgentInfo, ChecklistItem, SessionSummary, Turn
+from webshepherd.protocol.common import AgentInfo, ChecklistItem, ItemProbs, SessionSummary, Turn
 from webshepherd.protocol.errors import WebShepherdError
+from webshepherd.protocol.progress import item_levels
 from webshepherd.protocol.replies import Checklist
 
 
@@ -148,18 +149,19 @@ class History:
         ).fetchone()
         return row["axtree"] if row else ""
 
-    def signal_history(self, session_id: str) -> Iterator[tuple[str, str | None, str | None]]:
-        """Observations ``("observed", url, axtree)`` and actions ``("action", action,
-        thought)`` of a session in the order they were recorded (for SignalBook.rebuild)."""
+    def signal_history(self, session_id: str) -> Iterator[tuple[str, str | None, str | None, int]]:
+        """Observations ``("observed", url, axtree, step)`` and actions ``("action", action,
+        thought, step)`` of a session in the order they were recorded (for
+        SignalBook.rebuild)."""
         rows = self.db.execute(
-            "SELECT 'observed' AS kind, url AS a, axtree AS b, created_at, id FROM observations "
-            "WHERE session_id = ? UNION ALL "
-            "SELECT 'action', action, thought, created_at, id FROM actions WHERE session_id = ? "
-            "ORDER BY created_at, kind DESC, id",
+            "SELECT 'observed' AS kind, url AS a, axtree AS b, step, created_at, id "
+            "FROM observations WHERE session_id = ? UNION ALL "
+            "SELECT 'action', action, thought, step, created_at, id FROM actions "
+            "WHERE session_id = ? ORDER BY created_at, kind DESC, id",
             (session_id, session_id),
         )
         for r in rows:
-            yield r["kind"], r["a"], r["b"]
+            yield r["kind"], r["a"], r["b"], r["step"]
 
     def open_approvals(self) -> list[tuple[str, str]]:
         """``(request_id, session_id)`` of the approval requests nobody decided."""
@@ -209,10 +211,15 @@ class History:
             "SELECT id, step FROM score_requests WHERE session_id = ? ORDER BY id", (session_id,)
         ).fetchall():
             cands = self.db.execute(
-                "SELECT action, reward FROM candidate_results WHERE score_id = ? ORDER BY idx",
+                "SELECT action, reward, items FROM candidate_results WHERE score_id = ? "
+                "ORDER BY idx",
                 (s["id"],),
             ).fetchall()
             st.remember_candidates(s["step"], [(c["action"], c["reward"]) for c in cands])
+            st.remember_progress(
+                s["step"],
+                [(c["action"], _levels(c["items"])) for c in cands if c["items"] != "[]"],
+            )
             rewards = [c["reward"] for c in cands if c["reward"] is not None]
             if rewards:
                 st.step_rewards[s["step"]] = max(rewards)
@@ -224,3 +231,8 @@ class History:
                     st.step_rewards[a["step"]] = reward
                     break
         return st
+
+
+def _levels(items_json: str) -> dict[int, int]:
+    """A recorded candidate's checklist item levels (its ``items`` column)."""
+    return item_levels(ItemProbs.model_validate(i) for i in json.loads(items_json))

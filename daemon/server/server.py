@@ -323,7 +323,7 @@ class DaemonServer:
             state.owner = conn.id if conn is not None else None
             self.core.restore(state)
             history = self.history.signal_history(session_id)
-            self.core.signals.rebuild(session_id, history, state.agent)
+            self.core.signals.rebuild(session_id, history, state.agent, state.step_progress)
             if not state.ended and not state.checklist_slot.done():
                 self._runner().checklist(
                     self.core.generate_checklist(state)

@@ -60,6 +60,7 @@ from webshepherd.protocol.common import (
     Turn,
 )
 from webshepherd.protocol.errors import ProtocolError, SessionClosedError, UnknownSessionError
+from webshepherd.protocol.progress import item_levels
 from webshepherd.protocol.replies import (
     ActionEvent,
     ActionRecorded,
@@ -308,7 +309,12 @@ class SessionCore:
             *(
                 Publish(st.session_id, sig)
                 for sig in self.signals.action(
-                    st.session_id, step, msg.action, msg.thought, st.agent
+                    st.session_id,
+                    step,
+                    msg.action,
+                    msg.thought,
+                    st.agent,
+                    st.step_progress.get(step, {}).get(msg.action),
                 )
             ),
         ]
@@ -370,6 +376,14 @@ class SessionCore:
         st.remember_candidates(
             job.step,
             [(c.action, r.reward) for c, r in zip(job.candidates, results, strict=False)],
+        )
+        st.remember_progress(
+            job.step,
+            [
+                (c.action, item_levels(r.items))
+                for c, r in zip(job.candidates, results, strict=False)
+                if r.items
+            ],
         )
         reason = approval_reason(
             job.approval, best_reward, st.previous_reward(job.step), self.policy

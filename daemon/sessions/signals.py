@@ -9,16 +9,22 @@
   action follows the current plan step (or the one after it, a skipped step). Plan steps
   are prose and actions are commands, so the match is lexical: enough of the plan step's
   content words occur in the action and its thought (``PLAN_OVERLAP``).
+* ``stalled``: no checklist item has advanced for ``agent.stalled_after`` executed steps in a
+  row (default 3), read from the judgement of the executed action (the step's scored
+  candidate with that action; a step without one is not counted): the general form of the
+  loop ``repeated_action`` catches. Sent again after each further step without progress.
+  What "advanced" means lives in :mod:`webshepherd.protocol.progress`.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from webshepherd.daemon.sessions.plans import normalize, planned_from_thought
 from webshepherd.protocol.common import AgentInfo
+from webshepherd.protocol.progress import Levels, StallTracker
 from webshepherd.protocol.replies import Signal
 
 PLAN_OVERLAP = 0.5
@@ -89,6 +95,7 @@ class _Track:
     plan_pos: int = 0
     plan_checked: int = 0
     plan_ok: int = 0
+    stall: StallTracker = field(default_factory=StallTracker)
 
 
 @dataclass
@@ -106,22 +113,25 @@ class SignalBook:
     def rebuild(
         self,
         session_id: str,
-        history: Iterable[tuple[str, str | None, str | None]],
+        history: Iterable[tuple[str, str | None, str | None, int]],
         agent: AgentInfo,
+        progress: Mapping[int, Mapping[str, Levels]] | None = None,
     ) -> None:
         """The session's signal state from its record (after a restart or an eviction):
-        ``("observed", url, axtree)`` and ``("action", action, thought)`` in the order they
-        happened, replayed through :meth:`observed` and :meth:`action` (signals dropped)."""
+        ``("observed", url, axtree, step)`` and ``("action", action, thought, step)`` in the
+        order they happened, replayed through :meth:`observed` and :meth:`action` (signals
+        dropped); ``progress``: step → action → checklist levels of its judgement."""
         self.tracks.pop(session_id, None)
-        for step, (kind, a, b) in enumerate(history):
+        for kind, a, b, step in history:
             if kind == "observed":
                 self.observed(session_id, a, b)
             else:
-                self.action(session_id, step, a or "", b, agent)
+                levels = (progress or {}).get(step, {}).get(a or "")
+                self.action(session_id, step, a or "", b, agent, levels)
 
     def snapshot(self, session_id: str) -> _Track | None:
         t = self.tracks.get(session_id)
-        return None if t is None else replace(t)
+        return None if t is None else replace(t, stall=t.stall.copy())
 
     def restore(self, session_id: str, track: _Track | None) -> None:
         if track is None:
@@ -136,7 +146,10 @@ class SignalBook:
         action: str,
         thought: str | None,
         agent: AgentInfo,
+        levels: Levels | None = None,
     ) -> list[Signal]:
+        """The signals of one executed action; ``levels``: the checklist item levels of its
+        judgement at this step (None: not judged)."""
         t = self.tracks.setdefault(session_id, _Track())
         out: list[Signal] = []
         # repeated action on the same observation
@@ -216,6 +229,21 @@ class SignalBook:
                     plan_step=index + 1,
                     rate=t.plan_ok / t.plan_checked,
                     detail=detail,
+                )
+            )
+        # no checklist progress for k judged steps
+        if levels and not t.stall.update(step, levels) and t.stall.since >= agent.stalled_after:
+            last = t.stall.last_advance
+            out.append(
+                Signal(
+                    session_id=session_id,
+                    step=step,
+                    kind="stalled",
+                    action=action,
+                    ok=False,
+                    stalled_steps=t.stall.since,
+                    detail=f"no checklist item advanced for {t.stall.since} executed steps"
+                    + (f" (last advance at step {last})" if last is not None else ""),
                 )
             )
         return out

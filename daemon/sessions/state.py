@@ -35,6 +35,8 @@ class SessionState:
     history: list[Turn] = field(default_factory=list)
     step_rewards: dict[int, float] = field(default_factory=dict)
     step_candidates: dict[int, list[tuple[str, float | None]]] = field(default_factory=dict)
+    # step -> action -> checklist item levels of its judgement (the stalled signal)
+    step_progress: dict[int, dict[str, dict[int, int]]] = field(default_factory=dict)
     latest_reward: float | None = None
     waiting_approvals: int = 0
     ended: bool = False
@@ -50,6 +52,7 @@ class SessionState:
             history=list(self.history),
             step_rewards=dict(self.step_rewards),
             step_candidates=dict(self.step_candidates),
+            step_progress=dict(self.step_progress),
         )
 
     def roll_back(self, snapshot: SessionState) -> None:
@@ -72,6 +75,11 @@ class SessionState:
         newer = {action for action, _ in scored}
         older = [p for p in self.step_candidates.get(step, []) if p[0] not in newer]
         self.step_candidates[step] = [*scored, *older]
+
+    def remember_progress(self, step: int, judged: list[tuple[str, dict[int, int]]]) -> None:
+        """Keep the checklist levels of the actions judged at ``step`` (a later score of the
+        same action wins)."""
+        self.step_progress[step] = {**self.step_progress.get(step, {}), **dict(judged)}
 
     def previous_reward(self, step: int) -> float | None:
         """The reward of the latest earlier step (executed candidate's, else the best)."""

@@ -5,11 +5,18 @@ from __future__ import annotations
 
 import itertools
 
-from webshepherd.daemon.sessions import Publish, SessionCore
+from webshepherd.daemon.engine.types import (
+    CandidateScore,
+    ItemScore,
+    LabelProbs,
+    SampleScore,
+    StepScore,
+)
+from webshepherd.daemon.sessions import Publish, RunScore, SessionCore
 from webshepherd.daemon.sessions.approvals import ApprovalPolicy
 from webshepherd.daemon.sessions.signals import SignalBook, follows
 from webshepherd.protocol import requests as rq
-from webshepherd.protocol.common import AgentInfo
+from webshepherd.protocol.common import AgentInfo, Timing
 
 STEP = AgentInfo()
 OBS = {"url": "http://shop.local/", "axtree": "[1] RootWebArea 'Shop'\n\t[2] button 'Next'"}
@@ -79,6 +86,64 @@ def test_session_machine_publishes_signals_after_the_action_event():
     core.observe(1, rq.Observe(id="d", session_id=sid, url=OBS["url"], axtree="other"))
     third = core.action(1, rq.Action(id="e", session_id=sid, action="click('2')"))
     assert [e.event.type for e in third if isinstance(e, Publish)] == ["action"]
+
+
+def test_stalled_after_k_judged_steps_without_an_advance():
+    book = SignalBook()
+    agent = AgentInfo(stalled_after=2)
+    assert book.action("s", 0, "fill('2', 'x')", None, agent, {1: 1, 2: 0}) == []  # advances
+    assert book.action("s", 1, "scroll(0, 200)", None, agent, {1: 1, 2: 0}) == []  # 1 stalled
+    assert book.action("s", 2, "noop()", None, agent, None) == []  # not judged: not counted
+    [sig] = book.action("s", 3, "scroll(0, 200)", None, agent, {1: 0, 2: 0})
+    assert (sig.kind, sig.ok, sig.stalled_steps, sig.step) == ("stalled", False, 2, 3)
+    assert "last advance at step 0" in sig.detail
+    saved = book.snapshot("s")
+    [again] = book.action("s", 4, "scroll(0, 200)", None, agent, {1: 1, 2: 0})
+    assert again.stalled_steps == 3  # sent again each further step
+    book.restore("s", saved)  # a rolled-back step leaves the count as it was
+    assert book.action("s", 4, "click('9')", None, agent, {1: 2, 2: 0}) == []  # progress
+    # the default k is 3
+    other = [book.action("t", n, "noop()", None, STEP, {1: 0}) for n in range(3)]
+    assert [len(x) for x in other] == [0, 0, 1] and other[2][0].stalled_steps == 3
+
+
+def _judged(levels_per_candidate: list[int]) -> StepScore:
+    """A step's scores: each candidate's one checklist item at a given likeliest label."""
+    probs = {0: LabelProbs(0.0, 0.0, 1.0), 1: LabelProbs(0.1, 0.8, 0.1), 2: LabelProbs(1, 0, 0)}
+    cands = []
+    for k, level in enumerate(levels_per_candidate):
+        items = (ItemScore(1, probs[level]),)
+        sample = SampleScore(text="f", items=items, reward=0.5)
+        cands.append(CandidateScore(k, 0.5, items, "f", (sample,), 1))
+    return StepScore(tuple(cands), prompt_tokens=1, generated_tokens=1, prefix_shared=True)
+
+
+def test_session_machine_reads_the_executed_candidates_levels():
+    """The executed action's own judgement decides, not the best candidate's."""
+    ids = itertools.count(1)
+    core = SessionCore(ApprovalPolicy(None, None), new_id=lambda: f"sess{next(ids)}")
+    start = core.start(
+        1,
+        rq.SessionStart(id="a", intent="Buy", observation=OBS, agent=AgentInfo(stalled_after=1)),
+    )
+    sid = next(e for e in start if isinstance(e, Publish)).session_id
+    signals = []
+    for n, executed in enumerate(["click('1')", "click('2')"]):
+        if n:
+            core.observe(1, rq.Observe(id=f"o{n}", session_id=sid, url="u", axtree=f"t{n}"))
+        score = rq.Score(
+            id=f"c{n}",
+            session_id=sid,
+            approval="never",
+            candidates=[{"action": "click('1')"}, {"action": "click('2')"}],
+        )
+        (job,) = [e for e in core.score(1, score) if isinstance(e, RunScore)]
+        # click('1') advances item 1 at the first step only; click('2') never does
+        core.score_done(job, _judged([1, 0] if n == 0 else [2, 0]), Timing(queue_ms=0, model_ms=0))
+        effects = core.action(1, rq.Action(id=f"x{n}", session_id=sid, action=executed))
+        signals += [e.event for e in effects if isinstance(e, Publish) and e.event.type == "signal"]
+    [sig] = signals
+    assert (sig.kind, sig.step, sig.stalled_steps) == ("stalled", 1, 1)
 
 
 async def test_daemon_pushes_repeated_action_to_a_subscriber(daemon):
