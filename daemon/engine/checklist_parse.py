@@ -2,12 +2,15 @@
 
 The model writes ``[CHECKLISTS]`` (or an ``<answer>`` block) followed by lines
 ``Checklist N: title`` each with an optional ``- Goal: …`` line. Variants are
-tolerated: markdown bold, ``Checklist N -``, numbering gaps, no section header.
+tolerated: markdown bold, ``Checklist N -``, numbering gaps (the numbers are kept),
+no section header, and a numbered (``1.``, ``2)``) or bulleted list instead of
+``Checklist N:`` lines.
 
 The items serve the UI and map the judge's labels to items; the judge prompt
 gets the checklist text itself, as the authors' pipeline passes it: the part of
 the model's output after the last ``[CHECKLISTS]`` (else inside the last
-``<answer>``) stripped, else the whole output; a user's checklist verbatim.
+``<answer>``) stripped, else the whole output; a user's checklist verbatim, whatever
+its form (the authors pass the dataset's ``gt_checklist`` as it is).
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ _GOAL = re.compile(r"^[\s>*\-•]*\**\s*goal\s*\**\s*[:\-–]\s*\**\s*(.*?)\s*\*
 _SECTION = re.compile(r"\[\s*CHECKLISTS?\s*\]", re.IGNORECASE)
 _ANSWER = re.compile(r"<answer>(.*?)(?:</answer>|$)", re.DOTALL)
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
+# A list item: "1. title", "2) title", "- title", "* title", "• title" (markdown bold allowed).
+_LIST_ITEM = re.compile(r"^\s*(?:(\d+)[.)]|[-*•])\s+(.*?)\s*$")
 
 
 def checklist_text(generated: str) -> str:
@@ -44,15 +49,6 @@ def _section(text: str) -> str:
     if a and any(_ITEM.match(line) for line in a.group(1).splitlines()):
         return a.group(1)
     return text
-
-
-def _render(items: list[ChecklistItem]) -> str:
-    lines: list[str] = []
-    for it in items:
-        lines.append(f"Checklist {it.index}: {it.title}")
-        if it.goal:
-            lines.append(f"- Goal: {it.goal}")
-    return "\n".join(lines)
 
 
 def _items(text: str) -> list[ChecklistItem]:
@@ -84,24 +80,50 @@ def _items(text: str) -> list[ChecklistItem]:
     return items
 
 
+def _list_items(text: str) -> list[ChecklistItem]:
+    """A checklist written as a list: numbered lines (``1.``, ``2)``; their numbers kept) are
+    the items and bulleted lines under one its goal; without numbered lines (or before the
+    first item) bulleted lines are items (numbered in order). A ``Goal:`` line is always the
+    last item's goal. Numbers that do not increase are replaced by 1..n."""
+    lines = text.replace("</answer>", "\n").replace("**", "").splitlines()
+    numbered = any((m := _LIST_ITEM.match(ln)) and m.group(1) for ln in lines)
+    items: list[ChecklistItem] = []
+    for line in lines:
+        g = _GOAL.match(line)
+        m = _LIST_ITEM.match(line)
+        last = items[-1] if items else None
+        if g and g.group(1) and last is not None:
+            goal = g.group(1).strip() if last.goal is None else f"{last.goal} {g.group(1).strip()}"
+            items[-1] = ChecklistItem(last.index, last.title, goal)
+        elif m and m.group(2) and (m.group(1) or not numbered or last is None):
+            index = int(m.group(1)) if m.group(1) else len(items) + 1
+            items.append(ChecklistItem(index=index, title=m.group(2).strip()))
+        elif m and m.group(2) and last is not None:  # a bullet under a numbered item
+            goal = m.group(2).strip() if last.goal is None else f"{last.goal} {m.group(2).strip()}"
+            items[-1] = ChecklistItem(last.index, last.title, goal)
+    if any(b.index <= a.index for a, b in pairwise(items)):
+        items = [ChecklistItem(i, it.title, it.goal) for i, it in enumerate(items, start=1)]
+    return items
+
+
 def parse_checklist(text: str) -> ParsedChecklist:
-    """The model's checklist output: its items (none if none parse) and the text the judge sees."""
+    """The model's checklist output: its items (``Checklist N:`` lines, else a numbered or
+    bulleted list; none if neither parses) and the text the judge sees."""
     section = checklist_text(text)
-    return ParsedChecklist(items=tuple(_items(section)), text=section)
+    items = _items(section) or _list_items(section)
+    return ParsedChecklist(items=tuple(items), text=section)
 
 
 def parse_reference_checklist(text: str) -> ParsedChecklist:
-    """A user-given checklist. In the model's format (``Checklist N:`` lines) the judge sees
-    it verbatim, as the authors pass the dataset's checklist; other text (plain lines, bullets)
-    is one item per non-empty line, shown to the judge as ``Checklist N: line`` so its labels
-    name the items."""
-    found = _items(text)
-    if found:
-        return ParsedChecklist(items=tuple(found), text=text)
-    items = [
-        ChecklistItem(index=i, title=_BULLET.sub("", line).strip())
-        for i, line in enumerate(
-            (ln for ln in text.splitlines() if _BULLET.sub("", ln).strip()), start=1
-        )
-    ]
-    return ParsedChecklist(items=tuple(items), text=_render(items))
+    """A user-given checklist: the judge sees it verbatim, whatever its form, as the authors
+    pass the dataset's checklist. Its items: ``Checklist N:`` lines, else a numbered or
+    bulleted list, else one item per non-empty line."""
+    found = _items(text) or _list_items(text)
+    if not found:
+        found = [
+            ChecklistItem(index=i, title=_BULLET.sub("", line).strip())
+            for i, line in enumerate(
+                (ln for ln in text.splitlines() if _BULLET.sub("", ln).strip()), start=1
+            )
+        ]
+    return ParsedChecklist(items=tuple(found), text=text)

@@ -180,15 +180,23 @@ def _why_unparsed(reasons: Sequence[UnparsedReason]) -> str:
 def on_checklist(
     labels: Sequence[tuple[int | None, LabelProbs]], items: Collection[int] | None
 ) -> list[tuple[int | None, LabelProbs]]:
-    """The labels of checklist items only: a "Checklist N:" line naming no item is dropped
-    (an unnumbered label stands for the item of its order). ``items=None`` keeps them all."""
+    """The labels of checklist items only, each with the item it stands for: a "Checklist N:"
+    line naming no item is dropped (an unnumbered label stands for the item of its order).
+    When the checklist's numbers have gaps (1, 3), a judge that counts its labels 1, 2 keeps
+    them: a number that is no item's but within the item count names the item at that place
+    (the authors count every label). ``items=None`` keeps them all."""
     if items is None:
         return list(labels)
-    return [
-        (idx, probs)
-        for order, (idx, probs) in enumerate(labels, start=1)
-        if (idx if idx is not None else order) in items
-    ]
+    ordered = sorted(items)
+    gaps = ordered != list(range(1, len(ordered) + 1))
+    out: list[tuple[int | None, LabelProbs]] = []
+    for order, (idx, probs) in enumerate(labels, start=1):
+        n = idx if idx is not None else order
+        if n in items:
+            out.append((n if idx is not None else None, probs))
+        elif gaps and 1 <= n <= len(ordered):
+            out.append((ordered[n - 1], probs))
+    return out
 
 
 def score_candidate(

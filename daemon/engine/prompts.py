@@ -1,9 +1,15 @@
-"""The published checkpoints' prompts, rendered byte for byte.
+"""The published checkpoints' prompts, and the paper's baseline judges' prompts, rendered byte
+for byte.
 
-The two templates under ``templates/`` are exact copies of the published interface
-(``tests/fixtures/data/model-interface/*.template.json``). Placeholders are replaced in
-one literal pass (never ``str.format``: AX trees contain braces, and a value
-that happens to contain ``{checklist}`` must not be substituted again).
+Prompt styles (:data:`PROMPT_STYLES`): ``web-shepherd`` (the checkpoints' own prompts:
+``templates/judge_*`` and ``templates/checklist_*``, exact copies of the published interface,
+``tests/fixtures/data/model-interface/*.template.json``), ``baseline`` (the authors'
+``with_checklist`` judge prompt and ``default`` checklist prompt, with which the paper's
+GPT-4o(-mini) baselines were run) and ``baseline-likert`` (their ``likert_scale`` judge prompt:
+no checklist, a 1-5 score). The baseline templates are the authors' prompt code rendered with
+the placeholders as values. Placeholders are replaced in one literal pass (never
+``str.format``: AX trees contain braces, and a value that happens to contain ``{checklist}``
+must not be substituted again).
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ import re
 from collections.abc import Callable, Sequence
 from functools import cache
 from importlib import resources
+from typing import Literal, get_args
 
 from webshepherd.daemon.engine.types import StepInput
 from webshepherd.protocol.common import Turn
@@ -31,12 +38,43 @@ SCREENSHOT_BLOCK = (
     "Here is a current image screenshot of the page, it is annotated with bounding boxes "
     f"and corresponding bids:\n{IMAGE_PLACEHOLDER}\n"
 )
-_AFTER_AXTREE = "{text_observation}\n## Checklist\n"
+# The screenshot block goes after the AX tree, before the next section (checklist or response).
+_AFTER_AXTREE = re.compile(r"\{text_observation\}\n(?=## )")
+
+PromptStyle = Literal["web-shepherd", "baseline", "baseline-likert"]
+PROMPT_STYLES: tuple[PromptStyle, ...] = get_args(PromptStyle)
+_JUDGE = {
+    "web-shepherd": "judge",
+    "baseline": "baseline_judge",
+    "baseline-likert": "baseline_likert_judge",
+}
+_CHECKLIST = {
+    "web-shepherd": "checklist",
+    "baseline": "baseline_checklist",
+    "baseline-likert": "baseline_checklist",
+}
+#: How a null thought reads in a prompt: the authors fill their templates with ``str.format``,
+#: which writes None as "None" (``THOUGHT: None``, ``Thought 3: None``).
+NULL_THOUGHT = "None"
+
+
+def uses_checklist(style: PromptStyle) -> bool:
+    """Whether the style's judge prompt shows the checklist and labels its items
+    (``baseline-likert`` gives one 1-5 score instead)."""
+    return style != "baseline-likert"
+
+
+def samples_single(style: PromptStyle) -> bool:
+    """Whether one judge sample is drawn at the temperature rather than greedily: the
+    authors' baseline runs draw their one sample at T=1.0 (``evaluate_webprm.sh``); the
+    checkpoint's single judgement is the greedy one (the paper's "1 prob" row)."""
+    return style != "web-shepherd"
 
 
 @cache
 def template(name: str) -> tuple[dict[str, str], ...]:
-    """A packaged template: ``"checklist"`` or ``"judge"``."""
+    """A packaged template: ``"checklist"``, ``"judge"``, ``"baseline_judge"``,
+    ``"baseline_likert_judge"`` or ``"baseline_checklist"``."""
     text = (
         resources.files(__package__)
         .joinpath(f"templates/{name}_messages.template.json")
@@ -62,10 +100,7 @@ def _fill(text: str, values: dict[str, str]) -> str:
 
 def _with_screenshot(content: str) -> str:
     """A judge template message with the screenshot block after the AX tree (if it has one)."""
-    if _AFTER_AXTREE not in content:
-        return content
-    head, _, tail = content.partition(_AFTER_AXTREE)
-    return head + "{text_observation}\n" + SCREENSHOT_BLOCK + "## Checklist\n" + tail
+    return _AFTER_AXTREE.sub(lambda m: m.group(0) + SCREENSHOT_BLOCK, content, count=1)
 
 
 def _render(name: str, values: dict[str, str], with_image: bool = False) -> list[dict[str, str]]:
@@ -94,10 +129,13 @@ def image_content(content: str, image_url: str) -> list[dict[str, object]]:
     ]
 
 
-def checklist_messages(intent: str, start_url: str, text_observation: str) -> list[dict[str, str]]:
-    """Chat messages asking the model for a checklist."""
+def checklist_messages(
+    intent: str, start_url: str, text_observation: str, style: PromptStyle = "web-shepherd"
+) -> list[dict[str, str]]:
+    """Chat messages asking the model for a checklist (the ``baseline`` prompt shows no AX
+    tree, as the authors' ``default`` checklist prompt)."""
     return _render(
-        "checklist",
+        _CHECKLIST[style],
         {"intent": intent, "start_url": start_url, "text_observation": text_observation},
     )
 
@@ -108,21 +146,22 @@ def judge_messages(
     current_url: str,
     text_observation: str,
     checklist: str,
-    thought: str,
+    thought: str | None,
     action: str,
     with_image: bool = False,
+    style: PromptStyle = "web-shepherd",
 ) -> list[dict[str, str]]:
     """Chat messages asking the model to judge one candidate (``with_image``: the authors'
     multimodal variant, the screenshot's place marked by :data:`IMAGE_PLACEHOLDER`)."""
     return _render(
-        "judge",
+        _JUDGE[style],
         {
             "intent": intent,
             "trajectory": trajectory,
             "current_url": current_url,
             "text_observation": text_observation,
             "checklist": checklist,
-            "thought": thought,
+            "thought": NULL_THOUGHT if thought is None else thought,
             "action": action,
         },
         with_image,
@@ -156,6 +195,7 @@ def step_judge_messages(
     history_steps: int,
     axtree: str | None = None,
     with_image: bool = False,
+    style: PromptStyle = "web-shepherd",
 ) -> list[dict[str, str]]:
     """The chat messages the engine sends to judge candidate ``candidate`` of ``step``."""
     c = step.candidates[candidate]
@@ -164,6 +204,7 @@ def step_judge_messages(
         thought=c.thought,
         action=c.action,
         with_image=with_image,
+        style=style,
     )
 
 
@@ -177,6 +218,7 @@ def split_judge_prompt(
     checklist: str,
     candidates: Sequence[Turn],
     with_image: bool = False,
+    style: PromptStyle = "web-shepherd",
 ) -> tuple[str, list[str]]:
     """Rendered judge prompts as ``(shared prefix, per-candidate suffixes)``.
 
@@ -194,11 +236,13 @@ def split_judge_prompt(
         "checklist": checklist,
     }
     marked = render_chat(
-        judge_messages(**common, thought=_SENTINEL, action="", with_image=with_image)
+        judge_messages(**common, thought=_SENTINEL, action="", with_image=with_image, style=style)
     )
     fulls = [
         render_chat(
-            judge_messages(**common, thought=c.thought, action=c.action, with_image=with_image)
+            judge_messages(
+                **common, thought=c.thought, action=c.action, with_image=with_image, style=style
+            )
         )
         for c in candidates
     ]

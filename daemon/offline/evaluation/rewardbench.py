@@ -29,6 +29,7 @@ from typing import Any, Protocol
 
 from webshepherd.daemon.engine.checklist_parse import parse_reference_checklist
 from webshepherd.daemon.engine.labels import UnparsedRule
+from webshepherd.daemon.engine.prompts import NULL_THOUGHT
 from webshepherd.daemon.engine.types import StepInput
 from webshepherd.daemon.offline.evaluation.rows import (
     DataError,
@@ -100,7 +101,9 @@ def _turns(path: Path, row: int, data: dict[str, Any], field: str) -> list[Turn]
         action = t.get("action")
         if not isinstance(action, str) or not action.strip():
             raise DataError(path, row, f"{field}[{k}].action", "missing or empty")
-        thought = t.get("thought") or ""
+        # a null thought reads "None", as the authors' str.format writes it ("THOUGHT: None")
+        thought = t.get("thought", "")
+        thought = NULL_THOUGHT if thought is None else thought
         if not isinstance(thought, str):
             raise DataError(path, row, f"{field}[{k}].thought", "expected a string")
         out.append(Turn(thought, action))
@@ -123,7 +126,7 @@ def parse_row(path: Path, i: int, d: dict[str, Any]) -> BenchRow:
     rejected = _turns(path, i, d, "rejected")
     if not rejected:
         raise DataError(path, i, "rejected", "empty list: nothing to rank against")
-    th = need_str_list(path, i, d, "thought_history")
+    th = need_str_list(path, i, d, "thought_history", none_as=NULL_THOUGHT)
     ah = need_str_list(path, i, d, "action_history")
     if th and len(th) != len(ah):
         raise DataError(path, i, "thought_history", f"{len(th)} thoughts for {len(ah)} actions")

@@ -138,7 +138,10 @@ def need_int(path: Path, row: int, data: dict[str, Any], field: str) -> int:
         raise DataError(path, row, field, f"expected an integer, got {v!r}") from None
 
 
-def need_str_list(path: Path, row: int, data: dict[str, Any], field: str) -> list[str]:
+def need_str_list(
+    path: Path, row: int, data: dict[str, Any], field: str, none_as: str | None = None
+) -> list[str]:
+    """A list of strings (``none_as``: what a null entry reads as; else nulls are refused)."""
     v = data.get(field)
     if v is None:
         return []
@@ -147,6 +150,8 @@ def need_str_list(path: Path, row: int, data: dict[str, Any], field: str) -> lis
             v = json.loads(v)
         except json.JSONDecodeError:
             raise DataError(path, row, field, "expected a list of strings") from None
+    if isinstance(v, list) and none_as is not None:
+        v = [none_as if x is None else x for x in v]
     if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
         raise DataError(path, row, field, "expected a list of strings")
     return list(v)

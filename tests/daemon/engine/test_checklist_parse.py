@@ -68,10 +68,53 @@ def test_nothing_parses() -> None:
 
 
 def test_reference_checklist_plain_lines() -> None:
-    c = parse_reference_checklist("- Find the product\n\n2. Add it to the cart\n")
+    text = "- Find the product\n\n2. Add it to the cart\n"
+    c = parse_reference_checklist(text)
     assert [(i.index, i.title) for i in c.items] == [
         (1, "Find the product"),
         (2, "Add it to the cart"),
     ]
-    assert c.text == "Checklist 1: Find the product\nChecklist 2: Add it to the cart"
+    assert c.text == text  # verbatim, as the authors pass the dataset's gt_checklist
     assert parse_reference_checklist("Checklist 1: X\n- Goal: y").items[0].goal == "y"
+
+
+def test_reference_checklists_reach_the_judge_verbatim_whatever_their_form() -> None:
+    """The authors put ``gt_checklist`` into the prompt as it is: no ``Checklist N:`` rewrite
+    of a numbered list or of other labels (``Subgoal 1:``)."""
+    for text in (
+        "1. Search for shoes\n2. Buy them",
+        "Subgoal 1: Search\nSubgoal 2: Buy",
+        "* Search\n* Buy\n",
+        "Checklist 1: Search\n\nChecklist 2: Buy",
+    ):
+        c = parse_reference_checklist(text)
+        assert c.text == text and len(c.items) == 2, text
+    sub = parse_reference_checklist("Subgoal 1: Search\nSubgoal 2: Buy")
+    assert [i.title for i in sub.items] == ["Subgoal 1: Search", "Subgoal 2: Buy"]
+
+
+def test_generated_checklist_as_a_numbered_or_bulleted_list() -> None:
+    """A model that writes its checklist as a list is parsed (the authors judge with its raw
+    text; items are needed here to name the judge's labels)."""
+    numbered = (
+        "[SUBGOAL ANALYSIS]\nSearch, then buy.\n\n[CHECKLISTS]\n"
+        "1. **Search** for shoes\n   - Goal: Type the name.\n2) Buy them\n   - pay"
+    )
+    c = parse_checklist(numbered)
+    assert c.text == numbered.split("[CHECKLISTS]")[-1].strip()
+    assert [(i.index, i.title, i.goal) for i in c.items] == [
+        (1, "Search for shoes", "Type the name."),
+        (2, "Buy them", "pay"),
+    ]
+    bullets = parse_checklist("<answer>\n- Search for shoes\n- Buy them\n</answer>")
+    assert [(i.index, i.title) for i in bullets.items] == [(1, "Search for shoes"), (2, "Buy them")]
+    assert bullets.text == "- Search for shoes\n- Buy them"
+    # a paragraph alone is no checklist
+    assert parse_checklist("[CHECKLISTS]\nSearch and then buy.").items == ()
+
+
+def test_numbering_gaps_keep_the_models_numbers() -> None:
+    gaps = parse_checklist("[CHECKLISTS]\n1. Search\n3. Buy")
+    assert [i.index for i in gaps.items] == [1, 3]
+    lines = parse_checklist("[CHECKLISTS]\nChecklist 1: Search\nChecklist 3: Buy")
+    assert [i.index for i in lines.items] == [1, 3]

@@ -246,3 +246,26 @@ def test_zero_rule_with_nothing_parsed_is_zero_and_says_why() -> None:
     assert zero.reward == 0.0 and zero.parsed_samples == 0 and zero.unparsed_samples == 2
     assert "cut by the model's context" in zero.feedback and "aborted" in zero.feedback
     assert score_candidate(0, gens).reward is None
+
+
+def test_a_checklist_numbered_with_gaps_keeps_the_judges_count_of_labels() -> None:
+    """Items 1 and 3: a judge that numbers its labels 1, 2 (its own count) keeps both, the
+    second standing for item 3; the authors count every label after the marker."""
+    stream = [
+        *_toks("<answer>", "\n"),
+        *_toks("Checklist", " 1", ":", " Yes", "\n", mass=(1.0, 0.0, 0.0)),
+        *_toks("Checklist", " 2", ":", " No", "\n", mass=(0.0, 0.0, 1.0)),
+        *_toks("</answer>"),
+    ]
+    score = score_candidate(0, [_gen(stream)], checklist_items={1, 3})
+    assert score.reward == pytest.approx(0.5)
+    assert [i.index for i in score.items] == [1, 3]
+    assert score.items[1].probs.no == pytest.approx(1.0)
+    # numbered as the checklist: each label its item; a number beyond the items still drops
+    same = [
+        *_toks("<answer>", "\n"),
+        *_toks("Checklist", " 3", ":", " In", " Progress", "\n", mass=(0.0, 1.0, 0.0)),
+        *_toks("Checklist", " 9", ":", " No", "\n", mass=(0.0, 0.0, 1.0)),
+    ]
+    kept = score_candidate(0, [_gen(same)], checklist_items={1, 3})
+    assert kept.reward == pytest.approx(0.5) and [i.index for i in kept.items] == [3]
