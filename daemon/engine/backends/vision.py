@@ -15,6 +15,7 @@ so a suffix continuing a prefilled prefix with an image only needs that offset.
 from __future__ import annotations
 
 import io
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +24,12 @@ from webshepherd.daemon.engine.prompts import IMAGE_PLACEHOLDER, SCREENSHOT_BLOC
 from webshepherd.protocol.errors import ModelError
 
 VISION_START, IMAGE_PAD, VISION_END = "<|vision_start|>", "<|image_pad|>", "<|vision_end|>"
+#: The most pixels a screenshot may declare to be decoded at all (8K UHD is 33.2 million; the
+#: processor then scales it to its own ``max_pixels``). A checkpoint whose ``max_pixels`` is
+#: larger raises the bound to that. Checked from the header, before any decoding.
+MAX_DECODED_PIXELS = 40_000_000
+#: The formats a screenshot may be in (the protocol's ``Screenshot.mime``).
+IMAGE_FORMATS = ("PNG", "JPEG", "WEBP")
 
 
 def is_vision_config(config: Any) -> bool:
@@ -66,6 +73,7 @@ class VisionInputs:
             max_pixels = (getattr(image_processor, "size", None) or {}).get("longest_edge")
         # the most image tokens a screenshot can take (token budgets count this)
         self.max_tokens = int(max_pixels or 1280 * 28 * 28) // (patch * self.merge) ** 2 + 2
+        self.max_decoded_pixels = max(int(max_pixels or 0), MAX_DECODED_PIXELS)
 
     @classmethod
     def load(cls, model: str, config: Any, local_files_only: bool) -> VisionInputs:
@@ -75,14 +83,38 @@ class VisionInputs:
         return cls(proc, config)
 
     def image(self, mime_and_bytes: tuple[str, bytes], dtype: torch.dtype) -> Image:
-        """A screenshot (``(mime, bytes)``) through the image processor."""
+        """A screenshot (``(mime, bytes)``) through the image processor. Its size is read
+        from the header first: above :attr:`max_decoded_pixels` it is refused undecoded."""
         from PIL import Image as PILImage
 
+        mime, data = mime_and_bytes
         try:
-            pic = PILImage.open(io.BytesIO(mime_and_bytes[1])).convert("RGB")
+            with warnings.catch_warnings():  # PIL's own bomb warning: the check below says it
+                warnings.simplefilter("ignore", PILImage.DecompressionBombWarning)
+                header = PILImage.open(io.BytesIO(data), formats=IMAGE_FORMATS)  # the header
+        except PILImage.DecompressionBombError as e:
+            raise ModelError(
+                f"the screenshot ({mime}, {len(data)} bytes) declares more pixels than the "
+                f"judge decodes ({e}); send a smaller one"
+            ) from e
         except Exception as e:
             raise ModelError(
-                f"the screenshot ({mime_and_bytes[0]}, {len(mime_and_bytes[1])} bytes) "
+                f"the screenshot ({mime}, {len(data)} bytes) "
+                f"is not an image the model can read ({type(e).__name__})"
+            ) from e
+        width, height = header.size
+        if width * height > self.max_decoded_pixels:
+            header.close()
+            raise ModelError(
+                f"the screenshot ({mime}, {len(data)} bytes) declares {width}x{height} pixels, "
+                f"more than the judge decodes ({self.max_decoded_pixels:,}); send a smaller one"
+            )
+        try:
+            with header:
+                pic = header.convert("RGB")
+        except Exception as e:
+            raise ModelError(
+                f"the screenshot ({mime}, {len(data)} bytes) "
                 f"is not an image the model can read ({type(e).__name__})"
             ) from e
         out = self.image_processor(images=[pic], return_tensors="pt")
