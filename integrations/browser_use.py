@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel
+from webshepherd.integrations.browser_use_actions import to_browsergym
 from webshepherd.integrations.browsergym import observation_text
 from webshepherd.protocol.client import AsyncClient, SessionHandle
 from webshepherd.protocol.common import Candidate
@@ -73,7 +74,6 @@ _HOOK_ATTACH = """([sessionId, timeout]) => new Promise((resolve) => {
   postMessage({...request, session_id: sessionId}, '*');
 })"""
 FEEDBACK_ACTION = "webshepherd_feedback"
-SCROLL_PX = 600
 
 
 class FeedbackParams(BaseModel):
@@ -174,34 +174,6 @@ class PageCapture:
 
         await asyncio.get_running_loop().run_in_executor(self._pool, stop)
         self._pool.shutdown(wait=False)
-
-
-def to_browsergym(name: str, params: dict[str, Any], bids: dict[int, str]) -> str | None:
-    """browser-use's action as a BrowserGym action string; None when it has no counterpart."""
-
-    def bid() -> str | None:
-        index = params.get("index")
-        return bids.get(index) if isinstance(index, int) else None
-
-    if name == "click" and bid():
-        return f"click({bid()!r})"
-    if name == "input" and bid():
-        return f"fill({bid()!r}, {params.get('text', '')!r})"
-    if name == "navigate":
-        goto = f"goto({params['url']!r})"
-        return f"new_tab()\n{goto}" if params.get("new_tab") else goto
-    if name == "go_back":
-        return "go_back()"
-    if name == "scroll" and params.get("index") is None:
-        sign = 1 if params.get("down", True) else -1
-        return f"scroll(0, {sign * round(float(params.get('pages', 1.0)) * SCROLL_PX)})"
-    if name == "select_dropdown" and bid():
-        return f"select_option({bid()!r}, {params.get('text', '')!r})"
-    if name == "send_keys":
-        return f"keyboard_press({params.get('keys', '')!r})"
-    if name == "done":
-        return f"send_msg_to_user({params.get('text', '')!r})"
-    return None
 
 
 @dataclass
