@@ -1,5 +1,6 @@
 """The ``webshepherd`` command: ``main`` and ``build_parser``; each command's module adds its
-own sub-parser (serve, token, schema, demo, tui, observe, export, eval, report, prompt, dev).
+own sub-parser (serve, token, schema, demo, tui, observe, export, eval, report, rescore,
+prompt, dev).
 
 Heavy modules (torch, transformers, the server) are imported inside the
 commands that need them, so ``webshepherd token`` and ``webshepherd schema``
@@ -19,6 +20,7 @@ from webshepherd.daemon.cli.export import add_export_parser
 from webshepherd.daemon.cli.observe import add_observe_parser
 from webshepherd.daemon.cli.prompt import add_prompt_parser
 from webshepherd.daemon.cli.report import add_report_parser
+from webshepherd.daemon.cli.rescore import add_rescore_parser
 from webshepherd.daemon.cli.schema import add_schema_parser
 from webshepherd.daemon.cli.serve import add_serve_parser
 from webshepherd.daemon.cli.token import add_token_parser
@@ -35,6 +37,7 @@ COMMANDS = (
     add_export_parser,
     add_eval_parser,
     add_report_parser,
+    add_rescore_parser,
     add_prompt_parser,
     add_dev_parser,
 )

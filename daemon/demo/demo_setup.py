@@ -73,12 +73,12 @@ def load_demo_engine(
 
 
 @contextlib.asynccontextmanager
-async def demo_servers(
-    engine: Any, workdir: Path, samples: int, **config: Any
-) -> AsyncIterator[tuple[DaemonServer, str, ShopServer]]:
-    """The daemon on an ephemeral loopback port (a fresh token, data and config under
-    ``workdir``, no approval rules; ``config``: more ``DaemonConfig`` fields) and the shop;
-    yields ``(daemon, token, shop)`` and stops both."""
+async def in_process_daemon(
+    engine: Any, data_dir: Path, config_dir: Path, samples: int, **config: Any
+) -> AsyncIterator[tuple[DaemonServer, str]]:
+    """The daemon in this process on an ephemeral loopback port (a fresh token, no approval
+    rules; ``config``: more ``DaemonConfig`` fields); yields ``(daemon, token)`` and stops it.
+    The demos and ``webshepherd rescore --model`` start it."""
     from webshepherd.daemon.config import DaemonConfig
     from webshepherd.daemon.server.server import DaemonServer
 
@@ -86,8 +86,8 @@ async def demo_servers(
     daemon_config = DaemonConfig(
         host="127.0.0.1",
         port=0,
-        data_dir=workdir / "data",
-        config_dir=workdir / "config",
+        data_dir=data_dir,
+        config_dir=config_dir,
         token=token,
         approval_threshold=None,
         approval_drop=None,
@@ -96,9 +96,24 @@ async def demo_servers(
     )
     server = DaemonServer(daemon_config, engine)
     await server.start()
-    shop = ShopServer().start()
     try:
-        yield server, token, shop
+        yield server, token
     finally:
-        shop.stop()
         await server.stop()
+
+
+@contextlib.asynccontextmanager
+async def demo_servers(
+    engine: Any, workdir: Path, samples: int, **config: Any
+) -> AsyncIterator[tuple[DaemonServer, str, ShopServer]]:
+    """The daemon on an ephemeral loopback port (a fresh token, data and config under
+    ``workdir``, no approval rules; ``config``: more ``DaemonConfig`` fields) and the shop;
+    yields ``(daemon, token, shop)`` and stops both."""
+    async with in_process_daemon(
+        engine, workdir / "data", workdir / "config", samples, **config
+    ) as (server, token):
+        shop = ShopServer().start()
+        try:
+            yield server, token, shop
+        finally:
+            shop.stop()

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from webshepherd.daemon.engine.engine import Engine, EngineConfig
+from webshepherd.daemon.engine.sampling import read_sampling
 from webshepherd.daemon.engine.types import JudgeInputs
 from webshepherd.protocol.errors import ModelUnavailableError
 
@@ -248,6 +249,7 @@ def load_openai_backend(
         options.setdefault("max_context", max_len)
     if chat:
         return OpenAIChatBackend(root, name, api_key=api_key, **options)
+    options.setdefault("sampling", read_sampling(model, local_files_only=_offline()))
     return OpenAIBackend(root, name, api_key=api_key, tokenizer=tokenizer, **options)
 
 

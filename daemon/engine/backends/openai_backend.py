@@ -40,6 +40,7 @@ from webshepherd.daemon.engine.backends.base import (
 )
 from webshepherd.daemon.engine.backends.tokenizer_text import encode_plain, render_chat_template
 from webshepherd.daemon.engine.backends.topk import label_group, piece_token
+from webshepherd.daemon.engine.sampling import NO_SAMPLING, Sampling
 from webshepherd.protocol.errors import ModelError, OverloadedError
 
 log = logging.getLogger(__name__)
@@ -154,8 +155,13 @@ class OpenAIBackend(Backend):
         timeout_s: float = 300.0,
         stream: bool = True,
         max_concurrency: int = 8,
+        sampling: Sampling = NO_SAMPLING,
     ) -> None:
+        """``sampling``: the checkpoint's settings, sent with every request (what vLLM's server
+        applies from the model's generation config anyway; a server that does not read it gets
+        them explicitly)."""
         self.base_url = base_url.rstrip("/")
+        self.sampling = sampling
         self.model_id = model
         self.api_key = api_key
         self.tokenizer = tokenizer
@@ -191,6 +197,7 @@ class OpenAIBackend(Backend):
                 "max_tokens": max_new_tokens,
                 "temperature": temperature,
                 "stop": list(stop) or None,
+                **self.sampling.request_fields(),
             }
         )
         return str(reply["choices"][0]["text"])
@@ -212,9 +219,10 @@ class OpenAIBackend(Backend):
             "prompt": [batch.prefix + s for s in batch.suffixes],
             "n": n,
             "max_tokens": batch.max_new_tokens,
-            "temperature": 0.0 if n == 1 else batch.temperature,
+            "temperature": batch.temperature_used,
             "stop": list(batch.stop) or None,
             "logprobs": self.top_logprobs,
+            **self.sampling.request_fields(),
         }
         if self.stream:
             flat, usage = self._judge_streamed(body, k * n, n, on_delta, cancel)

@@ -142,7 +142,10 @@ class OpenAIChatBackend(OpenAIBackend):
     accepts_images = True
 
     def __init__(self, base_url: str, model: str, **options: Any) -> None:
+        # no checkpoint here: a request names its temperature and n only, as the authors'
+        # langchain requests did (a vLLM server adds its model's generation config itself)
         options.pop("tokenizer", None)
+        options.pop("sampling", None)
         super().__init__(base_url, model, **options)
         self._n_refused = False
         self._n_lock = threading.Lock()
@@ -178,7 +181,7 @@ class OpenAIChatBackend(OpenAIBackend):
         messages: list[list[dict[str, Any]]] = [
             _with_image(parse_messages(batch.prefix + s), batch.image) for s in batch.suffixes
         ]
-        temperature = 0.0 if n == 1 else batch.temperature
+        temperature = batch.temperature_used
 
         def one(c: int) -> tuple[list[Generation], dict[str, Any]]:
             def delta(sample: int, text: str) -> None:

@@ -23,6 +23,12 @@ from webshepherd.daemon.offline.report.figures import (
     reward_curve,
 )
 from webshepherd.daemon.recorder.timeline import Candidate, Step, Timeline
+from webshepherd.protocol.progress import (
+    FirstBadSteps,
+    StepJudgement,
+    first_bad_steps,
+    item_levels,
+)
 
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 
@@ -198,6 +204,7 @@ def render_report(
         parts.append("</ol>")
         parts.append(heat_strip(titles, [st.step for st in scored], labels))
         parts.append("</div></section>")
+    parts.append(_first_bad(first_bad_steps(judgements(tl)), red))
     parts.append('<nav class="steps">steps: ')
     parts += [f'<a href="#step-{st.step}">{st.step}</a>' for st in tl.steps]
     parts.append("</nav>")
@@ -208,6 +215,34 @@ def render_report(
         "</p></body></html>"
     )
     return "\n".join(parts)
+
+
+def judgements(tl: Timeline) -> list[StepJudgement]:
+    """Each scored step's judgement of its executed action (else of its best candidate)."""
+    out = []
+    for st in tl.steps:
+        cand = executed_candidate(st) or best_candidate(st)
+        if cand is not None:
+            out.append(StepJudgement(st.step, cand.reward, item_levels(cand.items), cand.feedback))
+    return out
+
+
+def _first_bad(bad: FirstBadSteps, red: Redactor) -> str:
+    """Where the run first went wrong (protocol/progress.py's rules), with the feedback."""
+    rows = []
+    for label, step in (("checklist progress", bad.progress), ("reward", bad.reward)):
+        if step is None:
+            rows.append(f"<dt>{label}</dt><dd>none</dd>")
+            continue
+        rows.append(
+            f'<dt>{label}</dt><dd><a href="#step-{step.step}">step {step.step}</a>: '
+            f'{_e(red.text(step.detail))}<br><span class="muted">judge\'s feedback:</span> '
+            f"{_e(red.text(step.feedback))}</dd>"
+        )
+    return (
+        '<section class="figure" id="first-bad"><h2>First bad step</h2>'
+        f'<dl class="meta">{"".join(rows)}</dl></section>'
+    )
 
 
 def _legend() -> str:

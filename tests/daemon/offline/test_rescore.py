@@ -1,0 +1,200 @@
+"""``webshepherd rescore`` end to end: a JSONL run over the bundled shop with a planted bad
+step, re-scored through a real daemon on loopback (real SQLite, the HTML report).
+
+Setup: these tests are about the plumbing (the import, the session with source
+``import``, the recording, the summary, the stalled signal, the report). The judgement is
+scripted (:class:`ScriptedJudge`: a reward, checklist labels and feedback per action, set
+by the test), so the step named is decided by construction, not by what a model writes.
+Which step a trained judge names is not asserted here; the first-bad-step rules themselves
+are unit-tested on given judgements in tests/protocol/test_progress.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import re
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from webshepherd.daemon.cli import main
+from webshepherd.daemon.demo.browser import Browser
+from webshepherd.daemon.demo.shop import ShopServer
+from webshepherd.daemon.engine.checklist_parse import parse_reference_checklist
+from webshepherd.daemon.engine.types import (
+    CandidateScore,
+    EngineStats,
+    ItemScore,
+    LabelProbs,
+    ParsedChecklist,
+    SampleScore,
+    StepInput,
+    StepScore,
+)
+from webshepherd.daemon.recorder import History
+from webshepherd.daemon.server.server import DaemonServer
+
+from tests.fixtures.daemon import TEST_TOKEN, make_config
+
+CHECKLIST = "Checklist 1: Search the shop for USB-C cables\nChecklist 2: Open a cable's page"
+LABELS = {
+    0: LabelProbs(0.05, 0.05, 0.9),
+    1: LabelProbs(0.1, 0.8, 0.1),
+    2: LabelProbs(0.9, 0.05, 0.05),
+}
+#: (url, action) -> (reward, level per checklist item, feedback)
+Table = dict[tuple[str, str], tuple[float, tuple[int, ...], str]]
+PLANTED = "Deals lists no cables: the agent left the search results"
+
+
+class ScriptedJudge:
+    """An engine (EngineAPI) that judges by a table: (url, action) -> (reward, level per
+    checklist item, feedback). No model: the reference checklist is parsed as the real
+    engine does."""
+
+    model_id, backend_name = "scripted-judge", "scripted"
+
+    def __init__(self, table: Table) -> None:
+        self.table = table
+        self.stats = EngineStats()
+
+    def make_checklist(self, intent: str, start_url: str, axtree: str) -> ParsedChecklist:
+        raise AssertionError("these runs carry a reference checklist")
+
+    def parse_reference_checklist(self, text: str) -> ParsedChecklist:
+        return parse_reference_checklist(text)
+
+    def score_many(
+        self, steps: Sequence[StepInput], on_progress: Any = None, cancels: Any = None
+    ) -> list[StepScore | Exception]:
+        return [self.score(s) for s in steps]
+
+    def score(self, step: StepInput, on_progress: Any = None, cancel: Any = None) -> StepScore:
+        cands = []
+        for k, c in enumerate(step.candidates):
+            reward, levels, feedback = self.table[step.current_url, c.action]
+            items = tuple(ItemScore(i + 1, LABELS[lv]) for i, lv in enumerate(levels))
+            sample = SampleScore(text=feedback, items=items, reward=reward)
+            cands.append(CandidateScore(k, reward, items, feedback, (sample,), 1))
+        return StepScore(tuple(cands), prompt_tokens=1, generated_tokens=1, prefix_shared=True)
+
+
+@contextlib.asynccontextmanager
+async def scripted_daemon(base: Path, table: Table) -> AsyncIterator[DaemonServer]:
+    server = DaemonServer(make_config(base), ScriptedJudge(table))
+    await server.start()
+    try:
+        yield server
+    finally:
+        await server.stop()
+
+
+def bid(axtree: str, role: str, name: str) -> str:
+    found = re.search(rf"\[(\d+)\] {role} '{re.escape(name)}", axtree)
+    assert found, f"no {role} {name!r}"
+    return found.group(1)
+
+
+def write_run(shop: ShopServer, path: Path) -> Table:
+    """Walk the shop in the text browser (real pages, real AX-tree text), write the JSONL
+    run, and return the scripted judgement of each step's action. Step 2 is the planted bad
+    step: it opens Deals from the search results."""
+    browser = Browser()
+    browser.goto(shop.url)
+    lines: list[dict[str, Any]] = [
+        {"intent": "Find a USB-C cable", "start_url": shop.url, "checklist": CHECKLIST}
+    ]
+    table: Table = {}
+
+    def step(thought: str, action: str, reward: float, levels: tuple[int, ...], fb: str) -> None:
+        obs = browser.observe()
+        lines.append({"url": obs.url, "axtree": obs.axtree, "thought": thought, "action": action})
+        table[obs.url, action] = (reward, levels, fb)
+        browser.act(action)
+
+    tree = browser.observe().axtree
+    step(
+        "Type the query.",
+        f"fill('{bid(tree, 'searchbox', 'Search')}', 'usb-c')",
+        0.55,
+        (1, 0),
+        "typed",
+    )
+    step("Run the search.", f"click('{bid(tree, 'button', 'Search')}')", 0.8, (2, 0), "searched")
+    tree = browser.observe().axtree
+    step("Maybe the deals.", f"click('{bid(tree, 'link', 'Deals')}')", 0.1, (2, 0), PLANTED)
+    step("Back to the results.", "go_back()", 0.5, (2, 0), "back")
+    tree = browser.observe().axtree
+    cable = re.search(r"\[(\d+)\] link '[^']*USB-C[^']*cable", tree)
+    assert cable, tree
+    step("Open a cable.", f"click('{cable.group(1)}')", 0.9, (2, 2), "opened a cable")
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n", encoding="utf-8")
+    return table
+
+
+async def test_rescore_names_the_planted_bad_step(tmp_path, capsys):
+    with ShopServer() as shop:
+        table = write_run(shop, tmp_path / "run.jsonl")
+    data_dir = tmp_path / "data"
+    argv = [
+        "rescore",
+        str(tmp_path / "run.jsonl"),
+        *("--token", TEST_TOKEN, "--quiet", "--data-dir", str(data_dir), "--stalled-after", "2"),
+        *("--json", str(tmp_path / "summary.json"), "--out", str(tmp_path / "report.html")),
+    ]
+    async with scripted_daemon(tmp_path, table) as daemon:
+        assert await asyncio.to_thread(main, [*argv, "--url", daemon.url]) == 0
+    printed = capsys.readouterr().out
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert (summary["format"], summary["steps"], summary["steps_scored"]) == ("jsonl", 5, 5)
+    assert summary["rewards"] == [0.55, 0.8, 0.1, 0.5, 0.9]
+    progress, reward = summary["first_bad_steps"]["progress"], summary["first_bad_steps"]["reward"]
+    assert (progress["step"], progress["kind"], progress["feedback"]) == (
+        2,
+        "progress_stopped",
+        PLANTED,
+    )
+    assert (reward["step"], reward["kind"], reward["feedback"]) == (2, "reward_drop", PLANTED)
+    # no progress at steps 2 and 3: stalled (k = 2) at step 3
+    stalled = [s for s in summary["signals"] if s["kind"] == "stalled"]
+    assert [(s["step"], s["stalled_steps"]) for s in stalled] == [(3, 2)]
+    assert "first bad step (progress): step 2: no checklist item advanced" in printed
+    assert "first bad step (reward): step 2: reward 0.10 under the running level 0.68" in printed
+    assert f"judge's feedback: {PLANTED}" in printed
+    assert "stalled: from step 3" in printed
+    # recorded as an imported session, with a report that names the step too
+    history = History.open(data_dir / "webshepherd.sqlite3")
+    try:
+        [session] = history.list_sessions(5)
+    finally:
+        history.close()
+    assert (session.session_id, session.source) == (summary["session_id"], "import")
+    assert summary["report"] == str(tmp_path / "report.html")
+    page = (tmp_path / "report.html").read_text()
+    assert "First bad step" in page and PLANTED in page
+
+
+async def test_steps_without_a_page_are_skipped_with_a_reason(tmp_path):
+    table = {
+        ("http://shop.local/", "click('2')"): (0.7, (1,), "ok"),
+        ("http://shop.local/3", "click('3')"): (0.6, (1,), "ok"),
+    }
+    run = tmp_path / "run.jsonl"
+    rows = [
+        {"intent": "Open the next page", "checklist": "Checklist 1: Open the next page"},
+        {"url": "http://shop.local/", "axtree": "[2] link 'Next'", "action": "click('2')"},
+        {"url": "http://shop.local/2", "action": "click('9')"},  # no AX tree, no screenshot
+        {"url": "http://shop.local/3", "axtree": "[3] link 'Next'", "action": "click('3')"},
+    ]
+    run.write_text("\n".join(json.dumps(r) for r in rows))
+    argv = ["rescore", str(run), "--token", TEST_TOKEN, "--quiet"]
+    argv += ["--data-dir", str(tmp_path / "elsewhere"), "--json", str(tmp_path / "s.json")]
+    async with scripted_daemon(tmp_path, table) as daemon:
+        assert await asyncio.to_thread(main, [*argv, "--url", daemon.url]) == 0
+    summary = json.loads((tmp_path / "s.json").read_text())
+    assert summary["steps_scored"] == 2 and summary["rewards"] == [0.7, None, 0.6]
+    [skip] = summary["skipped"]
+    assert skip["step"] == 1 and "no AX tree or screenshot" in skip["why"]
+    assert summary["report"] is None  # the daemon records elsewhere than --data-dir
