@@ -14,6 +14,14 @@ sends independent batches as concurrent requests: the server batches across them
 
 Without a tokenizer, token counts are an over-estimate from the UTF-8 length (fitting the AX
 tree to ``max_context`` stays on the safe side).
+
+A request that fails in transit or on the server's side (connection refused or reset, a stream
+that ends before ``data: [DONE]``, HTTP 5xx, a timeout: a replica behind a router died) is sent
+again after ``retry_delays_s``; a retried stream passes on only the text beyond what ``on_delta``
+already had. When every retry fails the step is a ``ModelError`` (``OverloadedError`` for 503 and
+429), which the agent can retry. :meth:`OpenAIBackend.health` says whether the server answers,
+the requests in flight, the retries, and the server's own counters where it publishes vLLM's
+Prometheus metrics (:mod:`.remote_health`).
 """
 
 from __future__ import annotations
@@ -25,10 +33,10 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from webshepherd.daemon.engine.backends.base import (
     Backend,
@@ -38,6 +46,7 @@ from webshepherd.daemon.engine.backends.base import (
     JudgeBatch,
     JudgeOutput,
 )
+from webshepherd.daemon.engine.backends.remote_health import RemoteHealth
 from webshepherd.daemon.engine.backends.tokenizer_text import encode_plain, render_chat_template
 from webshepherd.daemon.engine.backends.topk import label_group, piece_token
 from webshepherd.daemon.engine.sampling import NO_SAMPLING, Sampling
@@ -48,6 +57,18 @@ log = logging.getLogger(__name__)
 __all__ = ["CHATML", "OpenAIBackend", "StreamedChoices", "label_group", "usage_counts"]
 
 CHATML = "<|im_start|>{role}\n{content}<|im_end|>\n"
+
+
+T = TypeVar("T")
+
+
+class _Transient(Exception):
+    """A failure worth another try: the connection, the stream, a timeout, or HTTP 5xx."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
 
 
 class _RateLimited(Exception):
@@ -141,6 +162,7 @@ class OpenAIBackend(Backend):
     name = "openai"
     endpoint = "completions"
     # waits before each retry of a request the server answered 429 (then ``OverloadedError``)
+    # or that failed in transit or with 5xx (then ``ModelError``; ``OverloadedError`` for 503)
     retry_delays_s: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0)
 
     def __init__(
@@ -170,6 +192,7 @@ class OpenAIBackend(Backend):
         self.timeout_s = timeout_s
         self.stream = stream
         self.max_concurrency = max(1, max_concurrency)
+        self.remote = RemoteHealth(self.base_url, api_key)
 
     # -- Backend interface -------------------------------------------------------------
 
@@ -229,6 +252,7 @@ class OpenAIBackend(Backend):
         else:
             flat, usage = self._judge_whole(body, k * n, n, on_delta)
         gens = tuple(tuple(flat[c * n : (c + 1) * n]) for c in range(k))
+        self.remote.add_usage(usage)
         prefilled, generated, shared = usage_counts(usage, sum(len(g.tokens) for g in flat))
         return JudgeOutput(
             generations=gens,
@@ -260,6 +284,8 @@ class OpenAIBackend(Backend):
             return list(pool.map(one, range(len(batches))))
 
     def health(self) -> dict[str, object]:
+        """The backend's facts, and under ``remote`` the server's (:meth:`RemoteHealth.read`:
+        probed at most every few seconds)."""
         return {
             "backend": self.name,
             "model": self.model_id,
@@ -267,6 +293,7 @@ class OpenAIBackend(Backend):
             "top_logprobs": self.top_logprobs,
             "label_source": "top_k",
             "stream": self.stream,
+            "remote": self.remote.read(),
         }
 
     # -- internals ---------------------------------------------------------------------
@@ -298,17 +325,48 @@ class OpenAIBackend(Backend):
         on_delta: DeltaCallback | None,
         cancel: threading.Event | None,
     ) -> tuple[list[Generation], dict[str, Any]]:
-        folded = StreamedChoices(count)
-        body = {**body, "stream": True, "stream_options": {"include_usage": True}}
-        cancelled = False
-        for chunk in self._events(body, cancel):
-            if chunk is None:  # cancelled: the response is closed
-                cancelled = True
-                break
-            for i, text in folded.add(chunk):
-                if on_delta is not None:
-                    on_delta(i // n, i % n, text)
+        def delta(i: int, text: str) -> None:
+            if on_delta is not None:
+                on_delta(i // n, i % n, text)
+
+        folded, cancelled, _ = self._stream_choices(body, count, delta, cancel)
         return folded.generations(aborted=cancelled), folded.usage
+
+    def _stream_choices(
+        self,
+        body: dict[str, Any],
+        count: int,
+        on_delta: Callable[[int, str], None],
+        cancel: threading.Event | None,
+        convert: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+    ) -> tuple[StreamedChoices, bool, int]:
+        """One streamed request folded into ``count`` choices (``convert`` turns each chunk into
+        the completions shape): ``(folded, cancelled, choices seen)``. A retry after a broken
+        stream starts the fold anew and passes ``on_delta`` only the text it had not sent."""
+        body = {**body, "stream": True, "stream_options": {"include_usage": True}}
+        sent: dict[int, int] = {}  # characters of each choice already given to on_delta
+
+        def attempt() -> tuple[StreamedChoices, bool, int]:
+            folded = StreamedChoices(count)
+            got: dict[int, int] = {}
+            seen = 0
+            for chunk in self._events(body, cancel):
+                if chunk is None:  # cancelled: the response is closed
+                    return folded, True, seen
+                if convert is not None:
+                    chunk = convert(chunk)
+                for c in chunk.get("choices") or []:
+                    seen = max(seen, int(c.get("index") or 0) + 1)
+                for i, text in folded.add(chunk):
+                    before = got.get(i, 0)
+                    got[i] = before + len(text)
+                    fresh = text[max(0, sent.get(i, 0) - before) :]
+                    if fresh:
+                        sent[i] = got[i]
+                        on_delta(i, fresh)
+            return folded, False, seen
+
+        return self._attempts(attempt)
 
     def _request(self, body: dict[str, Any]) -> urllib.request.Request:
         payload = {k: v for k, v in {"model": self.model_id, **body}.items() if v is not None}
@@ -322,24 +380,43 @@ class OpenAIBackend(Backend):
             method="POST",
         )
 
-    def _open(self, req: urllib.request.Request) -> Any:
-        """The server's response; a 429 is retried after ``retry_delays_s`` (or the server's
-        ``Retry-After``, at most 30 s), then ``OverloadedError``."""
-        for delay in (*self.retry_delays_s, None):
-            try:
-                return self._open_once(req)
-            except _RateLimited as e:
-                if delay is None:
-                    raise OverloadedError(
-                        f"the model server at {self.base_url} is rate-limiting (HTTP 429 after "
-                        f"{len(self.retry_delays_s)} retries){': ' + e.detail if e.detail else ''}"
-                    ) from None
-                wait = min(30.0, e.retry_after) if e.retry_after is not None else delay
-                log.info("the model server answered 429; retrying in %.1f s", wait)
+    def _attempts(self, run: Callable[[], T]) -> T:
+        """``run()`` (one request, sent and read) until it succeeds: a 429 is retried after
+        ``retry_delays_s`` (or the server's ``Retry-After``, at most 30 s), then
+        ``OverloadedError``; a transient failure after ``retry_delays_s``, then ``ModelError``
+        (``OverloadedError`` for 503)."""
+        with self.remote.request():
+            for delay in (*self.retry_delays_s, None):
+                try:
+                    result = run()
+                except _RateLimited as e:
+                    if delay is None:
+                        self.remote.failed("HTTP 429")
+                        raise OverloadedError(
+                            f"the model server at {self.base_url} is rate-limiting (HTTP 429 "
+                            f"after {len(self.retry_delays_s)} retries)"
+                            f"{': ' + e.detail if e.detail else ''}"
+                        ) from None
+                    wait = min(30.0, e.retry_after) if e.retry_after is not None else delay
+                    log.info("the model server answered 429; retrying in %.1f s", wait)
+                except _Transient as e:
+                    if delay is None:
+                        self.remote.failed(e.message)
+                        error = OverloadedError if e.status == 503 else ModelError
+                        raise error(
+                            f"{e.message} (after {len(self.retry_delays_s)} retries)"
+                        ) from None
+                    wait = delay
+                    log.warning("%s; retrying in %.1f s", e.message, wait)
+                else:
+                    self.remote.succeeded()
+                    return result
+                self.remote.retried()
                 time.sleep(wait)
         raise AssertionError("unreachable")
 
-    def _open_once(self, req: urllib.request.Request) -> Any:
+    def _open(self, req: urllib.request.Request) -> Any:
+        """The server's response; ``_RateLimited``, ``_Transient`` or ``ModelError``."""
         try:
             return urllib.request.urlopen(req, timeout=self.timeout_s)
         except urllib.error.HTTPError as e:
@@ -348,11 +425,15 @@ class OpenAIBackend(Backend):
             detail = ""
             with contextlib.suppress(Exception):
                 detail = str(json.loads(e.read())["error"]["message"])[:200]
-            raise ModelError(
-                f"the model server answered HTTP {e.code}" + (f": {detail}" if detail else "")
-            ) from e
+            message = f"the model server answered HTTP {e.code}" + (f": {detail}" if detail else "")
+            if e.code >= 500:
+                raise _Transient(message, e.code) from e
+            raise ModelError(message) from e
         except (urllib.error.URLError, TimeoutError, OSError) as e:
-            raise ModelError(f"the model server at {self.base_url} is unreachable ({e})") from e
+            raise _Transient(
+                f"the model server at {self.base_url} is unreachable "
+                f"({getattr(e, 'reason', None) or e})"
+            ) from e
 
     def _events(
         self, body: dict[str, Any], cancel: threading.Event | None
@@ -367,9 +448,9 @@ class OpenAIBackend(Backend):
                 try:
                     line = resp.readline()
                 except (TimeoutError, OSError) as e:
-                    raise ModelError(f"the model server's stream broke off ({e})") from e
+                    raise _Transient(f"the model server's stream broke off ({e})") from e
                 if not line:
-                    return  # the server closed the stream
+                    raise _Transient("the model server closed the stream before data: [DONE]")
                 line = line.strip()
                 if not line.startswith(b"data:"):
                     continue  # blank separators, comments, other SSE fields
@@ -384,11 +465,14 @@ class OpenAIBackend(Backend):
                     yield chunk
 
     def _complete(self, body: dict[str, Any]) -> dict[str, Any]:
-        try:
-            with self._open(self._request(body)) as resp:
-                raw = resp.read()
-        except (TimeoutError, OSError) as e:
-            raise ModelError(f"the model server at {self.base_url} is unreachable ({e})") from e
+        def attempt() -> bytes:
+            try:
+                with self._open(self._request(body)) as resp:
+                    return bytes(resp.read())
+            except (TimeoutError, OSError) as e:
+                raise _Transient(f"the model server at {self.base_url} broke off ({e})") from e
+
+        raw = self._attempts(attempt)
         try:
             reply = json.loads(raw)
         except ValueError as e:

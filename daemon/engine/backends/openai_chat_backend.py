@@ -192,7 +192,7 @@ class OpenAIChatBackend(OpenAIBackend):
 
         with ThreadPoolExecutor(min(k, self.max_concurrency), "openai-chat") as pool:
             results = list(pool.map(one, range(k)))
-        usage = {"prompt_tokens": 0, "completion_tokens": 0}
+        usage: dict[str, Any] = {"prompt_tokens": 0, "completion_tokens": 0}
         cached = 0
         for _, u in results:
             usage["prompt_tokens"] += int(u.get("prompt_tokens") or 0)
@@ -200,8 +200,10 @@ class OpenAIChatBackend(OpenAIBackend):
             details = u.get("prompt_tokens_details")
             if isinstance(details, dict):
                 cached += int(details.get("cached_tokens") or 0)
+        usage["prompt_tokens_details"] = {"cached_tokens": cached}
+        self.remote.add_usage(usage)
         prefilled, generated, shared = usage_counts(
-            {**usage, "prompt_tokens_details": {"cached_tokens": cached}},
+            usage,
             sum(len(g.tokens) for gens, _ in results for g in gens),
         )
         return JudgeOutput(
@@ -296,22 +298,13 @@ class OpenAIChatBackend(OpenAIBackend):
         cancel: threading.Event | None,
     ) -> tuple[list[Generation], dict[str, Any]]:
         """One request's choices (fewer than ``count`` when the server ignored ``n``)."""
-        folded = StreamedChoices(count)
-        seen = 0
         if self.stream:
-            streamed = {**body, "stream": True, "stream_options": {"include_usage": True}}
-            cancelled = False
-            for chunk in self._events(streamed, cancel):
-                if chunk is None:
-                    cancelled = True
-                    break
-                converted = chat_chunk_as_completion(chunk)
-                for c in converted["choices"]:
-                    seen = max(seen, int(c.get("index") or 0) + 1)
-                for i, text in folded.add(converted):
-                    on_delta(i, text)
+            folded, cancelled, seen = self._stream_choices(
+                body, count, on_delta, cancel, convert=chat_chunk_as_completion
+            )
             gens = folded.generations(aborted=cancelled)
         else:
+            folded = StreamedChoices(count)
             reply = self._complete(body)
             converted = chat_chunk_as_completion(reply)
             seen = len(converted["choices"])

@@ -156,6 +156,7 @@ def test_engine_scores_through_the_endpoint(remote: OpenAIBackend, tiny_engine: 
 
 def test_unreachable_server_is_a_model_error() -> None:
     dead = OpenAIBackend("http://127.0.0.1:9/v1", "m", timeout_s=5)
+    dead.retry_delays_s = (0.01,)  # retried, then the error (test_openai_retries.py)
     with pytest.raises(ModelError, match="unreachable"):
         dead.generate("hi", 4)
     assert dead.count_tokens("abcd") >= 1 and dead.render_chat([{"role": "user", "content": "x"}])
