@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 from webshepherd.protocol.errors import ProtocolError
+from webshepherd.protocol.progress import LEVELS, FirstBadSteps, StepJudgement, first_bad_steps
 from webshepherd.protocol.replies import Session, Stats
 from webshepherd.protocol.union import SERVER_ADAPTER, SERVER_TYPES
 
@@ -63,14 +64,20 @@ class StepView:
         return None
 
     @property
-    def items(self) -> dict[int, Label]:
-        """Checklist labels of the executed (else chosen, else best) candidate."""
+    def judged(self) -> CandidateView | None:
+        """The executed (else chosen, else best) candidate."""
         ref = self.chosen if self.chosen is not None else self.best
         if self.executed is not None:
             ref = next((c.index for c in self.candidates if c.action == self.executed), ref)
         if ref is None or ref >= len(self.candidates):
-            return {}
-        return self.candidates[ref].items
+            return None
+        return self.candidates[ref]
+
+    @property
+    def items(self) -> dict[int, Label]:
+        """Checklist labels of the executed (else chosen, else best) candidate."""
+        judged = self.judged
+        return judged.items if judged is not None else {}
 
 
 @dataclass
@@ -140,6 +147,17 @@ class SessionView:
         if self.state == "waiting_approval":
             return "waiting for approval"
         return "running"
+
+    def first_bad_steps(self) -> FirstBadSteps:
+        """Where the session first went wrong (protocol/progress.py's rules), from each
+        scored step's executed candidate."""
+        judged = []
+        for st in self.scored_steps:
+            c = st.judged
+            if c is not None:
+                levels = {i: LEVELS[label] for i, label in c.items.items()}
+                judged.append(StepJudgement(st.step, c.reward, levels, c.feedback))
+        return first_bad_steps(judged)
 
     @property
     def feedback(self) -> str:

@@ -34,9 +34,38 @@ def frame_ends(events: list[dict[str, Any]]) -> list[int]:
     return ends
 
 
+def first_bad_text(reply: Session) -> Text:
+    """The whole session's first bad steps, with the judge's feedback at each."""
+    state = MonitorState()
+    if reply.checklist is not None:
+        state.fold(reply.checklist)
+    for event in reply.events:
+        state.fold_raw(event)
+    view = state.sessions.get(reply.session.session_id)
+    if view is None:
+        return Text("")
+    bad = view.first_bad_steps()
+    out = Text(no_wrap=True, overflow="ellipsis")
+    for label, step in (("progress", bad.progress), ("reward", bad.reward)):
+        if out:
+            out.append("\n")
+        out.append(f"first bad step ({label}): ", "bold")
+        if step is None:
+            out.append("none", "dim")
+            continue
+        out.append(f"step {step.step}: ", "bold red")
+        out.append_text(plain(step.detail))
+        out.append("  feedback: ", "dim")
+        out.append_text(plain(step.feedback[:200]))
+    return out
+
+
 class ReplayScreen(Screen[None]):
     DEFAULT_CSS = """
     ReplayScreen > #replay-title { height: 1; padding: 0 1; background: $boost; }
+    ReplayScreen > #replay-bad {
+        height: auto; max-height: 2; padding: 0 1; text-wrap: nowrap; text-overflow: ellipsis;
+    }
     ReplayScreen > SessionDetail { padding: 0 1; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -57,6 +86,7 @@ class ReplayScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Static("loading …", id="replay-title")
+        yield Static("", id="replay-bad")
         yield SessionDetail(id="replay-detail")
         yield Footer()
 
@@ -80,6 +110,7 @@ class ReplayScreen(Screen[None]):
         self.reply = reply
         self.ends = frame_ends(reply.events)
         self.frame = 0
+        self.query_one("#replay-bad", Static).update(first_bad_text(reply))
         self._draw()
 
     def _draw(self) -> None:
