@@ -285,17 +285,19 @@ class OtlpExport:
             )
             span.end(end_time=t)
         elif kind == "signal":
-            self._root(sid, t).add_event(
-                "webshepherd.signal",
-                {
-                    "webshepherd.signal.kind": e.kind,
-                    "webshepherd.signal.ok": e.ok,
-                    "webshepherd.step": e.step,
-                    "webshepherd.action": self._mask(sid, e.action),
-                    "webshepherd.signal.detail": self._text(sid, e.detail),
-                },
-                timestamp=t,
-            )
+            root = self._root(sid, t)
+            attrs = {
+                "webshepherd.signal.kind": e.kind,
+                "webshepherd.signal.ok": e.ok,
+                "webshepherd.step": e.step,
+                "webshepherd.action": self._mask(sid, e.action),
+                "webshepherd.signal.detail": self._text(sid, e.detail),
+            }
+            if e.stalled_steps is not None:
+                attrs["webshepherd.signal.stalled_steps"] = e.stalled_steps
+            root.add_event("webshepherd.signal", attrs, timestamp=t)
+            if e.kind == "stalled" and "webshepherd.stalled_at_step" not in root.attributes:
+                root.set_attribute("webshepherd.stalled_at_step", e.step)  # the first stall
         elif kind == "session.ended":
             for key in [k for k in self._steps if k[0] == sid]:
                 self._steps.pop(key).end(end_time=t)

@@ -221,3 +221,39 @@ def test_endpoint_and_header_parsing():
 def test_serve_refuses_a_bad_endpoint_before_loading(capsys):
     assert main(["serve", "--otlp-endpoint", "4318", "--model", "nowhere"]) == 1
     assert "--otlp-endpoint '4318'" in capsys.readouterr().err
+
+
+def test_stalled_signals_mark_the_root_span(receiver):
+    """The first ``stalled`` signal marks the session's root span; each is an event with its
+    count (events offered straight to the exporter: no model involved)."""
+    from webshepherd.daemon.server.telemetry import OtlpExport
+    from webshepherd.protocol.common import AgentInfo
+    from webshepherd.protocol.replies import SessionEnded, SessionStarted, Signal
+
+    export = OtlpExport(receiver.url)
+    export.start()
+    export.offer(SessionStarted(session_id="s1", intent="Buy", agent=AgentInfo(name="a")))
+    for step, count in ((0, 1), (1, 2)):
+        detail = f"no checklist item advanced for {count} executed steps"
+        export.offer(
+            Signal(
+                session_id="s1",
+                step=step,
+                kind="stalled",
+                action="scroll(0, 200)",
+                ok=False,
+                stalled_steps=count,
+                detail=detail,
+            )
+        )
+    export.offer(SessionEnded(session_id="s1", outcome="failure"))
+    export.close()
+    (root,) = [s for s in receiver.spans() if s.name.startswith("invoke_agent")]
+    assert attrs(root)["webshepherd.stalled_at_step"] == 0  # the first stall, even at step 0
+    events = [attrs(e) for e in root.events if e.name == "webshepherd.signal"]
+    assert [
+        (e["webshepherd.signal.kind"], e["webshepherd.signal.stalled_steps"]) for e in events
+    ] == [
+        ("stalled", 1),
+        ("stalled", 2),
+    ]
