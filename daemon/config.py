@@ -15,6 +15,9 @@ from webshepherd.protocol.version import DEFAULT_HOST, DEFAULT_PATH, DEFAULT_POR
 
 log = logging.getLogger(__name__)
 
+#: the recording's file in a data dir
+DB_NAME = "webshepherd.sqlite3"
+
 
 def default_data_dir() -> Path:
     """``WEBSHEPHERD_DATA_DIR``, else the platformdirs user data dir."""
@@ -72,7 +75,7 @@ class DaemonConfig:
 
     @property
     def db_path(self) -> Path:
-        return self.data_dir / "webshepherd.sqlite3"
+        return self.data_dir / DB_NAME
 
 
 def is_loopback(host: str) -> bool:
