@@ -6,6 +6,11 @@ writes the plan from the start page first; it is sent in ``session.start`` so th
 daemon's ``plan_adherence`` signal follows it live, and it is in every later prompt).
 Selection: ``best_of_n`` (reward-guided), ``refine`` (best-of-n, then refinement on a
 reward drop) or ``first`` (the policy's first proposal, scored for the record).
+
+The daemon's ``stalled`` signal (no checklist item advanced for ``stalled_after`` executed
+steps) can steer the loop (``on_stalled``): ``refine`` sends the next step's choice through
+refinement with the judge's feedback whatever its reward; ``stop`` ends the episode as a
+failure, as the planning paper's agent stops after repeated actions.
 """
 
 from __future__ import annotations
@@ -28,7 +33,15 @@ from webshepherd.protocol.agents.environment import (
 from webshepherd.protocol.agents.policy import AsyncPolicy, PolicyContext, as_policy
 from webshepherd.protocol.agents.refine import refine
 from webshepherd.protocol.client.session import SessionHandle, Subscription
-from webshepherd.protocol.common import AgentInfo, Candidate, Observation, Outcome, Screenshot, Turn
+from webshepherd.protocol.common import (
+    DEFAULT_STALLED_AFTER,
+    AgentInfo,
+    Candidate,
+    Observation,
+    Outcome,
+    Screenshot,
+    Turn,
+)
 from webshepherd.protocol.replies import SessionEnded, Signal
 
 if TYPE_CHECKING:
@@ -37,6 +50,7 @@ if TYPE_CHECKING:
 
 Paradigm = Literal["step", "plan"]
 Selection = Literal["best_of_n", "refine", "first"]
+OnStalled = Literal["ignore", "refine", "stop"]
 
 
 @dataclass
@@ -71,6 +85,7 @@ class EpisodeResult:
     outcome: Outcome
     answer: str | None
     signals: list[Signal]
+    stopped: str | None = None  # "stalled" when on_stalled="stop" ended it
 
     @property
     def rewards(self) -> list[float | None]:
@@ -97,7 +112,9 @@ class EpisodeOptions:
     id, e.g. one the browser extension started) instead of starting one; it keeps the
     agent info it was started with, so a plan written here reaches the prompts but not
     the daemon. ``end``: end the session with the outcome. ``on_step``: called (or
-    awaited) with each step's result.
+    awaited) with each step's result. ``stalled_after``: the session's k for the
+    ``stalled`` signal (None: the daemon's default, 3); ``on_stalled``: what the loop does
+    when it arrives (``ignore``, ``refine`` the next step, ``stop``).
     """
 
     paradigm: Paradigm = "step"
@@ -114,6 +131,8 @@ class EpisodeOptions:
     session: SessionHandle | str | None = None
     end: bool = True
     on_step: Callable[[StepResult], Any] | None = None
+    stalled_after: int | None = None
+    on_stalled: OnStalled = "ignore"
 
 
 async def run_episode(
@@ -139,7 +158,7 @@ async def run_episode(
     signals: list[Signal] = []
     sub = await client.subscribe([handle.session_id]).start()
     collector = asyncio.create_task(_collect_signals(sub, handle.session_id, signals))
-    episode = _Episode(handle, env, pol, intent, plan, opts)
+    episode = _Episode(handle, env, pol, intent, plan, opts, signals)
     try:
         done = await episode.run()
         answer = done.message if done is not None else None
@@ -159,7 +178,14 @@ async def run_episode(
     for rec in episode.steps:
         rec.signals = by_step.get(rec.step, [])
     return EpisodeResult(
-        handle.session_id, opts.paradigm, plan, episode.steps, final, answer, signals
+        handle.session_id,
+        opts.paradigm,
+        plan,
+        episode.steps,
+        final,
+        answer,
+        signals,
+        "stalled" if episode.stalled and opts.on_stalled == "stop" else None,
     )
 
 
@@ -180,7 +206,12 @@ async def _session(
         start_url=opts.start_url or state.url,
         checklist=opts.checklist,
         observation=Observation(url=state.url, axtree=state.axtree),
-        agent=AgentInfo(name=opts.agent_name, planning=opts.paradigm, plan=plan),
+        agent=AgentInfo(
+            name=opts.agent_name,
+            planning=opts.paradigm,
+            plan=plan,
+            stalled_after=opts.stalled_after or DEFAULT_STALLED_AFTER,
+        ),
     )
 
 
@@ -204,8 +235,11 @@ class _Episode:
         intent: str,
         plan: list[str] | None,
         opts: EpisodeOptions,
+        signals: list[Signal] | None = None,
     ) -> None:
         self.handle, self.env, self.policy, self.opts = handle, env, policy, opts
+        self.signals = signals if signals is not None else []  # filled by the subscription
+        self.stalled = False  # the latest executed step brought a stalled signal
         self.intent = intent
         self.plan = tuple(plan) if plan else None
         self.steps: list[StepResult] = []
@@ -222,7 +256,16 @@ class _Episode:
                 await _maybe_await(self.opts.on_step(rec))
             if outcome is not None and outcome.done:
                 return outcome
+            if self.stalled and self.opts.on_stalled == "stop":
+                return None
         return None
+
+    async def _stalled_at(self, step: int) -> bool:
+        """Whether the daemon sent ``stalled`` for ``step``: everything it sent before the
+        pong has arrived, and the subscription's collector runs before this resumes."""
+        await self.handle.client.ping()
+        await asyncio.sleep(0)
+        return any(s.kind == "stalled" and s.step == step for s in self.signals)
 
     async def step(self) -> tuple[StepResult, ActionResult | None]:
         """Observe, propose, select and report; run the action unless a person rejected it."""
@@ -253,6 +296,8 @@ class _Episode:
         rec.error = self.last_error
         self.history.append(Turn(chosen.thought, chosen.action, self.last_error))
         self.previous_reward = rec.reward
+        if self.opts.on_stalled != "ignore":
+            self.stalled = await self._stalled_at(observed.step)
         return rec, outcome
 
     async def _select(
@@ -264,18 +309,20 @@ class _Episode:
         proposals = await self.policy.propose(state, context)
         if opts.select == "first":
             proposals = proposals[:1]
+        forced = self.stalled and opts.on_stalled == "refine"
+        refining = opts.select == "refine" or forced
         bon = await best_of_n(
             self.handle,
             proposals,
             top_n=opts.top_n,
             samples=opts.reward_samples,
-            approval="never" if opts.select == "refine" else opts.approval,
+            approval="never" if refining else opts.approval,
         )
         candidates, rewards = list(bon.candidates), list(bon.rewards)
         chosen, reward, decision = bon.chosen, bon.reward, bon.decision
         model_ms = bon.scored.timing.model_ms
         rounds = 0
-        if opts.select == "refine":
+        if refining:
             result = next(r for r in bon.scored.results if r.index == bon.index)
             ref = await refine(
                 self.handle,
@@ -288,6 +335,7 @@ class _Episode:
                 max_rounds=opts.max_refinements,
                 samples=opts.reward_samples,
                 approval=opts.approval,
+                force=forced,
             )
             candidates += ref.candidates[1:]
             rewards += ref.rewards[1:]

@@ -61,12 +61,13 @@ class Rounds:
         feedback: str,
         previous_reward: float | None,
         max_rounds: int = 2,
+        force: bool = False,
     ) -> None:
         self.candidates = [draft]
         self.rewards = [reward]
         self.feedback = [feedback]
         self.max_rounds = max_rounds
-        self.go = should_refine(reward, previous_reward) and max_rounds > 0
+        self.go = (force or should_refine(reward, previous_reward)) and max_rounds > 0
 
     @property
     def rounds(self) -> int:
@@ -133,10 +134,14 @@ async def refine(
     samples: int | None = None,
     approval: Approval = "auto",
     timeout: float | None = None,
+    force: bool = False,
 ) -> Refinement:
-    """Refine ``draft`` (scored as ``result``) while its reward is below ``previous_reward``."""
+    """Refine ``draft`` (scored as ``result``) while its reward is below ``previous_reward``
+    (``force``: refine whatever the reward, e.g. after the daemon's ``stalled`` signal)."""
     pol = as_policy(policy)
-    book = Rounds(draft, result.reward, feedback_for_policy(result), previous_reward, max_rounds)
+    book = Rounds(
+        draft, result.reward, feedback_for_policy(result), previous_reward, max_rounds, force
+    )
     if not pol.can_refine:
         book.stop()
     replies: list[Scored] = []

@@ -12,83 +12,26 @@ are unit-tested on given judgements in tests/protocol/test_progress.py.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import re
-from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from webshepherd.daemon.cli import main
 from webshepherd.daemon.demo.browser import Browser
 from webshepherd.daemon.demo.shop import ShopServer
-from webshepherd.daemon.engine.checklist_parse import parse_reference_checklist
-from webshepherd.daemon.engine.types import (
-    CandidateScore,
-    EngineStats,
-    ItemScore,
-    LabelProbs,
-    ParsedChecklist,
-    SampleScore,
-    StepInput,
-    StepScore,
-)
 from webshepherd.daemon.recorder import History
-from webshepherd.daemon.server.server import DaemonServer
 
-from tests.fixtures.daemon import TEST_TOKEN, make_config
+from tests.fixtures.daemon import TEST_TOKEN
+from tests.fixtures.scripted_judge import ScriptedJudge, Table
+from tests.fixtures.scripted_judge import scripted_daemon as judged_by
 
 CHECKLIST = "Checklist 1: Search the shop for USB-C cables\nChecklist 2: Open a cable's page"
-LABELS = {
-    0: LabelProbs(0.05, 0.05, 0.9),
-    1: LabelProbs(0.1, 0.8, 0.1),
-    2: LabelProbs(0.9, 0.05, 0.05),
-}
-#: (url, action) -> (reward, level per checklist item, feedback)
-Table = dict[tuple[str, str], tuple[float, tuple[int, ...], str]]
 PLANTED = "Deals lists no cables: the agent left the search results"
 
 
-class ScriptedJudge:
-    """An engine (EngineAPI) that judges by a table: (url, action) -> (reward, level per
-    checklist item, feedback). No model: the reference checklist is parsed as the real
-    engine does."""
-
-    model_id, backend_name = "scripted-judge", "scripted"
-
-    def __init__(self, table: Table) -> None:
-        self.table = table
-        self.stats = EngineStats()
-
-    def make_checklist(self, intent: str, start_url: str, axtree: str) -> ParsedChecklist:
-        raise AssertionError("these runs carry a reference checklist")
-
-    def parse_reference_checklist(self, text: str) -> ParsedChecklist:
-        return parse_reference_checklist(text)
-
-    def score_many(
-        self, steps: Sequence[StepInput], on_progress: Any = None, cancels: Any = None
-    ) -> list[StepScore | Exception]:
-        return [self.score(s) for s in steps]
-
-    def score(self, step: StepInput, on_progress: Any = None, cancel: Any = None) -> StepScore:
-        cands = []
-        for k, c in enumerate(step.candidates):
-            reward, levels, feedback = self.table[step.current_url, c.action]
-            items = tuple(ItemScore(i + 1, LABELS[lv]) for i, lv in enumerate(levels))
-            sample = SampleScore(text=feedback, items=items, reward=reward)
-            cands.append(CandidateScore(k, reward, items, feedback, (sample,), 1))
-        return StepScore(tuple(cands), prompt_tokens=1, generated_tokens=1, prefix_shared=True)
-
-
-@contextlib.asynccontextmanager
-async def scripted_daemon(base: Path, table: Table) -> AsyncIterator[DaemonServer]:
-    server = DaemonServer(make_config(base), ScriptedJudge(table))
-    await server.start()
-    try:
-        yield server
-    finally:
-        await server.stop()
+def scripted_daemon(base: Path, table: Table) -> Any:
+    return judged_by(base, ScriptedJudge(table))
 
 
 def bid(axtree: str, role: str, name: str) -> str:

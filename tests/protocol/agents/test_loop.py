@@ -22,9 +22,12 @@ from webshepherd.protocol.agents import (
     run_episode_sync,
     select,
 )
+from webshepherd.protocol.client import AsyncClient
 from webshepherd.protocol.client.sync import Client
+from webshepherd.protocol.common import Candidate
 
 from tests.fixtures.daemon import TEST_TOKEN, DaemonHandle
+from tests.fixtures.scripted_judge import ScriptedJudge, scripted_daemon
 from tests.protocol.test_client import client
 
 pytestmark = pytest.mark.model
@@ -203,3 +206,44 @@ async def test_sync_twin(daemon: DaemonHandle, shop: ShopServer) -> None:
 
     result = await asyncio.to_thread(blocking)  # the daemon runs on this test's loop
     assert len(result.steps) == 1 and result.steps[0].chosen is not None
+
+
+class Idle:
+    """A policy that never gets anywhere: it waits; asked to refine, it scrolls."""
+
+    def propose(self, state: PageState, context: PolicyContext) -> list[Candidate]:
+        return [Candidate(thought="Wait for the page.", action="noop()")]
+
+    def refine(self, request: Any) -> Candidate:
+        return Candidate(thought="Look further down.", action="scroll(0, 300)")
+
+
+async def test_a_stalled_signal_stops_or_refines_the_loop(shop: ShopServer, tmp_path) -> None:
+    """Setup: the judge is scripted (every action: reward 0.5, the one checklist item at
+    No), so no item ever advances and the stalled signal's timing is known by construction;
+    the test is about the loop's reaction, not the judgement."""
+    judge = ScriptedJudge(default=(0.5, (0,), "nothing moved"))
+    opts = dict(max_steps=5, reward_samples=1, approval="never", checklist="Checklist 1: Buy")
+    async with (
+        scripted_daemon(tmp_path, judge) as server,
+        AsyncClient(server.url, TEST_TOKEN) as c,
+    ):
+        stop = await run_episode(
+            c, TextEnvironment(shop.url), Idle(), TASK,
+            EpisodeOptions(stalled_after=2, on_stalled="stop", **opts),
+        )  # fmt: skip
+        refine = await run_episode(
+            c, TextEnvironment(shop.url), Idle(), TASK,
+            EpisodeOptions(stalled_after=1, on_stalled="refine", max_refinements=1,
+                           **{**opts, "max_steps": 2}),
+        )  # fmt: skip
+        recorded = await c.session(stop.session_id)
+    # k = 2: the second executed step stalls, and the episode stops there as a failure
+    assert stop.stopped == "stalled" and stop.outcome == "failure" and len(stop.steps) == 2
+    assert [(s.kind, s.step, s.stalled_steps) for s in stop.signals if s.kind == "stalled"] == [
+        ("stalled", 2, 2)
+    ]
+    assert recorded.session.agent.stalled_after == 2
+    # k = 1: the first step stalls, so the second goes through refinement whatever its reward
+    assert refine.stopped is None and [s.refined for s in refine.steps] == [0, 1]
+    assert refine.steps[1].candidates[-1].action == "scroll(0, 300)"
