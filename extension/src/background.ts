@@ -62,6 +62,9 @@ function onEvent(msg: ServerMessage) {
       refreshBadge();
       break;
     }
+    case "signal":
+      if (sessions.tabsOf(msg.session_id).length > 0) pushView(views.signal(msg));
+      break;
     default:
       break;
   }

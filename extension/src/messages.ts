@@ -14,6 +14,9 @@ export interface SessionView {
   /** Feedback streaming in for the current request, per candidate. */
   progress: Record<number, string>;
   approvals: ApprovalRequest[];
+  /** The latest `stalled` signal while it holds: no checklist item advanced for `steps`
+   *  executed steps (cleared once two later steps are scored without a new one). */
+  stalled: { step: number; steps: number; detail: string } | null;
 }
 
 /** content -> worker; the `Reply` type is what `sendResponse` gets. */

@@ -1,6 +1,6 @@
 /** The overlay's state per session, updated from daemon messages (pure; the worker owns one). */
 import type { SessionView } from "./messages.js";
-import type { ApprovalRequest, Candidate, ChecklistItem, Scored } from "./protocol.gen.js";
+import type { ApprovalRequest, Candidate, ChecklistItem, Scored, Signal } from "./protocol.gen.js";
 
 export class SessionViews {
   private views = new Map<string, SessionView>();
@@ -12,7 +12,7 @@ export class SessionViews {
   ensure(sessionId: string, intent = ""): SessionView {
     let v = this.views.get(sessionId);
     if (!v) {
-      v = { sessionId, intent, checklist: [], rewards: [], last: null, progress: {}, approvals: [] };
+      v = { sessionId, intent, checklist: [], rewards: [], last: null, progress: {}, approvals: [], stalled: null };
       this.views.set(sessionId, v);
     }
     if (intent) v.intent = intent;
@@ -45,6 +45,16 @@ export class SessionViews {
     }
     v.last = { candidates: cands, scored };
     v.progress = {};
+    // a stall at step t holds through step t+1's scoring (its action may stall again)
+    if (v.stalled && scored.step >= v.stalled.step + 2) v.stalled = null;
+    return v;
+  }
+
+  /** A live process signal; only `stalled` changes the view (null: nothing to redraw). */
+  signal(sig: Signal): SessionView | null {
+    if (sig.kind !== "stalled") return null;
+    const v = this.ensure(sig.session_id);
+    v.stalled = { step: sig.step, steps: sig.stalled_steps ?? 0, detail: sig.detail ?? "" };
     return v;
   }
 

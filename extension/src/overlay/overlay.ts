@@ -95,6 +95,13 @@ export class Overlay {
     const parts: HTMLElement[] = [];
     for (const req of v.approvals) parts.push(approvalCard(req, this.decide));
 
+    if (v.stalled) {
+      const note = h("div", "stalled", `Stalled · ${v.stalled.detail}`);
+      note.dataset.testid = "ws-stalled";
+      note.setAttribute("role", "status");
+      parts.push(note);
+    }
+
     const last = v.last;
     const scoredItems = last ? (last.scored.results.find((r) => r.index === last.scored.best)?.items ?? []) : [];
     const list = h("ul");

@@ -1,0 +1,39 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import type { Scored, Signal } from "../src/protocol.gen.js";
+import { SessionViews } from "../src/session-views.js";
+
+const scored = (step: number): Scored =>
+  ({
+    type: "scored",
+    session_id: "s1",
+    step,
+    results: [{ index: 0, reward: 0.5, items: [], feedback: "", samples: [], parsed_samples: 1 }],
+    best: 0,
+    decision: { status: "auto", index: 0, action: "noop()" },
+    timing: { queue_ms: 0, model_ms: 0 },
+  }) as unknown as Scored;
+
+const stalled = (step: number, steps: number): Signal => ({
+  type: "signal",
+  session_id: "s1",
+  step,
+  kind: "stalled",
+  action: "noop()",
+  ok: false,
+  stalled_steps: steps,
+  detail: `no checklist item advanced for ${steps} executed steps`,
+});
+
+test("a stalled signal shows until two later steps are scored without a new one", () => {
+  const views = new SessionViews();
+  views.scored(scored(3), [{ thought: "", action: "noop()" }]);
+  assert.equal(views.get("s1")?.stalled, null);
+  assert.equal(views.signal({ ...stalled(3, 3), kind: "repeated_action" }), null); // not drawn
+  const v = views.signal(stalled(3, 3));
+  assert.deepEqual(v?.stalled, { step: 3, steps: 3, detail: "no checklist item advanced for 3 executed steps" });
+  views.scored(scored(4), undefined); // step 4's action may stall again: still shown
+  assert.equal(views.get("s1")?.stalled?.step, 3);
+  views.scored(scored(5), undefined); // step 4 brought no new stall: progress
+  assert.equal(views.get("s1")?.stalled, null);
+});
