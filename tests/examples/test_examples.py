@@ -1,0 +1,82 @@
+"""Every example runs as written: ``python examples/NAME.py`` against a running daemon whose
+address comes from ``WEBSHEPHERD_URL``, and prints what it shows.
+
+Set-up: the daemon's engine is the tiny real model, whose checklist generation gives a reference
+checklist. These tests are about the examples' plumbing (capture, SDK, replies, printing); whether
+the tiny model writes a parseable checklist of its own depends on how long it trained.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+from webshepherd.daemon.demo.shop import ShopServer
+from webshepherd.daemon.engine.engine import Engine
+
+from tests.e2e.browser import CHROMIUM, require_browser
+from tests.fixtures.daemon import REFERENCE, TEST_TOKEN, engine_like
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+
+
+class WritesReference(Engine):
+    """The real engine; its checklist generation gives the reference checklist (see above)."""
+
+    def make_checklist(self, *a, **kw):
+        return self.parse_reference_checklist(REFERENCE)
+
+
+@pytest.fixture
+def shop() -> Iterator[str]:
+    with ShopServer() as server:
+        yield server.url
+
+
+@pytest_asyncio.fixture(loop_scope="function")
+async def daemon_url(start_daemon, daemon_engine) -> str:
+    engine = engine_like(WritesReference, daemon_engine)
+    handle = await start_daemon(engine=engine)
+    return handle.url
+
+
+async def run_example(name: str, *args: str, url: str, timeout: float = 240) -> str:
+    """Run ``python examples/NAME.py ARGS`` as a person would; its output (stdout + stderr)."""
+    env = {
+        **os.environ,
+        "WEBSHEPHERD_URL": url,
+        "WEBSHEPHERD_TOKEN": TEST_TOKEN,
+        "PATH": f"{Path(CHROMIUM).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(EXAMPLES / f"{name}.py"),
+        *args,
+        cwd=ROOT,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    out, _ = await asyncio.wait_for(proc.communicate(), timeout)
+    text = out.decode("utf-8", "replace")
+    assert proc.returncode == 0, f"examples/{name}.py exited {proc.returncode}:\n{text}"
+    return text
+
+
+async def test_quickstart_scores_a_page_loaded_with_playwright(daemon_url, shop) -> None:
+    require_browser()
+    out = await run_example("quickstart", shop, url=daemon_url)
+    assert out.startswith("RootWebArea '")  # the page's text first
+    assert re.search(r"^\t+\[\d+\] \w+ '", out, flags=re.M)  # "[bid] role 'name'" lines
+    lines = out.splitlines()
+    assert any(line.startswith("scroll(0, 300)") and " reward " in line for line in lines)
+    assert any(line.startswith("go_back()") and " reward " in line for line in lines)
+    best = [line for line in lines if line.startswith("best: ")]
+    assert best and best[0] in ("best: scroll(0, 300)", "best: go_back()", "best: None")
