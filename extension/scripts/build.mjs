@@ -5,7 +5,7 @@ import { build } from "esbuild";
 rmSync("dist", { recursive: true, force: true });
 mkdirSync("dist");
 await build({
-  entryPoints: ["src/background.ts", "src/content.ts", "src/options.ts", "src/popup.ts"],
+  entryPoints: ["src/background.ts", "src/content.ts", "src/options.ts", "src/popup.ts", "src/panel.ts"],
   bundle: true,
   format: "esm",
   target: "chrome116",

@@ -7,10 +7,11 @@ import { showBadge } from "./badge.js";
 import { detachTab } from "./capture/cdp.js";
 import { DaemonConnection, type ConnState } from "./connection.js";
 import { NavHistory } from "./demonstration-nav.js";
-import type { SessionView, ToWorker } from "./messages.js";
+import type { SessionView, ToPages, ToWorker } from "./messages.js";
 import { sendToTab } from "./messages.js";
 import { observeTab } from "./observe-tab.js";
 import { handleHook, type HookContext } from "./hook-handler.js";
+import { originOf } from "./page-hook.js";
 import type { ServerMessage } from "./protocol.gen.js";
 import { SessionViews } from "./session-views.js";
 import { loadSettings, type Settings } from "./settings.js";
@@ -30,7 +31,18 @@ function refreshBadge(detail?: string) {
 
 function pushView(view: SessionView | null) {
   if (!view) return;
-  for (const tab of sessions.tabsOf(view.sessionId)) sendToTab(tab, { kind: "view", view });
+  for (const tab of sessions.tabsOf(view.sessionId)) sendToTab(tab, { kind: "view", view, origin: sessions.get(tab)?.origin });
+}
+
+/** Tells the extension's own pages (side panel, popup) that the pending approvals changed. */
+function approvalsChanged() {
+  const msg: ToPages = { kind: "approvals.changed" };
+  chrome.runtime.sendMessage(msg).catch(() => undefined); // no page open: nobody to tell
+}
+
+/** A message from one of the extension's own pages (side panel, popup, options), which no web page can script. */
+function fromOwnPage(sender: chrome.runtime.MessageSender): boolean {
+  return sender.id === chrome.runtime.id && typeof sender.url === "string" && sender.url.startsWith(chrome.runtime.getURL(""));
 }
 
 function onEvent(msg: ServerMessage) {
@@ -40,7 +52,9 @@ function onEvent(msg: ServerMessage) {
       break;
     case "score.progress": {
       const text = views.progress(msg.session_id, msg.candidate, msg.delta);
-      for (const tab of sessions.tabsOf(msg.session_id)) sendToTab(tab, { kind: "progress", candidate: msg.candidate, text });
+      for (const tab of sessions.tabsOf(msg.session_id)) {
+        sendToTab(tab, { kind: "progress", candidate: msg.candidate, text, origin: sessions.get(tab)?.origin });
+      }
       break;
     }
     case "scored":
@@ -50,6 +64,7 @@ function onEvent(msg: ServerMessage) {
       if (sessions.tabsOf(msg.session_id).length === 0) break; // a session of another browser
       pushView(views.approval(msg));
       refreshBadge();
+      approvalsChanged();
       break;
     case "approval.resolved": {
       const view = views.resolved(msg.request_id);
@@ -60,6 +75,7 @@ function onEvent(msg: ServerMessage) {
         pushView(view);
       }
       refreshBadge();
+      approvalsChanged();
       break;
     }
     case "signal":
@@ -205,7 +221,7 @@ const ready = (async () => {
 })();
 
 chrome.storage.onChanged.addListener((changes, area) => {
-  if (area !== "local" || !(changes.url || changes.token || changes.flags)) return;
+  if (area !== "local" || !(changes.url || changes.token || changes.flags || changes.pageHook)) return;
   void ready.then(async () => {
     settings = await loadSettings();
     if (changes.url || changes.token) connect();
@@ -216,13 +232,18 @@ chrome.runtime.onMessage.addListener((msg: ToWorker, sender, sendResponse) => {
   const tabId = sender.tab?.id;
   void ready
     .then(async () => {
+      const origin = sender.origin ?? originOf(sender.url);
       if (msg.kind === "hook") {
-        if (tabId === undefined) return sendResponse(null);
-        return sendResponse(await handleHook(hookContext, tabId, sender.tab?.url ?? "", msg.request));
+        if (tabId === undefined || sender.frameId !== 0 || fromOwnPage(sender)) return sendResponse(null);
+        return sendResponse(await handleHook(hookContext, { tabId, url: sender.tab?.url ?? "", origin }, msg.request));
       }
       if (msg.kind === "tab.state") {
         const s = tabId === undefined ? undefined : sessions.get(tabId);
-        return sendResponse({ session: s ?? null, view: s ? views.get(s.sessionId) : null });
+        const shown = s && (s.origin === undefined || s.origin === origin) ? s : undefined; // a hook session only on its origin
+        return sendResponse({ session: shown ?? null, view: shown ? views.get(shown.sessionId) : null, hook: settings.pageHook });
+      }
+      if (msg.kind === "approvals.list") {
+        return sendResponse(fromOwnPage(sender) ? views.pending() : []);
       }
       if (msg.kind === "demonstration.action") {
         if (tabId !== undefined && isDemonstration(tabId)) void recordHumanAction(tabId, msg.action);
@@ -232,6 +253,7 @@ chrome.runtime.onMessage.addListener((msg: ToWorker, sender, sendResponse) => {
         return sendResponse({ connected: conn?.state === "connected", session: sessions.get(msg.tabId) ?? null });
       }
       if (msg.kind === "demonstration.start" || msg.kind === "demonstration.stop") {
+        if (!fromOwnPage(sender)) return sendResponse({ ok: false, error: "demonstrations start and stop in the popup" });
         try {
           if (msg.kind === "demonstration.start") return sendResponse({ ok: true, sessionId: await startDemonstration(msg.tabId, msg.intent) });
           await stopDemonstration(msg.tabId, msg.outcome);
@@ -241,6 +263,8 @@ chrome.runtime.onMessage.addListener((msg: ToWorker, sender, sendResponse) => {
         }
       }
       if (msg.kind === "approval.decide") {
+        // only a person decides: the side panel and popup are extension pages no web page can script
+        if (!fromOwnPage(sender)) return sendResponse({ ok: false, error: "decisions are taken only in the extension's side panel or popup" });
         if (!conn) return sendResponse({ ok: false, error: "not connected" });
         try {
           const resolved = await conn.request({
@@ -248,6 +272,7 @@ chrome.runtime.onMessage.addListener((msg: ToWorker, sender, sendResponse) => {
             request_id: msg.requestId,
             decision: msg.decision,
             action: msg.decision === "edit" ? msg.action : null,
+            via: msg.via === "popup" ? "popup" : "panel",
           });
           onEvent(resolved); // our own decision comes back as a reply, not as an event
           return sendResponse({ ok: true });

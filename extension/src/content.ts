@@ -1,15 +1,15 @@
 /**
- * The content script (top frame): relays the page hook to the worker and
- * draws the overlay for the tab's session.
+ * The content script (top frame): relays the page hook to the worker (only while the hook
+ * is on; the page gets no reply otherwise) and draws the overlay for the tab's session.
+ * The overlay shows approval requests but takes no decision: a page's script, or an agent
+ * driving the page, could reach anything drawn in it.
  */
 import { sendToWorker, type ToContent } from "./messages.js";
 import { DemonstrationRecorder } from "./demonstration-recorder.js";
 import { Overlay } from "./overlay/overlay.js";
 import { CHANNEL, hookError, parseHookRequest } from "./page-hook.js";
 
-const overlay = new Overlay((requestId, decision, action) => {
-  void sendToWorker({ kind: "approval.decide", requestId, decision, action });
-});
+const overlay = new Overlay();
 
 const recorder = new DemonstrationRecorder((action) => void sendToWorker({ kind: "demonstration.action", action }).catch(() => undefined));
 
@@ -18,13 +18,18 @@ window.addEventListener("message", (ev) => {
   const req = parseHookRequest(ev.data);
   if (!req) return;
   sendToWorker({ kind: "hook", request: req })
-    .then((reply) => window.postMessage(reply ?? hookError(req.id, "failed", "no reply"), "*"))
+    .then((reply) => {
+      if (reply) window.postMessage(reply, "*"); // null: the hook is off, say nothing
+    })
     .catch((err) => window.postMessage(hookError(req.id, "failed", String(err)), "*"));
 });
 
+/** A hook session's view is drawn only on the origin that started or attached it. */
+const here = (origin: string | undefined) => origin === undefined || origin === location.origin;
+
 chrome.runtime.onMessage.addListener((msg: ToContent) => {
-  if (msg.kind === "view") overlay.update(msg.view);
-  else if (msg.kind === "progress") overlay.showProgress(msg.candidate, msg.text);
+  if (msg.kind === "view") overlay.update(here(msg.origin) ? msg.view : null);
+  else if (msg.kind === "progress" && here(msg.origin)) overlay.showProgress(msg.candidate, msg.text);
   else if (msg.kind === "demonstration") recorder.setActive(msg.on);
   // approval.resolved: the view that follows no longer lists it
 });
@@ -33,9 +38,9 @@ function start() {
   void sendToWorker({ kind: "tab.state" }).then((state) => {
     if (state?.view) overlay.update(state.view);
     if (state?.session?.demonstration) recorder.setActive(true);
+    // Tell the page the hook is there (agents may wait for this instead of polling `status`).
+    if (state?.hook) window.postMessage({ channel: CHANNEL, dir: "reply", id: "", type: "ready" }, "*");
   });
-  // Tell the page the hook is there (agents may wait for this instead of polling `status`).
-  window.postMessage({ channel: CHANNEL, dir: "reply", id: "", type: "ready" }, "*");
 }
 
 if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start, { once: true });

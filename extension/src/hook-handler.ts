@@ -1,12 +1,15 @@
-/** Answers page-hook requests for one tab: sessions, observations, scoring, actions. */
+/**
+ * Answers page-hook requests for one tab (the contract: page-hook.ts). Returns null, and the
+ * page gets no reply, while the hook is off.
+ */
 import type { DaemonConnection } from "./connection.js";
 import type { SessionView } from "./messages.js";
 import { observeTab } from "./observe-tab.js";
-import { CHANNEL, hookError, type HookReply, type HookRequest } from "./page-hook.js";
+import { CHANNEL, hookError, hookKey, keyDigest, type HookReply, type HookRequest } from "./page-hook.js";
 import type { Candidate } from "./protocol.gen.js";
 import type { SessionViews } from "./session-views.js";
 import type { Settings } from "./settings.js";
-import type { TabSessions } from "./tab-sessions.js";
+import type { TabSession, TabSessions } from "./tab-sessions.js";
 
 export interface HookContext {
   connection: () => DaemonConnection | null;
@@ -20,26 +23,56 @@ export interface HookContext {
   remember: (tabId: number, axtree: string) => void;
 }
 
+/** Where a request comes from: the tab, its URL and the origin of the page that sent it. */
+export interface HookSender {
+  tabId: number;
+  url: string;
+  origin: string;
+}
+
 const NEEDS_SESSION = new Set(["observe", "score", "action", "session.end"]);
+const NO_SESSION = "this tab has no session for this key and origin: send session.start or attach (with the agent's key) first";
 
 function reply(id: string, type: string, body: Record<string, unknown>): HookReply {
   return { ...body, channel: CHANNEL, dir: "reply", id, type };
 }
 
-export async function handleHook(ctx: HookContext, tabId: number, tabUrl: string, req: HookRequest): Promise<HookReply> {
+/** The tab's session if `digest` is its key's and the page is on its origin. */
+function boundSession(s: TabSession | undefined, digest: string | null, origin: string): TabSession | undefined {
+  return s && digest !== null && s.keyDigest === digest && s.origin === origin ? s : undefined;
+}
+
+async function redeem(conn: DaemonConnection, key: string): Promise<string | null> {
+  const r = await conn.request({ type: "hook.redeem", key });
+  if (r.type !== "hook.redeemed") throw new Error(`unexpected ${r.type}`);
+  return r.session_id ?? null;
+}
+
+export async function handleHook(ctx: HookContext, from: HookSender, req: HookRequest): Promise<HookReply | null> {
+  if (!ctx.settings().pageHook) return null;
+  const { tabId, url: tabUrl, origin } = from;
   const conn = ctx.connection();
-  const session = ctx.sessions.get(tabId);
+  const key = hookKey(req);
+  const digest = key === null ? null : await keyDigest(key);
+  const current = ctx.sessions.get(tabId);
+  const session = boundSession(current, digest, origin);
   if (req.type === "status") {
     return reply(req.id, "status", { connected: conn?.state === "connected", session_id: session?.sessionId ?? null });
   }
   if (!conn || conn.state !== "connected") return hookError(req.id, "disconnected", "the extension is not connected to the daemon");
+  if (key === null) return hookError(req.id, "unauthorized", "key: every page-hook request carries the key the agent got from the daemon (hook.grant)");
   if (NEEDS_SESSION.has(req.type) && !session) {
-    return hookError(req.id, "no_session", "this tab has no active session: send session.start or attach first");
+    const elsewhere = current && current.keyDigest === digest;
+    return hookError(req.id, "no_session", elsewhere ? `this session belongs to ${current.origin}: attach again with the key to follow it on ${origin}` : NO_SESSION);
+  }
+  if ((req.type === "session.start" || req.type === "attach") && origin === "null") {
+    return hookError(req.id, "invalid_message", "the page hook needs a page with an origin (not about:blank or data:)");
   }
   try {
     switch (req.type) {
       case "session.start": {
         if (typeof req.intent !== "string" || req.intent.trim() === "") return hookError(req.id, "invalid_message", "intent: a non-empty string is required");
+        if ((await redeem(conn, key)) !== null) return hookError(req.id, "invalid_message", "key: this key follows a session: send attach");
         const { observation } = await observeTab(tabId, ctx.settings().flags);
         const started = await conn.request({
           type: "session.start",
@@ -52,20 +85,24 @@ export async function handleHook(ctx: HookContext, tabId: number, tabUrl: string
         });
         if (started.type !== "session.started") throw new Error(`unexpected ${started.type}`);
         ctx.remember(tabId, observation.axtree);
-        await ctx.sessions.set(tabId, { sessionId: started.session_id, intent: req.intent, demonstration: false, step: 0 });
+        await ctx.sessions.set(tabId, { sessionId: started.session_id, intent: req.intent, demonstration: false, step: 0, origin, keyDigest: digest! });
         ctx.views.ensure(started.session_id, req.intent);
         await ctx.resubscribe();
         ctx.pushView(ctx.views.get(started.session_id));
         return reply(req.id, "session.started", { session_id: started.session_id });
       }
       case "attach": {
-        if (typeof req.session_id !== "string") return hookError(req.id, "invalid_message", "session_id: a string is required");
-        await ctx.sessions.set(tabId, { sessionId: req.session_id, intent: "", demonstration: false, step: 0 });
-        ctx.views.ensure(req.session_id);
+        // the same key again in this tab (the agent re-attaches on a new origin), or one the daemon names a session for
+        const sessionId = current && current.keyDigest === digest ? current.sessionId : await redeem(conn, key);
+        if (sessionId === null) return hookError(req.id, "invalid_message", "key: this key starts a session: send session.start");
+        if (req.session_id !== undefined && req.session_id !== sessionId) return hookError(req.id, "invalid_message", "session_id: not the session of this key");
+        await ctx.sessions.set(tabId, { sessionId, intent: "", demonstration: false, step: 0, origin, keyDigest: digest! });
+        ctx.views.ensure(sessionId);
         ctx.forget(tabId);
         await ctx.resubscribe();
         const step = await ctx.sendObserve(tabId, true);
-        return reply(req.id, "attached", { session_id: req.session_id, step });
+        ctx.pushView(ctx.views.get(sessionId));
+        return reply(req.id, "attached", { session_id: sessionId, step });
       }
       case "observe": {
         const step = await ctx.sendObserve(tabId, true);

@@ -19,11 +19,21 @@ export interface SessionView {
   stalled: { step: number; steps: number; detail: string } | null;
 }
 
+/** A pending approval as the extension's own pages list it. */
+export interface PendingApproval {
+  request: ApprovalRequest;
+  intent: string;
+}
+
+export type Decision = "approve" | "reject" | "edit";
+
 /** content -> worker; the `Reply` type is what `sendResponse` gets. */
 export type ToWorker =
   | { kind: "hook"; request: HookRequest }
   | { kind: "tab.state" }
-  | { kind: "approval.decide"; requestId: string; decision: "approve" | "reject" | "edit"; action: string | null }
+  /** side panel / popup -> worker (refused from anything but the extension's own pages) */
+  | { kind: "approval.decide"; requestId: string; decision: Decision; action: string | null; via: "panel" | "popup" }
+  | { kind: "approvals.list" }
   /** popup -> worker: a demonstration in a tab */
   | { kind: "demonstration.start"; tabId: number; intent: string }
   | { kind: "demonstration.stop"; tabId: number; outcome: "success" | "failure" | "unknown" }
@@ -32,22 +42,32 @@ export type ToWorker =
   | { kind: "demonstration.action"; action: string };
 
 export type WorkerReply<M extends ToWorker> = M extends { kind: "hook" }
-  ? HookReply
+  ? HookReply | null
   : M extends { kind: "tab.state" }
-    ? { session: TabSession | null; view: SessionView | null }
-    : M extends { kind: "demonstration.state" }
-      ? { connected: boolean; session: TabSession | null }
-      : { ok: boolean; error?: string; sessionId?: string };
+    ? { session: TabSession | null; view: SessionView | null; hook: boolean }
+    : M extends { kind: "approvals.list" }
+      ? PendingApproval[]
+      : M extends { kind: "demonstration.state" }
+        ? { connected: boolean; session: TabSession | null }
+        : { ok: boolean; error?: string; sessionId?: string };
 
-/** worker -> content */
+/**
+ * worker -> content. `origin`: the page hook's session is drawn only on the origin that
+ * started or attached it (absent: any, e.g. a demonstration).
+ */
 export type ToContent =
-  | { kind: "view"; view: SessionView | null }
-  | { kind: "progress"; candidate: number; text: string }
+  | { kind: "view"; view: SessionView | null; origin?: string }
+  | { kind: "progress"; candidate: number; text: string; origin?: string }
   | { kind: "approval.resolved"; requestId: string; decision: string; by: string | null }
   | { kind: "demonstration"; on: boolean };
 
 export function sendToWorker<M extends ToWorker>(msg: M): Promise<WorkerReply<M>> {
   return chrome.runtime.sendMessage(msg) as Promise<WorkerReply<M>>;
+}
+
+/** worker -> the extension's own pages (side panel, popup): the pending approvals changed. */
+export interface ToPages {
+  kind: "approvals.changed";
 }
 
 export function sendToTab(tabId: number, msg: ToContent): void {

@@ -1,17 +1,21 @@
 /**
- * The page-side hook: any agent that can run JavaScript in the page
- * (Playwright, Selenium, puppeteer, raw CDP) talks to the extension with
- * `window.postMessage`. Requests and replies are plain objects:
+ * The page-side hook: an agent that runs JavaScript in its page (Playwright, Selenium,
+ * puppeteer, raw CDP) talks to the extension with `window.postMessage`:
  *
- *   page -> extension  {channel: "webshepherd", dir: "request", id, type, ...}
+ *   page -> extension  {channel: "webshepherd", dir: "request", id, type, key, ...}
  *   extension -> page  {channel: "webshepherd", dir: "reply", id, type, ...}
  *
- * Requests: `session.start` {intent, checklist?, start_url?} -> `session.started`;
- * `attach` {session_id} -> `attached`; `observe` -> `observed`;
- * `score` {candidates, samples?, approval?} -> `scored` (the daemon's reply);
- * `action` {action, thought?} -> `action.recorded`; `session.end` {outcome, answer?} -> `session.ended`;
- * `status` -> `status`. A failure replies `{type: "error", code, message}`.
- * `observe`, `score`, `action` and `session.end` need a session in the tab.
+ * The hook is off unless the settings turn it on (`pageHook`, set by the agent's launcher or
+ * in the options page); off, the extension neither answers nor says it is there. Every
+ * request but `status` carries `key`: a key the agent got from the daemon over its own
+ * connection (`hook.grant`). `session.start` {key, intent, checklist?, start_url?, agent?}
+ * needs a key without a session; `attach` {key} one for the agent's session. Either binds
+ * the tab to the session, the key and the page's origin; `observe`, `score`
+ * {candidates, samples?, approval?}, `action` {action, thought?} and `session.end`
+ * {outcome, answer?} are answered only with that key, from that origin (another origin the
+ * tab navigates to gets nothing; the agent may `attach` there again with its key). `status`
+ * says whether the extension is connected, and the session only to the key's holder.
+ * A failure replies `{type: "error", code, message}`.
  */
 export const CHANNEL = "webshepherd";
 
@@ -39,11 +43,32 @@ export function parseHookRequest(data: unknown): HookRequest | null {
   if (typeof data !== "object" || data === null) return null;
   const d = data as Record<string, unknown>;
   if (d.channel !== CHANNEL || d.dir !== "request") return null;
-  if (typeof d.id !== "string" || d.id === "") return null;
+  if (typeof d.id !== "string" || d.id === "" || d.id.length > 200) return null;
   if (!HOOK_TYPES.includes(d.type as HookType)) return null;
   return d as unknown as HookRequest;
 }
 
 export function hookError(id: string, code: string, message: string): HookReply {
   return { channel: CHANNEL, dir: "reply", id, type: "error", code, message };
+}
+
+/** The request's key if it has the shape of one (the daemon's are 43 URL-safe characters). */
+export function hookKey(req: HookRequest): string | null {
+  const k = req.key;
+  return typeof k === "string" && /^[A-Za-z0-9_-]{16,128}$/.test(k) ? k : null;
+}
+
+/** SHA-256 of a key, hex: what a tab's binding keeps. */
+export async function keyDigest(key: string): Promise<string> {
+  const bytes = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(key)));
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** The origin of a URL ("null" when it has none, e.g. about:blank or data:). */
+export function originOf(url: string | undefined): string {
+  try {
+    return url ? new URL(url).origin : "null";
+  } catch {
+    return "null";
+  }
 }

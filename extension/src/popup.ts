@@ -1,8 +1,10 @@
 /**
- * The action popup: the connection state, and demonstrations: start a session with an
+ * The action popup: the connection state, the approvals waiting for a person
+ * (approvals-ui.ts; the side panel lists the same), and demonstrations: start a session with an
  * instruction in this tab (the person's own actions are recorded), stop it with an outcome.
  * Opened as a page, `popup.html?tab=ID` names the tab (tests drive it that way).
  */
+import { mountApprovals } from "./approvals-ui.js";
 import { sendToWorker } from "./messages.js";
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
@@ -25,7 +27,11 @@ async function render(tabId: number | undefined) {
 }
 
 async function main() {
+  mountApprovals($("approvals"), "popup");
   const tabId = await targetTab();
+  $("open-panel").addEventListener("click", () => {
+    void chrome.windows.getCurrent().then((w) => (w.id === undefined ? undefined : chrome.sidePanel.open({ windowId: w.id })));
+  });
   $<HTMLFormElement>("start-form").addEventListener("submit", async (ev) => {
     ev.preventDefault();
     if (tabId === undefined) return;

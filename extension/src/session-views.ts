@@ -1,5 +1,5 @@
 /** The overlay's state per session, updated from daemon messages (pure; the worker owns one). */
-import type { SessionView } from "./messages.js";
+import type { PendingApproval, SessionView } from "./messages.js";
 import type { ApprovalRequest, Candidate, ChecklistItem, Scored, Signal } from "./protocol.gen.js";
 
 export class SessionViews {
@@ -71,6 +71,11 @@ export class SessionViews {
       if (v.approvals.length !== n) return v;
     }
     return null;
+  }
+
+  /** Every open approval request, oldest session first (what the side panel and popup list). */
+  pending(): PendingApproval[] {
+    return [...this.views.values()].flatMap((v) => v.approvals.map((request) => ({ request, intent: v.intent })));
   }
 
   pendingApprovals(): number {

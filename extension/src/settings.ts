@@ -1,16 +1,21 @@
-/** What the options page sets: the daemon's URL and token, and which observation flags to send. */
+/**
+ * What the options page sets: the daemon's URL and token, which observation flags to send,
+ * and whether pages may use the page hook (off unless the agent's launcher, or the person,
+ * turns it on; see page-hook.ts).
+ */
 import type { ObservationFlags } from "./capture/observation-text.js";
 
 export interface Settings {
   url: string;
   token: string;
   flags: ObservationFlags;
+  pageHook: boolean;
 }
 
-export const DEFAULT_SETTINGS: Settings = { url: "ws://127.0.0.1:8765/v1", token: "", flags: "default" };
+export const DEFAULT_SETTINGS: Settings = { url: "ws://127.0.0.1:8765/v1", token: "", flags: "default", pageHook: false };
 
 export async function loadSettings(): Promise<Settings> {
-  const stored = await chrome.storage.local.get(["url", "token", "flags"]);
+  const stored = await chrome.storage.local.get(["url", "token", "flags", "pageHook"]);
   return { ...DEFAULT_SETTINGS, ...stored } as Settings;
 }
 

@@ -8,6 +8,10 @@ export interface TabSession {
   /** True for a demonstration recorded from the person's own actions. */
   demonstration: boolean;
   step: number;
+  /** Page hook: the origin that started or attached the session; the tab's other origins get nothing. */
+  origin?: string;
+  /** Page hook: SHA-256 (hex) of the key the agent's page presented; every hook request repeats the key. */
+  keyDigest?: string;
 }
 
 const KEY = "tabSessions";

@@ -1,6 +1,12 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { parseHookRequest } from "../src/page-hook.js";
+import type { HookContext } from "../src/hook-handler.js";
+import { hookKey, keyDigest, originOf, parseHookRequest, type HookRequest } from "../src/page-hook.js";
+import type { TabSession } from "../src/tab-sessions.js";
+
+// the handler's imports reach the capture code, which registers chrome listeners at load
+(globalThis as { chrome?: unknown }).chrome = {};
+const { handleHook } = await import("../src/hook-handler.js");
 
 test("well-formed hook requests are accepted", () => {
   const req = parseHookRequest({ channel: "webshepherd", dir: "request", id: "1", type: "score", candidates: [] });
@@ -18,4 +24,67 @@ test("anything else on the window is ignored", () => {
   ]) {
     assert.equal(parseHookRequest(d), null, JSON.stringify(d));
   }
+});
+
+test("keys: the daemon's shape only; digests are SHA-256 hex; origins", async () => {
+  const req = (key: unknown) => ({ channel: "webshepherd", dir: "request", id: "1", type: "observe", key }) as HookRequest;
+  assert.equal(hookKey(req("q0l5V1pDb3JmW9mG1y2nX3c4Ra8sTb6uKe0vYhwz7Ag")), "q0l5V1pDb3JmW9mG1y2nX3c4Ra8sTb6uKe0vYhwz7Ag");
+  for (const bad of [undefined, 42, "", "short", "has space in it, not a key", "x".repeat(129)]) assert.equal(hookKey(req(bad)), null);
+  assert.equal(await keyDigest("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  assert.equal(originOf("http://127.0.0.1:8000/a?b"), "http://127.0.0.1:8000");
+  assert.equal(originOf("about:blank"), "null");
+  assert.equal(originOf(undefined), "null");
+});
+
+const KEY = "q0l5V1pDb3JmW9mG1y2nX3c4Ra8sTb6uKe0vYhwz7Ag";
+const A = "http://127.0.0.1:8000";
+
+/** A context whose tab 1 follows session s1, bound to origin A and KEY; the connection records what it is sent. */
+async function context(pageHook: boolean) {
+  const sent: unknown[] = [];
+  const tab: TabSession = { sessionId: "s1", intent: "Buy a lamp", demonstration: false, step: 0, origin: A, keyDigest: await keyDigest(KEY) };
+  const ctx = {
+    connection: () => ({
+      state: "connected",
+      request: async (msg: { type: string }) => {
+        sent.push(msg);
+        return msg.type === "action" ? { type: "action.recorded", step: 1 } : { type: "session.ended" };
+      },
+    }),
+    sessions: { get: (id: number) => (id === 1 ? tab : undefined), remove: async () => undefined },
+    settings: () => ({ url: "", token: "", flags: "default", pageHook }),
+    forget: () => undefined,
+  } as unknown as HookContext;
+  return { ctx, sent };
+}
+
+const request = (type: string, body: Record<string, unknown> = {}) => ({ channel: "webshepherd", dir: "request", id: "r1", type, ...body }) as HookRequest;
+
+test("the hook is silent while it is off", async () => {
+  const { ctx, sent } = await context(false);
+  for (const type of ["status", "session.start", "action"]) {
+    assert.equal(await handleHook(ctx, { tabId: 1, url: `${A}/`, origin: A }, request(type, { key: KEY, intent: "x" })), null);
+  }
+  assert.deepEqual(sent, []);
+});
+
+test("only the key's holder on the session's origin reaches the session", async () => {
+  const { ctx, sent } = await context(true);
+  const on = (origin: string) => ({ tabId: 1, url: `${origin}/`, origin });
+  const status = await handleHook(ctx, on(A), request("status"));
+  assert.deepEqual([status?.type, status?.session_id], ["status", null]); // no key: no session id
+  const keyed = await handleHook(ctx, on(A), request("status", { key: KEY }));
+  assert.equal(keyed?.session_id, "s1");
+  const noKey = await handleHook(ctx, on(A), request("action", { action: "click('1')" }));
+  assert.equal(noKey?.code, "unauthorized");
+  const wrongKey = await handleHook(ctx, on(A), request("session.end", { key: "z".repeat(43), outcome: "success" }));
+  assert.equal(wrongKey?.code, "no_session");
+  const B = "http://localhost:8000";
+  const elsewhere = await handleHook(ctx, on(B), request("action", { key: KEY, action: "click('1')" }));
+  assert.equal(elsewhere?.code, "no_session");
+  assert.equal((await handleHook(ctx, on(B), request("status", { key: KEY })))?.session_id, null);
+  assert.deepEqual(sent, []); // nothing reached the daemon
+  const ok = await handleHook(ctx, on(A), request("action", { key: KEY, action: "click('1')" }));
+  assert.equal(ok?.type, "action.recorded");
+  assert.deepEqual(sent, [{ type: "action", session_id: "s1", action: "click('1')", thought: null, source: "agent" }]);
 });

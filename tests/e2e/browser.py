@@ -47,10 +47,14 @@ class Browser:
         self.ctx = ctx
         self.worker = worker
 
-    async def configure(self, url: str, token: str, flags: str = "default") -> None:
-        """What a person does in the options page: set the daemon URL and the token."""
+    async def configure(
+        self, url: str, token: str, flags: str = "default", page_hook: bool = True
+    ) -> None:
+        """What the options page sets: the daemon URL and the token, and (as an agent's
+        launcher does) the page hook on."""
         await self.worker.evaluate(
-            "(s) => chrome.storage.local.set(s)", {"url": url, "token": token, "flags": flags}
+            "(s) => chrome.storage.local.set(s)",
+            {"url": url, "token": token, "flags": flags, "pageHook": page_hook},
         )
 
     async def conn_state(self) -> str:
@@ -59,12 +63,28 @@ class Browser:
     async def capture(self, url_prefix: str, flags: str = "default") -> dict[str, Any]:
         return await capture(self.worker, url_prefix, flags)
 
+    async def open_panel(self) -> Any:
+        """The extension's side panel page (where a person decides approvals), in a tab."""
+        ext_id = self.worker.url.split("/")[2]
+        page = await self.ctx.new_page()
+        await page.goto(f"chrome-extension://{ext_id}/panel.html", wait_until="load")
+        return page
+
 
 @contextlib.asynccontextmanager
 async def open_browser(user_data_dir: Path) -> AsyncIterator[Browser]:
     async with extension_context(user_data_dir, DIST, CHROMIUM) as (ctx, worker):
         await wait_extension_ready(worker)
         yield Browser(ctx, worker)
+
+
+async def hook_key(daemon: Any, session_id: str | None = None) -> str:
+    """A page-hook key from the daemon, as an agent gets one over its own connection:
+    for ``session_id``'s page to ``attach``, or (None) for one ``session.start``."""
+    agent = await daemon.client(name="hook-agent")
+    granted = await agent.request({"type": "hook.grant", "session_id": session_id})
+    assert granted["type"] == "hook.granted", granted
+    return str(granted["key"])
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):

@@ -10,6 +10,7 @@ import pytest
 from tests.e2e.browser import (
     GOLDEN,
     GOLDEN_PORT,
+    hook_key,
     require_browser,
     serve_dir,
     without_inline_text_boxes,
@@ -65,7 +66,11 @@ async def test_daemon_receives_exactly_the_golden_text(paired, golden_site):
     page = await browser.ctx.new_page()
     await page.goto(f"{golden_site}/p4-iframe.html", wait_until="load")
     started = await hook(
-        page, "session.start", intent="Track the parcel", checklist="Checklist 1: Read the status"
+        page,
+        "session.start",
+        intent="Track the parcel",
+        checklist="Checklist 1: Read the status",
+        key=await hook_key(daemon),
     )
     assert started["type"] == "session.started", started
     sid = started["session_id"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from webshepherd.daemon.browser.playwright_env import PlaywrightEnvironment
 from webshepherd.daemon.demo.browser_page import hook
 
-from tests.e2e.browser import require_browser, serve_dir
+from tests.e2e.browser import hook_key, require_browser, serve_dir
 
 require_browser()
 
@@ -18,12 +18,18 @@ PAGE = """<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>Unde
 
 
 async def test_a_click_reaches_the_element_under_the_panel(paired, tmp_path):
-    _, browser = paired
+    daemon, browser = paired
     (tmp_path / "under.html").write_text(PAGE, encoding="utf-8")
     with serve_dir(tmp_path) as base:
         page = await browser.ctx.new_page()
         await page.goto(f"{base}/under.html", wait_until="load")
-        started = await hook(page, "session.start", intent="Press the button", checklist="- x")
+        started = await hook(
+            page,
+            "session.start",
+            intent="Press the button",
+            checklist="- x",
+            key=await hook_key(daemon),
+        )
         assert started["type"] == "session.started"
         panel = page.get_by_test_id("ws-panel")
         await panel.wait_for()

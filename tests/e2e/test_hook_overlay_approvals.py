@@ -1,5 +1,6 @@
 """An agent drives the page hook: score -> the overlay shows rewards and outlines the target;
-approvals decided in the overlay, by another client, and by timeout."""
+approval requests shown in the overlay (which has no decision controls), decided in the
+extension's side panel, by another client, and by timeout."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.browser import GOLDEN, require_browser, serve_dir
+from tests.e2e.browser import GOLDEN, hook_key, require_browser, serve_dir
 from tests.e2e.test_golden_capture import hook
 
 require_browser()
@@ -33,27 +34,33 @@ def pages_site():
         yield base
 
 
-async def start(page, site):
+async def start(daemon, page, site):
     await page.goto(f"{site}/p2-shop.html", wait_until="load")
-    started = await hook(page, "session.start", intent="Buy a desk lamp", checklist=CHECKLIST)
+    key = await hook_key(daemon)
+    started = await hook(
+        page, "session.start", intent="Buy a desk lamp", checklist=CHECKLIST, key=key
+    )
     assert started["type"] == "session.started", started
-    return started["session_id"]
+    return started["session_id"], key
 
 
 async def test_hook_needs_a_session(paired, site):
-    _, browser = paired
+    daemon, browser = paired
     page = await browser.ctx.new_page()
     await page.goto(f"{site}/p2-shop.html", wait_until="load")
-    reply = await hook(page, "score", candidates=CANDS)
+    reply = await hook(page, "score", candidates=CANDS, key=await hook_key(daemon))
     assert (reply["type"], reply["code"]) == ("error", "no_session")
 
 
 async def test_score_through_the_hook_draws_rewards_and_outlines(paired, pages_site):
     # a short page: the tiny model writes whole judgements only for short observations
-    _, browser = paired
+    daemon, browser = paired
     page = await browser.ctx.new_page()
     await page.goto(f"{pages_site}/lamp.html", wait_until="load")
-    started = await hook(page, "session.start", intent="Buy a desk lamp", checklist=CHECKLIST)
+    key = await hook_key(daemon)
+    started = await hook(
+        page, "session.start", intent="Buy a desk lamp", checklist=CHECKLIST, key=key
+    )
     assert started["type"] == "session.started", started
     capture = await browser.capture(f"{pages_site}/lamp.html")
     search_bid = re.search(r"\[(\d+)\] searchbox 'Search'", capture["axtree"]).group(1)
@@ -62,7 +69,7 @@ async def test_score_through_the_hook_draws_rewards_and_outlines(paired, pages_s
         {"thought": "Search first.", "action": f"fill('{search_bid}', 'lamp')"},
         {"thought": "Add the first product.", "action": f"click('{add_bid}')"},
     ]
-    scored = await hook(page, "score", candidates=cands, samples=1, approval="never")
+    scored = await hook(page, "score", candidates=cands, samples=1, approval="never", key=key)
     assert scored["type"] == "scored", scored
     assert len(scored["results"]) == 2 and scored["best"] in (0, 1), scored
     best_action = cands[scored["best"]]["action"]
@@ -90,7 +97,7 @@ async def test_score_through_the_hook_draws_rewards_and_outlines(paired, pages_s
     assert await page.get_by_test_id("ws-checklist").locator("li").count() == 2
     await page.get_by_test_id("ws-curve").wait_for()
     # the overlay is never part of the observation
-    text = await hook(page, "observe")
+    text = await hook(page, "observe", key=key)
     assert text["type"] == "observed"
     capture = await browser.capture(f"{pages_site}/lamp.html")
     assert "webshepherd" not in capture["axtree"]
@@ -99,36 +106,51 @@ async def test_score_through_the_hook_draws_rewards_and_outlines(paired, pages_s
 async def _approval_scenario(paired, site, decide):
     daemon, browser = paired
     page = await browser.ctx.new_page()
-    sid = await start(page, site)
+    sid, key = await start(daemon, page, site)
     pending = asyncio.ensure_future(
-        hook(page, "score", candidates=CANDS[:1], samples=1, approval="always")
+        hook(page, "score", candidates=CANDS[:1], samples=1, approval="always", key=key)
     )
     card = page.get_by_test_id("ws-approval")
     await card.wait_for(timeout=60_000)
     assert "fill('14', 'lamp')" in await card.inner_text()
+    # the overlay shows the request and where to decide it, and nothing that decides
+    assert "side panel" in await card.inner_text()
+    assert await card.locator("button, input").count() == 0
     await page.locator("[data-testid=ws-outline][data-bid='14']").wait_for()
     badge = await browser.worker.evaluate("() => chrome.action.getBadgeText({})")
     assert badge == "!"
-    await decide(daemon, page, card, sid)
+    await decide(daemon, browser, card, sid)
     scored = await asyncio.wait_for(pending, 60)
     await card.wait_for(state="detached", timeout=10_000)
     return scored
 
 
-async def test_approval_by_clicking_in_the_overlay(paired, site):
-    async def decide(daemon, page, card, sid):
-        await card.get_by_role("button", name="Approve").click()
+async def panel_card(browser, request_id: str):
+    """The side panel's card for ``request_id``."""
+    panel = await browser.open_panel()
+    card = panel.locator(f"[data-testid=ws-decide][data-request-id='{request_id}']")
+    await card.wait_for(timeout=10_000)
+    return panel, card
+
+
+async def test_approval_in_the_side_panel(paired, site):
+    async def decide(daemon, browser, card, sid):
+        _, decide_card = await panel_card(browser, await card.get_attribute("data-request-id"))
+        assert "fill('14', 'lamp')" in await decide_card.inner_text()
+        assert "Buy a desk lamp" in await decide_card.inner_text()
+        await decide_card.get_by_role("button", name="Approve").click()
 
     scored = await _approval_scenario(paired, site, decide)
     assert scored["decision"]["status"] == "approved"
-    assert scored["decision"]["by"].startswith("extension:")
+    assert scored["decision"]["by"] == "extension:webshepherd-extension/panel"
 
 
-async def test_approval_edited_with_the_keyboard(paired, site):
-    async def decide(daemon, page, card, sid):
-        await card.focus()
-        await page.keyboard.press("e")
-        edit = card.get_by_label("Edited action")
+async def test_approval_edited_with_the_keyboard_in_the_side_panel(paired, site):
+    async def decide(daemon, browser, card, sid):
+        panel, decide_card = await panel_card(browser, await card.get_attribute("data-request-id"))
+        await decide_card.focus()
+        await panel.keyboard.press("e")
+        edit = decide_card.get_by_label("Edited action")
         await edit.fill("fill('14', 'desk lamp')")
         await edit.press("Enter")
 
@@ -138,7 +160,7 @@ async def test_approval_edited_with_the_keyboard(paired, site):
 
 
 async def test_approval_by_another_client_dismisses_the_card(paired, site):
-    async def decide(daemon, page, card, sid):
+    async def decide(daemon, browser, card, sid):
         tui = await daemon.client(role="monitor", name="tui")
         req = await tui.request({"type": "subscribe", "sessions": [sid]})
         assert req["type"] == "subscribed"
@@ -163,7 +185,7 @@ async def test_approval_timeout_dismisses_the_card(start_daemon, browser, site):
     await browser.configure(daemon.url, TEST_TOKEN)
     await wait_connected(browser)
 
-    async def decide(daemon, page, card, sid):
+    async def decide(daemon, browser, card, sid):
         pass  # nobody answers
 
     scored = await _approval_scenario((daemon, browser), site, decide)

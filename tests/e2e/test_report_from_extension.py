@@ -8,7 +8,7 @@ import asyncio
 from webshepherd.daemon.cli.report import write_report
 from webshepherd.daemon.recorder import History
 
-from tests.e2e.browser import GOLDEN, require_browser, serve_dir
+from tests.e2e.browser import GOLDEN, hook_key, require_browser, serve_dir
 from tests.e2e.test_golden_capture import hook
 
 require_browser()
@@ -24,11 +24,16 @@ async def test_extension_boxes_outline_targets_in_the_report(paired, tmp_path):
     with serve_dir(GOLDEN) as site:
         page = await browser.ctx.new_page()
         await page.goto(f"{site}/p2-shop.html", wait_until="load")
+        key = await hook_key(daemon)
         started = await hook(
-            page, "session.start", intent="Buy a desk lamp", checklist="Checklist 1: Search"
+            page,
+            "session.start",
+            intent="Buy a desk lamp",
+            checklist="Checklist 1: Search",
+            key=key,
         )
         sid = started["session_id"]
-        scored = await hook(page, "score", candidates=CANDS, samples=1, approval="never")
+        scored = await hook(page, "score", candidates=CANDS, samples=1, approval="never", key=key)
         assert scored["type"] == "scored", scored
         expected = {
             bid: await page.locator(f"[bid='{bid}']").bounding_box() for bid in ("14", "24")

@@ -4,7 +4,7 @@ session its tab was following: subscribed again, a fresh observation, the hook s
 
 from __future__ import annotations
 
-from tests.e2e.browser import GOLDEN, require_browser, serve_dir
+from tests.e2e.browser import GOLDEN, hook_key, require_browser, serve_dir
 from tests.e2e.test_golden_capture import hook
 from tests.fixtures.poll import until
 
@@ -25,7 +25,8 @@ async def test_worker_restart_reconnects_and_resumes(paired):
     with serve_dir(GOLDEN) as base:
         page = await browser.ctx.new_page()
         await page.goto(f"{base}/p2-shop.html", wait_until="load")
-        started = await hook(page, "session.start", intent="Buy a desk lamp")
+        key = await hook_key(daemon)
+        started = await hook(page, "session.start", intent="Buy a desk lamp", key=key)
         assert started["type"] == "session.started", started
         sid = started["session_id"]
         await until(lambda: len(extension_conns(daemon)) == 1, what="one extension connection")
@@ -46,7 +47,7 @@ async def test_worker_restart_reconnects_and_resumes(paired):
         )
 
         # the next extension event (the page asks the hook for its status) starts it again
-        status = await hook(page, "status")
+        status = await hook(page, "status", key=key)
         await until(lambda: len(extension_conns(daemon)) == 1, what="a new extension connection")
         [(second_id, second)] = extension_conns(daemon).items()
         assert second_id != first_id
@@ -58,7 +59,7 @@ async def test_worker_restart_reconnects_and_resumes(paired):
             return len(await observed_steps(monitor, sid)) > len(before)
 
         await until(resumed, 20, "a fresh observation after the restart", interval=0.2)
-        action = await hook(page, "action", action="click('24')")
+        action = await hook(page, "action", action="click('24')", key=key)
         assert action["type"] == "action.recorded", action
         got = await monitor.request({"type": "session.get", "session_id": sid})
         assert [e["action"] for e in got["events"] if e["type"] == "action"] == ["click('24')"]

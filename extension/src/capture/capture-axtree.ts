@@ -78,25 +78,44 @@ async function markAll(send: CdpSend, frames: FrameInfo[], warnings: string[]): 
 
 interface DomNode { backendNodeId: number; children?: DomNode[]; shadowRoots?: DomNode[] }
 
-/** backendNodeIds of the overlay's host and of everything under it, its shadow tree included. */
+const OVERLAY_GROUP = "webshepherd-overlay-hosts";
+
+/**
+ * backendNodeIds of every element carrying the overlay's attribute and of everything under
+ * them, shadow trees included: all of them, so that a page's decoy with the same attribute
+ * cannot let the real overlay into the observation.
+ */
 async function overlayBackendIds(send: CdpSend, topDoc: string | undefined): Promise<Set<number>> {
   const ids = new Set<number>();
   if (!topDoc) return ids;
   const res = await send<{ result: { objectId?: string } }>("Runtime.callFunctionOn", {
     objectId: topDoc,
-    functionDeclaration: `function (a) { return this.querySelector("[" + a + "]"); }`,
+    functionDeclaration: `function (a) { return Array.from(this.querySelectorAll("[" + a + "]")); }`,
     arguments: [{ value: OVERLAY_HOST_ATTR }],
+    objectGroup: OVERLAY_GROUP,
   });
-  if (!res.result.objectId) return ids;
-  const { node } = await send<{ node: DomNode }>("DOM.describeNode", { objectId: res.result.objectId, depth: -1, pierce: true });
-  const stack = [node];
-  while (stack.length > 0) {
-    const n = stack.pop()!;
-    ids.add(n.backendNodeId);
-    for (const c of n.children ?? []) stack.push(c);
-    for (const c of n.shadowRoots ?? []) stack.push(c);
+  const list = res.result.objectId;
+  if (!list) return ids;
+  try {
+    const { result } = await send<{ result: { name: string; value?: { objectId?: string } }[] }>("Runtime.getProperties", {
+      objectId: list,
+      ownProperties: true,
+    });
+    for (const prop of result) {
+      const objectId = prop.value?.objectId;
+      if (!/^\d+$/.test(prop.name) || !objectId) continue;
+      const { node } = await send<{ node: DomNode }>("DOM.describeNode", { objectId, depth: -1, pierce: true });
+      const stack = [node];
+      while (stack.length > 0) {
+        const n = stack.pop()!;
+        ids.add(n.backendNodeId);
+        for (const c of n.children ?? []) stack.push(c);
+        for (const c of n.shadowRoots ?? []) stack.push(c);
+      }
+    }
+  } finally {
+    await send("Runtime.releaseObjectGroup", { objectGroup: OVERLAY_GROUP }).catch(() => undefined);
   }
-  await send("Runtime.releaseObject", { objectId: res.result.objectId }).catch(() => undefined);
   return ids;
 }
 

@@ -1,12 +1,13 @@
 /**
  * The overlay: a host element outside the page's own tree (left out of every
  * capture) with an open shadow root holding the panel and the outlines.
- * Collapsible, draggable (mouse or arrow keys on the header), position remembered.
+ * Collapsible, draggable (mouse or arrow keys on the header), position remembered. It shows
+ * approval requests and where to decide them, never a control that decides (approval-card.ts).
  */
 import { targetBid } from "../action-strings.js";
 import { OVERLAY_HOST_ATTR } from "../capture/mark-elements.js";
 import type { SessionView } from "../messages.js";
-import { approvalCard, type Decide } from "./approval-card.js";
+import { approvalCard } from "./approval-card.js";
 import { drawOutlines } from "./outlines.js";
 import { rewardColour } from "./reward-colour.js";
 import { rewardCurvePoints } from "./reward-curve.js";
@@ -31,7 +32,7 @@ export class Overlay {
   private view: SessionView | null = null;
   private progress: Record<number, string> = {};
 
-  constructor(private readonly decide: Decide) {
+  constructor() {
     this.host = document.createElement("webshepherd-overlay");
     this.host.setAttribute(OVERLAY_HOST_ATTR, "");
     this.root = this.host.attachShadow({ mode: "open" });
@@ -93,7 +94,7 @@ export class Overlay {
     const v = this.view!;
     this.title.textContent = v.intent ? `webshepherd · ${v.intent}` : "webshepherd";
     const parts: HTMLElement[] = [];
-    for (const req of v.approvals) parts.push(approvalCard(req, this.decide));
+    for (const req of v.approvals) parts.push(approvalCard(req));
 
     if (v.stalled) {
       const note = h("div", "stalled", `Stalled · ${v.stalled.detail}`);

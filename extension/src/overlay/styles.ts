@@ -27,6 +27,5 @@ code { font: 11px ui-monospace, monospace; word-break: break-all; }
 .feedback { white-space: pre-wrap; max-height: 120px; overflow: auto; background: #f6f8fa; padding: 4px; border-radius: 4px; }
 svg { width: 100%; height: 40px; background: #f6f8fa; border-radius: 4px; }
 .approval { border: 2px solid #bf8700; border-radius: 6px; padding: 6px; display: grid; gap: 6px; background: #fff8c5; }
-.approval .buttons { display: flex; gap: 6px; }
-.approval input { font: 11px ui-monospace, monospace; width: 100%; box-sizing: border-box; }
+.approval .where { margin: 0; font-weight: 600; }
 `;
