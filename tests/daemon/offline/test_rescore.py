@@ -141,3 +141,31 @@ async def test_steps_without_a_page_are_skipped_with_a_reason(tmp_path):
     [skip] = summary["skipped"]
     assert skip["step"] == 1 and "no AX tree or screenshot" in skip["why"]
     assert summary["report"] is None  # the daemon records elsewhere than --data-dir
+
+
+async def test_a_webshepherd_recording_is_rescored(tmp_path):
+    """A session recorded by the daemon is read back from its recording and re-judged (the
+    judge scripted: what is checked is the replay of the recorded steps)."""
+    with ShopServer() as shop:
+        table = write_run(shop, tmp_path / "run.jsonl")
+    first = ["rescore", str(tmp_path / "run.jsonl"), "--token", TEST_TOKEN, "--quiet"]
+    first += ["--data-dir", str(tmp_path / "a" / "data"), "--json", str(tmp_path / "first.json")]
+    async with scripted_daemon(tmp_path / "a", table) as daemon:
+        assert await asyncio.to_thread(main, [*first, "--url", daemon.url]) == 0
+    recorded = json.loads((tmp_path / "first.json").read_text())["session_id"]
+    recording = tmp_path / "a" / "data"  # the daemon's data dir (tests' config)
+    again = ["rescore", str(recording), "--session", recorded, "--token", TEST_TOKEN]
+    again += [
+        "--quiet",
+        "--data-dir",
+        str(tmp_path / "b" / "data"),
+        "--json",
+        str(tmp_path / "b.json"),
+    ]
+    async with scripted_daemon(tmp_path / "b", table) as daemon:
+        assert await asyncio.to_thread(main, [*again, "--url", daemon.url]) == 0
+    summary = json.loads((tmp_path / "b.json").read_text())
+    assert summary["format"] == "webshepherd" and summary["session_id"] != recorded
+    assert summary["rewards"] == [0.55, 0.8, 0.1, 0.5, 0.9]  # the same steps, judged again
+    assert summary["first_bad_steps"]["progress"]["step"] == 2
+    assert summary["report"] is not None  # recorded under b/data, where --data-dir points
