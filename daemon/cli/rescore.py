@@ -49,7 +49,7 @@ def add_rescore_parser(sub: Any) -> None:
     r.add_argument("--samples", type=int, default=None, help="completions per step")
     r.add_argument(
         "--stalled-after",
-        type=int,
+        type=_positive,
         default=None,
         help="steps without checklist progress before the stalled signal (default 3)",
     )
@@ -64,6 +64,13 @@ def add_rescore_parser(sub: Any) -> None:
     r.add_argument("--json", type=Path, default=None, help="write the summary here as JSON")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
     r.set_defaults(func=cmd_rescore)
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if not 1 <= value <= 1000:
+        raise argparse.ArgumentTypeError("a number of steps from 1 to 1000")
+    return value
 
 
 def cmd_rescore(args: argparse.Namespace) -> int:

@@ -109,7 +109,7 @@ async def rescore(
         raise ImportFormatError(f"the {run.kind} run has no executed steps to score")
     agent = AgentInfo(name=f"import:{run.agent}"[:200])
     if stalled_after is not None:
-        agent = agent.model_copy(update={"stalled_after": stalled_after})
+        agent = AgentInfo(name=agent.name, stalled_after=stalled_after)
     scored: list[ScoredStep] = []
     async with AsyncClient(url, token, name="webshepherd-rescore") as client:
         session = await client.start_session(
