@@ -24,10 +24,14 @@ it). Mapping: ``click(index)`` → ``click('bid')``, ``input`` → ``fill('bid',
 ``send_msg_to_user(text)``. Not mapped (scored as ``noop()`` with the original in the
 thought): coordinate clicks, ``search``, tabs, files, ``extract``, ``evaluate``, ``wait``.
 
-``overlay=True``: when the agent's Chromium has the extension loaded and paired, the page
-asks it (the page hook's ``attach``) to follow the session, so its overlay shows each step's
-candidates, rewards and checklist; the extension then also sends its own observation of the
-page. ``handle.overlay_reply`` is its answer (None: no extension answered within 5 s).
+``overlay=True``: when the agent's Chromium has the extension loaded, paired and its page
+hook turned on (``pageHook`` in its settings: the launcher sets it, or the options page), the
+page asks it (the page hook's ``attach``, with a key the daemon gives this client for its
+session: ``hook.grant``) to follow the session, so its overlay shows each step's candidates,
+rewards and checklist; the extension then also sends its own observation of the page. A
+session stays with the origin it was attached on: when the agent's page moves to another
+origin, the next step attaches there again with the same key. ``handle.overlay_reply`` is the
+latest answer (None: no extension answered within 5 s).
 
 ``checklist=`` is a reference checklist (``"Checklist 1: ..."`` lines); without it the model
 writes one from the task.
@@ -50,6 +54,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel
 from webshepherd.integrations.browser_use_actions import to_browsergym
@@ -60,7 +65,7 @@ from webshepherd.protocol.common import Candidate
 Mode = Literal["observe", "gate", "refine"]
 OVERLAY_TIMEOUT_MS = 5000
 #: The extension's page hook (extension/README.md): ``attach`` makes the tab follow a session.
-_HOOK_ATTACH = """([sessionId, timeout]) => new Promise((resolve) => {
+_HOOK_ATTACH = """([sessionId, key, timeout]) => new Promise((resolve) => {
   const id = 'webshepherd-attach-' + Math.random().toString(36).slice(2);
   const timer = setTimeout(() => { removeEventListener('message', on); resolve(null); }, timeout);
   function on(ev) {
@@ -71,7 +76,7 @@ _HOOK_ATTACH = """([sessionId, timeout]) => new Promise((resolve) => {
   }
   addEventListener('message', on);
   const request = {channel: 'webshepherd', dir: 'request', id, type: 'attach'};
-  postMessage({...request, session_id: sessionId}, '*');
+  postMessage({...request, session_id: sessionId, key}, '*');
 })"""
 FEEDBACK_ACTION = "webshepherd_feedback"
 
@@ -157,14 +162,14 @@ class PageCapture:
             raise RuntimeError("the agent's browser has no page")
         return pages[-1]
 
-    async def attach_overlay(self, url: str, session_id: str) -> dict[str, Any] | None:
-        """Asks the extension in the agent's page (its page hook) to follow ``session_id``;
-        None when no extension answers."""
+    async def attach_overlay(self, url: str, session_id: str, key: str) -> dict[str, Any] | None:
+        """Asks the extension in the agent's page (its page hook, with the daemon's ``key``)
+        to follow ``session_id``; None when no extension answers."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._pool, self._attach_overlay, url, session_id)
+        return await loop.run_in_executor(self._pool, self._attach_overlay, url, session_id, key)
 
-    def _attach_overlay(self, url: str, session_id: str) -> dict[str, Any] | None:
-        reply = self._page(url).evaluate(_HOOK_ATTACH, [session_id, OVERLAY_TIMEOUT_MS])
+    def _attach_overlay(self, url: str, session_id: str, key: str) -> dict[str, Any] | None:
+        reply = self._page(url).evaluate(_HOOK_ATTACH, [session_id, key, OVERLAY_TIMEOUT_MS])
         return reply if isinstance(reply, dict) else None
 
     async def close(self) -> None:
@@ -187,7 +192,9 @@ class Handle:
     own_client: bool
     checklist: str | None = None
     overlay: bool = False
-    overlay_reply: dict[str, Any] | None = None  # the extension's answer to ``attach``
+    overlay_reply: dict[str, Any] | None = None  # the extension's latest answer to ``attach``
+    overlay_key: str | None = None  # the page hook's key for this session (from the daemon)
+    overlay_origin: str | None = None  # the origin the overlay was last attached on
     user_step_end: Callable[..., Any] | None = None
     session: SessionHandle | None = None
     session_id: str | None = None  # kept after the session ends
@@ -218,10 +225,10 @@ class Handle:
                 agent="browser-use",
             )
             self.session_id = self.session.session_id
-            if self.overlay:
-                self.overlay_reply = await self.capture.attach_overlay(state.url, self.session_id)
         else:
             await self.session.observe(state.url, axtree)
+        if self.overlay:
+            await self._follow_in_page(state.url)
         action = to_browsergym(name, params, bids)
         thought = " ".join(
             str(x)
@@ -256,6 +263,23 @@ class Handle:
             n_steps, action, reward, feedback, scored.decision.status, replaced
         )
         self.rewards.append(self._pending)
+
+    async def _follow_in_page(self, url: str) -> None:
+        """Attach the extension's overlay on the page's origin (again after the agent moved
+        to another origin: the extension hands a session to no other origin by itself)."""
+        origin = _origin(url)
+        if self.capture is None or self.session_id is None or origin == self.overlay_origin:
+            return
+        self.overlay_origin = origin  # one try per origin (no extension: no 5 s wait per step)
+        for fresh in (self.overlay_key is None, True):
+            if fresh:  # the first, or the old key expired unredeemed (a new tab after 10 min)
+                self.overlay_key = await self.client.hook_key(self.session_id)
+            assert self.overlay_key is not None
+            self.overlay_reply = await self.capture.attach_overlay(
+                url, self.session_id, self.overlay_key
+            )
+            if (self.overlay_reply or {}).get("code") != "unauthorized":
+                return
 
     def _feedback_action(self, text: str) -> Any:
         model = self.agent.tools.registry.create_action_model(include_actions=[FEEDBACK_ACTION])
@@ -345,6 +369,11 @@ async def attach(
     agent.register_new_step_callback = new_step
     agent.register_done_callback = done
     return handle
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
 
 
 async def _call(callback: Callable[..., Any] | None, *args: Any) -> None:

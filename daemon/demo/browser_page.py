@@ -1,9 +1,11 @@
-"""The browser demo's page side: the extension's page hook, pairing, and the overlay's state.
+"""The browser demo's page side: the extension's page hook, pairing, the overlay's state,
+and the extension's side panel where a person decides.
 
 ``hook`` sends one request with ``window.postMessage`` and waits for the extension's
-reply (the same messages any agent uses; see extension/README.md). The overlay
-helpers wait for the panel to show a step or an approval card and click its buttons,
-exactly where a person would.
+reply (the same messages any agent uses, with the key the agent got from the daemon; see
+extension/README.md). The overlay helpers wait for the panel to show a step or an approval
+card; ``decide_in_side_panel`` clicks Approve or Reject in the extension's side panel page,
+where a person decides (the overlay in the page has no decision controls).
 """
 
 from __future__ import annotations
@@ -41,9 +43,11 @@ async def hook(page: Any, type_: str, timeout_s: float = 300.0, **body: Any) -> 
 
 
 async def pair(worker: Any, url: str, token: str, timeout_s: float = 20.0) -> None:
-    """What a person does in the options page (daemon URL and token), then wait for ``on``."""
+    """What the options page sets (daemon URL and token; the page hook on, as the agent's
+    launcher), then wait for ``on``."""
     await worker.evaluate(
-        "(s) => chrome.storage.local.set(s)", {"url": url, "token": token, "flags": "default"}
+        "(s) => chrome.storage.local.set(s)",
+        {"url": url, "token": token, "flags": "default", "pageHook": True},
     )
     loop = asyncio.get_running_loop()
     end = loop.time() + timeout_s
@@ -73,6 +77,18 @@ async def approval_card(page: Any, timeout_s: float = 60) -> Any:
     return card
 
 
-async def click_decision(card: Any, decision: str) -> None:
-    """Click the card's Approve or Reject button, as a person would."""
-    await card.get_by_role("button", name=decision.capitalize()).click()
+async def decide_in_side_panel(
+    ctx: Any, worker: Any, request_id: str, decision: str, timeout_s: float = 30
+) -> None:
+    """Open the extension's side panel page and click Approve or Reject on the request's
+    card, as a person would; the panel page is closed afterwards."""
+    ext_id = worker.url.split("/")[2]
+    panel = await ctx.new_page()
+    try:
+        await panel.goto(f"chrome-extension://{ext_id}/panel.html", wait_until="load")
+        card = panel.locator(f"[data-testid=ws-decide][data-request-id='{request_id}']")
+        await card.wait_for(timeout=timeout_s * 1000)
+        await card.get_by_role("button", name=decision.capitalize()).click()
+        await card.wait_for(state="detached", timeout=timeout_s * 1000)
+    finally:
+        await panel.close()

@@ -1,6 +1,6 @@
 """One step of the browser demo: the agent's candidates scored through the page hook, the
-approval of a held candidate in the overlay, the action run with the harness, and each
-step's record (what ``summary.json`` lists)."""
+approval of a held candidate (shown in the overlay, decided in the extension's side panel),
+the action run with the harness, and each step's record (what ``summary.json`` lists)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from rich.markup import escape
 from webshepherd.daemon.demo.agent import CHECKLIST, ShopAgent
 from webshepherd.daemon.demo.browser_page import (
     approval_card,
-    click_decision,
+    decide_in_side_panel,
     hook,
     overlay_shows_step,
 )
@@ -47,8 +47,18 @@ def held_candidate(agent_step: list[Any], rewards: list[float | None]) -> int:
 class DemoRun:
     """One drive through the shop: the page, the harness, and what happened."""
 
-    def __init__(self, page: Any, env: Any, console: Console, opts: BrowserDemoOptions) -> None:
+    def __init__(
+        self,
+        page: Any,
+        env: Any,
+        console: Console,
+        opts: BrowserDemoOptions,
+        key: str,
+        worker: Any = None,
+    ) -> None:
         self.page, self.env, self.console, self.opts = page, env, console, opts
+        self.key = key  # the page hook's key (the daemon gave it to the agent)
+        self.worker = worker  # the extension's service worker (its side panel's address)
         self.steps: list[dict[str, Any]] = []
         self.approvals: list[dict[str, Any]] = []
         self.records: list[StepRecord] = []
@@ -70,7 +80,12 @@ class DemoRun:
         cands = [{"thought": p.thought, "action": p.action} for p in proposals]
         t_score = time.perf_counter()
         scored = await hook(
-            self.page, "score", candidates=cands, samples=self.opts.samples, approval="never"
+            self.page,
+            "score",
+            candidates=cands,
+            samples=self.opts.samples,
+            approval="never",
+            key=self.key,
         )
         score_ms = (time.perf_counter() - t_score) * 1000
         results = sorted(scored["results"], key=lambda r: r["index"])
@@ -89,7 +104,7 @@ class DemoRun:
             action, thought = await self.ask_approval(n, proposals, rewards, action, thought)
             wait_ms = (time.perf_counter() - t_wait) * 1000
         t_exec = time.perf_counter()
-        await hook(self.page, "action", action=action, thought=thought)
+        await hook(self.page, "action", action=action, thought=thought, key=self.key)
         error = None
         try:
             await self.env.execute(action)
@@ -142,17 +157,22 @@ class DemoRun:
                 samples=self.opts.samples,
                 approval="always",
                 timeout_s=self.opts.approval_timeout_s + 60,
+                key=self.key,
             )
         )
         card = await approval_card(self.page)
         shot = await self.shot("approval.png")
         if self.opts.headless:
-            self.console.print("  [magenta]scripted decision:[/] clicking Reject in the overlay")
-            await click_decision(card, "reject")
+            self.console.print(
+                "  [magenta]scripted decision:[/] clicking Reject in the extension's side panel"
+            )
+            request_id = await card.get_attribute("data-request-id")
+            await decide_in_side_panel(self.page.context, self.worker, request_id, "reject")
         else:
             self.console.print(
-                "  [bold magenta]Your turn:[/] in the browser window the webshepherd panel shows "
-                "an approval card. Click [bold]Approve[/] to let the agent run it, [bold]Reject"
+                "  [bold magenta]Your turn:[/] the webshepherd panel in the page shows the held "
+                "action. Open the extension's popup (its toolbar icon) or its side panel. "
+                "Click [bold]Approve[/] there to let the agent run it, [bold]Reject"
                 f"[/] to stop it, or [bold]Edit[/] to change the action (within "
                 f"{self.opts.approval_timeout_s:.0f} s; then it is rejected)."
             )

@@ -10,9 +10,9 @@
    checklist) and runs the script's good action (``--policy reward``: the best-rewarded
    one) by bid with the Playwright harness.
 4. On one step the agent is tempted by its worst-rewarded bad candidate and asks
-   for approval (``approval: always``): the overlay shows the card; a person decides
-   (headed), or the demo clicks *Reject* in the overlay (headless). A rejected action
-   is replaced by the step's own choice.
+   for approval (``approval: always``): the overlay shows the card; a person decides in
+   the extension's popup or side panel (headed), or the demo clicks *Reject* in the side
+   panel's page (headless). A rejected action is replaced by the step's own choice.
 5. Headless (or with ``--out``) it writes a screenshot per step, one of the approval
    card, and ``summary.json`` to the output folder.
 """
@@ -99,6 +99,7 @@ async def _drive(
 ) -> tuple[DemoRun, dict[str, Any]]:
     from webshepherd.daemon.browser.chromium import extension_context, wait_extension_ready
     from webshepherd.daemon.browser.playwright_env import PlaywrightEnvironment
+    from webshepherd.protocol.client import AsyncClient
 
     async with extension_context(workdir / "profile", dist, chromium, headless=opts.headless) as (
         ctx,
@@ -108,6 +109,8 @@ async def _drive(
         await pair(worker, server_url, token)
         page = ctx.pages[0] if ctx.pages else await ctx.new_page()
         await page.goto(shop_url, wait_until="load")
+        async with AsyncClient(server_url, token=token, name="demo-agent") as agent_conn:
+            key = await agent_conn.hook_key()  # the agent's own connection: the page hook's key
         started = await hook(
             page,
             "session.start",
@@ -115,10 +118,11 @@ async def _drive(
             checklist=CHECKLIST,
             start_url=shop_url,
             agent="demo-agent",
+            key=key,
         )
         console.print(f"session [bold]{started['session_id']}[/] started through the page hook")
         env = PlaywrightEnvironment(page, worker, screenshot=False)
-        run = DemoRun(page, env, console, opts)
+        run = DemoRun(page, env, console, opts, key, worker)
         agent = ShopAgent(seed=opts.seed)
         for n in range(1, opts.max_steps + 1):
             if not await run.step(n, agent):
@@ -126,7 +130,13 @@ async def _drive(
         done = agent.done(page.url)
         answer = page.url.rstrip("/").rsplit("/", 1)[-1] if done else None
         final = await run.shot("final.png")
-        await hook(page, "session.end", outcome="success" if done else "failure", answer=answer)
+        await hook(
+            page,
+            "session.end",
+            outcome="success" if done else "failure",
+            answer=answer,
+            key=key,
+        )
         outcome = {
             "status": "success" if done else "failure",
             "order": answer,

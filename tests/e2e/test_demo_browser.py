@@ -1,6 +1,7 @@
 """``webshepherd demo --browser --headless --out DIR`` end to end: the tiny model, the daemon,
-the shop in Chromium with the extension, an approval decided in the overlay, and what the
-demo wrote (summary.json, screenshots) checked against what happened."""
+the shop in Chromium with the extension, an approval shown in the overlay and decided in the
+extension's side panel, and what the demo wrote (summary.json, screenshots) checked against
+what happened."""
 
 from __future__ import annotations
 
@@ -74,11 +75,11 @@ def test_the_order_is_placed_and_every_step_is_recorded(demo):
     assert len(approval) == 1 and held
     for s in steps:  # the script's good action ran everywhere (the held one was rejected)
         assert s["executed"] == s["candidates"][s["chosen"]]["action"]
-    # the approval: a bad candidate of that step, rejected in the overlay by the extension
+    # the approval: a bad candidate of that step, rejected in the extension's side panel
     a = approval[0]
     bad = [c["action"] for c in held[0]["candidates"] if not c["good"]]
     assert a["action"] in bad and a["decision"] == "rejected"
-    assert a["by"].startswith("extension:")
+    assert a["by"] == "extension:webshepherd-extension/panel"
     assert a["executed"] == held[0]["executed"]
     assert _png_size(out / a["screenshot"]) == (1280, 720)
     # the outcome: the confirmation page of the order
@@ -90,7 +91,7 @@ def test_the_order_is_placed_and_every_step_is_recorded(demo):
     assert totals["steps"] == len(steps) == 7 and totals["approvals"] == 1
     assert totals["step_latency_ms"]["max"] == max(s["latency_ms"] for s in steps)
     # the terminal told the same story
-    assert "clicking Reject in the overlay" in result.stdout
+    assert "clicking Reject in the extension's side panel" in result.stdout
     assert f"order {outcome['order']} placed in 7 steps" in result.stdout
     assert re.search(r"step latency p50 \d+\.\d ms", result.stdout)
 

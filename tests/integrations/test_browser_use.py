@@ -199,9 +199,9 @@ async def test_the_overlay_follows_the_session_with_the_extension_loaded(
             context = browser.contexts[0]
             worker = context.service_workers[0] if context.service_workers else None
             worker = worker or await context.wait_for_event("serviceworker")
-            await worker.evaluate(  # what a person does in the options page
+            await worker.evaluate(  # the options page: pairing, and the page hook on
                 "(s) => chrome.storage.local.set(s)",
-                {"url": daemon.url, "token": daemon.token, "flags": "default"},
+                {"url": daemon.url, "token": daemon.token, "flags": "default", "pageHook": True},
             )
             for _ in range(150):
                 if await worker.evaluate("() => self.webshepherd.state().conn") == "connected":
