@@ -12,6 +12,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from webshepherd.daemon.engine.sampling import NO_SAMPLING, Sampling
 from webshepherd.daemon.engine.types import LabelSource
 
 # Label groups, in this order everywhere: 0 = Yes, 1 = In Progress, 2 = No.
@@ -50,7 +51,9 @@ class JudgeBatch:
     """K candidates x n samples sharing one prompt prefix.
 
     The full prompt of candidate k is ``prefix + suffixes[k]`` (both already
-    rendered through the chat template). ``samples == 1`` means greedy.
+    rendered through the chat template). ``greedy``: decode greedily (``None``: exactly when
+    ``samples == 1``); otherwise every sample is drawn at ``temperature``, under the
+    checkpoint's sampling settings (``Backend.sampling``).
     """
 
     prefix: str
@@ -61,6 +64,16 @@ class JudgeBatch:
     stop: Sequence[str] = ("</answer>",)
     # (mime, bytes) of the screenshot the prompts' image placeholder stands for, or None
     image: tuple[str, bytes] | None = None
+    greedy: bool | None = None
+
+    @property
+    def is_greedy(self) -> bool:
+        return self.greedy if self.greedy is not None else self.samples <= 1
+
+    @property
+    def temperature_used(self) -> float:
+        """The temperature the samples are drawn at (0 when greedy)."""
+        return 0.0 if self.is_greedy else self.temperature
 
 
 @dataclass(frozen=True)
@@ -82,6 +95,8 @@ class Backend(ABC):
     name: str
     model_id: str
     accepts_images: bool = False  # whether judge() takes a JudgeBatch with an image
+    # the checkpoint's top_k / top_p / repetition_penalty, applied to every generation
+    sampling: Sampling = NO_SAMPLING
 
     @property
     @abstractmethod

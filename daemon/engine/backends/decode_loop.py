@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+from webshepherd.daemon.engine.sampling import NO_SAMPLING, Sampling
 
 
 @dataclass
@@ -64,8 +65,59 @@ def decode(
         rows.next_pos = rows.next_pos + 1
 
 
-def pick_tokens(logits: torch.Tensor, temperature: float) -> torch.Tensor:
-    """Greedy at ``temperature <= 0``, else sampled from the softmax at that temperature."""
-    if temperature <= 0:
-        return logits.argmax(-1)
-    return torch.multinomial(torch.softmax(logits / temperature, -1), 1).squeeze(-1)
+def penalize(logits: torch.Tensor, seen: torch.Tensor, penalty: float) -> torch.Tensor:
+    """The repetition penalty (transformers' and vLLM's rule): each row's logits of tokens it
+    has seen (``seen``: a ``(rows, vocab)`` mask of prompt and output tokens) divided by
+    ``penalty`` when positive, multiplied when negative."""
+    hit = seen[:, : logits.shape[-1]]
+    scaled = torch.where(logits > 0, logits / penalty, logits * penalty)
+    return torch.where(hit, scaled, logits)
+
+
+def truncate(logits: torch.Tensor, sampling: Sampling) -> torch.Tensor:
+    """``top_k`` then ``top_p`` (the order of transformers' warpers and vLLM's sampler): the
+    tokens outside set to -inf; the most likely token always stays."""
+    if sampling.top_k is not None and 0 < sampling.top_k < logits.shape[-1]:
+        kth = torch.topk(logits, sampling.top_k, dim=-1).values[..., -1:]
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    if sampling.top_p is not None and sampling.top_p < 1.0:
+        ordered, order = torch.sort(logits, dim=-1, descending=True)
+        probs = torch.softmax(ordered, dim=-1)
+        before = torch.cumsum(probs, dim=-1) - probs  # mass of the tokens ranked above
+        drop = before >= sampling.top_p
+        drop[..., 0] = False
+        logits = logits.masked_fill(drop.scatter(-1, order, drop), float("-inf"))
+    return logits
+
+
+def pick_tokens(
+    logits: torch.Tensor,
+    temperature: float | torch.Tensor,
+    sampling: Sampling = NO_SAMPLING,
+    seen: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """The next token of each row: the repetition penalty (with ``seen``), then greedy at
+    ``temperature <= 0``, else sampled at that temperature (a float, or one per row) from
+    the distribution ``sampling`` truncates. Greedy rows ignore ``top_k`` / ``top_p``."""
+    if seen is not None and sampling.penalizes:
+        assert sampling.repetition_penalty is not None
+        logits = penalize(logits, seen, sampling.repetition_penalty)
+    if isinstance(temperature, float | int):
+        if temperature <= 0:
+            return logits.argmax(-1)
+        temps = torch.full((logits.shape[0], 1), float(temperature), device=logits.device)
+    else:
+        temps = temperature.reshape(-1, 1).clamp_min(1e-5)
+    scaled = truncate(logits / temps, sampling)
+    return torch.multinomial(torch.softmax(scaled, -1), 1).squeeze(-1)
+
+
+def seen_mask(rows: list[list[int]], vocab: int, device: torch.device) -> torch.Tensor:
+    """A ``(rows, vocab)`` mask of the token ids each row holds (its prompt, for the
+    repetition penalty; :func:`mark_seen` adds the output as it comes)."""
+    mask = torch.zeros((len(rows), vocab), dtype=torch.bool, device=device)
+    for r, ids in enumerate(rows):
+        inside = [i for i in ids if 0 <= i < vocab]
+        if inside:
+            mask[r, torch.tensor(inside, device=device)] = True
+    return mask

@@ -32,7 +32,7 @@ from webshepherd.daemon.engine.backends.base import (
     JudgeBatch,
     JudgeOutput,
 )
-from webshepherd.daemon.engine.backends.decode_loop import Rows, decode, pick_tokens
+from webshepherd.daemon.engine.backends.decode_loop import Rows, decode, pick_tokens, seen_mask
 from webshepherd.daemon.engine.backends.tokenizer_text import IncrementalText
 from webshepherd.daemon.engine.backends.vision import (
     VISION_END,
@@ -43,6 +43,7 @@ from webshepherd.daemon.engine.backends.vision import (
     place_image,
 )
 from webshepherd.daemon.engine.labels import label_token_ids
+from webshepherd.daemon.engine.sampling import NO_SAMPLING, Sampling, read_sampling
 from webshepherd.protocol.errors import ModelError, WebShepherdError
 
 log = logging.getLogger(__name__)
@@ -94,13 +95,10 @@ class _Part:
     stop: tuple[str, ...]
     on_delta: DeltaCallback | None
     cancel: threading.Event | None
+    greedy: bool = False
     image: Image | None = None  # the screenshot whose tokens are in the prompts
     # with an image: each full prompt's (prefix + suffix) 3D positions, (3, length)
     positions: list[torch.Tensor] | None = None
-
-    @property
-    def greedy(self) -> bool:
-        return self.n == 1
 
     @property
     def prefilled(self) -> int:
@@ -161,6 +159,7 @@ class TransformersBackend(Backend):
         split_attention: bool = True,
         merge_batches: bool = True,
         vision: VisionInputs | None = None,
+        sampling: Sampling = NO_SAMPLING,
     ) -> None:
         """``share_prefix=False`` prefills every candidate's whole prompt (no shared KV cache);
         ``ignore_stop=True`` ignores end-of-sequence tokens and stop strings, so every row
@@ -169,8 +168,11 @@ class TransformersBackend(Backend):
         keeping one copy (the older layout; also the fallback when the model's attention
         cannot be routed); ``merge_batches=False`` makes ``judge_many`` judge one batch after
         the other instead of decoding them together. ``vision``: a vision-language model's
-        image inputs (the backend then takes screenshots)."""
+        image inputs (the backend then takes screenshots). ``sampling``: the checkpoint's
+        ``top_k`` / ``top_p`` / ``repetition_penalty`` (:func:`read_sampling`), applied to
+        every generation (the penalty to greedy ones too)."""
         self.share_prefix = share_prefix
+        self.sampling = sampling
         self.ignore_stop = ignore_stop
         self.merge_batches = merge_batches
         self.split_attention = False
@@ -256,6 +258,7 @@ class TransformersBackend(Backend):
             ignore_stop=ignore_stop,
             split_attention=split_attention,
             vision=vision,
+            sampling=read_sampling(model, local_files_only=local_files_only),
         )
 
     # -- Backend interface -------------------------------------------------------------
@@ -381,6 +384,7 @@ class TransformersBackend(Backend):
             "dtype": str(next(self.model.parameters()).dtype).replace("torch.", ""),
             "label_tokens": len(self._groups),
             "split_attention": self.split_attention,
+            "sampling": self.sampling.describe(),
         }
         if self.device.type == "cuda":
             info["gpu_memory_allocated"] = torch.cuda.memory_allocated(self.device)
@@ -460,6 +464,7 @@ class TransformersBackend(Backend):
             stop=tuple(batch.stop),
             on_delta=on_delta,
             cancel=cancel,
+            greedy=batch.is_greedy,
             image=image,
             positions=positions,
         )
@@ -552,12 +557,21 @@ class TransformersBackend(Backend):
             sel = torch.tensor(active, device=dev, dtype=torch.long)
             cache.batch_select_indices(sel)
             logits, valid, next_pos = logits[sel], valid[sel], next_pos[sel]
+        sufs = [s for part in parts for s in part.suffixes]
+        seen = self._seen([parts[owner[r]].prefix + sufs[r] for r in expand], logits.shape[-1])
 
         def pick(batch: Rows) -> torch.Tensor:
             rows.abort_cancelled(batch.active)
-            return self._choose(parts, [rows.part_of[b] for b in batch.active], batch.logits)
+            return self._choose(
+                parts,
+                [rows.part_of[b] for b in batch.active],
+                batch.logits,
+                seen[batch.active] if seen is not None else None,
+            )
 
         def take(batch: Rows, chosen: list[int], step: int) -> list[int]:
+            if seen is not None:
+                seen[batch.active, chosen] = True
             mass = self._group_mass(batch.logits)
             return [
                 i
@@ -647,17 +661,29 @@ class TransformersBackend(Backend):
         probs = torch.softmax(logits, dim=-1)
         return torch.stack([probs[:, g].sum(-1) for g in self._group_idx], dim=-1).tolist()
 
-    def _choose(self, parts: list[_Part], part_of: list[int], logits: torch.Tensor) -> torch.Tensor:
-        """The next token of each active row: greedy, or sampled at its part's temperature."""
-        chosen = logits.argmax(-1)
+    def _seen(self, prompts: list[list[int]], vocab: int) -> torch.Tensor | None:
+        """Each row's prompt tokens as a mask, when the checkpoint has a repetition penalty."""
+        return seen_mask(prompts, vocab, self.device) if self.sampling.penalizes else None
+
+    def _choose(
+        self,
+        parts: list[_Part],
+        part_of: list[int],
+        logits: torch.Tensor,
+        seen: torch.Tensor | None,
+    ) -> torch.Tensor:
+        """The next token of each active row: greedy, or sampled at its part's temperature,
+        both under the checkpoint's sampling settings."""
+        chosen = pick_tokens(logits, 0.0, self.sampling, seen)
         sampled = [i for i, pi in enumerate(part_of) if not parts[pi].greedy]
         if sampled:
             si = torch.tensor(sampled, device=self.device)
             temps = torch.tensor(
                 [max(parts[part_of[i]].temperature, 1e-5) for i in sampled], device=self.device
             )
-            pick = torch.multinomial(torch.softmax(logits[si] / temps[:, None], -1), 1)
-            chosen[si] = pick.squeeze(-1)
+            chosen[si] = pick_tokens(
+                logits[si], temps, self.sampling, seen[si] if seen is not None else None
+            )
         return chosen
 
     def _advance(self, rows: _SplitRows, b: int, tid: int, mass: list[float], step: int) -> bool:
@@ -717,17 +743,21 @@ class TransformersBackend(Backend):
             )
         rows = [_Row() for _ in range(k * n)]
         stops = tuple(stop)
+        seen = self._seen([prefix + suffixes[r // n] for r in range(k * n)], logits.shape[-1])
 
         def pick(batch: Rows) -> torch.Tensor:
-            if greedy:
-                return batch.logits.argmax(-1)
-            return pick_tokens(batch.logits, max(temperature, 1e-5))
+            mine = seen[batch.active] if seen is not None else None
+            return pick_tokens(
+                batch.logits, 0.0 if greedy else max(temperature, 1e-5), self.sampling, mine
+            )
 
         def take(batch: Rows, chosen: list[int], step: int) -> list[int]:
             if cancel is not None and cancel.is_set():
                 for r in batch.active:
                     rows[r].finish = "aborted"
                 return []
+            if seen is not None:
+                seen[batch.active, chosen] = True
             mass = self._group_mass(batch.logits)
             keep: list[int] = []
             for b, (r, tid) in enumerate(zip(batch.active, chosen, strict=True)):

@@ -34,6 +34,7 @@ from webshepherd.daemon.engine.backends.vllm_outputs import (
     plain_top,
 )
 from webshepherd.daemon.engine.labels import label_token_ids
+from webshepherd.daemon.engine.sampling import sampling_from_json
 from webshepherd.protocol.errors import ModelError, WebShepherdError
 
 __all__ = [
@@ -150,7 +151,12 @@ class VLLMBackend(Backend):
         except Exception:  # no generation_config.json: the tokenizer's eos only
             log.debug("no generation config for %s", model)
         config = getattr(engine, "model_config", None) or engine.get_model_config()
-        return cls(
+        # what vLLM's OpenAI server applies to a request that leaves them out (explicit
+        # SamplingParams to an in-process engine get none of it)
+        diff = (
+            config.get_diff_sampling_param() if hasattr(config, "get_diff_sampling_param") else {}
+        )
+        backend = cls(
             engine,
             tokenizer,
             model,
@@ -160,6 +166,8 @@ class VLLMBackend(Backend):
             eos_ids=eos,
             ignore_stop=ignore_stop,
         )
+        backend.sampling = sampling_from_json(dict(diff), "vLLM's generation config of the model")
+        return backend
 
     # -- Backend interface -------------------------------------------------------------
 
@@ -179,7 +187,11 @@ class VLLMBackend(Backend):
         from vllm import SamplingParams
 
         params = SamplingParams(
-            n=1, temperature=temperature, max_tokens=max_new_tokens, stop=list(stop) or None
+            n=1,
+            temperature=temperature,
+            max_tokens=max_new_tokens,
+            stop=list(stop) or None,
+            **self.sampling.request_fields(),
         )
         rid = f"ws-gen-{next(self._ids)}"
         text = ""
@@ -339,7 +351,8 @@ class VLLMBackend(Backend):
         n = max(1, batch.samples)
         return SamplingParams(
             n=n,
-            temperature=0.0 if n == 1 else batch.temperature,
+            temperature=batch.temperature_used,
+            **self.sampling.request_fields(),
             max_tokens=batch.max_new_tokens,
             stop=None if self.ignore_stop else list(batch.stop) or None,
             ignore_eos=self.ignore_stop,
