@@ -12,6 +12,19 @@ RequestId = Annotated[
     Field(min_length=1, max_length=128, description="Chosen by the sender, unique per connection."),
 ]
 SessionId = Annotated[str, Field(min_length=1, max_length=128)]
+
+# Length limits of what agents and pages write (characters; addition to v1, see
+# docs/protocol-additions.md): far above real use, far below what stalls a judge.
+MAX_INTENT_CHARS = 16_384
+MAX_CHECKLIST_CHARS = 65_536
+MAX_THOUGHT_CHARS = 32_768
+MAX_ACTION_CHARS = 16_384
+MAX_ANSWER_CHARS = 65_536
+MAX_NOTE_CHARS = 4_096
+MAX_PLAN_STEPS, MAX_PLAN_STEP_CHARS = 256, 4_096
+Intent = Annotated[str, Field(min_length=1, max_length=MAX_INTENT_CHARS)]
+Thought = Annotated[str, Field(max_length=MAX_THOUGHT_CHARS)]
+ActionText = Annotated[str, Field(min_length=1, max_length=MAX_ACTION_CHARS)]
 Role = Literal["agent", "extension", "monitor"]
 Planning = Literal["step", "tree", "plan"]
 Source = Literal["agent", "human"]
@@ -86,7 +99,9 @@ DEFAULT_STALLED_AFTER = 3
 class AgentInfo(Model):
     name: str = Field(default="agent", max_length=200)
     planning: Planning = "step"
-    plan: list[str] | None = None
+    plan: list[Annotated[str, Field(max_length=MAX_PLAN_STEP_CHARS)]] | None = Field(
+        default=None, max_length=MAX_PLAN_STEPS
+    )
     stalled_after: int = Field(
         default=DEFAULT_STALLED_AFTER,
         ge=1,
@@ -97,8 +112,8 @@ class AgentInfo(Model):
 
 
 class Candidate(Model):
-    thought: str = ""
-    action: str = Field(min_length=1)
+    thought: Thought = ""
+    action: ActionText
 
 
 class ChecklistItem(Model):

@@ -6,13 +6,19 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 from webshepherd.protocol.common import (
+    MAX_ACTION_CHARS,
+    MAX_ANSWER_CHARS,
     MAX_BOXES,
+    MAX_CHECKLIST_CHARS,
+    MAX_NOTE_CHARS,
+    ActionText,
     AgentInfo,
     ApprovalMode,
     Box,
     Candidate,
     ClientInfo,
     Decision,
+    Intent,
     Model,
     Observation,
     Outcome,
@@ -21,6 +27,7 @@ from webshepherd.protocol.common import (
     SessionId,
     SessionSource,
     Source,
+    Thought,
 )
 
 
@@ -35,10 +42,12 @@ class Hello(Model):
 class SessionStart(Model):
     type: Literal["session.start"] = "session.start"
     id: RequestId
-    intent: str = Field(min_length=1)
-    start_url: str | None = None
+    intent: Intent
+    start_url: str | None = Field(default=None, max_length=8192)
     checklist: str | None = Field(
-        default=None, description="Reference checklist text; generated when absent."
+        default=None,
+        max_length=MAX_CHECKLIST_CHARS,
+        description="Reference checklist text; generated when absent.",
     )
     observation: Observation | None = None
     agent: AgentInfo = Field(default_factory=AgentInfo)
@@ -78,9 +87,11 @@ class ApprovalDecide(Model):
     request_id: str = Field(min_length=1)
     decision: Decision
     action: str | None = Field(
-        default=None, description="The edited action, required with decision 'edit'."
+        default=None,
+        max_length=MAX_ACTION_CHARS,
+        description="The edited action, required with decision 'edit'.",
     )
-    note: str | None = None
+    note: str | None = Field(default=None, max_length=MAX_NOTE_CHARS)
     via: str | None = Field(
         default=None,
         max_length=32,
@@ -101,8 +112,8 @@ class Action(Model):
     id: RequestId
     session_id: SessionId
     step: int | None = Field(default=None, ge=0)
-    action: str = Field(min_length=1)
-    thought: str | None = None
+    action: ActionText
+    thought: Thought | None = None
     source: Source = "agent"
 
 
@@ -111,7 +122,7 @@ class SessionEnd(Model):
     id: RequestId
     session_id: SessionId
     outcome: Outcome = "unknown"
-    answer: str | None = None
+    answer: str | None = Field(default=None, max_length=MAX_ANSWER_CHARS)
 
 
 class HookGrant(Model):

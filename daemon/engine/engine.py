@@ -110,15 +110,28 @@ MAX_CHARS_PER_TOKEN = 64
 
 
 def fit_axtree(
-    axtree: str, prompt_tokens: Callable[[str], int], context: int, keep_free: int
+    axtree: str,
+    prompt_tokens: Callable[[str], int],
+    context: int,
+    keep_free: int,
+    rest_chars: int = 0,
 ) -> tuple[str, bool]:
     """Cut whole lines from the end of ``axtree`` (with a visible marker) until the prompt
     leaves ``keep_free`` of ``context`` tokens free.
 
-    ``prompt_tokens(tree)`` is the token count of the whole prompt with that tree. Returns
-    ``(tree, truncated)``; ``ModelError`` when even an empty tree does not fit.
+    ``prompt_tokens(tree)`` is the token count of the whole prompt with that tree;
+    ``rest_chars`` the prompt's length in characters without the tree. Returns ``(tree,
+    truncated)``; ``ModelError`` when even an empty tree does not fit. No text much longer
+    than the context's worth of characters is tokenized: a rest that cannot fit is refused
+    from its length, and of the tree only a head that can fit is measured.
     """
     budget = context - keep_free
+    if rest_chars > max(budget, 0) * MAX_CHARS_PER_TOKEN:
+        raise ModelError(
+            f"the prompt does not fit the model's context of {context} tokens even without "
+            f"the accessibility tree: its other parts (intent, checklist, history, candidates) "
+            f"are {rest_chars:,} characters"
+        )
     total = axtree.count("\n") + 1
     head_chars = max(budget, 1) * MAX_CHARS_PER_TOKEN
     if len(axtree) > head_chars:
@@ -195,7 +208,10 @@ class Engine:
                 return self.backend.render_chat(checklist_messages(intent, start_url, tree))
 
             tree, _ = self.fit_axtree(
-                axtree, lambda t: self.backend.count_tokens(render(t)), self._reserve(cap)
+                axtree,
+                lambda t: self.backend.count_tokens(render(t)),
+                self._reserve(cap),
+                rest_chars=len(render("")),
             )
             prompt = render(tree)
             prompt_tokens = self.backend.count_tokens(prompt)
@@ -325,7 +341,9 @@ class Engine:
             return measured[tree]
 
         cap = self.config.max_new_tokens
-        tree, truncated = self.fit_axtree(step.axtree, longest, self._reserve(cap))
+        prefix, suffixes = parts("")
+        rest = len(prefix) + max(len(s) for s in suffixes)  # characters: nothing tokenized
+        tree, truncated = self.fit_axtree(step.axtree, longest, self._reserve(cap), rest)
         prefix, suffixes = parts(tree)
         batch = JudgeBatch(
             prefix=prefix,
@@ -362,11 +380,19 @@ class Engine:
     # -- helpers -------------------------------------------------------------------------
 
     def fit_axtree(
-        self, axtree: str, prompt_tokens: Callable[[str], int], reserve: int
+        self,
+        axtree: str,
+        prompt_tokens: Callable[[str], int],
+        reserve: int,
+        rest_chars: int = 0,
     ) -> tuple[str, bool]:
         """:func:`fit_axtree` to this engine's context, ``reserve`` tokens kept for the output."""
         return fit_axtree(
-            axtree, prompt_tokens, self.max_context, reserve + self.config.context_margin
+            axtree,
+            prompt_tokens,
+            self.max_context,
+            reserve + self.config.context_margin,
+            rest_chars,
         )
 
     def _account(self, prefilled: int, generated: int, t0: float) -> None:

@@ -10,6 +10,7 @@ from webshepherd.daemon.engine.engine import (
     MAX_CHARS_PER_TOKEN,
     Engine,
     EngineConfig,
+    fit_axtree,
     truncation_marker,
 )
 from webshepherd.daemon.engine.loader import load_engine
@@ -124,6 +125,28 @@ def test_prompt_that_cannot_fit_is_a_model_error(tiny_engine: Engine) -> None:
     engine = Engine(tiny_engine.backend, EngineConfig(max_context=300, max_new_tokens=8))
     with pytest.raises(ModelError, match="does not fit"):
         engine.score(_step(engine))
+
+
+def test_a_rest_that_cannot_fit_is_refused_from_its_length(tiny_engine: Engine) -> None:
+    """Issue 23: a 16 MB intent was tokenized in full several times (41 s for another
+    session's step). The rest of the prompt is measured in characters first: no token is
+    longer than MAX_CHARS_PER_TOKEN of them, so a rest above the context's worth cannot fit."""
+    seen: list[int] = []
+
+    def counted(tree: str) -> int:
+        seen.append(len(tree))
+        return len(tree)
+
+    with pytest.raises(ModelError, match="other parts"):
+        fit_axtree(TREE, counted, 1000, 100, rest_chars=900 * MAX_CHARS_PER_TOKEN + 1)
+    assert seen == []
+    assert fit_axtree(TREE, counted, 1000, 100, rest_chars=10) == (TREE, False)
+
+    huge = replace(_step(tiny_engine), intent="Buy " * 4_000_000)  # 16 MB
+    with pytest.raises(ModelError, match=r"other parts .* are 16,0"):
+        tiny_engine.score(huge)
+    with pytest.raises(ModelError, match="other parts"):
+        tiny_engine.make_checklist(huge.intent, "http://shop.example.com", TREE)
 
 
 def test_missing_model_says_what_was_tried(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
