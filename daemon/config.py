@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from webshepherd.daemon.server.extension_id import EXTENSION_ID
+from webshepherd.daemon.server.quotas import QuotaLimits
 from webshepherd.protocol.errors import WebShepherdError
 from webshepherd.protocol.token_store import APP_NAME, default_config_dir
 from webshepherd.protocol.version import DEFAULT_HOST, DEFAULT_PATH, DEFAULT_PORT, MAX_FRAME_BYTES
@@ -64,6 +65,21 @@ class DaemonConfig:
     price_in: float | None = None  # USD per million prompt tokens (stats' judge cost)
     price_out: float | None = None  # USD per million generated tokens
     otlp_queue_size: int = 4096  # events waiting for the export thread before drops
+    # quotas (server/quotas.py; 0: no limit): per connection in any 60 s, per connection at
+    # any moment, per session recorded
+    max_session_starts: int = QuotaLimits.session_starts
+    max_observations: int = QuotaLimits.observations
+    max_model_jobs: int = QuotaLimits.model_jobs
+    max_session_bytes: int = QuotaLimits.session_bytes
+
+    @property
+    def quotas(self) -> QuotaLimits:
+        return QuotaLimits(
+            self.max_session_starts,
+            self.max_observations,
+            self.max_model_jobs,
+            self.max_session_bytes,
+        )
 
     @property
     def allowed_origins(self) -> frozenset[str]:

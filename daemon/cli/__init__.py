@@ -1,6 +1,6 @@
 """The ``webshepherd`` command: ``main`` and ``build_parser``; each command's module adds its
 own sub-parser (serve, token, schema, demo, tui, observe, export, eval, report, rescore,
-prompt, dev).
+train, prompt, dev).
 
 Heavy modules (torch, transformers, the server) are imported inside the
 commands that need them, so ``webshepherd token`` and ``webshepherd schema``
@@ -24,6 +24,7 @@ from webshepherd.daemon.cli.rescore import add_rescore_parser
 from webshepherd.daemon.cli.schema import add_schema_parser
 from webshepherd.daemon.cli.serve import add_serve_parser
 from webshepherd.daemon.cli.token import add_token_parser
+from webshepherd.daemon.cli.train import add_train_parser
 from webshepherd.daemon.cli.tui import add_tui_parser
 
 # in the order ``webshepherd --help`` lists them
@@ -38,6 +39,7 @@ COMMANDS = (
     add_eval_parser,
     add_report_parser,
     add_rescore_parser,
+    add_train_parser,
     add_prompt_parser,
     add_dev_parser,
 )

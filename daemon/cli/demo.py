@@ -36,6 +36,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         policy=args.policy,
         keep=args.keep,
         plot=not args.no_plot,
+        shop_variant=args.variant,
+        out=Path(args.out) if args.out else None,
     )
 
 
@@ -64,6 +66,13 @@ def add_demo_parser(sub: Any) -> None:
         help="run the script's good action (default), or the best-rewarded candidate "
         "(reward-guided best-of-n: meaningful with the real checkpoint)",
     )
+    d.add_argument(
+        "--variant",
+        type=int,
+        default=0,
+        help="the shop: 0 the bundled one (default); N >= 1 a variant with other products, "
+        "prices and names that the tiny judge never saw",
+    )
     d.add_argument("--keep", action="store_true", help="keep the temporary data dir (recording)")
     d.add_argument("--no-plot", action="store_true", help="skip the terminal reward plot")
     d.add_argument(
@@ -80,8 +89,8 @@ def add_demo_parser(sub: Any) -> None:
     d.add_argument(
         "--out",
         default=None,
-        help="with --browser: folder for the screenshots and summary.json "
-        "(headless default: ./webshepherd-demo)",
+        help="folder for summary.json (with --browser also the screenshots; headless "
+        "default: ./webshepherd-demo)",
     )
     d.add_argument(
         "--approval-timeout",

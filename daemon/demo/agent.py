@@ -20,22 +20,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from webshepherd.daemon.demo.variants import KINDS, Kind, ShopVariant, variant
 from webshepherd.protocol.agents.best_of_n import action_key
 from webshepherd.protocol.common import Candidate
 
 if TYPE_CHECKING:
     from webshepherd.protocol.agents import PageState, PolicyContext, RefineRequest
 
-TASK = "Buy the cheapest USB-C cable in the Volt & Wire shop and check out as Ada Lovelace."
-CHECKLIST = """Checklist 1: Search for USB-C cables
-- Goal: The search results list the shop's USB-C cables with their prices.
-Checklist 2: Open the cheapest USB-C cable
-- Goal: The product page of the lowest-priced USB-C cable is open.
-Checklist 3: Add it to the cart
-- Goal: The cart holds the cheapest USB-C cable.
-Checklist 4: Check out as Ada Lovelace
-- Goal: The order is placed and its confirmation is shown."""
-SHOPPER = "Ada Lovelace"
+_ORIGINAL = variant(0)
+TASK = _ORIGINAL.intent
+CHECKLIST = _ORIGINAL.checklist
+SHOPPER = _ORIGINAL.shopper
 PLAN = (
     "Type usb-c cable into the search box",
     "Run the search",
@@ -47,7 +42,7 @@ PLAN = (
     "Tell the user the order number",
 )
 """A full plan in advance whose steps the good actions' thoughts follow (lexically)."""
-QUERY = "usb-c cable"
+QUERY = _ORIGINAL.kind.query
 
 _REPR = r"""('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")"""  # a Python str repr
 _LINE = re.compile(rf"^\t*\[(\w+)\] (\S+) {_REPR}(.*)$")
@@ -99,13 +94,22 @@ def results(axtree: str) -> list[tuple[Element, float]]:
     return found
 
 
+def _elsewhere(kind: Kind) -> tuple[str, str]:
+    """Another kind's plural and query: the wrong search for ``kind``'s task."""
+    other = KINDS[(KINDS.index(kind) + 1) % len(KINDS)]
+    return other.plural, other.query
+
+
 class ShopAgent:
     """Proposes candidates for the shop task; ``done`` once the order is confirmed."""
 
-    def __init__(self, seed: int = 0, bad_per_step: int = 2) -> None:
+    def __init__(
+        self, seed: int = 0, bad_per_step: int = 2, shop: ShopVariant | None = None
+    ) -> None:
         self.rng = random.Random(seed)
         self.bad_per_step = bad_per_step
-        self.target: str | None = None  # the cheapest USB-C cable's name, once seen
+        self.shop = shop if shop is not None else _ORIGINAL
+        self.target: str | None = None  # the cheapest wanted product's name, once seen
         self.counts_rng = random.Random(seed + 1)  # for sample(); propose()'s draws unchanged
 
     @staticmethod
@@ -144,6 +148,8 @@ class ShopAgent:
         return out
 
     def _good(self, path: str, axtree: str, els: list[Element]) -> Proposal:
+        kind = self.shop.kind
+        noun = kind.name.split()[-1]
         if path.startswith("/order/"):
             number = path.rsplit("/", 1)[-1]
             return Proposal(
@@ -154,30 +160,26 @@ class ShopAgent:
         cart = _find(els, "link", "Cart (")
         in_cart = bool(cart and not cart.name.startswith("Cart (0"))
         if path == "/search":
-            cables = [
-                (e, p)
-                for e, p in results(axtree)
-                if "usb-c" in e.name.lower() and "cable" in e.name.lower()
-            ]
-            if cables:
-                link, price = min(cables, key=lambda ep: ep[1])
+            wanted = [(e, p) for e, p in results(axtree) if self.shop.matches(e.name)]
+            if wanted:
+                link, price = min(wanted, key=lambda ep: ep[1])
                 self.target = link.name
                 return Proposal(
-                    f"The cheapest USB-C cable listed is '{link.name}' at ${price:.2f}.",
+                    f"The cheapest {kind.name} listed is '{link.name}' at ${price:.2f}.",
                     f"click('{link.bid}')",
                     True,
                 )
             new = _find(els, "link", "New search")
             if new:
                 return Proposal(
-                    "These results hold no USB-C cable; search again.", f"click('{new.bid}')", True
+                    f"These results hold no {kind.name}; search again.", f"click('{new.bid}')", True
                 )
         if path.startswith("/product/"):
             heading = _find(els, "heading")
             add = _find(els, "button", "Add to cart")
             if heading and add and self.target and heading.name == self.target and not in_cart:
                 return Proposal(
-                    "This is the cheapest USB-C cable; add it to the cart.",
+                    f"This is the cheapest {kind.name}; add it to the cart.",
                     f"click('{add.bid}')",
                     True,
                 )
@@ -191,7 +193,9 @@ class ShopAgent:
             order = _find(els, "button", "Place order")
             if name and "value=" not in name.rest:
                 return Proposal(
-                    "The order needs the buyer's name.", f"fill('{name.bid}', '{SHOPPER}')", True
+                    "The order needs the buyer's name.",
+                    f"fill('{name.bid}', '{self.shop.shopper}')",
+                    True,
                 )
             if order:
                 return Proposal(
@@ -203,26 +207,26 @@ class ShopAgent:
             go = _find(els, "link", "Proceed to checkout")
             if go:
                 return Proposal(
-                    "The cable is in the cart; proceed to checkout.", f"click('{go.bid}')", True
+                    f"The {noun} is in the cart; proceed to checkout.", f"click('{go.bid}')", True
                 )
         if in_cart and cart:
             return Proposal(
-                "The cable is already in the cart; open the cart.", f"click('{cart.bid}')", True
+                f"The {noun} is already in the cart; open the cart.", f"click('{cart.bid}')", True
             )
         box = _find(els, "searchbox")
         if path == "/" and box:
-            if f"value={QUERY!r}" in box.rest:
+            if f"value={kind.query!r}" in box.rest:
                 button = _find(els, "button", "Search")
                 if button:
                     return Proposal(
                         "The query is typed; run the search.", f"click('{button.bid}')", True
                     )
             return Proposal(
-                f"The search box is [{box.bid}]; search for USB-C cables.",
-                f"fill('{box.bid}', '{QUERY}')",
+                f"The search box is [{box.bid}]; search for {kind.plural}.",
+                f"fill('{box.bid}', '{kind.query}')",
                 True,
             )
-        home = _find(els, "link", "Volt & Wire")
+        home = _find(els, "link", self.shop.shop)
         assert home is not None, "every shop page links home"
         return Proposal(
             "Wrong page for this task; go back to the shop's home page.",
@@ -237,9 +241,9 @@ class ShopAgent:
             bad.append(Proposal("Click the page title.", f"click('{heading.bid}')", False))
         box = _find(els, "searchbox")
         if box:
-            bad.append(
-                Proposal("Search for HDMI cables.", f"fill('{box.bid}', 'hdmi cable')", False)
-            )
+            other = self.shop.kind if self.shop.number != 0 else None
+            label, query = ("HDMI cables", "hdmi cable") if other is None else _elsewhere(other)
+            bad.append(Proposal(f"Search for {label}.", f"fill('{box.bid}', '{query}')", False))
         if path == "/search":
             for link, price in results(axtree):
                 if self.target is None or link.name != self.target:

@@ -14,6 +14,7 @@ from rich.panel import Panel
 from webshepherd.daemon.demo.shop import ShopServer
 
 if TYPE_CHECKING:
+    from webshepherd.daemon.demo.variants import ShopVariant
     from webshepherd.daemon.server.server import DaemonServer
 
 REAL_MODEL = "WebShepherd/WebShepherd_3B"
@@ -104,7 +105,7 @@ async def in_process_daemon(
 
 @contextlib.asynccontextmanager
 async def demo_servers(
-    engine: Any, workdir: Path, samples: int, **config: Any
+    engine: Any, workdir: Path, samples: int, shop: ShopVariant | None = None, **config: Any
 ) -> AsyncIterator[tuple[DaemonServer, str, ShopServer]]:
     """The daemon on an ephemeral loopback port (a fresh token, data and config under
     ``workdir``, no approval rules; ``config``: more ``DaemonConfig`` fields) and the shop;
@@ -112,8 +113,8 @@ async def demo_servers(
     async with in_process_daemon(
         engine, workdir / "data", workdir / "config", samples, **config
     ) as (server, token):
-        shop = ShopServer().start()
+        shop_server = ShopServer(variant=shop).start()
         try:
-            yield server, token, shop
+            yield server, token, shop_server
         finally:
-            shop.stop()
+            shop_server.stop()

@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import re
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -30,9 +32,10 @@ from urllib.parse import urlsplit
 
 from rich.console import Console
 from rich.markup import escape
-from webshepherd.daemon.demo.agent import CHECKLIST, TASK, Proposal, ShopAgent
+from webshepherd.daemon.demo.agent import Proposal, ShopAgent
 from webshepherd.daemon.demo.browser import Browser
 from webshepherd.daemon.demo.demo_setup import demo_servers, load_demo_engine, print_noise_note
+from webshepherd.daemon.demo.variants import ShopVariant, variant
 from webshepherd.daemon.dev.screenshots import HEIGHT, WIDTH, axtree_png
 from webshepherd.protocol.agents.environment import ActionError
 from webshepherd.protocol.common import Screenshot
@@ -49,6 +52,29 @@ class StepRecord:
     chosen: int  # the candidate executed
     best: int | None  # Web-Shepherd's pick (None when no reward parsed)
     items: dict[int, str] = field(default_factory=dict)
+    daemon_step: int = 0  # the recording's step number (from 0)
+    model_ms: float = 0.0
+    latency_ms: float = 0.0
+    error: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        """The step as ``summary.json`` gives it (the browser demo's keys)."""
+        return {
+            "step": self.step,
+            "daemon_step": self.daemon_step,
+            "url": self.url,
+            "candidates": [
+                {"thought": p.thought, "action": p.action, "good": p.good} for p in self.proposals
+            ],
+            "rewards": self.rewards,
+            "best": self.best,
+            "chosen": self.chosen,
+            "executed": self.proposals[self.chosen].action,
+            "error": self.error,
+            "checklist": {str(k): v for k, v in self.items.items()},
+            "latency_ms": round(self.latency_ms, 1),
+            "model_ms": round(self.model_ms, 1),
+        }
 
 
 def _bar(reward: float | None, width: int = 10) -> str:
@@ -72,7 +98,8 @@ async def _drive(
     console: Console,
     policy: str = "scripted",
     vision: bool = False,
-) -> tuple[list[StepRecord], bool, str | None]:
+    shop: ShopVariant | None = None,
+) -> tuple[list[StepRecord], bool, str | None, str]:
     from webshepherd.protocol import Observation
     from webshepherd.protocol.client import AsyncClient
 
@@ -82,17 +109,18 @@ async def _drive(
             return None
         return Screenshot(mime="image/png", data=base64.b64encode(axtree_png(axtree)).decode())
 
+    shop = shop if shop is not None else variant(0)
     browser = Browser()
     await asyncio.to_thread(browser.goto, shop_url)
-    agent = ShopAgent(seed=seed)
+    agent = ShopAgent(seed=seed, shop=shop)
     records: list[StepRecord] = []
     answer = None
     async with AsyncClient(url, token=token, name="demo-agent") as client:
         first = browser.observe()
         session = await client.start_session(
-            TASK,
+            shop.intent,
             start_url=first.url,
-            checklist=CHECKLIST,
+            checklist=shop.checklist,
             observation=Observation(
                 url=first.url, axtree=first.axtree, screenshot=shot(first.axtree)
             ),
@@ -111,6 +139,7 @@ async def _drive(
             "· not judged)."
         )
         for step in range(max_steps):
+            t_step = time.perf_counter()
             obs = browser.observe()
             if agent.done(obs.url):
                 break
@@ -130,6 +159,8 @@ async def _drive(
                 chosen,
                 scored.best,
                 _items(scored.results[chosen]),
+                daemon_step=scored.step,
+                model_ms=scored.timing.model_ms,
             )
             records.append(rec)
             inputs = scored.results[0].judge_inputs if vision else None
@@ -138,13 +169,15 @@ async def _drive(
             try:
                 await asyncio.to_thread(browser.act, action.action)
             except ActionError as exc:
-                console.print(f"  [red]action failed:[/] {exc}")
+                rec.error = str(exc)
+                console.print(f"  [red]action failed:[/] {escape(str(exc))}")
             await session.act(action.action, action.thought)
+            rec.latency_ms = (time.perf_counter() - t_step) * 1000
         done = agent.done(browser.url)
         if done:
             answer = browser.url.rsplit("/", 1)[-1]
         await session.end("success" if done else "failure", answer)
-    return records, done, answer
+    return records, done, answer, session.session_id
 
 
 def _print_step(
@@ -223,12 +256,21 @@ def run_demo(
     keep: bool = False,
     plot: bool = True,
     console: Console | None = None,
+    shop_variant: int = 0,
+    out: Path | None = None,
 ) -> int:
-    """Run the demo; returns the process exit code (0 when the pipeline ran end to end)."""
+    """Run the demo; returns the process exit code (0 when the pipeline ran end to end).
+    ``shop_variant``: the shop (0 the original; others drawn, see :mod:`.variants`); ``out``:
+    a folder for ``summary.json``."""
     console = console or Console()
     t0 = time.monotonic()
+    shop = variant(shop_variant)
     console.rule("[bold]webshepherd demo")
-    console.print(f"task: [bold]{TASK}[/]")
+    console.print(f"task: [bold]{escape(shop.intent)}[/]")
+    if shop_variant:
+        console.print(
+            f"shop variant {shop_variant}: {escape(shop.shop)}, a shop the judge never saw"
+        )
 
     engine, tiny = load_demo_engine(model, samples, console, vision=vision)
     if vision:
@@ -238,8 +280,10 @@ def run_demo(
         )
     workdir = Path(tempfile.mkdtemp(prefix="webshepherd-demo-"))
     try:
-        records, done, answer = asyncio.run(
-            _serve_and_drive(engine, workdir, samples, max_steps, seed, console, policy, vision)
+        records, done, answer, session_id = asyncio.run(
+            _serve_and_drive(
+                engine, workdir, samples, max_steps, seed, console, policy, vision, shop
+            )
         )
     finally:
         if keep:
@@ -252,11 +296,19 @@ def run_demo(
         if done
         else f"[red]task not finished after {len(records)} steps (the step limit)[/]"
     )
-    agreed = sum(r.best is not None and r.proposals[r.best].good for r in records)
+    summary = build_summary(shop, records, done, answer, session_id, time.monotonic() - t0)
+    if keep:
+        summary["data_dir"] = str(workdir / "data")
+    t = summary["totals"]
     console.print(
-        f"{outcome}; Web-Shepherd ranked the scripted good action first in {agreed} of "
-        f"{len(records)} steps; {time.monotonic() - t0:.1f} s in all."
+        f"{outcome}; Web-Shepherd ranked the scripted good action first in {t['agreed']} of "
+        f"{t['steps']} steps and parsed a reward for {t['parsed']} of {t['candidates']} "
+        f"candidates; {t['wall_s']} s in all."
     )
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", "utf-8")
+        console.print(f"wrote {out / 'summary.json'}")
     if plot and records:
         chart = _plot(records)
         if chart:
@@ -268,6 +320,44 @@ def run_demo(
     return 0
 
 
+def build_summary(
+    shop: ShopVariant,
+    records: list[StepRecord],
+    done: bool,
+    answer: str | None,
+    session_id: str,
+    wall_s: float,
+) -> dict[str, Any]:
+    """``summary.json``: the browser demo's keys (steps, approvals, outcome, totals)."""
+    lat = [r.latency_ms for r in records]
+    return {
+        "task": shop.intent,
+        "mode": "text",
+        "variant": shop.number,
+        "shop": shop.shop,
+        "steps": [r.as_json() for r in records],
+        "approvals": [],
+        "outcome": {
+            "status": "success" if done else "failure",
+            "order": answer,
+            "session_id": session_id,
+        },
+        "totals": {
+            "steps": len(records),
+            "approvals": 0,
+            "agreed": sum(r.best is not None and r.proposals[r.best].good for r in records),
+            "candidates": sum(len(r.rewards) for r in records),
+            "parsed": sum(x is not None for r in records for x in r.rewards),
+            "step_latency_ms": {
+                "mean": round(statistics.fmean(lat), 1) if lat else None,
+                "p50": round(statistics.median(lat), 1) if lat else None,
+                "max": round(max(lat), 1) if lat else None,
+            },
+            "wall_s": round(wall_s, 1),
+        },
+    }
+
+
 async def _serve_and_drive(
     engine: Any,
     workdir: Path,
@@ -276,10 +366,22 @@ async def _serve_and_drive(
     seed: int,
     console: Console,
     policy: str,
-    vision: bool = False,
-) -> tuple[list[StepRecord], bool, str | None]:
-    async with demo_servers(engine, workdir, samples) as (server, token, shop):
-        console.print(f"daemon on {server.url} (temporary data dir {workdir}); shop on {shop.url}")
+    vision: bool,
+    shop: ShopVariant,
+) -> tuple[list[StepRecord], bool, str | None, str]:
+    async with demo_servers(engine, workdir, samples, shop=shop) as (server, token, shop_server):
+        console.print(
+            f"daemon on {server.url} (temporary data dir {workdir}); shop on {shop_server.url}"
+        )
         return await _drive(
-            server.url, token, shop.url, samples, max_steps, seed, console, policy, vision
+            server.url,
+            token,
+            shop_server.url,
+            samples,
+            max_steps,
+            seed,
+            console,
+            policy,
+            vision,
+            shop,
         )

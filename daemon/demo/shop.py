@@ -15,8 +15,11 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from string import Template
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, quote_plus, urlsplit
+
+if TYPE_CHECKING:
+    from webshepherd.daemon.demo.variants import ShopVariant
 
 SITE = Path(__file__).resolve().parent / "site"
 
@@ -61,7 +64,10 @@ class _Handler(BaseHTTPRequestHandler):
         body = (
             _template("base.html")
             .substitute(
-                title=html.escape(title), content=content, cart_count=len(self.server.state.cart)
+                title=html.escape(title),
+                content=content,
+                cart_count=len(self.server.state.cart),
+                shop=html.escape(self.server.variant.shop),
             )
             .encode("utf-8")
         )
@@ -88,8 +94,18 @@ class _Handler(BaseHTTPRequestHandler):
         state = self.server.state
         path = url.path.rstrip("/") or "/"
         esc = html.escape
+        shop = self.server.variant
         if path == "/":
-            self._page("Volt & Wire — home", _template("home.html").substitute())
+            cats = "\n".join(
+                f'  <li><a href="/search?q={quote_plus(q)}">{esc(label)}</a></li>'
+                for label, q in shop.categories
+            )
+            self._page(
+                f"{shop.shop} — home",
+                _template("home.html").substitute(
+                    heading=esc(shop.heading), categories=cats, example=esc(self.server.example)
+                ),
+            )
         elif path == "/search":
             q = query.get("q", "")
             found = state.search(q)
@@ -138,8 +154,17 @@ class _Handler(BaseHTTPRequestHandler):
                     total=_money(order["total"]),
                 ),
             )
-        elif path in ("/about", "/deals"):
-            self._page(path[1:].capitalize(), _template(f"{path[1:]}.html").substitute())
+        elif path == "/about":
+            what = "cables" if shop.number == 0 else shop.kind.plural
+            self._page("About", _template("about.html").substitute(shop=esc(shop.shop), what=what))
+        elif path == "/deals":
+            deals = [(state.product(i), note) for i, note in self.server.deal_notes]
+            items = "\n".join(
+                f'  <li><a href="/product/{p["id"]}">{esc(p["name"])}</a> — {esc(note)}</li>'
+                for p, note in deals
+                if p
+            )
+            self._page("Deals", _template("deals.html").substitute(items=items))
         elif path == "/static/shop.css":
             body = (SITE / "shop.css").read_bytes()
             self.send_response(HTTPStatus.OK)
@@ -192,15 +217,33 @@ class _Handler(BaseHTTPRequestHandler):
         self._not_found()
 
 
+def load_products() -> list[dict[str, Any]]:
+    """The original shop's catalogue (``site/products.json``)."""
+    products: list[dict[str, Any]] = json.loads((SITE / "products.json").read_text("utf-8"))
+    return products
+
+
 class ShopServer(ThreadingHTTPServer):
     """The shop on ``127.0.0.1`` and an ephemeral port; ``start()`` serves from a thread."""
 
     daemon_threads = True
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(
+        self, host: str = "127.0.0.1", port: int = 0, variant: ShopVariant | None = None
+    ) -> None:
+        from webshepherd.daemon.demo.variants import variant as original
+
         super().__init__((host, port), _Handler)
-        self.state = ShopState(json.loads((SITE / "products.json").read_text(encoding="utf-8")))
+        self.use(variant if variant is not None else original(0))
         self._thread: threading.Thread | None = None
+
+    def use(self, variant: ShopVariant) -> None:
+        """Serve ``variant`` from now on, with an empty cart and no orders."""
+        self.variant = variant
+        self.state = ShopState([dict(p) for p in variant.products])
+        notes = ("10% off at checkout", "free delivery")
+        self.deal_notes = list(zip(variant.deals, notes, strict=False))
+        self.example = "hdmi cable" if variant.number == 0 else variant.categories[0][1]
 
     @property
     def url(self) -> str:

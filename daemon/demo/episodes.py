@@ -1,0 +1,137 @@
+"""Training episodes of the bundled shop, labelled by the shop itself.
+
+The scripted agent runs through a shop variant in the text browser. At every page it proposes
+its good action and the distractors; each candidate is tried on a copy of the browser and the
+shop, and the shop's progress (:mod:`.progress`) before and after gives its checklist labels
+(ground truth, never a judge's output). The agent then runs its good action, or now and then a
+distractor, so that the episodes also visit wrong pages and recover from them. Each candidate
+becomes one SFT row of the judge prompt the daemon serves; each episode also gives one row of
+the checklist prompt with the shop's reference checklist.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from webshepherd.daemon.demo.agent import Proposal, ShopAgent
+from webshepherd.daemon.demo.browser import Browser
+from webshepherd.daemon.demo.progress import Progress, measure
+from webshepherd.daemon.demo.shop import ShopServer
+from webshepherd.daemon.demo.variants import ShopVariant
+from webshepherd.daemon.engine.checklist_parse import parse_reference_checklist
+from webshepherd.daemon.engine.prompts import checklist_messages, format_trajectory, judge_messages
+from webshepherd.daemon.offline.training.rows import sft_row
+from webshepherd.daemon.offline.training.targets import checklist_target, feedback, judge_target
+from webshepherd.protocol.agents.environment import ActionError
+from webshepherd.protocol.common import Turn
+
+
+@dataclass(frozen=True)
+class Judged:
+    """One candidate at one step, with the shop's labels for it."""
+
+    step: int
+    url: str
+    axtree: str
+    history: tuple[Turn, ...]
+    proposal: Proposal
+    labels: tuple[str, ...]
+    done_before: tuple[bool, ...]
+
+
+def _try(browser: Browser, server: ShopServer, action: str) -> tuple[str, str] | None:
+    """Run ``action`` and return the page it leads to (url, axtree), or None if it fails."""
+    try:
+        browser.act(action)
+    except ActionError:
+        return None
+    obs = browser.observe()
+    return obs.url, obs.axtree
+
+
+def outcomes(
+    server: ShopServer,
+    browser: Browser,
+    shop: ShopVariant,
+    progress: Progress,
+    actions: list[str],
+) -> dict[str, Progress]:
+    """The progress each of ``actions`` would make from the current page, each tried on a copy
+    of the browser and the shop (both are left as they were)."""
+    after: dict[str, Progress] = {}
+    for action in actions:
+        saved = copy.deepcopy((browser.page, browser.values, browser.history, server.state))
+        page = _try(browser, server, action)
+        after[action] = progress if page is None else measure(shop, server.state, *page, progress)
+        browser.page, browser.values, browser.history, server.state = saved
+    return after
+
+
+def episode(
+    server: ShopServer,
+    shop: ShopVariant,
+    rng: random.Random,
+    explore: float = 0.25,
+    max_steps: int = 14,
+) -> Iterator[Judged]:
+    """One episode in ``shop``, served by ``server``: every candidate of every step with its
+    labels. ``explore``: the chance that a distractor runs instead of the good action."""
+    server.use(shop)
+    browser = Browser()
+    browser.goto(server.url)
+    agent = ShopAgent(seed=rng.randrange(1 << 30), bad_per_step=4, shop=shop)
+    history: list[Turn] = []
+    obs = browser.observe()
+    progress = measure(shop, server.state, obs.url, obs.axtree, Progress())
+    for step in range(max_steps):
+        obs = browser.observe()
+        if agent.done(obs.url):
+            return
+        proposals = agent.propose(obs.url, obs.axtree)
+        done_before = progress.done()
+        after = outcomes(server, browser, shop, progress, [p.action for p in proposals])
+        for p in proposals:
+            labels = after[p.action].labels(progress)
+            yield Judged(step, obs.url, obs.axtree, tuple(history), p, labels, done_before)
+        good = next(p for p in proposals if p.good)
+        bad = [p for p in proposals if not p.good]
+        run = rng.choice(bad) if bad and rng.random() < explore else good
+        page = _try(browser, server, run.action)
+        progress = after[run.action] if page is not None else progress
+        history.append(Turn(run.thought, run.action))
+
+
+def rows(
+    server: ShopServer, shop: ShopVariant, rng: random.Random, explore: float = 0.25
+) -> Iterator[dict[str, Any]]:
+    """SFT rows (sharegpt layout) of one episode in ``shop``, served by ``server``."""
+    task = f"shop-{shop.number}"
+    server.use(shop)
+    browser = Browser()
+    browser.goto(server.url)
+    first = browser.observe()
+    titles = [it.title for it in parse_reference_checklist(shop.checklist).items]
+    yield sft_row(
+        "sharegpt",
+        checklist_messages(shop.intent, first.url, first.axtree),
+        checklist_target(shop.checklist, titles),
+        {"task_id": task, "step_id": 0, "label": "reference"},
+    )
+    for j in episode(server, shop, rng, explore):
+        msgs = judge_messages(
+            shop.intent,
+            format_trajectory(j.history),
+            j.url,
+            j.axtree,
+            shop.checklist,
+            j.proposal.thought,
+            j.proposal.action,
+        )
+        labels: Any = j.labels
+        target = judge_target(labels, feedback(labels, j.done_before))
+        meta = {"task_id": task, "step_id": j.step, "label": "good" if j.proposal.good else "bad"}
+        yield sft_row("sharegpt", msgs, target, meta)
