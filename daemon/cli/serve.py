@@ -10,11 +10,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from webshepherd.daemon.cli.secrets import add_otlp_header_arguments, otlp_headers
 from webshepherd.daemon.config import DaemonConfig, check_bind
 from webshepherd.daemon.engine.engine import DEFAULT_MAX_CONTEXT
 from webshepherd.daemon.engine.labels import UNPARSED_RULES
 from webshepherd.daemon.engine.loader import BACKENDS
 from webshepherd.daemon.engine.types import JUDGE_INPUTS
+from webshepherd.daemon.server.quotas import MIB, QuotaLimits
 from webshepherd.protocol.errors import ModelUnavailableError
 
 if TYPE_CHECKING:
@@ -102,13 +104,21 @@ def add_serve_parser(sub: Any) -> None:
         help="export each session as an OpenTelemetry trace over OTLP/HTTP (e.g. "
         "http://localhost:4318; needs the 'otel' extra)",
     )
-    s.add_argument(
-        "--otlp-header",
-        action="append",
-        default=[],
-        metavar="K=V",
-        help="a header for the collector (repeatable), e.g. an API key",
-    )
+    add_otlp_header_arguments(s)
+    q = QuotaLimits()
+    for flag, default, what in (
+        ("--max-session-starts", q.session_starts, "session starts per connection in any 60 s"),
+        ("--max-observations", q.observations, "observations per connection in any 60 s"),
+        ("--max-model-jobs", q.model_jobs, "model jobs one connection may have queued or running"),
+        ("--max-session-mib", q.session_bytes // MIB, "MiB one session may record"),
+    ):
+        s.add_argument(
+            flag,
+            type=int,
+            default=None,
+            metavar="N",
+            help=f"{what}, past which requests get 'overloaded' (default {default}; 0: no limit)",
+        )
     s.set_defaults(func=serve)
 
 
@@ -195,10 +205,15 @@ def config_from_args(args: argparse.Namespace) -> DaemonConfig:
         ("batch_sessions", "batch_sessions"),
         ("price_in", "price_in"),
         ("price_out", "price_out"),
+        ("max_session_starts", "max_session_starts"),
+        ("max_observations", "max_observations"),
+        ("max_model_jobs", "max_model_jobs"),
     ]:
         value = getattr(args, flag, None)
         if value is not None:
             changes[attr] = value
+    if getattr(args, "max_session_mib", None) is not None:
+        changes["max_session_bytes"] = args.max_session_mib * MIB
     if args.allow_origin:
         changes["allowed_extension_ids"] = tuple(
             o.removeprefix("chrome-extension://").strip("/") for o in args.allow_origin
@@ -210,7 +225,7 @@ def config_from_args(args: argparse.Namespace) -> DaemonConfig:
 
         traces_url(args.otlp_endpoint)  # a bad URL fails before the model loads
         changes["otlp_endpoint"] = args.otlp_endpoint
-        changes["otlp_headers"] = tuple(parse_headers(args.otlp_header or []).items())
+        changes["otlp_headers"] = tuple(parse_headers(otlp_headers(args)).items())
     if args.approval_threshold is not None:
         changes["approval_threshold"] = (
             None if args.approval_threshold < 0 else args.approval_threshold

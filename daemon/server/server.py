@@ -33,6 +33,7 @@ from webshepherd.daemon.server.handshake import (
     read_hello,
 )
 from webshepherd.daemon.server.offload import Offload, PayloadConnection
+from webshepherd.daemon.server.quotas import Quotas
 from webshepherd.daemon.server.scheduler import Scheduler
 from webshepherd.daemon.server.stats import StatsCollector
 from webshepherd.daemon.sessions import (
@@ -105,6 +106,7 @@ class DaemonServer:
         )
         self.hub = Hub()
         self.hook_grants = HookGrants()
+        self.quotas = Quotas(config.quotas)  # per connection and per session (quotas.py)
         self.stats = StatsCollector(price_in=config.price_in, price_out=config.price_out)
         self.telemetry: OtlpExport | None = None
         self.recorder: Recorder | None = None
@@ -274,6 +276,7 @@ class DaemonServer:
 
     def _drop(self, conn: Conn) -> None:
         self.hub.remove(conn.id)
+        self.quotas.forget_connection(conn.id)
         conn.closed = True
         if self.scheduler is not None:
             n = self.scheduler.cancel_connection(conn.id)
@@ -336,6 +339,7 @@ class DaemonServer:
             self._restore(sid, conn)
         if isinstance(msg, rq.Hello):
             raise ProtocolError("hello: already authenticated on this connection")
+        await self._admit(conn, msg)
         if isinstance(msg, rq.SessionStart):
             await self._start(conn, msg)
         elif isinstance(msg, rq.Observe):
@@ -357,6 +361,7 @@ class DaemonServer:
         elif isinstance(msg, rq.SessionEnd):
             await self._step(msg.session_id, lambda: core.end(conn.id, msg))
             self.hook_grants.drop_session(msg.session_id)
+            self.quotas.forget_session(msg.session_id)
         elif isinstance(msg, rq.Subscribe):
             conn.subscriptions = "*" if msg.sessions == "*" else set(msg.sessions)
             conn.send(dump(Subscribed(id=msg.id, sessions=msg.sessions)), reply=True)
@@ -370,6 +375,20 @@ class DaemonServer:
             self._hook_redeem(conn, msg)
         elif isinstance(msg, rq.Ping):
             conn.send(dump(Pong(id=msg.id)), reply=True)
+
+    async def _admit(self, conn: Conn, msg: Any) -> None:
+        """Count ``msg`` against its connection's and session's quotas (``overloaded`` past
+        one); a session's recorded size is read from the recording the first time."""
+        sid = self.quotas.needs_size(msg)
+        if sid is not None and self.history is not None:
+            history = self.history
+            self.quotas.set_recorded(sid, await asyncio.to_thread(history.recorded_size, sid))
+        generating = sum(
+            1
+            for s in self._runner().generating
+            if (st := self.core.sessions.get(s)) is not None and st.owner == conn.id
+        )
+        self.quotas.admit(conn.id, msg, model_jobs=self.quotas.jobs(conn.id) + generating)
 
     async def _start(self, conn: Conn, msg: rq.SessionStart) -> None:
         """A client's checklist is parsed here and recorded with the start; without one the
@@ -509,7 +528,7 @@ class DaemonServer:
             elif isinstance(e, RunChecklist):
                 self._runner().checklist(e)
             elif isinstance(e, RunScore):
-                self._spawn(e.conn, self._runner().score(e))
+                self._spawn(e.conn, self.quotas.counted(e.conn, self._runner().score(e)))
             elif isinstance(e, AwaitApproval):
                 loop = asyncio.get_running_loop()
                 self._timers[e.request_id] = loop.call_later(

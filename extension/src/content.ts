@@ -27,7 +27,13 @@ window.addEventListener("message", (ev) => {
 /** A hook session's view is drawn only on the origin that started or attached it. */
 const here = (origin: string | undefined) => origin === undefined || origin === location.origin;
 
-chrome.runtime.onMessage.addListener((msg: ToContent) => {
+chrome.runtime.onMessage.addListener((msg: ToContent, _sender, sendResponse) => {
+  if (msg.kind === "overlay.hidden") {
+    overlay.setHidden(msg.hidden);
+    // answered once the change is painted: the screenshot that follows does not show it
+    requestAnimationFrame(() => requestAnimationFrame(() => sendResponse(true)));
+    return true;
+  }
   if (msg.kind === "view") overlay.update(here(msg.origin) ? msg.view : null);
   else if (msg.kind === "progress" && here(msg.origin)) overlay.showProgress(msg.candidate, msg.text);
   else if (msg.kind === "demonstration") recorder.setActive(msg.on);

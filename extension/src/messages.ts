@@ -59,7 +59,9 @@ export type ToContent =
   | { kind: "view"; view: SessionView | null; origin?: string }
   | { kind: "progress"; candidate: number; text: string; origin?: string }
   | { kind: "approval.resolved"; requestId: string; decision: string; by: string | null }
-  | { kind: "demonstration"; on: boolean };
+  | { kind: "demonstration"; on: boolean }
+  /** around a screenshot for an observation: the overlay is no part of it (answered once painted) */
+  | { kind: "overlay.hidden"; hidden: boolean };
 
 export function sendToWorker<M extends ToWorker>(msg: M): Promise<WorkerReply<M>> {
   return chrome.runtime.sendMessage(msg) as Promise<WorkerReply<M>>;

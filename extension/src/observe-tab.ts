@@ -4,13 +4,31 @@ import { cdpForTab, type CdpSend } from "./capture/cdp.js";
 import { captureAxtree, type AxtreeCapture } from "./capture/capture-axtree.js";
 import { observationText, type ObservationFlags } from "./capture/observation-text.js";
 import { CaptureThrottle } from "./capture-throttle.js";
+import type { ToContent } from "./messages.js";
 import type { Observation } from "./protocol.gen.js";
 
 const screenshots = new CaptureThrottle(async () => {
   const tab = lastShotTab;
-  if (!tab) throw new Error("no tab");
-  return chrome.tabs.captureVisibleTab(tab.windowId, { format: "png" });
+  if (!tab || tab.id === undefined) throw new Error("no tab");
+  const tabId = tab.id;
+  // the overlay is no part of an observation: hidden while the tab is shot
+  await overlayHidden(tabId, true);
+  try {
+    return await chrome.tabs.captureVisibleTab(tab.windowId, { format: "png" });
+  } finally {
+    void overlayHidden(tabId, false); // also after a late answer to the hiding
+  }
 }, 500);
+
+/** Hides or shows the tab's overlay; true once painted (false: no content script answered within 500 ms). */
+function overlayHidden(tabId: number, hidden: boolean): Promise<boolean> {
+  const msg: ToContent = { kind: "overlay.hidden", hidden };
+  const answered = chrome.tabs.sendMessage(tabId, msg, { frameId: 0 }).then(
+    () => true,
+    () => false,
+  );
+  return Promise.race([answered, new Promise<boolean>((r) => setTimeout(() => r(false), 500))]);
+}
 let lastShotTab: chrome.tabs.Tab | null = null;
 
 const locks = new Map<number, Promise<unknown>>();

@@ -6,8 +6,11 @@ whose launcher did not turn the hook on cannot start a session."""
 from __future__ import annotations
 
 import asyncio
+import io
+import sqlite3
 
 import pytest
+from PIL import Image
 
 from tests.e2e.browser import GOLDEN, hook_key, require_browser, serve_dir
 from tests.e2e.conftest import wait_connected
@@ -198,3 +201,45 @@ async def test_no_session_without_the_launchers_opt_in(start_daemon, browser, si
     )
     assert (made_up["type"], made_up["code"]) == ("error", "unauthorized"), made_up
     assert (await monitor.request({"type": "sessions.list"}))["sessions"] == []
+
+
+WHITE_PAGE = """<!doctype html><html><head><title>Plain</title>
+<style>html, body { background: #fff; margin: 0; }</style></head>
+<body><p>Nothing under the panel</p><button type="button">Go</button></body></html>"""
+
+
+async def test_the_overlay_is_in_no_observation(paired, tmp_path):
+    """Not in the screenshot the extension sends, and not in the accessibility tree any
+    capture reads (an agent's own, e.g. BrowserGym's over CDP, included)."""
+    daemon, browser = paired
+    (tmp_path / "plain.html").write_text(WHITE_PAGE, encoding="utf-8")
+    with serve_dir(tmp_path) as base:
+        page = await browser.ctx.new_page()
+        sid, key = await start(daemon, page, f"{base}/plain.html")
+        panel = page.get_by_test_id("ws-panel")
+        await panel.wait_for()
+        box = await panel.bounding_box()
+        assert box and box["width"] > 100
+        assert (await hook(page, "observe", key=key))["type"] == "observed"
+        cdp = await browser.ctx.new_cdp_session(page)
+        nodes = (await cdp.send("Accessibility.getFullAXTree"))["nodes"]
+        await cdp.detach()
+    shown = [
+        n["name"]["value"]
+        for n in nodes
+        if not n.get("ignored") and "webshepherd" in str(n.get("name", {}).get("value", ""))
+    ]
+    assert shown == []
+    con = sqlite3.connect(daemon.config.db_path)
+    try:
+        (png,) = con.execute(
+            "SELECT screenshot FROM observations WHERE session_id = ? AND screenshot IS NOT NULL"
+            " ORDER BY id DESC LIMIT 1",
+            (sid,),
+        ).fetchone()
+    finally:
+        con.close()
+    shot = Image.open(io.BytesIO(png)).convert("L")
+    left, top = int(box["x"]) + 2, int(box["y"]) + 2
+    region = shot.crop((left, top, left + int(box["width"]) - 4, top + int(box["height"]) - 4))
+    assert region.getextrema() == (255, 255), "the overlay's panel is in the screenshot"

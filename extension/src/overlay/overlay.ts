@@ -35,6 +35,9 @@ export class Overlay {
   constructor() {
     this.host = document.createElement("webshepherd-overlay");
     this.host.setAttribute(OVERLAY_HOST_ATTR, "");
+    // out of every accessibility tree, so also out of an agent's own capture of the page
+    // (BrowserGym's, browser-use's); the extension's capture prunes it by the attribute
+    this.host.setAttribute("aria-hidden", "true");
     this.root = this.host.attachShadow({ mode: "open" });
     const style = h("style");
     style.textContent = OVERLAY_CSS;
@@ -74,6 +77,11 @@ export class Overlay {
 
   unmount(): void {
     this.host.remove();
+  }
+
+  /** Hidden while the extension takes a screenshot for an observation. */
+  setHidden(hidden: boolean): void {
+    this.host.style.visibility = hidden ? "hidden" : "";
   }
 
   update(view: SessionView | null): void {
