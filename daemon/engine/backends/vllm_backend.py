@@ -406,6 +406,8 @@ class VLLMBackend(Backend):
             for j in jobs:
                 if not j.aborted and j.cancel is not None and j.cancel.is_set():
                     self._abort(j)
+            if not self.engine.has_unfinished_requests():
+                break  # all aborted: an idle engine's step() waits for output forever (V1)
             for out in self.engine.step():
                 hit = route.get(out.request_id) or route.get(external_id(out.request_id))
                 if hit is None:

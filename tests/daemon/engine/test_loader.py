@@ -11,7 +11,12 @@ from webshepherd.daemon.dev.openai_server import OpenAIServer
 from webshepherd.daemon.engine.backends.openai_backend import OpenAIBackend
 from webshepherd.daemon.engine.backends.transformers_backend import TransformersBackend
 from webshepherd.daemon.engine.engine import Engine
-from webshepherd.daemon.engine.loader import api_root, load_engine, load_openai_backend
+from webshepherd.daemon.engine.loader import (
+    api_root,
+    load_engine,
+    load_openai_backend,
+    load_vllm_backend,
+)
 from webshepherd.protocol.errors import ModelUnavailableError
 
 from tests.fixtures.ports import closed_port
@@ -74,7 +79,15 @@ def test_vllm_backend_without_vllm_says_how_to_install_it(tiny_model_path: Path)
         load_engine(str(tiny_model_path), backend="vllm")
 
 
-@pytest.mark.skipif(not HAS_VLLM, reason="vLLM is not installed here")
-def test_vllm_backend_refuses_the_cpu(tiny_model_path: Path) -> None:
-    with pytest.raises(ModelUnavailableError, match="runs on CUDA"):
-        load_engine(str(tiny_model_path), backend="vllm", device="cpu")
+def test_vllm_options_are_checked_before_vllm_is_needed() -> None:
+    """vLLM runs on CUDA or on its CPU build (tests/vllm/ load it for real, in .venv-vllm)."""
+    with pytest.raises(ModelUnavailableError, match=r"--vllm-memory 1.5: a fraction"):
+        load_vllm_backend("m", memory_fraction=1.5)
+    with pytest.raises(ModelUnavailableError, match="not on device 'mps'"):
+        load_vllm_backend("m", device="mps")
+    from webshepherd.daemon.cli import build_parser
+    from webshepherd.daemon.cli.serve import config_from_args, engine_from_args
+
+    args = build_parser().parse_args(["serve", "--model", "m", "--vllm-memory", "0.2"])
+    with pytest.raises(ModelUnavailableError, match="--vllm-memory only applies to --backend vllm"):
+        engine_from_args(args, config_from_args(args))
