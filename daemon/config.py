@@ -10,6 +10,7 @@ from pathlib import Path
 
 from webshepherd.daemon.server.extension_id import EXTENSION_ID
 from webshepherd.daemon.server.quotas import QuotaLimits
+from webshepherd.daemon.sessions import approvals
 from webshepherd.protocol.errors import WebShepherdError
 from webshepherd.protocol.token_store import APP_NAME, default_config_dir
 from webshepherd.protocol.version import DEFAULT_HOST, DEFAULT_PATH, DEFAULT_PORT, MAX_FRAME_BYTES
@@ -46,10 +47,11 @@ class DaemonConfig:
     data_dir: Path = field(default_factory=default_data_dir)
     config_dir: Path = field(default_factory=default_config_dir)
     token: str | None = None  # None: read or create it with TokenStore(config_dir)
-    approval_threshold: float | None = 0.3  # ask a human when the best reward is below
-    approval_drop: float | None = 0.3  # ... or dropped this much from the previous step
-    approval_timeout_s: float = 120.0
-    approval_default: str = "reject"  # applied on timeout: "reject" or "approve"
+    # the approval policy's defaults live in sessions/approvals.py
+    approval_threshold: float | None = approvals.DEFAULT_THRESHOLD
+    approval_drop: float | None = approvals.DEFAULT_DROP
+    approval_timeout_s: float = approvals.DEFAULT_TIMEOUT_S
+    approval_default: str = approvals.DEFAULT_ON_TIMEOUT  # "reject" or "approve"
     request_timeout_s: float = 300.0
     queue_limit: int = 64
     batch_sessions: int = 8  # score jobs of up to this many sessions share one model call; 1: off

@@ -232,5 +232,10 @@ class Hub:
         for c in self.targets(session_id, owner, to_approvers=to_approvers, exclude=exclude):
             c.send(frame)
 
+    def people_present(self) -> bool:
+        """Whether a person can answer an approval request now: an extension or a monitor is
+        connected."""
+        return any(c.role in ("extension", "monitor") for c in self.conns.values())
+
     def subscribers(self) -> Iterable[Conn]:
         return [c for c in self.conns.values() if c.subscriptions == "*" or c.subscriptions]

@@ -22,10 +22,17 @@ _STATUS: dict[str, DecisionStatus] = {
 }
 
 
+# The default approval policy, in one place (DaemonConfig and `serve` take these).
+DEFAULT_THRESHOLD: float | None = 0.3  # best reward below this asks a person
+DEFAULT_DROP: float | None = 0.3  # a fall of at least this from the previous step asks a person
+DEFAULT_TIMEOUT_S = 120.0  # how long a held score waits for the decision
+DEFAULT_ON_TIMEOUT = "reject"  # what applies when nobody decides in time
+
+
 @dataclass(frozen=True)
 class ApprovalPolicy:
-    threshold: float | None = 0.3  # best reward below this asks a human
-    drop: float | None = 0.3  # a fall of at least this from the previous step asks a human
+    threshold: float | None = DEFAULT_THRESHOLD
+    drop: float | None = DEFAULT_DROP
 
 
 def approval_reason(
@@ -33,12 +40,21 @@ def approval_reason(
     best_reward: float | None,
     previous_reward: float | None,
     policy: ApprovalPolicy,
+    *,
+    person_present: bool = True,
 ) -> ApprovalReason | None:
-    """Why a human must decide, or None. No reward at all counts as below the threshold."""
+    """Why a person must decide, or None. No reward at all counts as below the threshold.
+
+    A score that did not ask (``auto``) is held by the policy only while a person can answer
+    (``person_present``: an extension or a monitor is connected); one that asked (``always``)
+    is held regardless.
+    """
     if mode == "never":
         return None
     if mode == "always":
         return "always"
+    if not person_present:
+        return None
     if policy.threshold is not None and (best_reward is None or best_reward < policy.threshold):
         return "below_threshold"
     if (
@@ -49,6 +65,21 @@ def approval_reason(
     ):
         return "reward_drop"
     return None
+
+
+def describe_policy(policy: ApprovalPolicy, timeout_s: float, on_timeout: str) -> str:
+    """The policy in one line, as ``serve`` shows it at start."""
+    asks = []
+    if policy.threshold is not None:
+        asks.append(f"the best reward is below {policy.threshold:g} (or none parsed)")
+    if policy.drop is not None:
+        asks.append(f"it falls by {policy.drop:g} or more from the previous step")
+    when = " or ".join(asks) if asks else "never by itself"
+    return (
+        f"approvals: a score waits for a person when {when}, only while an extension or "
+        f"`webshepherd tui` is connected (a score with approval='always' always waits); "
+        f"{timeout_s:g} s, then '{on_timeout}'"
+    )
 
 
 @dataclass(frozen=True)
@@ -78,7 +109,7 @@ class OpenRequest:
 class ApprovalBook:
     """Open approval requests, keyed by request id."""
 
-    def __init__(self, default_on_timeout: str = "reject"):
+    def __init__(self, default_on_timeout: str = DEFAULT_ON_TIMEOUT):
         self.default_on_timeout = default_on_timeout
         self._open: dict[str, OpenRequest] = {}
         self._closed: dict[str, Resolution] = {}

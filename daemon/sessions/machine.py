@@ -22,6 +22,7 @@ from webshepherd.daemon.recorder.records import (
     ApprovalDecidedRecord,
     ApprovalRequestedRecord,
     ChecklistRecord,
+    LabelRecord,
     ObservationRecord,
     ScoreDecisionRecord,
     ScoreRecord,
@@ -66,6 +67,7 @@ from webshepherd.protocol.replies import (
     ActionRecorded,
     ApprovalRequest,
     ApprovalResolved,
+    LabelRecorded,
     Observed,
     Scored,
     SessionEnded,
@@ -107,6 +109,9 @@ class SessionCore:
         self.approvals = ApprovalBook(approval_default)
         self._pending: dict[str, PendingScore] = {}
         self.signals = SignalBook()  # live process signals (signals.py)
+        # can a person answer an approval request now? (the socket layer: an extension or a
+        # monitor is connected); a score that did not ask for approval is held only then
+        self.person_present: Callable[[], bool] = lambda: True
 
     # -- lookup ----------------------------------------------------------
     def has(self, session_id: str) -> bool:
@@ -319,6 +324,32 @@ class SessionCore:
             ),
         ]
 
+    def label(self, conn: int, by: str, msg: rq.Label) -> list[Effect]:
+        """Ground truth for a candidate scored at ``msg.step`` (also after the session ended):
+        one label per checklist item, recorded with who gave it (training targets come from
+        it, docs/training.md)."""
+        st = self.get(msg.session_id, open_only=False)
+        if st.checklist is None:
+            raise ProtocolError("label: the session has no checklist yet")
+        n = len(st.checklist.items)
+        if len(msg.items) != n:
+            raise ProtocolError(f"items: {len(msg.items)} labels for a checklist of {n} items")
+        if msg.action not in (a for a, _ in st.step_candidates.get(msg.step, [])):
+            raise ProtocolError(f"action: not a candidate scored at step {msg.step}")
+        return [
+            LabelRecord(
+                session_id=st.session_id,
+                step=msg.step,
+                action=msg.action,
+                items=list(msg.items),
+                source=msg.source,
+                by=by,
+                note=msg.note,
+                created_at=self.clock(),
+            ),
+            Reply(conn, LabelRecorded(id=msg.id, session_id=st.session_id, step=msg.step)),
+        ]
+
     def end(self, conn: int, msg: rq.SessionEnd) -> list[Effect]:
         st = self.get(msg.session_id)
         st.ended, st.outcome, st.answer, st.ended_at = True, msg.outcome, msg.answer, self.clock()
@@ -386,7 +417,11 @@ class SessionCore:
             ],
         )
         reason = approval_reason(
-            job.approval, best_reward, st.previous_reward(job.step), self.policy
+            job.approval,
+            best_reward,
+            st.previous_reward(job.step),
+            self.policy,
+            person_present=self.person_present(),
         )
         if best_reward is not None:
             st.step_rewards[job.step] = best_reward

@@ -28,6 +28,7 @@ from webshepherd.protocol.errors import (
 from webshepherd.protocol.replies import (
     ActionEvent,
     ActionRecorded,
+    ApprovalRequest,
     ApprovalResolved,
     Checklist,
     Error,
@@ -144,8 +145,17 @@ class ClientCore:
             out.append(ChecklistArrived(message))
         elif isinstance(message, ScoreProgress) and message.request in self._waiting:
             out.append(Progress(message))
+        elif isinstance(message, ApprovalRequest) and self._scoring(message.session_id):
+            log.warning("%s", held_score_line(message))
         out.append(Event(message))
         return out
+
+    def _scoring(self, session_id: str) -> bool:
+        """Whether a ``score`` of this client for ``session_id`` waits for its reply."""
+        return any(
+            isinstance(w.request, Score) and w.request.session_id == session_id
+            for w in self._waiting.values()
+        )
 
     def _reply(self, waiting: _Waiting, message: ServerMessage) -> list[Outcome]:
         request, rid = waiting.request, waiting.request.id
@@ -181,6 +191,25 @@ class ClientCore:
         """Every waiting call fails with ``error`` (the connection is gone)."""
         waiting, self._waiting = self._waiting, {}
         return [Failed(rid, error) for rid in waiting]
+
+
+_WHY_HELD = {
+    "always": "the score asked for approval (approval='always')",
+    "below_threshold": "the best reward ({reward}) is below the daemon's approval threshold",
+    "reward_drop": "the best reward ({reward}) fell sharply from the previous step's",
+}
+
+
+def held_score_line(request: ApprovalRequest) -> str:
+    """What the SDK logs when one of its scores waits for a person: why, and how it ends."""
+    reward = "none parsed" if request.reward is None else f"{request.reward:.3f}"
+    why = _WHY_HELD.get(request.reason, request.reason).format(reward=reward)
+    return (
+        f"webshepherd: the score of step {request.step} waits for a person: {why}. "
+        f"Decide in the extension's side panel or `webshepherd tui` (Approvals tab) within "
+        f"{request.expires_in_s:g} s, else the daemon's default applies; "
+        "score with approval='never' not to wait."
+    )
 
 
 def own_request_event(request: Any, reply: BaseModel) -> ServerMessage | None:

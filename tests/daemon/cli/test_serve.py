@@ -209,3 +209,18 @@ def test_serve_judges_a_vision_checkpoint_with_screenshots_by_default(
         "text"
     )
     assert engine_for(tiny_model_path).config.judge_inputs == "text"
+
+
+def test_serve_shows_the_approval_policy_at_start(capsys: pytest.CaptureFixture[str]) -> None:
+    from webshepherd.daemon.cli import main
+
+    url = f"http://127.0.0.1:{closed_port()}/v1"
+    args = ["serve", "--port", "0", "--backend", "openai", "--base-url", url]
+    assert main([*args, "--approval-threshold", "0.5"]) == 2  # the model server is down
+    err = capsys.readouterr().err
+    assert (
+        "webshepherd: approvals: a score waits for a person when the best reward is below 0.5"
+        in (err)
+    )
+    assert "only while an extension or `webshepherd tui` is connected" in err
+    assert err.index("approvals:") < err.index("cannot reach the model server")  # at start

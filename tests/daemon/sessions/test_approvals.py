@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 import pytest
-from webshepherd.daemon.sessions.approvals import ApprovalBook, ApprovalPolicy, approval_reason
+from webshepherd.daemon.sessions.approvals import (
+    DEFAULT_ON_TIMEOUT,
+    DEFAULT_TIMEOUT_S,
+    ApprovalBook,
+    ApprovalPolicy,
+    approval_reason,
+    describe_policy,
+)
 from webshepherd.protocol.errors import ProtocolError
 
 POLICY = ApprovalPolicy(threshold=0.3, drop=0.3)
@@ -72,3 +79,24 @@ def test_reject_keeps_the_candidate_action_for_the_record():
     req = book.open("s", 0, 2, "click('9')")
     res = book.decide(req.request_id, "reject", None, "extension:ext", "wrong")
     assert (res.status, res.approved, res.note) == ("rejected", False, "wrong")
+
+
+def test_a_score_that_did_not_ask_is_held_only_while_a_person_can_answer():
+    assert approval_reason("auto", 0.1, None, POLICY, person_present=False) is None
+    assert approval_reason("auto", None, None, POLICY, person_present=False) is None
+    assert approval_reason("auto", 0.5, 0.9, POLICY, person_present=False) is None
+    assert approval_reason("auto", 0.1, None, POLICY, person_present=True) == "below_threshold"
+    # one that asked waits regardless (its client is told at once)
+    assert approval_reason("always", 0.9, None, POLICY, person_present=False) == "always"
+
+
+def test_the_default_policy_is_described_in_one_line():
+    line = describe_policy(ApprovalPolicy(), DEFAULT_TIMEOUT_S, DEFAULT_ON_TIMEOUT)
+    assert line == (
+        "approvals: a score waits for a person when the best reward is below 0.3 (or none "
+        "parsed) or it falls by 0.3 or more from the previous step, only while an extension or "
+        "`webshepherd tui` is connected (a score with approval='always' always waits); "
+        "120 s, then 'reject'"
+    )
+    off = describe_policy(ApprovalPolicy(None, None), 30, "approve")
+    assert "waits for a person when never by itself" in off and "30 s, then 'approve'" in off
