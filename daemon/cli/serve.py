@@ -16,6 +16,7 @@ from webshepherd.daemon.engine.engine import DEFAULT_MAX_CONTEXT
 from webshepherd.daemon.engine.labels import UNPARSED_RULES
 from webshepherd.daemon.engine.loader import BACKENDS
 from webshepherd.daemon.engine.types import JUDGE_INPUTS
+from webshepherd.daemon.sessions.approvals import ApprovalPolicy, describe_policy
 from webshepherd.daemon.server.quotas import MIB, QuotaLimits
 from webshepherd.protocol.errors import ModelUnavailableError
 
@@ -294,6 +295,9 @@ def serve(args: argparse.Namespace) -> int:
         logging.getLogger().setLevel(logging.INFO)
     config = config_from_args(args)
     check_bind(config)  # refuse a bad bind before spending a minute loading the model
+    policy = ApprovalPolicy(config.approval_threshold, config.approval_drop)
+    line = describe_policy(policy, config.approval_timeout_s, config.approval_default)
+    print(f"webshepherd: {line}", file=sys.stderr, flush=True)
 
     from webshepherd.daemon.server.server import run_daemon
 

@@ -105,6 +105,7 @@ class DaemonServer:
             approval_default=config.approval_default,
         )
         self.hub = Hub()
+        self.core.person_present = self.hub.people_present  # who can answer an approval
         self.hook_grants = HookGrants()
         self.quotas = Quotas(config.quotas)  # per connection and per session (quotas.py)
         self.stats = StatsCollector(price_in=config.price_in, price_out=config.price_out)
