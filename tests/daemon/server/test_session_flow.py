@@ -165,8 +165,8 @@ async def test_generated_checklist_or_a_model_error_for_the_owner(daemon):
         (
             '{"type": "approval.decide", "id": "q6", "request_id": "zz", "decision": "approve"}',
             "q6",
-            "invalid_message",
-            "no open approval request",
+            "unauthorized",  # an agent's connection; a monitor's gets "no open approval request"
+            "may not decide",
         ),
         (
             '{"type": "approval.decide", "id": "q7", "request_id": "zz", "decision": "edit"}',
