@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from webshepherd.daemon.cli.progress import ProgressBar
+from webshepherd.daemon.cli.secrets import add_token_arguments, token_from_args
 from webshepherd.daemon.engine.engine import DEFAULT_MAX_CONTEXT
 from webshepherd.daemon.engine.labels import UNPARSED_RULES
 from webshepherd.protocol.errors import WebShepherdError
@@ -25,7 +26,7 @@ def add_eval_parser(sub: Any) -> None:
     where = rb.add_mutually_exclusive_group(required=True)
     where.add_argument("--url", default=None, help="a running daemon (ws://…)")
     where.add_argument("--model", default=None, help="score in process with this model")
-    rb.add_argument("--token", default=None, help="daemon token (default: the local store)")
+    add_token_arguments(rb)
     rb.add_argument("--device", default="auto", help="device for --model (default auto)")
     rb.add_argument(
         "--samples",
@@ -118,7 +119,7 @@ def cmd_rewardbench(args: argparse.Namespace) -> int:
             "max_new_tokens": args.max_new_tokens,
         }
     else:
-        scorer = DaemonScorer(args.url, args.token, unparsed=args.unparsed)
+        scorer = DaemonScorer(args.url, token_from_args(args), unparsed=args.unparsed)
         settings = {"unparsed": args.unparsed}
     try:
         report = run(

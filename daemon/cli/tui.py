@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from webshepherd.daemon.cli.secrets import add_token_arguments, token_from_args
 from webshepherd.protocol.version import DEFAULT_URL
 
 
@@ -20,7 +21,7 @@ def cmd_tui(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
-    token = args.token
+    token = token_from_args(args)
     if token is None:
         from webshepherd.protocol.token_store import TokenStore
 
@@ -28,7 +29,7 @@ def cmd_tui(args: argparse.Namespace) -> int:
         if not token:
             print(
                 "webshepherd: no pairing token found: start the daemon once "
-                "(`webshepherd serve` creates it) or pass --token",
+                "(`webshepherd serve` creates it), set WEBSHEPHERD_TOKEN or pass --token-file",
                 file=sys.stderr,
             )
             return 1
@@ -42,9 +43,7 @@ def add_tui_parser(subparsers: Any) -> argparse.ArgumentParser:
         "tui", help="live monitor: sessions, reward curves, approvals, device"
     )
     p.add_argument("--url", default=DEFAULT_URL, help=f"daemon URL (default {DEFAULT_URL})")
-    p.add_argument(
-        "--token", default=None, help="pairing token (default: the local store, as `token` prints)"
-    )
+    add_token_arguments(p)
     p.add_argument(
         "--data-dir",
         type=Path,

@@ -61,6 +61,17 @@ class History:
     def close(self) -> None:
         self.db.close()
 
+    def recorded_size(self, session_id: str) -> int:
+        """What a session's observations and actions hold: URLs, AX trees and texts by
+        characters, screenshots by bytes (the daemon's per-session quota counts the same)."""
+        row = self.db.execute(
+            "SELECT (SELECT IFNULL(SUM(LENGTH(url) + LENGTH(axtree) + IFNULL(LENGTH(screenshot), "
+            "0)), 0) FROM observations WHERE session_id = ?1) + (SELECT IFNULL(SUM(LENGTH(action)"
+            " + IFNULL(LENGTH(thought), 0)), 0) FROM actions WHERE session_id = ?1)",
+            (session_id,),
+        ).fetchone()
+        return int(row[0])
+
     def list_sessions(self, limit: int = 100) -> list[SessionSummary]:
         rows = self.db.execute(
             "SELECT * FROM sessions ORDER BY created_at DESC, rowid DESC LIMIT ?", (limit,)

@@ -45,12 +45,13 @@ def traces_url(endpoint: str) -> str:
 
 
 def parse_headers(pairs: list[str]) -> dict[str, str]:
-    """``K=V`` strings (``--otlp-header``) as a dict."""
+    """``K=V`` strings (``serve --otlp-headers-file``, ``$OTEL_EXPORTER_OTLP_HEADERS``) as a
+    dict."""
     out = {}
-    for p in pairs:
+    for n, p in enumerate(pairs, 1):
         key, sep, value = p.partition("=")
-        if not sep or not key.strip():
-            raise WebShepherdError(f"--otlp-header {p!r}: expected KEY=VALUE")
+        if not sep or not key.strip():  # the text itself is not shown: it may be a secret
+            raise WebShepherdError(f"OTLP header {n} of {len(pairs)}: expected KEY=VALUE")
         out[key.strip()] = value
     return out
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import io
+from pathlib import Path
 
 import pytest
 from rich.console import Console
@@ -21,9 +22,13 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 def test_parser_defaults_and_flags():
     args = parse(["tui"])
-    assert (args.url, args.token, args.func) == ("ws://127.0.0.1:8765/v1", None, cli_tui.cmd_tui)
-    args = parse(["tui", "--url", "ws://127.0.0.1:9/v1", "--token", "t"])
-    assert (args.url, args.token) == ("ws://127.0.0.1:9/v1", "t")
+    assert (args.url, args.token_file, args.func) == (
+        "ws://127.0.0.1:8765/v1",
+        None,
+        cli_tui.cmd_tui,
+    )
+    args = parse(["tui", "--url", "ws://127.0.0.1:9/v1", "--token-file", "t"])
+    assert (args.url, args.token_file) == ("ws://127.0.0.1:9/v1", Path("t"))
 
 
 def test_token_from_the_local_store(tmp_path, monkeypatch, capsys):

@@ -306,6 +306,8 @@ async def test_export_load_and_rewardbench(daemon, tmp_path, capsys, tiny_model_
 
     # the same rows through the running daemon (--url)
     via = tmp_path / "bench-url.json"
+    token_file = tmp_path / "token"
+    token_file.write_text(TEST_TOKEN + "\n")
     rc = await asyncio.to_thread(
         _cli,
         "eval",
@@ -314,8 +316,8 @@ async def test_export_load_and_rewardbench(daemon, tmp_path, capsys, tiny_model_
         str(jsonl),
         "--url",
         daemon.url,
-        "--token",
-        TEST_TOKEN,
+        "--token-file",
+        str(token_file),
         "--json",
         str(via),
         "--quiet",
