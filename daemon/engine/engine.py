@@ -13,7 +13,16 @@ from webshepherd.daemon.engine.backends.base import Backend, JudgeBatch, JudgeOu
 from webshepherd.daemon.engine.checklist_parse import parse_checklist
 from webshepherd.daemon.engine.checklist_parse import parse_reference_checklist as _parse_reference
 from webshepherd.daemon.engine.labels import UnparsedRule, score_candidate
-from webshepherd.daemon.engine.prompts import checklist_messages, judge_fields, split_judge_prompt
+from webshepherd.daemon.engine.likert import score_likert
+from webshepherd.daemon.engine.prompts import (
+    PromptStyle,
+    checklist_messages,
+    judge_fields,
+    samples_single,
+    split_judge_prompt,
+    uses_checklist,
+)
+from webshepherd.daemon.engine.sampling import Sampling
 from webshepherd.daemon.engine.types import (
     EngineStats,
     JudgeInputs,
@@ -53,6 +62,10 @@ class EngineConfig:
     ``unparsed``: ``skip`` (default) or ``zero``, see :func:`labels.score_candidate`.
     ``judge_inputs``: ``text+image`` puts a step's screenshot in the judge prompt (the authors'
     multimodal variant; a step without one is judged as text and says so).
+    ``prompt``: the prompt style (:data:`prompts.PROMPT_STYLES`): the checkpoints' own
+    (``web-shepherd``) or the paper's baseline judges' (``baseline``, ``baseline-likert``),
+    each read as the authors read it. One sample is greedy with ``web-shepherd`` and drawn at
+    ``temperature`` with the baselines, as the authors' runs; checklists are always greedy.
     """
 
     samples: int = 1
@@ -65,6 +78,25 @@ class EngineConfig:
     max_context: int | None = DEFAULT_MAX_CONTEXT
     unparsed: UnparsedRule = "skip"
     judge_inputs: JudgeInputs = "text"
+    prompt: PromptStyle = "web-shepherd"
+
+
+def judging_settings(
+    config: EngineConfig, sampling: Sampling, max_context: int | None
+) -> dict[str, object]:
+    """What decides a judgement, as a session's metadata and ``webshepherd prompt`` show it:
+    the prompt style, the temperature (a request's sample count decides greedy or not), the
+    checkpoint's sampling settings, the context and the unparsed rule."""
+    return {
+        "prompt": config.prompt,
+        "temperature": config.temperature,
+        "one_sample": "sampled at the temperature" if samples_single(config.prompt) else "greedy",
+        "checklist": "greedy",
+        "sampling": sampling.describe(),
+        "max_context": max_context,
+        "unparsed": config.unparsed,
+        "judge_inputs": config.judge_inputs,
+    }
 
 
 def _no_candidates() -> StepScore:
@@ -78,18 +110,15 @@ def _step_score(
     config: EngineConfig,
     capped: bool,
 ) -> StepScore:
-    """Eq. 2 rewards of every candidate from the backend's generations (checklist items only);
-    ``capped``: the output limit was ``config.max_new_tokens``, not the end of the context."""
+    """Eq. 2 rewards of every candidate from the backend's generations (checklist items only;
+    ``baseline-likert``: its 1-5 score / 5); ``capped``: the output limit was
+    ``config.max_new_tokens``, not the end of the context."""
     items = frozenset(it.index for it in checklist.items) or None
+    cut_by = "limit" if capped else "context"
     cands = tuple(
-        score_candidate(
-            k,
-            gens,
-            out.label_source,
-            items,
-            unparsed=config.unparsed,
-            cut_by="limit" if capped else "context",
-        )
+        score_candidate(k, gens, out.label_source, items, unparsed=config.unparsed, cut_by=cut_by)
+        if uses_checklist(config.prompt)
+        else score_likert(k, gens, unparsed=config.unparsed, cut_by=cut_by)
         for k, gens in enumerate(out.generations)
     )
     return StepScore(
@@ -192,6 +221,11 @@ class Engine:
         return self.backend.name
 
     @property
+    def settings(self) -> dict[str, object]:
+        """:func:`judging_settings` of this engine (recorded with every session it scores)."""
+        return judging_settings(self.config, self.backend.sampling, self.max_context)
+
+    @property
     def max_context(self) -> int:
         ctx = self.backend.max_context
         return min(ctx, self.config.max_context) if self.config.max_context else ctx
@@ -205,7 +239,9 @@ class Engine:
             cap = self.config.checklist_max_new_tokens
 
             def render(tree: str) -> str:
-                return self.backend.render_chat(checklist_messages(intent, start_url, tree))
+                return self.backend.render_chat(
+                    checklist_messages(intent, start_url, tree, self.config.prompt)
+                )
 
             tree, _ = self.fit_axtree(
                 axtree,
@@ -240,7 +276,8 @@ class Engine:
     ) -> StepScore:
         """Score every candidate of ``step`` (Eq. 2 over ``step.samples`` samples each).
 
-        ``samples == 1`` decodes greedily; more samples use ``config.temperature``.
+        ``samples == 1`` decodes greedily with the ``web-shepherd`` prompt; other samples are
+        drawn at ``config.temperature`` under the checkpoint's sampling settings.
         ``on_progress(candidate, sample, text_delta)`` streams the judge's text;
         setting ``cancel`` stops decoding (unfinished samples are "aborted").
         """
@@ -319,10 +356,15 @@ class Engine:
 
     def _judge_batch(self, step: StepInput) -> tuple[JudgeBatch, bool]:
         """The step's judge prompts (AX tree cut to fit) as one batch, and whether it was cut."""
-        if not step.checklist.items:
+        if not step.checklist.items and uses_checklist(self.config.prompt):
             raise ModelError("cannot score a step without checklist items")
 
         with_image = self.config.judge_inputs == "text+image" and bool(step.screenshot)
+        image = (
+            (step.screenshot_mime or "image/png", step.screenshot)
+            if with_image and step.screenshot
+            else None
+        )
 
         def parts(tree: str) -> tuple[str, list[str]]:
             return split_judge_prompt(
@@ -330,6 +372,7 @@ class Engine:
                 **judge_fields(step, self.config.history_steps, tree),
                 candidates=step.candidates,
                 with_image=with_image,
+                style=self.config.prompt,
             )
 
         measured: dict[str, int] = {}
@@ -337,7 +380,7 @@ class Engine:
         def longest(tree: str) -> int:
             if tree not in measured:
                 prefix, suffixes = parts(tree)
-                measured[tree] = max(self.backend.count_tokens(prefix + s) for s in suffixes)
+                measured[tree] = max(self.backend.count_prompt(prefix + s, image) for s in suffixes)
             return measured[tree]
 
         cap = self.config.max_new_tokens
@@ -351,9 +394,8 @@ class Engine:
             samples=max(1, step.samples),
             max_new_tokens=self._room(longest(tree), cap),
             temperature=self.config.temperature,
-            image=(step.screenshot_mime or "image/png", step.screenshot)
-            if with_image and step.screenshot
-            else None,
+            greedy=step.samples <= 1 and not samples_single(self.config.prompt),
+            image=image,
         )
         return batch, truncated
 

@@ -6,7 +6,7 @@ the store operation of the same name. ``op`` names the kind (logs and tests).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 
@@ -115,12 +115,14 @@ class SessionEndedRecord:
 
 @dataclass(frozen=True)
 class ScorerRecord:
-    """Which model and backend scored a session (written with its start)."""
+    """Which model and backend scored a session, with the judging settings (prompt style,
+    temperature, the checkpoint's sampling settings…; written with its start)."""
 
     op: ClassVar[str] = "scorer"
     session_id: str
     model: str
     backend: str
+    settings: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -101,6 +101,10 @@ CREATE TABLE IF NOT EXISTS session_scorers (
     model TEXT NOT NULL,            -- the model that scored the session (as serve loaded it)
     backend TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS session_scorer_settings (
+    session_id TEXT PRIMARY KEY REFERENCES sessions(session_id),
+    settings TEXT NOT NULL          -- JSON: prompt style, temperature, sampling, context, ...
+);
 CREATE TABLE IF NOT EXISTS events (
     session_id TEXT NOT NULL,
     seq INTEGER NOT NULL,

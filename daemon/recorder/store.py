@@ -160,7 +160,7 @@ class Recorder:
             case SessionEndedRecord():
                 self.session_ended(r.session_id, r.outcome, r.answer, r.ended_at)
             case ScorerRecord():
-                self.scorer(r.session_id, r.model, r.backend)
+                self.scorer(r.session_id, r.model, r.backend, r.settings)
             case EventRecord():
                 self.append_event(r.session_id, r.body)
             case _:
@@ -424,14 +424,21 @@ class Recorder:
             ]
         )
 
-    def scorer(self, session_id: str, model: str, backend: str) -> None:
-        """The model and backend that score the session (kept for reports)."""
+    def scorer(
+        self, session_id: str, model: str, backend: str, settings: dict[str, Any] | None = None
+    ) -> None:
+        """The model and backend that score the session, and their judging settings (kept
+        for reports)."""
         self._tx(
             [
                 (
                     "INSERT OR REPLACE INTO session_scorers VALUES (?, ?, ?)",
                     (session_id, model, backend),
-                )
+                ),
+                (
+                    "INSERT OR REPLACE INTO session_scorer_settings VALUES (?, ?)",
+                    (session_id, json.dumps(settings or {}, sort_keys=True)),
+                ),
             ]
         )
 

@@ -99,6 +99,8 @@ class Timeline:
     backend: str | None
     steps: list[Step]
     actions: list[Executed] = field(default_factory=list)  # every step's, in recording order
+    # the judging settings the session was scored with (prompt style, temperature, sampling…)
+    settings: dict[str, Any] = field(default_factory=dict)
 
 
 def read_timeline(
@@ -123,6 +125,12 @@ def read_timeline(
         ).fetchone()
     except sqlite3.OperationalError:  # a recording made before scorers were kept
         scorer = None
+    try:
+        kept = db.execute(
+            "SELECT settings FROM session_scorer_settings WHERE session_id = ?", (sid,)
+        ).fetchone()
+    except sqlite3.OperationalError:  # a recording made before settings were kept
+        kept = None
     return Timeline(
         summary,
         checklist,
@@ -131,6 +139,7 @@ def read_timeline(
         scorer["backend"] if scorer else None,
         [steps[k] for k in sorted(steps)],
         actions,
+        json.loads(kept["settings"]) if kept else {},
     )
 
 

@@ -111,6 +111,11 @@ class Backend(ABC):
     def count_tokens(self, text: str) -> int:
         """Tokens of an already rendered text (no special tokens added)."""
 
+    def count_prompt(self, text: str, image: tuple[str, bytes] | None = None) -> int:
+        """Tokens of a rendered prompt whose image placeholder stands for ``image`` (the
+        backends that take images count what that image really takes)."""
+        return self.count_tokens(text)
+
     @abstractmethod
     def generate(
         self, prompt: str, max_new_tokens: int, temperature: float = 0.0, stop: Sequence[str] = ()

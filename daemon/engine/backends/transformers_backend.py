@@ -284,6 +284,16 @@ class TransformersBackend(Backend):
                 return len(self._encode(text)) + self.vision.max_tokens
         return len(self._encode(text))
 
+    def count_prompt(self, text: str, image: tuple[str, bytes] | None = None) -> int:
+        """Tokens of a prompt with ``image`` in its screenshot placeholder: the image tokens
+        the processor will make of that image's size (:func:`vision.image_token_count`)."""
+        if self.vision is not None and image is not None:
+            tokens = self.vision.tokens_for(image)
+            text, placed = place_image(text, VISION_START + VISION_END)
+            if placed and tokens is not None:
+                return len(self._encode(text)) + tokens
+        return self.count_tokens(text)
+
     def generate(
         self, prompt: str, max_new_tokens: int, temperature: float = 0.0, stop: Sequence[str] = ()
     ) -> str:

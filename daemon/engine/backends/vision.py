@@ -15,6 +15,7 @@ so a suffix continuing a prefilled prefix with an image only needs that offset.
 from __future__ import annotations
 
 import io
+import math
 import warnings
 from dataclasses import dataclass
 from typing import Any
@@ -47,6 +48,35 @@ def place_image(text: str, markup: str) -> tuple[str, bool]:
     return text[:cut] + markup + text[cut + len(IMAGE_PLACEHOLDER) :], True
 
 
+def smart_resize(
+    height: int, width: int, factor: int, min_pixels: int, max_pixels: int
+) -> tuple[int, int]:
+    """The size Qwen2-VL's image processor resizes an image to: each side rounded to a
+    multiple of ``factor`` (patch x merge), the area brought within ``[min_pixels,
+    max_pixels]`` keeping the aspect ratio (the arithmetic of transformers' ``smart_resize``)."""
+    h = max(factor, round(height / factor) * factor)
+    w = max(factor, round(width / factor) * factor)
+    if h * w > max_pixels:
+        beta = math.sqrt(height * width / max_pixels)
+        h = max(factor, math.floor(height / beta / factor) * factor)
+        w = max(factor, math.floor(width / beta / factor) * factor)
+    elif h * w < min_pixels:
+        beta = math.sqrt(min_pixels / (height * width))
+        h = math.ceil(height * beta / factor) * factor
+        w = math.ceil(width * beta / factor) * factor
+    return h, w
+
+
+def image_token_count(
+    height: int, width: int, *, patch: int = 14, merge: int = 2, min_pixels: int, max_pixels: int
+) -> int:
+    """Image tokens (``<|image_pad|>``) for an image of that size: one per ``merge x merge``
+    patches of the resized image. A stock Qwen2.5-VL processor (patch 14, merge 2,
+    min_pixels 3136, max_pixels 12845056) gives a 1280x720 screenshot 1196 tokens."""
+    h, w = smart_resize(height, width, patch * merge, min_pixels, max_pixels)
+    return (h // patch) * (w // patch) // merge**2
+
+
 @dataclass(frozen=True)
 class Image:
     """One screenshot as the model takes it."""
@@ -67,12 +97,14 @@ class VisionInputs:
         self.image_processor = image_processor
         self.image_token_id = int(config.image_token_id)
         self.merge = int(getattr(image_processor, "merge_size", 2))
-        patch = int(getattr(image_processor, "patch_size", 14))
-        max_pixels = getattr(image_processor, "max_pixels", None)
-        if max_pixels is None:
-            max_pixels = (getattr(image_processor, "size", None) or {}).get("longest_edge")
-        # the most image tokens a screenshot can take (token budgets count this)
-        self.max_tokens = int(max_pixels or 1280 * 28 * 28) // (patch * self.merge) ** 2 + 2
+        self.patch = int(getattr(image_processor, "patch_size", 14))
+        size = getattr(image_processor, "size", None) or {}
+        max_pixels = getattr(image_processor, "max_pixels", None) or size.get("longest_edge")
+        min_pixels = getattr(image_processor, "min_pixels", None) or size.get("shortest_edge")
+        self.max_pixels = int(max_pixels or 1280 * 28 * 28)
+        self.min_pixels = int(min_pixels or 56 * 56)
+        # the most image tokens a screenshot can take (when its size is not known)
+        self.max_tokens = self.max_pixels // (self.patch * self.merge) ** 2 + 2
         self.max_decoded_pixels = max(int(max_pixels or 0), MAX_DECODED_PIXELS)
 
     @classmethod
@@ -81,6 +113,29 @@ class VisionInputs:
 
         proc = AutoImageProcessor.from_pretrained(model, local_files_only=local_files_only)
         return cls(proc, config)
+
+    def tokens_for(self, mime_and_bytes: tuple[str, bytes]) -> int | None:
+        """The image tokens this screenshot will take (from its header's size, nothing
+        decoded), or None when it is no image this judge reads."""
+        from PIL import Image as PILImage
+
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", PILImage.DecompressionBombWarning)
+                with PILImage.open(io.BytesIO(mime_and_bytes[1]), formats=IMAGE_FORMATS) as im:
+                    width, height = im.size
+        except Exception:
+            return None
+        if width * height > self.max_decoded_pixels or min(width, height) < 1:
+            return None
+        return image_token_count(
+            height,
+            width,
+            patch=self.patch,
+            merge=self.merge,
+            min_pixels=self.min_pixels,
+            max_pixels=self.max_pixels,
+        )
 
     def image(self, mime_and_bytes: tuple[str, bytes], dtype: torch.dtype) -> Image:
         """A screenshot (``(mime, bytes)``) through the image processor. Its size is read

@@ -207,3 +207,47 @@ def test_a_judgement_cut_by_the_context_is_unparsed_and_says_so(tiny_engine: Eng
         assert "cut by the model's context" in cand.feedback
     zero = Engine(tiny_engine.backend, replace(engine.config, unparsed="zero")).score(step)
     assert [c.reward for c in zero.candidates] == [0.0] * len(CANDIDATES)
+
+
+@pytest.mark.parametrize("style", ["web-shepherd", "baseline", "baseline-likert"])
+def test_prompt_styles_render_their_prompts_and_sample_as_the_authors(
+    tiny_model_path: Path, style: str
+) -> None:
+    """The engine sends each style's prompt (the baselines' system message and action space);
+    one sample is greedy only with the checkpoint's own prompt (the baselines' single sample
+    is drawn at T=1.0); the 1-5 judge needs no checklist items."""
+    engine = load_engine(str(tiny_model_path), device="cpu", config=EngineConfig(prompt=style))  # type: ignore[arg-type]
+    # the tiny tokenizer spends far more tokens on the action space than Qwen's: give it the
+    # authors' 10k context (batches are only built here, nothing runs through the model)
+    engine.backend.model.config.max_position_embeddings = 10_000  # type: ignore[attr-defined]
+    step = _step(engine)
+    if style == "baseline-likert":
+        step = replace(step, checklist=replace(step.checklist, items=()))
+    batch, _ = engine._judge_batch(step)
+    full = batch.prefix + batch.suffixes[0]
+    expected = step_judge_messages(step, 0, engine.config.history_steps, style=style)  # type: ignore[arg-type]
+    assert full == engine.backend.render_chat(expected)
+    assert ("# Action space:" in full) == (style != "web-shepherd")
+    assert ("## Checklist" in full) == (style != "baseline-likert")
+    assert batch.is_greedy == (style == "web-shepherd")
+    assert batch.temperature_used == (0.0 if style == "web-shepherd" else 1.0)
+    assert not engine._judge_batch(replace(step, samples=3))[0].is_greedy
+    settings = engine.settings
+    assert settings["prompt"] == style and settings["temperature"] == 1.0
+    assert settings["max_context"] == engine.max_context
+    assert isinstance(settings["sampling"], dict) and "top_k" in settings["sampling"]
+
+
+def test_the_likert_style_scores_the_1_to_5_answer(tiny_engine: Engine) -> None:
+    from webshepherd.daemon.engine.backends.base import Generation, JudgeOutput
+    from webshepherd.daemon.engine.engine import _step_score
+
+    gens = (
+        (Generation("REASON: it searches.\nSCORE: 4", (), "stop"),),
+        (Generation("REASON: it scrolls.\nSCORE: 2", (), "stop"),),
+    )
+    out = JudgeOutput(gens, 10, 10, False, "full")
+    config = replace(tiny_engine.config, prompt="baseline-likert")
+    score = _step_score(out, False, _step(tiny_engine).checklist, config, False)
+    assert [c.reward for c in score.candidates] == [pytest.approx(0.8), pytest.approx(0.4)]
+    assert score.candidates[0].feedback == "it searches."
