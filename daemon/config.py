@@ -21,6 +21,12 @@ log = logging.getLogger(__name__)
 DB_NAME = "webshepherd.sqlite3"
 
 
+def output_dir(data_dir: Path, kind: str) -> Path:
+    """Where ``export`` and ``report`` write without ``--out``: ``<data dir>/<kind>/``, never
+    the current directory (a repository's root, often)."""
+    return data_dir / kind
+
+
 def default_data_dir() -> Path:
     """``WEBSHEPHERD_DATA_DIR``, else the platformdirs user data dir."""
     env = os.environ.get("WEBSHEPHERD_DATA_DIR")

@@ -31,8 +31,9 @@ def add_export_parser(sub: Any) -> None:
     e.add_argument(
         "--out",
         type=Path,
-        required=True,
-        help="file (.parquet or .jsonl) or folder (both are written there; mind2web: a folder)",
+        default=None,
+        help="file (.parquet or .jsonl) or folder (both are written there; mind2web: a folder); "
+        "default: a new folder under the data dir, <data dir>/exports/<format>-<time>/",
     )
     e.add_argument("--sessions", nargs="+", metavar="ID", default=None, help="only these")
     e.add_argument("--since", default=None, help="only sessions started on/after (ISO date)")
@@ -81,8 +82,12 @@ def _targets(out: Path, fmt: str) -> list[Path]:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from webshepherd.daemon.config import default_data_dir
+    from webshepherd.daemon.config import default_data_dir, output_dir
 
+    if args.out is None:
+        stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+        args.out = output_dir(args.data_dir or default_data_dir(), "exports")
+        args.out = args.out / f"{args.format}-{stamp}"
     if args.format == "mind2web":
         return _export_mind2web(args, args.data_dir or default_data_dir())
     from webshepherd.daemon.offline.export.webprm import Summary, sft_rows, webprm_rows

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 import time
 import webbrowser
 from collections.abc import Sequence
@@ -22,7 +24,10 @@ def add_report_parser(sub: Any) -> None:
     r.add_argument("--list", action="store_true", help="list recent sessions with their ids")
     r.add_argument("--limit", type=int, default=20, help="with --list: how many (default 20)")
     r.add_argument(
-        "--out", type=Path, default=None, help="HTML file (default webshepherd-<id>.html)"
+        "--out",
+        type=Path,
+        default=None,
+        help="HTML file (default <data dir>/reports/webshepherd-<id>.html)",
     )
     r.add_argument(
         "--redact",
@@ -40,6 +45,7 @@ def write_report(
     data_dir: Path, session_id: str, out: Path | None = None, redact: Sequence[str] = ()
 ) -> Path:
     """Render ``session_id`` of the recording in ``data_dir`` to ``out``; returns the path."""
+    from webshepherd.daemon.config import output_dir
     from webshepherd.daemon.offline.report.render import render_report
     from webshepherd.daemon.recorder import History
 
@@ -53,7 +59,7 @@ def write_report(
             f"no recorded session {session_id!r} (`webshepherd report --list` shows them)"
         )
     page = render_report(tl, redact)
-    path = out or Path(f"webshepherd-{session_id}.html")
+    path = out or output_dir(data_dir, "reports") / f"webshepherd-{session_id}.html"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(page, encoding="utf-8")
     return path
@@ -94,6 +100,18 @@ def cmd_report(args: argparse.Namespace) -> int:
     size = path.stat().st_size
     took = time.perf_counter() - started
     print(f"wrote {terminal_safe(str(path))} ({size / 1024:.0f} KiB in {took:.2f} s)")
-    if args.open:
-        webbrowser.open(path.resolve().as_uri())
+    if args.open and not open_in_browser(path):
+        print(f"no web browser to open it here; open {terminal_safe(str(path.resolve()))}")
     return 0
+
+
+def open_in_browser(path: Path) -> bool:
+    """Open ``path`` in the web browser; False when there is none (no display, no browser)."""
+    graphical = os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
+    if sys.platform.startswith("linux") and not graphical:
+        return False
+    try:
+        webbrowser.get()
+    except webbrowser.Error:
+        return False
+    return bool(webbrowser.open(path.resolve().as_uri()))
