@@ -86,6 +86,10 @@ def _serve(port: int, data_dir: str, max_new_tokens: int) -> None:
     idle = os.environ.get("HOSTILE_IDLE_EVICT_S")
     if idle and "idle_evict_s" in DaemonConfig.__dataclass_fields__:  # absent before issue 14
         extra["idle_evict_s"] = float(idle)
+    if "max_session_starts" in DaemonConfig.__dataclass_fields__:  # absent before issue 23
+        # the figures here are of the daemon at full stretch: one connection starts thousands
+        # of sessions and observes flat out (the quotas have tests of their own)
+        extra.update(max_session_starts=0, max_observations=0, max_model_jobs=0)
     config = DaemonConfig(
         host="127.0.0.1",
         port=port,

@@ -516,7 +516,11 @@ class DaemonServer:
                 writes.append(e)
                 if isinstance(e, SessionStartedRecord):
                     engine = self.engine
-                    writes.append(ScorerRecord(e.session_id, engine.model_id, engine.backend_name))
+                    writes.append(
+                        ScorerRecord(
+                            e.session_id, engine.model_id, engine.backend_name, engine.settings
+                        )
+                    )
             elif isinstance(e, Publish):
                 writes.append(EventRecord(e.session_id, e.event.model_dump(mode="json")))
         if writes:

@@ -4,10 +4,16 @@ back as the same text, in the same transaction as the rest of its step."""
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import replace
 
 import pytest
+from webshepherd.daemon.config import DB_NAME
+from webshepherd.daemon.engine.engine import Engine
+from webshepherd.daemon.recorder import History
 from webshepherd.daemon.recorder.records import ObservationRecord, SessionStartedRecord
 from webshepherd.daemon.recorder.store import BIG_TEXT_CHARS, Recorder
+
+from tests.fixtures.daemon import start_session
 
 # escapes, quotes and characters of every width, one piece boundary falling mid-line
 BIG = ("[7] link 'Caf\u00e9 \"\u2603\" \U0001f600'\n\t[8] StaticText '\\u00e9'\n" * 200_000)[
@@ -53,3 +59,17 @@ def test_a_failing_big_write_records_nothing_of_its_transaction(recorder):
     assert _rows(recorder) == [(0, "text", "small tree")]
     recorder.apply_all([_observation(1, BIG)])  # the connection is still usable
     assert [r[0] for r in _rows(recorder)] == [0, 1]
+
+
+async def test_a_sessions_judging_settings_are_recorded(start_daemon, daemon_engine) -> None:
+    """The session's metadata keeps the settings it was judged with (prompt style, the
+    temperature, the checkpoint's sampling settings), as the engine states them."""
+    engine = Engine(daemon_engine.backend, replace(daemon_engine.config, prompt="baseline"))
+    d = await start_daemon(engine=engine)
+    agent = await d.client()
+    sid = await start_session(agent)
+    await agent.request({"type": "session.end", "session_id": sid, "outcome": "unknown"})
+    tl = History.open(d.config.data_dir / DB_NAME).timeline(sid)
+    assert tl is not None and tl.settings == engine.settings
+    assert tl.settings["prompt"] == "baseline" and tl.settings["temperature"] == 1.0
+    assert set(tl.settings["sampling"]) >= {"top_k", "top_p", "repetition_penalty", "source"}
