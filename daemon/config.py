@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 import logging
 import os
+import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -130,6 +132,24 @@ def check_bind(config: DaemonConfig) -> None:
         "!!! INSECURE: listening on %s without TLS; the pairing token travels in clear text !!!",
         config.host,
     )
+
+
+def check_port_free(config: DaemonConfig) -> None:
+    """Refuse a port another process listens on, before the model loads (a minute or more)."""
+    if config.port == 0:
+        return
+    family = socket.AF_INET6 if ":" in config.host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server binds
+        try:
+            probe.bind((config.host, config.port))
+        except OSError as exc:
+            if exc.errno != errno.EADDRINUSE:
+                raise WebShepherdError(f"cannot bind {config.host}:{config.port}: {exc}") from None
+            raise WebShepherdError(
+                f"port {config.port} on {config.host} is in use (another `webshepherd serve`?): "
+                "stop that process or pass --port N"
+            ) from None
 
 
 def allowed_hosts(port: int) -> frozenset[str]:

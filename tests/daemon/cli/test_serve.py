@@ -224,3 +224,22 @@ def test_serve_shows_the_approval_policy_at_start(capsys: pytest.CaptureFixture[
     )
     assert "only while an extension or `webshepherd tui` is connected" in err
     assert err.index("approvals:") < err.index("cannot reach the model server")  # at start
+
+
+def test_serve_finds_a_used_port_before_loading_the_model(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import socket
+
+    from webshepherd.daemon.cli import main
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        url = f"http://127.0.0.1:{closed_port()}/v1"
+        assert main(["serve", "--port", str(port), "--backend", "openai", "--base-url", url]) == 1
+    err = capsys.readouterr().err
+    assert f"port {port} on 127.0.0.1 is in use" in err and "--port N" in err
+    assert "loading" not in err and "cannot reach the model server" not in err  # nothing loaded
+    assert len(err.strip().splitlines()) <= 2  # the policy line, then the one error line
