@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from webshepherd.daemon.cli.secrets import add_otlp_header_arguments, otlp_headers
-from webshepherd.daemon.config import DaemonConfig, check_bind
+from webshepherd.daemon.config import DaemonConfig, check_bind, check_port_free
 from webshepherd.daemon.engine.engine import DEFAULT_MAX_CONTEXT
 from webshepherd.daemon.engine.labels import UNPARSED_RULES
 from webshepherd.daemon.engine.loader import BACKENDS
@@ -295,6 +295,7 @@ def serve(args: argparse.Namespace) -> int:
         logging.getLogger().setLevel(logging.INFO)
     config = config_from_args(args)
     check_bind(config)  # refuse a bad bind before spending a minute loading the model
+    check_port_free(config)
     policy = ApprovalPolicy(config.approval_threshold, config.approval_drop)
     line = describe_policy(policy, config.approval_timeout_s, config.approval_default)
     print(f"webshepherd: {line}", file=sys.stderr, flush=True)
