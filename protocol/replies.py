@@ -258,6 +258,15 @@ class HookRedeemed(Model):
     session_id: SessionId | None = None
 
 
+class LabelRecorded(Model):
+    """Reply to ``label`` (addition to v1): the labels are in the recording."""
+
+    type: Literal["label.recorded"] = "label.recorded"
+    id: RequestId
+    session_id: SessionId
+    step: int = Field(ge=0)
+
+
 class Pong(Model):
     type: Literal["pong"] = "pong"
     id: RequestId

@@ -145,6 +145,32 @@ class HookRedeem(Model):
     key: str = Field(min_length=1, max_length=128)
 
 
+MAX_LABEL_ITEMS = 64
+ItemLabel = Literal["yes", "in_progress", "no"]
+TruthSource = Literal["environment", "person"]
+
+
+class Label(Model):
+    """Ground truth for one candidate of a scored step: each checklist item's state after
+    the action, from whoever knows it (addition to v1; docs/protocol-additions.md)."""
+
+    type: Literal["label"] = "label"
+    id: RequestId
+    session_id: SessionId
+    step: int = Field(ge=0, description="The scored step the candidate belongs to.")
+    action: ActionText = Field(description="The candidate's action, as it was scored.")
+    items: list[ItemLabel] = Field(
+        min_length=1,
+        max_length=MAX_LABEL_ITEMS,
+        description="One label per checklist item, in the checklist's order.",
+    )
+    source: TruthSource = Field(
+        description="'environment': the environment the agent runs in knows each item's state "
+        "(an agent's connection); 'person': a person said so (the extension's or a monitor's)."
+    )
+    note: str | None = Field(default=None, max_length=MAX_NOTE_CHARS)
+
+
 class Subscribe(Model):
     type: Literal["subscribe"] = "subscribe"
     id: RequestId

@@ -16,6 +16,7 @@ from webshepherd.protocol.replies import (
     Error,
     HookGranted,
     HookRedeemed,
+    LabelRecorded,
     Observed,
     Pong,
     Scored,
@@ -35,6 +36,7 @@ from webshepherd.protocol.requests import (
     Hello,
     HookGrant,
     HookRedeem,
+    Label,
     Observe,
     Ping,
     Score,
@@ -58,6 +60,7 @@ ClientMessage = Annotated[
     | SessionGet
     | HookGrant
     | HookRedeem
+    | Label
     | Ping,
     Field(discriminator="type"),
 ]
@@ -82,6 +85,7 @@ ServerMessage = Annotated[
     | Stats
     | HookGranted
     | HookRedeemed
+    | LabelRecorded
     | Pong,
     Field(discriminator="type"),
 ]

@@ -105,6 +105,21 @@ class ActionRecord:
 
 
 @dataclass(frozen=True)
+class LabelRecord:
+    """Ground truth for a scored candidate: each checklist item's label (``label``)."""
+
+    op: ClassVar[str] = "label"
+    session_id: str
+    step: int
+    action: str
+    items: list[str]
+    source: str
+    by: str
+    note: str | None
+    created_at: float
+
+
+@dataclass(frozen=True)
 class SessionEndedRecord:
     op: ClassVar[str] = "session_ended"
     session_id: str
@@ -143,6 +158,7 @@ Record = (
     | ApprovalRequestedRecord
     | ApprovalDecidedRecord
     | ActionRecord
+    | LabelRecord
     | SessionEndedRecord
     | ScorerRecord
     | EventRecord

@@ -113,8 +113,20 @@ CREATE TABLE IF NOT EXISTS events (
     created_at REAL NOT NULL,
     PRIMARY KEY (session_id, seq)
 );
+CREATE TABLE IF NOT EXISTS labels (
+    id INTEGER PRIMARY KEY,
+    session_id TEXT NOT NULL REFERENCES sessions(session_id),
+    step INTEGER NOT NULL,
+    action TEXT NOT NULL,           -- the scored candidate's action
+    items TEXT NOT NULL,            -- JSON list: yes / in_progress / no per checklist item
+    source TEXT NOT NULL,           -- environment / person: who knew the truth
+    labelled_by TEXT NOT NULL,      -- the connection's role and name
+    note TEXT,
+    created_at REAL NOT NULL
+);
 CREATE INDEX IF NOT EXISTS observations_by_session ON observations(session_id, step);
 CREATE INDEX IF NOT EXISTS scores_by_session ON score_requests(session_id, step);
 CREATE INDEX IF NOT EXISTS actions_by_session ON actions(session_id, id);
 CREATE INDEX IF NOT EXISTS sessions_by_time ON sessions(created_at);
+CREATE INDEX IF NOT EXISTS labels_by_session ON labels(session_id, step);
 """

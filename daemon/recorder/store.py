@@ -24,6 +24,7 @@ from webshepherd.daemon.recorder.records import (
     ApprovalRequestedRecord,
     ChecklistRecord,
     EventRecord,
+    LabelRecord,
     ObservationRecord,
     Record,
     ScoreDecisionRecord,
@@ -157,6 +158,10 @@ class Recorder:
                 )
             case ActionRecord():
                 self.action(r.session_id, r.step, r.action, r.thought, r.source, r.created_at)
+            case LabelRecord():
+                self.label(
+                    r.session_id, r.step, r.action, r.items, r.source, r.by, r.note, r.created_at
+                )
             case SessionEndedRecord():
                 self.session_ended(r.session_id, r.outcome, r.answer, r.ended_at)
             case ScorerRecord():
@@ -407,6 +412,28 @@ class Recorder:
                     "INSERT INTO actions (session_id, step, action, thought, source, created_at) "
                     "VALUES (?, ?, ?, ?, ?, ?)",
                     (session_id, step, action, thought, source, created_at),
+                )
+            ]
+        )
+
+    def label(
+        self,
+        session_id: str,
+        step: int,
+        action: str,
+        items: list[str],
+        source: str,
+        by: str,
+        note: str | None,
+        created_at: float,
+    ) -> None:
+        """Ground truth for a scored candidate (a later label of the same one wins on read)."""
+        self._tx(
+            [
+                (
+                    "INSERT INTO labels (session_id, step, action, items, source, labelled_by, "
+                    "note, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (session_id, step, action, _json(items), source, by, note, created_at),
                 )
             ]
         )

@@ -71,6 +71,19 @@ class Executed:
 
 
 @dataclass
+class TruthLabel:
+    """Ground truth for one candidate: each checklist item's label after its action, and who
+    knew it (``environment`` or ``person``)."""
+
+    action: str
+    items: list[str]  # yes / in_progress / no, in the checklist's order
+    source: str
+    by: str
+    note: str | None
+    created_at: float
+
+
+@dataclass
 class Step:
     step: int
     url: str = ""
@@ -83,6 +96,7 @@ class Step:
     approvals: list[Approval] = field(default_factory=list)
     executed: list[Executed] = field(default_factory=list)
     signals: list[dict[str, Any]] = field(default_factory=list)
+    labels: list[TruthLabel] = field(default_factory=list)  # in recording order
 
     @property
     def scoring(self) -> Scoring | None:
@@ -118,6 +132,7 @@ def read_timeline(
     _read_approvals(db, sid, at)
     actions = _read_actions(db, sid, at)
     _read_signals(db, sid, at)
+    _read_labels(db, sid, at)
     sess = db.execute("SELECT answer FROM sessions WHERE session_id = ?", (sid,)).fetchone()
     try:
         scorer = db.execute(
@@ -241,3 +256,21 @@ def _read_signals(db: sqlite3.Connection, sid: str, at: Callable[[int], Step]) -
     ):
         body = json.loads(e["body"])
         at(int(body.get("step", 0))).signals.append(body)
+
+
+def _read_labels(db: sqlite3.Connection, sid: str, at: Callable[[int], Step]) -> None:
+    try:
+        rows = db.execute("SELECT * FROM labels WHERE session_id = ? ORDER BY id", (sid,))
+    except sqlite3.OperationalError:  # a recording made before labels were kept
+        return
+    for r in rows:
+        at(r["step"]).labels.append(
+            TruthLabel(
+                r["action"],
+                json.loads(r["items"]),
+                r["source"],
+                r["labelled_by"],
+                r["note"],
+                r["created_at"],
+            )
+        )

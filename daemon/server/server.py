@@ -374,6 +374,9 @@ class DaemonServer:
             self._hook_grant(conn, msg)
         elif isinstance(msg, rq.HookRedeem):
             self._hook_redeem(conn, msg)
+        elif isinstance(msg, rq.Label):
+            self._check_labeller(conn, msg)
+            await self._step(msg.session_id, lambda: core.label(conn.id, conn.label, msg))
         elif isinstance(msg, rq.Ping):
             conn.send(dump(Pong(id=msg.id)), reply=True)
 
@@ -405,6 +408,27 @@ class DaemonServer:
                 "was started; retry later, or send the checklist with session.start"
             )
         await self._step(None, lambda: self.core.start(conn.id, msg, checklist))
+
+    def _check_labeller(self, conn: Conn, msg: rq.Label) -> None:
+        """Person labels only from a person's connection (the extension, a monitor);
+        environment labels only from an agent's, for a session no other live connection
+        holds."""
+        if msg.source == "person":
+            if conn.role not in DECIDING_ROLES:
+                raise UnauthorizedError(
+                    f"label: a connection with role {conn.role!r} may not label as a person; "
+                    "an agent's environment labels with source 'environment'"
+                )
+            return
+        if conn.role != "agent":
+            raise UnauthorizedError(
+                f"label: source 'environment' comes from an agent's connection, not {conn.role!r}"
+            )
+        st = self.core.sessions.get(msg.session_id)
+        if st is not None and st.owner not in (None, conn.id) and st.owner in self.hub.conns:
+            raise UnauthorizedError(
+                f"session_id: session {msg.session_id!r} is held by another connection"
+            )
 
     # -- page-hook keys (hook_grants.py) --------------------------------------
     def _hook_grant(self, conn: Conn, msg: rq.HookGrant) -> None:

@@ -17,6 +17,7 @@ export type ClientMessage =
   | SessionGet
   | HookGrant
   | HookRedeem
+  | Label
   | Ping;
 export type Name = string;
 export type Role = "agent" | "extension" | "monitor";
@@ -169,10 +170,36 @@ export type Id11 = string;
 export type Key = string;
 export type Type11 = "hook.redeem";
 /**
+ * The candidate's action, as it was scored.
+ */
+export type Action4 = string;
+/**
  * Chosen by the sender, unique per connection.
  */
 export type Id12 = string;
-export type Type12 = "ping";
+/**
+ * One label per checklist item, in the checklist's order.
+ *
+ * @minItems 1
+ * @maxItems 64
+ */
+export type Items = ["yes" | "in_progress" | "no", ...("yes" | "in_progress" | "no")[]];
+export type Note1 = string | null;
+export type SessionId6 = string;
+/**
+ * 'environment': the environment the agent runs in knows each item's state (an agent's connection); 'person': a person said so (the extension's or a monitor's).
+ */
+export type Source2 = "environment" | "person";
+/**
+ * The scored step the candidate belongs to.
+ */
+export type Step1 = number;
+export type Type12 = "label";
+/**
+ * Chosen by the sender, unique per connection.
+ */
+export type Id13 = string;
+export type Type13 = "ping";
 export type ServerMessage =
   | Welcome
   | Error
@@ -193,6 +220,7 @@ export type ServerMessage =
   | Stats
   | HookGranted
   | HookRedeemed
+  | LabelRecorded
   | Pong;
 export type Backend = string;
 export type Model = string;
@@ -200,9 +228,9 @@ export type Version1 = string;
 /**
  * Chosen by the sender, unique per connection.
  */
-export type Id13 = string;
+export type Id14 = string;
 export type Protocol1 = number;
-export type Type13 = "welcome";
+export type Type14 = "welcome";
 /**
  * Error codes of protocol v1 (protocol.md, "Envelope").
  */
@@ -216,54 +244,54 @@ export type ErrorCode =
   | "overloaded"
   | "timeout"
   | "internal";
-export type Id14 = string | null;
+export type Id15 = string | null;
 export type Message = string;
 export type Retryable = boolean;
-export type Type14 = "error";
-export type Id15 = string | null;
+export type Type15 = "error";
+export type Id16 = string | null;
 export type Intent1 = string | null;
-export type SessionId6 = string;
-export type Source2 = ("agent" | "human" | "import") | null;
+export type SessionId7 = string;
+export type Source3 = ("agent" | "human" | "import") | null;
 export type StartUrl1 = string | null;
-export type Type15 = "session.started";
+export type Type16 = "session.started";
 export type Goal = string | null;
 export type Index = number;
 export type Title = string;
-export type Items = ChecklistItem[];
-export type SessionId7 = string;
-export type Source3 = "generated" | "reference";
+export type Items1 = ChecklistItem[];
+export type SessionId8 = string;
+export type Source4 = "generated" | "reference";
 export type Text = string;
-export type Type16 = "checklist";
+export type Type17 = "checklist";
 export type Axtree2 = string | null;
-export type Id16 = string | null;
-export type SessionId8 = string | null;
-export type Step1 = number;
-export type Type17 = "observed";
+export type Id17 = string | null;
+export type SessionId9 = string | null;
+export type Step2 = number;
+export type Type18 = "observed";
 export type Url2 = string | null;
 export type Candidate1 = number;
 export type Delta = string;
 export type Request = string;
 export type Sample = number;
-export type SessionId9 = string;
-export type Type18 = "score.progress";
+export type SessionId10 = string;
+export type Type19 = "score.progress";
 export type Best = number | null;
 /**
  * Echo of the scored candidates (events).
  */
 export type Candidates1 = Candidate[] | null;
-export type Action4 = string | null;
+export type Action5 = string | null;
 export type By = string | null;
 export type Index1 = number | null;
-export type Note1 = string | null;
+export type Note2 = string | null;
 export type Status = "auto" | "approved" | "rejected" | "edited" | "timeout";
-export type Id17 = string | null;
+export type Id18 = string | null;
 export type Feedback = string;
 export type Index2 = number;
 export type InProgress = number;
 export type Index3 = number;
 export type No = number;
 export type Yes = number;
-export type Items1 = ItemProbs[];
+export type Items2 = ItemProbs[];
 /**
  * What the judge saw: 'text+image' when the latest observation's screenshot was in the prompt (serve --judge-inputs text+image); 'text' otherwise, also when the daemon judges with images but the observation had no screenshot.
  */
@@ -274,7 +302,7 @@ export type ParsedSamples = number;
  */
 export type Probabilities = "full" | "top_k";
 export type Reward = number | null;
-export type Items2 = ItemProbs[];
+export type Items3 = ItemProbs[];
 export type Reward1 = number | null;
 export type Text1 = string;
 /**
@@ -289,47 +317,47 @@ export type Samples1 = SampleResult[];
  */
 export type UnparsedSamples = number;
 export type Results = CandidateResult[];
-export type SessionId10 = string;
-export type Step2 = number;
+export type SessionId11 = string;
+export type Step3 = number;
 export type ModelMs = number;
 export type QueueMs = number;
-export type Type19 = "scored";
+export type Type20 = "scored";
 export type CandidateIndex = number | null;
 export type ExpiresInS = number;
 export type Feedback1 = string;
 export type Reason = "below_threshold" | "reward_drop" | "always";
 export type RequestId1 = string;
 export type Reward2 = number | null;
-export type SessionId11 = string;
-export type Step3 = number;
-export type Type20 = "approval.request";
-export type Action5 = string | null;
+export type SessionId12 = string;
+export type Step4 = number;
+export type Type21 = "approval.request";
+export type Action6 = string | null;
 export type By1 = string | null;
 export type Decision1 = "approve" | "reject" | "edit" | "timeout";
-export type Id18 = string | null;
-export type Note2 = string | null;
+export type Id19 = string | null;
+export type Note3 = string | null;
 export type RequestId2 = string;
-export type SessionId12 = string | null;
-export type Type21 = "approval.resolved";
+export type SessionId13 = string | null;
+export type Type22 = "approval.resolved";
 /**
  * Chosen by the sender, unique per connection.
  */
-export type Id19 = string;
-export type SessionId13 = string;
-export type Step4 = number;
-export type Type22 = "action.recorded";
-export type Action6 = string;
+export type Id20 = string;
 export type SessionId14 = string;
-export type Source4 = "agent" | "human";
 export type Step5 = number;
-export type Thought2 = string | null;
-export type Type23 = "action";
-export type Answer1 = string | null;
-export type Id20 = string | null;
-export type Outcome1 = "success" | "failure" | "unknown";
-export type SessionId15 = string;
-export type Type24 = "session.ended";
+export type Type23 = "action.recorded";
 export type Action7 = string;
+export type SessionId15 = string;
+export type Source5 = "agent" | "human";
+export type Step6 = number;
+export type Thought2 = string | null;
+export type Type24 = "action";
+export type Answer1 = string | null;
+export type Id21 = string | null;
+export type Outcome1 = "success" | "failure" | "unknown";
+export type SessionId16 = string;
+export type Type25 = "session.ended";
+export type Action8 = string;
 export type Detail = string;
 export type Kind = "repeated_action" | "element_mismatch" | "plan_adherence" | "stalled";
 /**
@@ -343,23 +371,23 @@ export type Planned = string | null;
  */
 export type Rate = number | null;
 export type Repeats = number | null;
-export type SessionId16 = string;
+export type SessionId17 = string;
 /**
  * stalled: executed steps in a row with no checklist item advanced.
  */
 export type StalledSteps = number | null;
-export type Step6 = number;
-export type Type25 = "signal";
-/**
- * Chosen by the sender, unique per connection.
- */
-export type Id21 = string;
-export type Sessions1 = "*" | string[];
-export type Type26 = "subscribed";
+export type Step7 = number;
+export type Type26 = "signal";
 /**
  * Chosen by the sender, unique per connection.
  */
 export type Id22 = string;
+export type Sessions1 = "*" | string[];
+export type Type27 = "subscribed";
+/**
+ * Chosen by the sender, unique per connection.
+ */
+export type Id23 = string;
 /**
  * Unix time, seconds.
  */
@@ -368,13 +396,13 @@ export type EndedAt = number | null;
 export type Intent2 = string;
 export type LatestReward = number | null;
 export type Outcome2 = ("success" | "failure" | "unknown") | null;
-export type SessionId17 = string;
-export type Source5 = "agent" | "human" | "import";
+export type SessionId18 = string;
+export type Source6 = "agent" | "human" | "import";
 export type StartUrl2 = string | null;
 export type State = "running" | "waiting_approval" | "ended";
 export type Steps = number;
 export type Sessions3 = SessionSummary[];
-export type Type27 = "sessions";
+export type Type28 = "sessions";
 /**
  * The session's events in order, each shaped as the event a subscriber received.
  */
@@ -384,12 +412,12 @@ export type Events = {
 /**
  * Chosen by the sender, unique per connection.
  */
-export type Id23 = string;
+export type Id24 = string;
 /**
  * Set when the events did not fit one frame: ask again with `after` = `next` for the rest (every page carries at least one event). Addition to v1.
  */
 export type Next = number | null;
-export type Type28 = "session";
+export type Type29 = "session";
 export type Connections = number;
 export type MemoryTotalMb = number | null;
 export type MemoryUsedMb = number | null;
@@ -448,7 +476,7 @@ export type StepLatencyMsP50 = number | null;
 export type StepLatencyMsP95 = number | null;
 export type Time = number;
 export type TokensPerS = number;
-export type Type29 = "stats";
+export type Type30 = "stats";
 /**
  * The key must be redeemed within this time.
  */
@@ -456,21 +484,28 @@ export type ExpiresInS1 = number;
 /**
  * Chosen by the sender, unique per connection.
  */
-export type Id24 = string;
-export type Key1 = string;
-export type SessionId18 = string | null;
-export type Type30 = "hook.granted";
-/**
- * Chosen by the sender, unique per connection.
- */
 export type Id25 = string;
+export type Key1 = string;
 export type SessionId19 = string | null;
-export type Type31 = "hook.redeemed";
+export type Type31 = "hook.granted";
 /**
  * Chosen by the sender, unique per connection.
  */
 export type Id26 = string;
-export type Type32 = "pong";
+export type SessionId20 = string | null;
+export type Type32 = "hook.redeemed";
+/**
+ * Chosen by the sender, unique per connection.
+ */
+export type Id27 = string;
+export type SessionId21 = string;
+export type Step8 = number;
+export type Type33 = "label.recorded";
+/**
+ * Chosen by the sender, unique per connection.
+ */
+export type Id28 = string;
+export type Type34 = "pong";
 
 export interface Hello {
   client: ClientInfo;
@@ -590,17 +625,31 @@ export interface HookRedeem {
   type: Type11;
 }
 /**
+ * Ground truth for one candidate of a scored step: each checklist item's state after
+ * the action, from whoever knows it (addition to v1; docs/protocol-additions.md).
+ */
+export interface Label {
+  action: Action4;
+  id: Id12;
+  items: Items;
+  note?: Note1;
+  session_id: SessionId6;
+  source: Source2;
+  step: Step1;
+  type: Type12;
+}
+/**
  * Application-level keepalive (an MV3 service worker needs one about every 20 s). Addition to v1.
  */
 export interface Ping {
-  id: Id12;
-  type: Type12;
+  id: Id13;
+  type: Type13;
 }
 export interface Welcome {
   daemon: DaemonInfo;
-  id: Id13;
+  id: Id14;
   protocol: Protocol1;
-  type: Type13;
+  type: Type14;
 }
 export interface DaemonInfo {
   backend: Backend;
@@ -609,26 +658,26 @@ export interface DaemonInfo {
 }
 export interface Error {
   code: ErrorCode;
-  id?: Id14;
+  id?: Id15;
   message: Message;
   retryable?: Retryable;
-  type: Type14;
+  type: Type15;
 }
 export interface SessionStarted {
   agent?: AgentInfo | null;
-  id?: Id15;
+  id?: Id16;
   intent?: Intent1;
-  session_id: SessionId6;
-  source?: Source2;
+  session_id: SessionId7;
+  source?: Source3;
   start_url?: StartUrl1;
-  type: Type15;
+  type: Type16;
 }
 export interface Checklist1 {
-  items: Items;
-  session_id: SessionId7;
-  source: Source3;
+  items: Items1;
+  session_id: SessionId8;
+  source: Source4;
   text: Text;
-  type: Type16;
+  type: Type17;
 }
 export interface ChecklistItem {
   goal?: Goal;
@@ -637,14 +686,14 @@ export interface ChecklistItem {
 }
 export interface Observed {
   axtree?: Axtree2;
-  id?: Id16;
+  id?: Id17;
   /**
    * Events carry the mime only (data null).
    */
   screenshot?: Screenshot | null;
-  session_id?: SessionId8;
-  step: Step1;
-  type: Type17;
+  session_id?: SessionId9;
+  step: Step2;
+  type: Type18;
   url?: Url2;
 }
 export interface ScoreProgress {
@@ -652,31 +701,31 @@ export interface ScoreProgress {
   delta: Delta;
   request: Request;
   sample: Sample;
-  session_id: SessionId9;
-  type: Type18;
+  session_id: SessionId10;
+  type: Type19;
 }
 export interface Scored {
   best: Best;
   candidates?: Candidates1;
   decision: DecisionInfo;
-  id?: Id17;
+  id?: Id18;
   results: Results;
-  session_id: SessionId10;
-  step: Step2;
+  session_id: SessionId11;
+  step: Step3;
   timing?: Timing;
-  type: Type19;
+  type: Type20;
 }
 export interface DecisionInfo {
-  action?: Action4;
+  action?: Action5;
   by?: By;
   index?: Index1;
-  note?: Note1;
+  note?: Note2;
   status: Status;
 }
 export interface CandidateResult {
   feedback?: Feedback;
   index: Index2;
-  items?: Items1;
+  items?: Items2;
   judge_inputs?: JudgeInputs;
   parsed_samples: ParsedSamples;
   probabilities?: Probabilities;
@@ -694,7 +743,7 @@ export interface ItemProbs {
   yes: Yes;
 }
 export interface SampleResult {
-  items?: Items2;
+  items?: Items3;
   reward: Reward1;
   text: Text1;
   unparsed?: Unparsed;
@@ -711,43 +760,43 @@ export interface ApprovalRequest {
   reason: Reason;
   request_id: RequestId1;
   reward: Reward2;
-  session_id: SessionId11;
-  step: Step3;
-  type: Type20;
+  session_id: SessionId12;
+  step: Step4;
+  type: Type21;
 }
 export interface ApprovalResolved {
-  action?: Action5;
+  action?: Action6;
   by?: By1;
   decision: Decision1;
-  id?: Id18;
-  note?: Note2;
+  id?: Id19;
+  note?: Note3;
   request_id: RequestId2;
-  session_id?: SessionId12;
-  type: Type21;
+  session_id?: SessionId13;
+  type: Type22;
 }
 /**
  * Reply to ``action``; subscribers receive the ``action`` event instead.
  */
 export interface ActionRecorded {
-  id: Id19;
-  session_id: SessionId13;
-  step: Step4;
-  type: Type22;
+  id: Id20;
+  session_id: SessionId14;
+  step: Step5;
+  type: Type23;
 }
 export interface ActionEvent {
-  action: Action6;
-  session_id: SessionId14;
-  source?: Source4;
-  step: Step5;
+  action: Action7;
+  session_id: SessionId15;
+  source?: Source5;
+  step: Step6;
   thought?: Thought2;
-  type: Type23;
+  type: Type24;
 }
 export interface SessionEnded {
   answer?: Answer1;
-  id?: Id20;
+  id?: Id21;
   outcome: Outcome1;
-  session_id: SessionId15;
-  type: Type24;
+  session_id: SessionId16;
+  type: Type25;
 }
 /**
  * A live process signal about one executed action (addition to v1; see protocol-additions.md).
@@ -760,7 +809,7 @@ export interface SessionEnded {
  * least the session's ``agent.stalled_after``).
  */
 export interface Signal {
-  action: Action7;
+  action: Action8;
   detail?: Detail;
   kind: Kind;
   ok: Ok;
@@ -768,23 +817,23 @@ export interface Signal {
   planned?: Planned;
   rate?: Rate;
   repeats?: Repeats;
-  session_id: SessionId16;
+  session_id: SessionId17;
   stalled_steps?: StalledSteps;
-  step: Step6;
-  type: Type25;
+  step: Step7;
+  type: Type26;
 }
 export interface Subscribed {
-  id: Id21;
+  id: Id22;
   sessions: Sessions1;
-  type: Type26;
+  type: Type27;
 }
 /**
  * Reply to ``sessions.list``: newest first.
  */
 export interface Sessions2 {
-  id: Id22;
+  id: Id23;
   sessions: Sessions3;
-  type: Type27;
+  type: Type28;
 }
 export interface SessionSummary {
   agent?: AgentInfo;
@@ -793,8 +842,8 @@ export interface SessionSummary {
   intent: Intent2;
   latest_reward?: LatestReward;
   outcome?: Outcome2;
-  session_id: SessionId17;
-  source?: Source5;
+  session_id: SessionId18;
+  source?: Source6;
   start_url?: StartUrl2;
   state?: State;
   steps?: Steps;
@@ -805,10 +854,10 @@ export interface SessionSummary {
 export interface Session {
   checklist?: Checklist1 | null;
   events?: Events;
-  id: Id23;
+  id: Id24;
   next?: Next;
   session: SessionSummary;
-  type: Type28;
+  type: Type29;
 }
 export interface Stats {
   connections?: Connections;
@@ -829,7 +878,7 @@ export interface Stats {
   step_latency_ms_p95?: StepLatencyMsP95;
   time: Time;
   tokens_per_s: TokensPerS;
-  type: Type29;
+  type: Type30;
 }
 export interface DeviceStats {
   memory_total_mb?: MemoryTotalMb;
@@ -865,20 +914,29 @@ export interface OtlpStats {
  */
 export interface HookGranted {
   expires_in_s: ExpiresInS1;
-  id: Id24;
+  id: Id25;
   key: Key1;
-  session_id?: SessionId18;
-  type: Type30;
+  session_id?: SessionId19;
+  type: Type31;
 }
 /**
  * Reply to ``hook.redeem``: the session the key follows (null: it may start one).
  */
 export interface HookRedeemed {
-  id: Id25;
-  session_id?: SessionId19;
-  type: Type31;
+  id: Id26;
+  session_id?: SessionId20;
+  type: Type32;
+}
+/**
+ * Reply to ``label`` (addition to v1): the labels are in the recording.
+ */
+export interface LabelRecorded {
+  id: Id27;
+  session_id: SessionId21;
+  step: Step8;
+  type: Type33;
 }
 export interface Pong {
-  id: Id26;
-  type: Type32;
+  id: Id28;
+  type: Type34;
 }

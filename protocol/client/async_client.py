@@ -75,6 +75,7 @@ from webshepherd.protocol.replies import (
     ApprovalResolved,
     Checklist,
     HookGranted,
+    LabelRecorded,
     Observed,
     Pong,
     Scored,
@@ -90,6 +91,7 @@ from webshepherd.protocol.requests import (
     Action,
     ApprovalDecide,
     HookGrant,
+    Label,
     Observe,
     Ping,
     Score,
@@ -488,6 +490,28 @@ class AsyncClient:
             source=source,
         )
         return await self.call(msg, ActionRecorded)
+
+    async def label(
+        self,
+        session_id: str,
+        step: int,
+        action: str,
+        items: Sequence[Literal["yes", "in_progress", "no"]],
+        source: Literal["environment", "person"] = "environment",
+        note: str | None = None,
+    ) -> LabelRecorded:
+        """Record ground truth for a candidate scored at ``step``: each checklist item's state
+        after ``action`` (docs/protocol-additions.md; training targets come from it)."""
+        msg = Label(
+            id=self._next_id("l"),
+            session_id=session_id,
+            step=step,
+            action=action,
+            items=list(items),
+            source=source,
+            note=note,
+        )
+        return await self.call(msg, LabelRecorded)
 
     async def end_session(
         self,

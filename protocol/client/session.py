@@ -13,6 +13,7 @@ from webshepherd.protocol.errors import WebShepherdError
 from webshepherd.protocol.replies import (
     ActionRecorded,
     Checklist,
+    LabelRecorded,
     Observed,
     Scored,
     SessionEnded,
@@ -90,6 +91,17 @@ class SessionHandle(SessionRef["AsyncClient"]):
         source: Literal["agent", "human"] = "agent",
     ) -> ActionRecorded:
         return await self.client.report_action(self.session_id, action, thought, step, source)
+
+    async def label(
+        self,
+        step: int,
+        action: str,
+        items: Sequence[Literal["yes", "in_progress", "no"]],
+        source: Literal["environment", "person"] = "environment",
+        note: str | None = None,
+    ) -> LabelRecorded:
+        """Ground truth for a candidate scored at ``step`` (one label per checklist item)."""
+        return await self.client.label(self.session_id, step, action, items, source, note)
 
     async def end(
         self,

@@ -115,6 +115,7 @@ class Client:
     score = _blocking(AsyncClient.score)
     report_action = _blocking(AsyncClient.report_action)
     end_session = _blocking(AsyncClient.end_session)
+    label = _blocking(AsyncClient.label)
     decide = _blocking(AsyncClient.decide)
     sessions = _blocking(AsyncClient.sessions)
     session = _blocking(AsyncClient.session)
@@ -145,6 +146,7 @@ class SyncSession(SessionRef[Client]):
     observe = _blocking(SessionHandle.observe)
     score = _blocking(SessionHandle.score)
     act = _blocking(SessionHandle.act)
+    label = _blocking(SessionHandle.label)
     end = _blocking(SessionHandle.end)
 
 
