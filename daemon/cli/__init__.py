@@ -45,6 +45,35 @@ COMMANDS = (
 )
 
 
+#: The extra (pyproject's optional dependencies) that installs a module a command imports:
+#: a base install (`pip install webshepherd`) has the SDK only.
+EXTRA_OF = {
+    **dict.fromkeys(
+        ["torch", "transformers", "safetensors", "tokenizers", "keyring", "plotext", "rich"],
+        "daemon",
+    ),
+    **dict.fromkeys(["textual", "psutil"], "tui"),
+    **dict.fromkeys(["vllm", "pynvml"], "gpu"),
+    **dict.fromkeys(
+        ["pyarrow", "datasets", "PIL", "sentence_transformers", "tqdm", "openpyxl", "trl"], "eval"
+    ),
+    "opentelemetry": "otel",
+    "playwright": "dev",
+}
+
+
+def missing_extra(command: str, exc: ModuleNotFoundError) -> str | None:
+    """What to install when ``command`` failed to import a module of an extra (None: not one)."""
+    module = (exc.name or "").split(".")[0]
+    extra = EXTRA_OF.get(module)
+    if extra is None:
+        return None
+    return (
+        f"`webshepherd {command}` needs {module}, which the '{extra}' extra installs: "
+        f"pip install 'webshepherd[{extra}]' (everything: 'webshepherd[all]')"
+    )
+
+
 def _err(text: str) -> None:
     from webshepherd.protocol.terminal_text import terminal_safe
 
@@ -83,3 +112,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         _err("interrupted")
         return 130
+    except ModuleNotFoundError as exc:
+        hint = missing_extra(args.command, exc)
+        if hint is None:
+            raise
+        _err(hint)
+        return 1

@@ -247,3 +247,32 @@ def test_serve_tiny_model_and_run_a_raw_session(env: dict[str, str], tiny_model_
             raise
     assert rc == 0
     assert (Path(env["WEBSHEPHERD_DATA_DIR"]) / "webshepherd.sqlite3").exists()
+
+
+# A base install (`pip install webshepherd`): the extras' modules cannot be imported.
+_BASE_INSTALL = """
+import importlib.abc, sys
+EXTRAS = {"torch", "transformers", "rich", "plotext", "keyring", "textual", "pyarrow", "datasets"}
+class NotInstalled(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] in EXTRAS:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+sys.meta_path.insert(0, NotInstalled())
+from webshepherd.daemon.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize(("command", "extra"), [("demo", "daemon")])
+def test_a_base_install_names_the_extra_to_install(env, command: str, extra: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _BASE_INSTALL, command],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1, done.stderr
+    (line,) = done.stderr.strip().splitlines()  # one line, no traceback
+    assert f"`webshepherd {command}` needs" in line
+    assert f"pip install 'webshepherd[{extra}]'" in line
