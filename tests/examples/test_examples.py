@@ -9,6 +9,7 @@ the tiny model writes a parseable checklist of its own depends on how long it tr
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import sys
@@ -80,3 +81,20 @@ async def test_quickstart_scores_a_page_loaded_with_playwright(daemon_url, shop)
     assert any(line.startswith("go_back()") and " reward " in line for line in lines)
     best = [line for line in lines if line.startswith("best: ")]
     assert best and best[0] in ("best: scroll(0, 300)", "best: go_back()", "best: None")
+
+
+def test_the_sample_gold_and_agent_files_give_the_documented_figures(tmp_path: Path) -> None:
+    from webshepherd.daemon.cli import main
+
+    report = tmp_path / "traj.json"
+    args = ["eval", "trajectories", "--gold", str(EXAMPLES / "data" / "gold.jsonl")]
+    args += ["--agent", str(EXAMPLES / "data" / "agent.jsonl"), "--json", str(report)]
+    args += ["--references", str(ROOT / "tests/fixtures/data/webarena/test.raw.json")]
+    assert main(args) == 0
+    tasks = {t["task_id"]: t for t in json.loads(report.read_text("utf-8"))["tasks"]}
+    t = tasks["124"]
+    assert (t["deviations"], t["recoveries"], t["recovery_rate"]) == (2, 1, 0.5)
+    assert (t["step_success_rate"], t["partial_success_rate"]) == (1.0, 1.0)
+    t = tasks["226"]
+    assert (t["step_success_rate"], t["deviations"], t["recoveries"]) == (1 / 3, 3, 0)
+    assert (t["repetitiveness_rate"], t["partial_success_rate"]) == (0.75, 0.5)
