@@ -48,6 +48,7 @@ _REPR = r"""('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")"""  # a Python str repr
 _LINE = re.compile(rf"^\t*\[(\w+)\] (\S+) {_REPR}(.*)$")
 _TEXT = re.compile(rf"^\t*StaticText {_REPR}")
 _PRICE = re.compile(r"\$(\d+(?:\.\d\d)?)")
+_SOLD_OUT = "StaticText 'Sold out:"  # the notice on a sold-out product's page
 
 
 @dataclass
@@ -104,12 +105,20 @@ class ShopAgent:
     """Proposes candidates for the shop task; ``done`` once the order is confirmed."""
 
     def __init__(
-        self, seed: int = 0, bad_per_step: int = 2, shop: ShopVariant | None = None
+        self,
+        seed: int = 0,
+        bad_per_step: int = 2,
+        shop: ShopVariant | None = None,
+        backtrack: bool = True,
     ) -> None:
         self.rng = random.Random(seed)
         self.bad_per_step = bad_per_step
         self.shop = shop if shop is not None else _ORIGINAL
+        #: whether it proposes going back from a sold-out product page (a tree search's
+        #: policy does not: returning to an earlier state is the search's job)
+        self.backtrack = backtrack
         self.target: str | None = None  # the cheapest wanted product's name, once seen
+        self.sold_out: set[str] = set()  # products whose page said they are sold out
         self.counts_rng = random.Random(seed + 1)  # for sample(); propose()'s draws unchanged
 
     @staticmethod
@@ -160,7 +169,7 @@ class ShopAgent:
         cart = _find(els, "link", "Cart (")
         in_cart = bool(cart and not cart.name.startswith("Cart (0"))
         if path == "/search":
-            wanted = [(e, p) for e, p in results(axtree) if self.shop.matches(e.name)]
+            wanted = self._wanted(axtree)
             if wanted:
                 link, price = min(wanted, key=lambda ep: ep[1])
                 self.target = link.name
@@ -177,6 +186,20 @@ class ShopAgent:
         if path.startswith("/product/"):
             heading = _find(els, "heading")
             add = _find(els, "button", "Add to cart")
+            if heading and _SOLD_OUT in axtree and not in_cart:
+                self.sold_out.add(heading.name)
+                back = _find(els, "link", "Back to results")
+                if self.backtrack and back:
+                    return Proposal(
+                        f"'{heading.name}' is sold out; back to the results.",
+                        f"click('{back.bid}')",
+                        True,
+                    )
+                return Proposal(
+                    f"'{heading.name}' is sold out; look further down the page.",
+                    "scroll(0, 400)",
+                    True,
+                )
             if heading and add and self.target and heading.name == self.target and not in_cart:
                 return Proposal(
                     f"This is the cheapest {kind.name}; add it to the cart.",
@@ -234,6 +257,15 @@ class ShopAgent:
             True,
         )
 
+    def _wanted(self, axtree: str) -> list[tuple[Element, float]]:
+        """Listed products of the task's kind not known to be sold out, cheapest first."""
+        found = [
+            (e, p)
+            for e, p in results(axtree)
+            if self.shop.matches(e.name) and e.name not in self.sold_out
+        ]
+        return sorted(found, key=lambda ep: ep[1])
+
     def _bad(self, path: str, axtree: str, els: list[Element]) -> list[Proposal]:
         bad = [Proposal("Let me scroll down to see more.", "scroll(0, 400)", False)]
         heading = _find(els, "heading")
@@ -245,15 +277,17 @@ class ShopAgent:
             label, query = ("HDMI cables", "hdmi cable") if other is None else _elsewhere(other)
             bad.append(Proposal(f"Search for {label}.", f"fill('{box.bid}', '{query}')", False))
         if path == "/search":
+            wanted = self._wanted(axtree)
+            runner_up = wanted[1][0].name if len(wanted) > 1 else None
             for link, price in results(axtree):
                 if self.target is None or link.name != self.target:
-                    bad.append(
-                        Proposal(
-                            f"'{link.name}' looks good at ${price:.2f}.",
-                            f"click('{link.bid}')",
-                            False,
-                        )
+                    thought = (
+                        f"The next cheapest {self.shop.kind.name} listed is '{link.name}' at "
+                        f"${price:.2f}."
+                        if link.name == runner_up
+                        else f"'{link.name}' looks good at ${price:.2f}."
                     )
+                    bad.append(Proposal(thought, f"click('{link.bid}')", False))
         if path == "/checkout":
             express = _find(els, "radio", "Express")
             if express:
@@ -270,8 +304,14 @@ class ShopAgent:
 class ShopPolicy:
     """:class:`ShopAgent` as a policy of the agent loop (``propose``, ``refine``, ``plan``)."""
 
-    def __init__(self, seed: int = 0, bad_per_step: int = 2) -> None:
-        self.agent = ShopAgent(seed=seed, bad_per_step=bad_per_step)
+    def __init__(
+        self,
+        seed: int = 0,
+        bad_per_step: int = 2,
+        shop: ShopVariant | None = None,
+        backtrack: bool = True,
+    ) -> None:
+        self.agent = ShopAgent(seed=seed, bad_per_step=bad_per_step, shop=shop, backtrack=backtrack)
 
     def propose(self, state: PageState, context: PolicyContext) -> list[Candidate]:
         proposals = self.agent.sample(state.url, state.axtree)

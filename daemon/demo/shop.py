@@ -122,9 +122,10 @@ class _Handler(BaseHTTPRequestHandler):
             p = state.product(path.rsplit("/", 1)[-1])
             if p is None:
                 return self._not_found()
+            page = "product_sold_out.html" if p.get("sold_out") else "product.html"
             self._page(
                 p["name"],
-                _template("product.html").substitute(
+                _template(page).substitute(
                     name=esc(p["name"]),
                     price=_money(p["price"]),
                     blurb=esc(p["blurb"]),
@@ -196,7 +197,8 @@ class _Handler(BaseHTTPRequestHandler):
         form = {k: v[0] for k, v in parse_qs(self.rfile.read(length).decode("utf-8")).items()}
         state = self.server.state
         path = urlsplit(self.path).path
-        if path == "/cart/add" and state.product(form.get("id", "")):
+        wanted = state.product(form.get("id", ""))
+        if path == "/cart/add" and wanted and not wanted.get("sold_out"):
             state.cart.append(form["id"])
             return self._redirect("/cart")
         if path == "/order" and state.cart:

@@ -4,13 +4,14 @@ Variant 0 is the shop as it always was ("Volt & Wire", the cheapest USB-C cable,
 Lovelace). Variant ``n >= 1`` is drawn from ``random.Random(n)`` out of the pools below;
 the tiny judge is trained on variants drawn from another seed space (:func:`training_variant`),
 so ``webshepherd demo --variant N`` shows it a shop it never saw. Every variant has the same
-task: buy the cheapest product of one kind and check out under one name.
+task: buy the cheapest product of one kind and check out under one name. Some training shops
+(and :func:`trap_variant`, the tree-search demo's shop) list a sold-out decoy of the kind.
 """
 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 
@@ -181,8 +182,12 @@ class ShopVariant:
         return all(w in low for w in self.kind.words)
 
     def target(self) -> dict[str, Any]:
-        """The product the task asks for: the cheapest of the kind."""
-        return min((p for p in self.products if self.matches(p["name"])), key=lambda p: p["price"])
+        """The product the task asks for: the cheapest of the kind that can be ordered (a
+        sold-out decoy is listed, but is never the target)."""
+        return min(
+            (p for p in self.products if self.matches(p["name"]) and not p.get("sold_out")),
+            key=lambda p: p["price"],
+        )
 
 
 def _original() -> ShopVariant:
@@ -241,6 +246,49 @@ def _drawn(number: int | str, rng: random.Random) -> ShopVariant:
     )
 
 
+def with_decoy(shop: ShopVariant, rng: random.Random, cheapest: bool = True) -> ShopVariant:
+    """``shop`` with a sold-out product of the task's kind (a decoy): listed in the results
+    like any other, its product page says it is sold out and has no "Add to cart".
+    ``cheapest``: priced below every other product of the kind (the trap), else above the
+    target. Drawn from ``rng`` alone, so the rest of the shop is unchanged."""
+    kind = shop.kind
+    used = {p["name"].split()[0] for p in shop.products}
+    brand = rng.choice([b for b in _BRANDS if b not in used] or list(_BRANDS))
+    low = shop.target()["price"]
+    price = max(0.99, low - rng.choice((0.5, 1.0, 1.5))) if cheapest else low + 1.0
+    decoy = {
+        "id": "d1",
+        "name": kind.pattern.format(brand=brand, size=rng.choice(kind.sizes)),
+        "price": round(price, 2),
+        "tags": [*kind.words, kind.query],
+        "blurb": rng.choice(_BLURBS),
+        "sold_out": True,
+    }
+    products = list(shop.products)
+    products.insert(rng.randrange(len(products) + 1), decoy)
+    return replace(shop, products=tuple(products))
+
+
+def trap_variant() -> ShopVariant:
+    """The bundled shop with a trap: a sold-out USB-C cable listed as the cheapest. Choosing
+    it looks right in the results; its page shows the mistake one step later."""
+    base = _original()
+    decoy = {
+        "id": "d1",
+        "name": "Lumo USB-C cable, 1 m",
+        "price": 3.99,
+        "tags": ["usb-c", "cable", "usb c"],
+        "blurb": "Braided, 60 W charging, 1 metre.",
+        "sold_out": True,
+    }
+    return replace(base, number="trap", products=(*base.products, decoy))
+
+
+#: the share of training shops with a sold-out decoy, and of those where it is the cheapest
+DECOY_SHARE = 0.4
+DECOY_CHEAPEST = 0.75
+
+
 def variant(number: int = 0) -> ShopVariant:
     """Variant ``number``: 0 is the original shop, others are drawn from ``Random(number)``."""
     if number == 0:
@@ -251,4 +299,8 @@ def variant(number: int = 0) -> ShopVariant:
 def training_variant(index: int) -> ShopVariant:
     """The ``index``-th shop the tiny judge is trained on (a seed space apart from
     :func:`variant`'s, so the demo's ``--variant N`` is a shop it never saw)."""
-    return _drawn(f"train-{index}", random.Random(f"webshepherd-train-{index}"))
+    shop = _drawn(f"train-{index}", random.Random(f"webshepherd-train-{index}"))
+    rng = random.Random(f"webshepherd-decoy-{index}")
+    if rng.random() < DECOY_SHARE:
+        shop = with_decoy(shop, rng, cheapest=rng.random() < DECOY_CHEAPEST)
+    return shop
