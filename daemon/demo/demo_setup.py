@@ -1,5 +1,5 @@
-"""What both demos start: the model (the tiny one, built if not cached, or a named one; with
-the note that says the tiny model's rewards are noise), the in-process daemon and the shop."""
+"""What both demos start: the model (the tiny judge, built if not cached, or a named one; with
+the note that says the tiny judge knows only this shop), the in-process daemon and the shop."""
 
 from __future__ import annotations
 
@@ -19,19 +19,27 @@ if TYPE_CHECKING:
 
 REAL_MODEL = "WebShepherd/WebShepherd_3B"
 NOISE_NOTE = (
-    "[bold yellow]The tiny model's rewards are noise.[/] It is a few-hundred-thousand-parameter "
-    "model trained for a minute on CPU so that the whole pipeline (prompts, sampling, label "
-    "probabilities, Eq. 2 rewards, recording) runs offline; its judgements mean nothing, and "
-    "many of its samples contain no label at all (reward '—'). For real rewards, on a GPU "
-    "workstation run\n"
+    "[bold yellow]This tiny judge knows only this shop.[/] It is a small model the project "
+    "trains itself (`webshepherd train` on generated episodes of the bundled shop, labelled by "
+    "the shop), so that the whole pipeline (prompts, sampling, label probabilities, Eq. 2 "
+    "rewards, recording) runs offline with real signal. It has learned this shop's pattern, in "
+    "variants it never saw too (--variant N), and nothing about other websites. For real "
+    "rewards, on a GPU workstation run\n"
     f"  [bold]webshepherd serve --model {REAL_MODEL}[/]   (or [bold]webshepherd demo --model "
     f"{REAL_MODEL}[/])"
 )
 
 
-def print_noise_note(console: Console) -> None:
-    """The tiny model's warning, in a yellow panel."""
-    console.print(Panel(NOISE_NOTE, border_style="yellow"))
+VISION_NOTE = (
+    "[bold yellow]The tiny vision model's rewards are noise.[/] It is the tiny judge turned "
+    "into a vision-language model and trained briefly on made-up pages with images, so that "
+    "screenshots travel through the real image path; it has not learned to judge from them."
+)
+
+
+def print_noise_note(console: Console, vision: bool = False) -> None:
+    """What the tiny model knows, in a yellow panel."""
+    console.print(Panel(VISION_NOTE if vision else NOISE_NOTE, border_style="yellow"))
 
 
 def load_demo_engine(
@@ -56,9 +64,11 @@ def load_demo_engine(
         else:
             path = tiny_model.default_tiny_model_path()
             if not tiny_model.is_complete(path):
-                console.print(f"building the tiny model at {path} (about a minute, only once) ...")
+                console.print(
+                    f"training the tiny judge at {path} (a few minutes on CPU, only once) ..."
+                )
             model = str(tiny_model.ensure_tiny_model(path, progress=True))
-        print_noise_note(console)
+        print_noise_note(console, vision)
     assert model is not None
     console.print(f"loading model {model} ...")
     with contextlib.suppress(Exception):  # keep the demo's output readable

@@ -30,6 +30,10 @@ from webshepherd.protocol.agents.environment import ActionError
 from webshepherd.protocol.common import Turn
 
 
+#: distractors tried per page (the demo's agent proposes two)
+BAD_PER_STEP = 2
+
+
 @dataclass(frozen=True)
 class Judged:
     """One candidate at one step, with the shop's labels for it."""
@@ -83,7 +87,7 @@ def episode(
     server.use(shop)
     browser = Browser()
     browser.goto(server.url)
-    agent = ShopAgent(seed=rng.randrange(1 << 30), bad_per_step=4, shop=shop)
+    agent = ShopAgent(seed=rng.randrange(1 << 30), bad_per_step=BAD_PER_STEP, shop=shop)
     history: list[Turn] = []
     obs = browser.observe()
     progress = measure(shop, server.state, obs.url, obs.axtree, Progress())

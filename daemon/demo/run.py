@@ -316,7 +316,7 @@ def run_demo(
                 chart = re.sub(r"\x1b\[[0-9;]*m", "", chart)
             print(chart)
     if tiny:
-        print_noise_note(console)
+        print_noise_note(console, vision)
     return 0
 
 

@@ -102,6 +102,8 @@ def train(opts: TrainOptions, examples: Sequence[Example] | None = None) -> Path
     from trl import SFTConfig, SFTTrainer
 
     hf_logging.set_verbosity_error()
+    import datasets
+
     try:
         tok = AutoTokenizer.from_pretrained(opts.base)
         model = AutoModelForCausalLM.from_pretrained(opts.base, dtype=torch.float32)
@@ -161,14 +163,25 @@ def train(opts: TrainOptions, examples: Sequence[Example] | None = None) -> Path
             target_modules="all-linear",
             task_type="CAUSAL_LM",
         )
-    trainer = SFTTrainer(
-        model=model,
-        args=args,
-        train_dataset=data,
-        processing_class=tok,
-        peft_config=peft_config,
-    )
-    result = trainer.train()
+    bars_were_on = datasets.is_progress_bar_enabled()
+    if not opts.progress:
+        datasets.disable_progress_bars()  # the tokenizing passes' bars; put back below
+    try:
+        trainer = SFTTrainer(
+            model=model,
+            args=args,
+            train_dataset=data,
+            processing_class=tok,
+            peft_config=peft_config,
+        )
+        if not opts.progress:
+            from transformers.trainer_callback import PrinterCallback
+
+            trainer.remove_callback(PrinterCallback)  # the per-step log lines
+        result = trainer.train()
+    finally:
+        if bars_were_on:
+            datasets.enable_progress_bars()
     trained = trainer.model
     if peft_config is not None:
         trained = trained.merge_and_unload()  # served as plain weights
