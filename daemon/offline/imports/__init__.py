@@ -1,6 +1,7 @@
 """Finished runs made without webshepherd (or recorded by it), read for ``webshepherd
 rescore``: browser-use histories, AgentLab/BrowserGym experiment folders, webshepherd's own
-recordings and the plain JSONL format (docs/rescore.md). :func:`load_run` tells them apart."""
+recordings and mind2web exports, and the plain JSONL format (docs/rescore.md).
+:func:`load_run` tells them apart."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 from webshepherd.daemon.offline.imports.agentlab import is_agentlab_folder, load_agentlab
 from webshepherd.daemon.offline.imports.browser_use import looks_like_browser_use, read_browser_use
 from webshepherd.daemon.offline.imports.jsonl import read_jsonl
+from webshepherd.daemon.offline.imports.mind2web import is_mind2web_folder, load_mind2web
 from webshepherd.daemon.offline.imports.recording import load_recording, recording_file
 from webshepherd.daemon.offline.imports.run import ImportedRun, ImportedStep, ImportFormatError
 
@@ -18,7 +20,8 @@ __all__ = ["ImportFormatError", "ImportedRun", "ImportedStep", "load_run"]
 
 def load_run(path: Path, session_id: str | None = None) -> ImportedRun:
     """The run at ``path``: an AgentLab folder, a webshepherd recording (``session_id``: which
-    session), a browser-use history (``.json``) or a JSONL run (``.jsonl``)."""
+    session), a mind2web trajectory folder, a browser-use history (``.json``) or a JSONL run
+    (``.jsonl``)."""
     if not path.exists():
         raise ImportFormatError(f"{path}: no such file or folder")
     if is_agentlab_folder(path):
@@ -26,10 +29,12 @@ def load_run(path: Path, session_id: str | None = None) -> ImportedRun:
     db = recording_file(path)
     if db is not None:
         return load_recording(db, session_id)
+    if is_mind2web_folder(path):
+        return load_mind2web(path)
     if path.is_dir():
         raise ImportFormatError(
-            f"{path}: a folder with neither step_<n>.pkl.gz files (AgentLab) nor a "
-            "webshepherd.sqlite3 recording"
+            f"{path}: a folder with neither step_<n>.pkl.gz files (AgentLab), a "
+            "webshepherd.sqlite3 recording, nor a result.json trajectory (mind2web)"
         )
     if path.suffix == ".jsonl":
         return read_jsonl(path)

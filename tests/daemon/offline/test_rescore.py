@@ -12,6 +12,7 @@ are unit-tested on given judgements in tests/protocol/test_progress.py.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import re
 from pathlib import Path
@@ -169,3 +170,47 @@ async def test_a_webshepherd_recording_is_rescored(tmp_path):
     assert summary["rewards"] == [0.55, 0.8, 0.1, 0.5, 0.9]  # the same steps, judged again
     assert summary["first_bad_steps"]["progress"]["step"] == 2
     assert summary["report"] is not None  # recorded under b/data, where --data-dir points
+
+
+async def test_a_mind2web_export_is_rescored_from_its_screenshots(tmp_path):
+    """webshepherd's mind2web export keeps screenshots, not page text: with --vision each step
+    is judged on its screenshot; without, each is skipped with the reason (judge scripted)."""
+    from webshepherd.daemon.dev.screenshots import axtree_png
+    from webshepherd.daemon.offline.export.mind2web import write_mind2web
+
+    pages = ["[1] link 'Next'", "[2] link 'Next'"]
+    shots = [axtree_png(p) for p in pages]
+    rows: list[dict[str, Any]] = [{"intent": "Go on", "checklist": "Checklist 1: Go on"}]
+    for n, page in enumerate(pages):
+        png = base64.b64encode(shots[n]).decode()
+        rows.append(
+            {"url": "http://a/", "axtree": page, "screenshot": png, "action": f"click('{n + 1}')"}
+        )
+    (tmp_path / "run.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+    table = {("http://a/", f"click('{n + 1}')"): (0.6, (1,), "ok") for n in range(2)}
+    argv = ["rescore", str(tmp_path / "run.jsonl"), "--token", TEST_TOKEN, "--quiet"]
+    argv += ["--json", str(tmp_path / "a.json")]
+    async with scripted_daemon(tmp_path / "a", table) as daemon:
+        assert await asyncio.to_thread(main, [*argv, "--url", daemon.url]) == 0
+    sid = json.loads((tmp_path / "a.json").read_text())["session_id"]
+    history = History.open(tmp_path / "a" / "data" / "webshepherd.sqlite3")
+    try:
+        write_mind2web(history, [sid], tmp_path / "export")
+    finally:
+        history.close()
+    folder = tmp_path / "export" / sid
+    judge = ScriptedJudge(table)
+    argv = ["rescore", str(folder), "--checklist", "Checklist 1: Go on"]  # mind2web keeps none
+    argv += ["--token", TEST_TOKEN, "--quiet", "--json"]
+    async with judged_by(tmp_path / "b", judge) as daemon:
+        base = [*argv[:-1], "--url", daemon.url, "--json"]
+        assert await asyncio.to_thread(main, [*base, str(tmp_path / "text.json")]) == 0
+        assert (
+            await asyncio.to_thread(main, [*base, str(tmp_path / "vision.json"), "--vision"]) == 0
+        )
+    text = json.loads((tmp_path / "text.json").read_text())
+    assert text["format"] == "mind2web" and text["steps_scored"] == 0
+    assert all("--vision scores the screenshot" in s["why"] for s in text["skipped"])
+    vision = json.loads((tmp_path / "vision.json").read_text())
+    assert vision["steps_scored"] == 2 and vision["rewards"] == [0.6, 0.6]
+    assert judge.screenshots == shots  # each step judged with its own screenshot

@@ -1,0 +1,80 @@
+"""A trajectory in the Online-Mind2Web layout (what ``webshepherd export --format mind2web``
+writes, and what WebJudge-style judges read): ``result.json`` (``task``, ``website``,
+``action_history``, ``thoughts``, ``final_result_response``) and
+``trajectory/<n>_screenshot.<ext>``. It keeps no page text: the steps are scored from their
+screenshots by a judge that reads images (``--vision``), else skipped. Action ``n`` is
+matched with the screenshot numbered ``n`` (as the export names them for one action per
+step)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from webshepherd.daemon.offline.imports.run import (
+    ImageMime,
+    ImportedRun,
+    ImportedStep,
+    ImportFormatError,
+    Outcome,
+)
+
+_SHOT = re.compile(r"^(\d+)_screenshot\.(png|jpe?g|webp)$")
+_MIME: dict[str, ImageMime] = {
+    "png": "image/png",
+    "jpg": "image/jpeg",
+    "jpeg": "image/jpeg",
+    "webp": "image/webp",
+}
+
+
+def is_mind2web_folder(path: Path) -> bool:
+    return path.is_dir() and (path / "result.json").is_file()
+
+
+def load_mind2web(folder: Path) -> ImportedRun:
+    try:
+        data: Any = json.loads((folder / "result.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ImportFormatError(f"{folder / 'result.json'}: not JSON ({exc})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("action_history"), list):
+        raise ImportFormatError(f"{folder / 'result.json'}: no action_history list")
+    intent = data.get("task") or data.get("confirmed_task")
+    if not isinstance(intent, str) or not intent:
+        raise ImportFormatError(f"{folder / 'result.json'}: no task: give it with --intent")
+    shots: dict[int, Path] = {}
+    traj = folder / "trajectory"
+    for p in traj.iterdir() if traj.is_dir() else []:
+        m = _SHOT.match(p.name)
+        if m:
+            shots[int(m.group(1))] = p
+    thoughts = data.get("thoughts") or []
+    website = str(data.get("website") or "")
+    steps = []
+    for n, action in enumerate(data["action_history"]):
+        shot = shots.get(n)
+        steps.append(
+            ImportedStep(
+                url=website,
+                action=str(action),
+                thought=str(thoughts[n]) if n < len(thoughts) and thoughts[n] else "",
+                screenshot=shot.read_bytes() if shot else None,
+                screenshot_mime=_MIME[shot.suffix.lstrip(".").lower()] if shot else "image/png",
+            )
+        )
+    ours: dict[str, Any] = data["webshepherd"] if isinstance(data.get("webshepherd"), dict) else {}
+    said = ours.get("outcome")
+    outcome: Outcome = (
+        "success" if said == "success" else "failure" if said == "failure" else "unknown"
+    )
+    return ImportedRun(
+        kind="mind2web",
+        intent=intent,
+        start_url=website or None,
+        steps=steps,
+        agent=str(ours.get("agent") or "mind2web"),
+        outcome=outcome,
+        answer=str(data.get("final_result_response") or "") or None,
+    )
