@@ -60,7 +60,9 @@ def add_rescore_parser(sub: Any) -> None:
         help="the recording: where --model records, and where the report reads a running "
         "daemon's session (default: the daemon's default)",
     )
-    r.add_argument("--out", type=Path, default=None, help="HTML report (webshepherd-<id>.html)")
+    r.add_argument(
+        "--out", type=Path, default=None, help="HTML report (default: under the data dir)"
+    )
     r.add_argument("--json", type=Path, default=None, help="write the summary here as JSON")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
     r.set_defaults(func=cmd_rescore)
