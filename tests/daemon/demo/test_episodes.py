@@ -13,28 +13,49 @@ from webshepherd.daemon.offline.training.rows import example_of
 SCORE = {"yes": 1.0, "in_progress": 0.5, "no": 0.0}
 
 
-def test_every_good_candidate_outscores_the_bad_ones_of_its_step() -> None:
-    """Except the click on a sold-out decoy listed as the cheapest: the agent cannot see
-    from the results that it is sold out, the shop's labels can."""
-    shop = training_variant(4)
-    decoy = next(p["name"] for p in shop.products if p.get("sold_out"))
+def _steps(index: int, seed: int) -> dict[int, list]:
     with ShopServer() as server:
-        judged = list(episode(server, shop, random.Random(1), explore=0.3))
+        judged = list(episode(server, training_variant(index), random.Random(seed), explore=0.3))
     steps: dict[int, list] = {}
     for j in judged:
         steps.setdefault(j.step, []).append(j)
+    return steps
+
+
+def _scores(cands: list) -> tuple[float, float]:
+    good = [sum(SCORE[x] for x in j.labels) for j in cands if j.proposal.good]
+    bad = [sum(SCORE[x] for x in j.labels) for j in cands if not j.proposal.good]
+    assert len(good) == 1 and bad
+    return good[0], max(bad)
+
+
+def test_every_good_candidate_outscores_the_bad_ones_of_its_step() -> None:
+    """Going back from a wrong page advances nothing: there it ties with the rest."""
+    steps = _steps(4, 1)
     assert len(steps) >= 7
-    fooled = 0
+    ahead = 0
     for cands in steps.values():
-        good = [sum(SCORE[x] for x in j.labels) for j in cands if j.proposal.good]
-        bad = [sum(SCORE[x] for x in j.labels) for j in cands if not j.proposal.good]
-        assert len(good) == 1 and bad
-        if any(j.proposal.good and f"'{decoy}'" in j.proposal.thought for j in cands):
-            fooled += 1
-            assert good[0] < max(bad)  # the decoy: No for "open the cheapest"
-        else:
-            assert good[0] > max(bad)
-    assert fooled >= 1
+        good, bad = _scores(cands)
+        back = any(j.proposal.good and "back to the results" in j.proposal.thought for j in cands)
+        assert good > bad or (back and good == bad)
+        ahead += good > bad
+    assert ahead >= 7
+
+
+def test_a_sold_out_decoy_fools_the_agent_not_the_labels() -> None:
+    """A training shop whose cheapest listing is sold out: the agent opens it (it cannot tell
+    from the results), the shop's labels say No, and the agent goes back for the target."""
+    shop = training_variant(1)
+    decoy = next(p["name"] for p in shop.products if p.get("sold_out"))
+    steps = _steps(1, 0)
+    fooled = [c for c in steps.values() if any(j.proposal.good and f"'{decoy}'" in
+                                               j.proposal.thought for j in c)]  # fmt: skip
+    assert fooled
+    for cands in fooled:
+        good, bad = _scores(cands)
+        assert good <= bad
+    on_decoy = [j for c in steps.values() for j in c if "/product/d1" in j.url]
+    assert on_decoy and all(j.labels[1:] == ("no", "no", "no") for j in on_decoy)
 
 
 def test_rows_are_the_served_prompts_with_targets_the_parsers_read() -> None:
