@@ -22,7 +22,8 @@ require_browser()
 CHECKLIST = "Checklist 1: Search for a product\nChecklist 2: Add it to the cart"
 
 #: What a page's own script does to the approval card it finds in the overlay: click every
-#: button, put its own action in every field and press Enter, type the shortcut keys.
+#: button, put its own action in every field and press Enter, type the shortcut keys, post a
+#: decision on the hook's channel.
 ATTACK_CARD = """() => {
   const root = document.querySelector('webshepherd-overlay')?.shadowRoot;
   const card = root?.querySelector('[data-testid=ws-approval]');
@@ -39,6 +40,9 @@ ATTACK_CARD = """() => {
   for (const key of ['a', 'e', 'Enter']) {
     card.dispatchEvent(new KeyboardEvent('keydown', {key, bubbles: true, composed: true}));
   }
+  // and through the page hook's channel, as a decision request
+  postMessage({channel: 'webshepherd', dir: 'request', id: 'd1', type: 'approval.decide',
+               request_id: card.dataset.requestId, decision: 'approve'}, '*');
   return 'attacked';
 }"""
 
