@@ -59,3 +59,29 @@ async def test_restart_keeps_sessions_and_history(start_daemon, tmp_path):
         db.execute("SELECT outcome FROM sessions WHERE session_id = ?", (sid,)).fetchone()[0]
         == "failure"
     )
+
+
+async def test_the_stall_count_survives_a_restart(tmp_path):
+    """The stalled signal's count is rebuilt from the record: one step without progress
+    before the restart and one after make k = 2 (the judge is scripted: no item advances)."""
+    from webshepherd.protocol.client import AsyncClient
+
+    from tests.fixtures.daemon import TEST_TOKEN
+    from tests.fixtures.scripted_judge import ScriptedJudge, scripted_daemon
+
+    judge = ScriptedJudge(default=(0.4, (1,), "still searching"))
+    agent = {"name": "a", "stalled_after": 2}
+
+    async def step(c: AsyncClient, sid: str, n: int) -> list[str]:
+        await c.observe(sid, f"http://a/{n}", f"[{n}] link 'Next'")
+        await c.score(sid, [("", f"click('{n}')")], approval="never", samples=1)
+        await c.report_action(sid, f"click('{n}')")
+        got = await c.session(sid)
+        return [f"{e['kind']}@{e['step']}" for e in got.events if e["type"] == "signal"]
+
+    async with scripted_daemon(tmp_path, judge) as daemon, AsyncClient(daemon.url, TEST_TOKEN) as c:
+        s = await c.start_session("Go", checklist="Checklist 1: Go", observation=OBS, agent=agent)
+        assert await step(c, s.session_id, 1) == []  # item 1 to In Progress: an advance
+        assert await step(c, s.session_id, 2) == []  # one step without progress
+    async with scripted_daemon(tmp_path, judge) as daemon, AsyncClient(daemon.url, TEST_TOKEN) as c:
+        assert await step(c, s.session_id, 3) == ["stalled@3"]  # the second, after the restart
