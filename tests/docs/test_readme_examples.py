@@ -1,4 +1,4 @@
-"""The README's framework examples are the files the integration tests run, word for word."""
+"""The README's Python blocks are the example files the tests run, word for word (both ways)."""
 
 from __future__ import annotations
 
@@ -28,3 +28,9 @@ def test_the_readme_shows_the_example_as_run(example: Path) -> None:
     assert marked(example) in readme_blocks(), (
         f"README.md has no ```python block equal to the marked part of examples/{example.name}"
     )
+
+
+def test_every_python_block_of_the_readme_is_an_example_the_tests_run() -> None:
+    examples = {marked(p) for p in (ROOT / "examples").glob("*.py")}
+    strays = [b.splitlines()[0] for b in readme_blocks() if b not in examples]
+    assert not strays, f"README.md ```python blocks that no example file holds: {strays}"

@@ -98,3 +98,20 @@ def test_the_sample_gold_and_agent_files_give_the_documented_figures(tmp_path: P
     t = tasks["226"]
     assert (t["step_success_rate"], t["deviations"], t["recoveries"]) == (1 / 3, 3, 0)
     assert (t["repetitiveness_rate"], t["partial_success_rate"]) == (0.75, 0.5)
+
+
+async def test_sdk_async_scores_a_hand_written_page(daemon_url) -> None:
+    out = await run_example("sdk_async", url=daemon_url)
+    lines = out.splitlines()
+    assert any(line.startswith("best: ") and " rewards: [" in line for line in lines)
+    assert any(line.startswith("feedback: ") for line in lines)
+
+
+async def test_reward_guided_runs_an_episode_on_the_bundled_shop(daemon_url) -> None:
+    out = await run_example("reward_guided", url=daemon_url)
+    steps = [line for line in out.splitlines() if line.startswith("step ")]
+    assert steps, out
+    first = steps[0]  # the scripted policy's three candidates on the home page, with rewards
+    assert "fill('" in first and "'usb-c cable')" in first and "click('" in first
+    assert any(line.startswith("  ran ") for line in out.splitlines())
+    assert out.splitlines()[-1].startswith("outcome: ")

@@ -1,0 +1,37 @@
+"""The SDK without a browser: `python examples/sdk_async.py`.
+
+Needs a running daemon (`webshepherd serve`, at $WEBSHEPHERD_URL or ws://127.0.0.1:8765/v1).
+The page is written by hand here (any AX-tree text in BrowserGym's format will do; the quick
+start takes it from a real page). Prints the pick, the rewards and the best candidate's feedback.
+"""
+
+# --- README ---
+import asyncio
+
+from webshepherd.protocol import Observation
+from webshepherd.protocol.client import AsyncClient
+
+
+async def main() -> None:
+    async with AsyncClient() as client:  # $WEBSHEPHERD_URL or ws://127.0.0.1:8765/v1, stored token
+        page = Observation(
+            url="http://shop.local/",
+            axtree="RootWebArea 'Shop', focused\n\t[12] searchbox 'Search'",
+        )
+        session = await client.start_session(
+            "Buy the cheapest USB-C cable", start_url=page.url, observation=page
+        )
+        scored = await session.score(
+            [
+                ("The search box is [12].", "fill('12', 'usb-c cable')"),
+                ("Maybe the deals page.", "click('40')"),
+            ]
+        )
+        print("best:", scored.best, "rewards:", [r.reward for r in scored.results])
+        print("feedback:", scored.results[0].feedback[:200])
+        await session.act(scored.decision.action or "noop()")
+        await session.end("success")
+
+
+asyncio.run(main())
+# --- README ---
