@@ -220,6 +220,42 @@ class Session(Model):
     )
 
 
+class RemoteEngineStats(Model):
+    """The model server of ``serve --backend openai`` / ``openai-chat`` (addition to v1): one
+    ``vllm serve``, or a router such as ``vllm-router`` in front of several."""
+
+    base_url: str
+    reachable: bool = Field(description="Whether GET {base_url}/models answered at last probe.")
+    in_flight: int = Field(ge=0, description="Requests this daemon has open at the server.")
+    retries: int = Field(
+        default=0, ge=0, description="Requests sent again (connection, stream, 5xx, 429)."
+    )
+    failures: int = Field(
+        default=0, ge=0, description="Requests that failed after every retry (model_error)."
+    )
+    last_error: str | None = Field(
+        default=None, description="Why the latest failed request failed; null once one succeeds."
+    )
+    cached_prompt_tokens: int | None = Field(
+        default=None,
+        description="Prompt tokens the server took from its prefix cache, from the replies' "
+        "usage (vllm serve --enable-prompt-tokens-details); null when it does not say.",
+    )
+    prompt_tokens: int = Field(default=0, ge=0, description="Prompt tokens of all replies.")
+    server_running: int | None = Field(
+        default=None, description="Requests running on the server (vLLM's /metrics)."
+    )
+    server_waiting: int | None = Field(
+        default=None, description="Requests waiting on the server (vLLM's /metrics)."
+    )
+    prefix_cache_queries: int | None = Field(
+        default=None, description="Tokens looked up in the server's prefix cache (vLLM's /metrics)."
+    )
+    prefix_cache_hits: int | None = Field(
+        default=None, description="Of those, tokens found there (vLLM's /metrics)."
+    )
+
+
 class Stats(Model):
     type: Literal["stats"] = "stats"
     time: float
@@ -237,6 +273,9 @@ class Stats(Model):
     )
     judge: JudgeUsage | None = Field(
         default=None, description="Tokens in and out per scored step, and their cost."
+    )
+    remote: RemoteEngineStats | None = Field(
+        default=None, description="The remote model server, for the openai backends."
     )
 
 

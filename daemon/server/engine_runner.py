@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from webshepherd.daemon.engine.types import ParsedChecklist, StepInput, StepScore
-from webshepherd.daemon.server.stats import device_stats
+from webshepherd.daemon.server.stats import device_stats, remote_stats
 from webshepherd.daemon.sessions import Effect, RunChecklist, RunScore, convert
 from webshepherd.protocol.common import Timing
 from webshepherd.protocol.errors import ModelError, WebShepherdError
-from webshepherd.protocol.replies import Error, ScoreProgress
+from webshepherd.protocol.replies import Error, RemoteEngineStats, ScoreProgress
 from webshepherd.protocol.union import dump
 
 if TYPE_CHECKING:
@@ -271,6 +271,18 @@ class EngineRunner:
         for cid in targets:
             self.hub.send(cid, frame, reply=False)  # progress may be dropped, never a reply
 
+    def _remote_stats(self) -> RemoteEngineStats | None:
+        """The remote model server's health (the openai backends probe it, at most every few
+        seconds); None for an engine in this process."""
+        health = getattr(self.engine, "health", None)
+        if not callable(health):
+            return None
+        try:
+            return remote_stats(health())
+        except Exception:  # a failing probe must not stop stats
+            log.debug("no remote stats", exc_info=True)
+            return None
+
     async def stats_loop(self) -> None:
         loop = asyncio.get_running_loop()
         while True:
@@ -279,6 +291,7 @@ class EngineRunner:
             if not subs:
                 continue
             device = await loop.run_in_executor(None, device_stats)
+            remote = await loop.run_in_executor(None, self._remote_stats)
             snap = self.stats.snapshot(
                 queue_depth=self.scheduler.depth,
                 in_flight=self.scheduler.in_flight,
@@ -289,6 +302,7 @@ class EngineRunner:
                 device=device,
                 otlp=self.telemetry.stats() if self.telemetry is not None else None,
                 judge=(self.engine.backend_name, self.engine.model_id),
+                remote=remote,
             )
             frame = dump(snap)
             for c in subs:

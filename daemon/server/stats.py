@@ -1,4 +1,5 @@
-"""The ``stats`` event: queue, throughput, step latency and (when CUDA is present) the device."""
+"""The ``stats`` event: queue, throughput, step latency, (when CUDA is present) the device, and
+(for the openai backends) the remote model server."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections import deque
 from typing import Any
 
 from webshepherd.protocol.common import DeviceStats, JudgeUsage, OtlpStats
-from webshepherd.protocol.replies import Stats
+from webshepherd.protocol.replies import RemoteEngineStats, Stats
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +49,21 @@ def device_stats() -> DeviceStats | None:
         return dev
     except Exception as exc:  # a broken driver must not break stats
         log.debug("no device stats: %s", exc)
+        return None
+
+
+def remote_stats(health: dict[str, Any]) -> RemoteEngineStats | None:
+    """The ``remote`` part of a backend's ``health()`` (the openai backends'), for ``stats``;
+    None for an engine in this process or a health that cannot be read."""
+    remote = health.get("remote")
+    if not isinstance(remote, dict):
+        return None
+    try:
+        return RemoteEngineStats.model_validate(
+            {k: v for k, v in remote.items() if k in RemoteEngineStats.model_fields}
+        )
+    except ValueError as exc:  # a probe's odd figures must not break stats
+        log.debug("no remote stats: %s", exc)
         return None
 
 
@@ -116,6 +132,7 @@ class StatsCollector:
         device: DeviceStats | None,
         otlp: OtlpStats | None = None,
         judge: tuple[str, str] | None = None,
+        remote: RemoteEngineStats | None = None,
     ) -> Stats:
         """``judge``: the engine's ``(backend, model)``, for the ``judge`` figures."""
         generated = int(getattr(engine_stats, "generated_tokens", 0) or 0)
@@ -133,4 +150,5 @@ class StatsCollector:
             device=device,
             otlp=otlp,
             judge=self.judge_usage(*judge) if judge is not None else None,
+            remote=remote,
         )

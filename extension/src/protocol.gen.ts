@@ -471,6 +471,51 @@ export type FailedSpans = number;
 export type Queued = number;
 export type PendingApprovals = number;
 export type QueueDepth = number;
+export type BaseUrl = string;
+/**
+ * Prompt tokens the server took from its prefix cache, from the replies' usage (vllm serve --enable-prompt-tokens-details); null when it does not say.
+ */
+export type CachedPromptTokens = number | null;
+/**
+ * Requests that failed after every retry (model_error).
+ */
+export type Failures = number;
+/**
+ * Requests this daemon has open at the server.
+ */
+export type InFlight1 = number;
+/**
+ * Why the latest failed request failed; null once one succeeds.
+ */
+export type LastError = string | null;
+/**
+ * Of those, tokens found there (vLLM's /metrics).
+ */
+export type PrefixCacheHits = number | null;
+/**
+ * Tokens looked up in the server's prefix cache (vLLM's /metrics).
+ */
+export type PrefixCacheQueries = number | null;
+/**
+ * Prompt tokens of all replies.
+ */
+export type PromptTokens1 = number;
+/**
+ * Whether GET {base_url}/models answered at last probe.
+ */
+export type Reachable = boolean;
+/**
+ * Requests sent again (connection, stream, 5xx, 429).
+ */
+export type Retries = number;
+/**
+ * Requests running on the server (vLLM's /metrics).
+ */
+export type ServerRunning = number | null;
+/**
+ * Requests waiting on the server (vLLM's /metrics).
+ */
+export type ServerWaiting = number | null;
 export type SessionsActive = number;
 export type StepLatencyMsP50 = number | null;
 export type StepLatencyMsP95 = number | null;
@@ -873,6 +918,10 @@ export interface Stats {
   otlp?: OtlpStats | null;
   pending_approvals?: PendingApprovals;
   queue_depth: QueueDepth;
+  /**
+   * The remote model server, for the openai backends.
+   */
+  remote?: RemoteEngineStats | null;
   sessions_active?: SessionsActive;
   step_latency_ms_p50?: StepLatencyMsP50;
   step_latency_ms_p95?: StepLatencyMsP95;
@@ -908,6 +957,24 @@ export interface OtlpStats {
   exported_spans: ExportedSpans;
   failed_spans: FailedSpans;
   queued: Queued;
+}
+/**
+ * The model server of ``serve --backend openai`` / ``openai-chat`` (addition to v1): one
+ * ``vllm serve``, or a router such as ``vllm-router`` in front of several.
+ */
+export interface RemoteEngineStats {
+  base_url: BaseUrl;
+  cached_prompt_tokens?: CachedPromptTokens;
+  failures?: Failures;
+  in_flight: InFlight1;
+  last_error?: LastError;
+  prefix_cache_hits?: PrefixCacheHits;
+  prefix_cache_queries?: PrefixCacheQueries;
+  prompt_tokens?: PromptTokens1;
+  reachable: Reachable;
+  retries?: Retries;
+  server_running?: ServerRunning;
+  server_waiting?: ServerWaiting;
 }
 /**
  * Reply to ``hook.grant``: the key, for the agent's page only (addition to v1).

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
-from webshepherd.protocol.replies import Stats
+from webshepherd.protocol.replies import RemoteEngineStats, Stats
 from webshepherd.tui.device import DeviceReading, GpuReading
 from webshepherd.tui.plain import plain
 
@@ -69,7 +69,29 @@ def device_table(local: DeviceReading | None, stats: Stats | None) -> Table:
         )
         cost = "— (serve --price-in/--price-out)" if j.cost_usd is None else f"${j.cost_usd:.4f}"
         table.add_row("cost", cost)
+    if stats.remote is not None:
+        _remote_rows(table, stats.remote)
     return table
+
+
+def _remote_rows(table: Table, r: RemoteEngineStats) -> None:
+    """The remote model server (``serve --backend openai``): reachable, load, cache hits."""
+    table.add_row("", "")
+    state = Text("reachable", style="green") if r.reachable else Text("unreachable", style="red")
+    table.add_row("model server", Text.assemble(r.base_url, " · ", state))
+    load = f"{r.in_flight} from here · {r.retries} retried · {r.failures} failed"
+    if r.server_running is not None:
+        load += f" · server: {r.server_running} running, {r.server_waiting or 0} waiting"
+    table.add_row("  requests", load)
+    if r.prefix_cache_queries:
+        hits = r.prefix_cache_hits or 0
+        share = f"{100 * hits / r.prefix_cache_queries:.0f}%"
+        table.add_row("  prefix cache", f"{share} of {r.prefix_cache_queries} tokens (server)")
+    elif r.cached_prompt_tokens is not None and r.prompt_tokens:
+        share = f"{100 * r.cached_prompt_tokens / r.prompt_tokens:.0f}%"
+        table.add_row("  prefix cache", f"{share} of {r.prompt_tokens} prompt tokens (usage)")
+    if r.last_error:
+        table.add_row("  last error", Text(r.last_error, style="red"))
 
 
 class DevicePanel(Static):

@@ -43,3 +43,49 @@ def test_the_device_tab_shows_the_judges_tokens_and_cost() -> None:
     text = console.export_text()
     assert "gpt-4o-mini (openai-chat)" in text
     assert "in 1200 · out 80" in text and "$0.0014" in text
+
+
+def test_remote_stats_come_from_the_backends_health_and_show_in_the_device_tab() -> None:
+    from webshepherd.daemon.server.stats import remote_stats
+
+    assert remote_stats({"backend": "transformers", "device": "cpu"}) is None
+    assert remote_stats({"remote": {"base_url": 7}}) is None  # odd figures: no section
+    health = {
+        "backend": "openai",
+        "remote": {
+            "base_url": "http://127.0.0.1:30000/v1",
+            "reachable": False,
+            "probe_error": "connection refused",  # not on the wire
+            "in_flight": 3,
+            "requests": 12,
+            "retries": 2,
+            "failures": 1,
+            "last_error": "the model server answered HTTP 502",
+            "prompt_tokens": 4000,
+            "cached_prompt_tokens": 3000,
+            "server_running": 2,
+            "server_waiting": 1,
+            "prefix_cache_queries": 1000,
+            "prefix_cache_hits": 900,
+        },
+    }
+    remote = remote_stats(health)
+    assert remote is not None and remote.in_flight == 3 and remote.prefix_cache_hits == 900
+    collector = StatsCollector()
+    snap = collector.snapshot(
+        queue_depth=0,
+        in_flight=3,
+        engine_stats=EngineStats(),
+        sessions_active=4,
+        connections=4,
+        pending_approvals=0,
+        device=None,
+        judge=("openai", "tiny"),
+        remote=remote,
+    )
+    console = Console(width=120, record=True, file=io.StringIO())
+    console.print(device_table(None, snap))
+    text = console.export_text()
+    assert "http://127.0.0.1:30000/v1 · unreachable" in text
+    assert "3 from here · 2 retried · 1 failed · server: 2 running, 1 waiting" in text
+    assert "90% of 1000 tokens (server)" in text and "HTTP 502" in text
