@@ -79,6 +79,8 @@ class PlaywrightEnvironment:
     """An ``Environment`` over one Playwright page of a context with the extension loaded.
 
     ``worker`` is the extension's service worker (``daemon.chromium.extension_context``).
+    ``start_url`` (default: the page's URL at the first ``observe``) is where ``reset``
+    returns; ``on_reset`` (sync or async, optional) returns the site to its start state.
     """
 
     def __init__(
@@ -90,8 +92,12 @@ class PlaywrightEnvironment:
         screenshot: bool = True,
         timeout_ms: float = 3000,
         navigation_timeout_ms: float = 15000,
+        start_url: str | None = None,
+        on_reset: Any = None,
     ) -> None:
         self.page = page
+        self.start_url = start_url
+        self.on_reset = on_reset
         self.worker = worker
         self.flags = flags
         self.screenshot = screenshot
@@ -122,9 +128,32 @@ class PlaywrightEnvironment:
             self._committed += 1
 
     # -- Environment -----------------------------------------------------
+    async def reset(self) -> None:
+        """Back to ``start_url`` (cookies and storage of the context cleared, the site's
+        ``on_reset`` run first): the start state a tree search replays from."""
+        if self.start_url is None:
+            raise ActionError("reset: no start page (observe once, or pass start_url)")
+        if self.on_reset is not None:
+            done = self.on_reset()
+            if asyncio.iscoroutine(done):
+                await done
+        await self.page.context.clear_cookies()
+        self._last_error = None
+        try:
+            await self.page.goto(
+                self.start_url, wait_until="load", timeout=self.navigation_timeout_ms
+            )
+            await self.page.evaluate(
+                "() => { try { localStorage.clear(); sessionStorage.clear(); } catch (e) {} }"
+            )
+        except Exception as exc:
+            raise ActionError(f"reset to {self.start_url} failed: {_first_line(exc)}") from None
+
     async def observe(self) -> PageState:
         """The page as the model sees it (the extension's capture) and a PNG screenshot."""
         url = self.page.url
+        if self.start_url is None:
+            self.start_url = url
         try:
             cap = await self.worker.evaluate(CAPTURE_EXACT, [url, self.flags])
             if cap.get("tabs") == 0:  # the tab's URL differs slightly (redirect, fragment)

@@ -200,7 +200,13 @@ class ShopAgent:
                     "scroll(0, 400)",
                     True,
                 )
-            if heading and add and self.target and heading.name == self.target and not in_cart:
+            # without going back, any product of the kind is worth adding: which one is the
+            # search's choice (its other branches), not this page's
+            chosen = heading and (
+                heading.name == self.target
+                or (not self.backtrack and self.shop.matches(heading.name))
+            )
+            if heading and add and chosen and not in_cart:
                 return Proposal(
                     f"This is the cheapest {kind.name}; add it to the cart.",
                     f"click('{add.bid}')",

@@ -10,6 +10,7 @@ reported as ``last_action_error`` on the next observation, as BrowserGym does.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 from webshepherd.daemon.browser.actions import parse_action
 from webshepherd.daemon.demo import browser as text_browser
@@ -17,13 +18,29 @@ from webshepherd.protocol.agents import ActionError, ActionResult, PageState
 
 
 class TextEnvironment:
-    """One text-browser tab opened at ``start_url``."""
+    """One text-browser tab opened at ``start_url``. ``on_reset``: called by :meth:`reset`
+    to return the site to its start state (the demo empties the shop's cart and orders)."""
 
-    def __init__(self, start_url: str, browser: text_browser.Browser | None = None) -> None:
+    def __init__(
+        self,
+        start_url: str,
+        browser: text_browser.Browser | None = None,
+        on_reset: Callable[[], None] | None = None,
+    ) -> None:
         self.start_url = start_url
         self.browser = browser or text_browser.Browser()
+        self.on_reset = on_reset
         self.last_error: str | None = None
         self._started = False
+
+    async def reset(self) -> None:
+        """The site back to its start (``on_reset``), a fresh tab at ``start_url``."""
+        if self.on_reset is not None:
+            await asyncio.to_thread(self.on_reset)
+        self.browser = text_browser.Browser()
+        self.last_error = None
+        await asyncio.to_thread(self.browser.goto, self.start_url)
+        self._started = True
 
     async def observe(self) -> PageState:
         if not self._started:

@@ -1,7 +1,7 @@
 """webshepherd.protocol.agents — reward-guided agent helpers over the client SDK.
 
 Best-of-n selection, feedback-driven refinement, policies and an episode loop
-with the step-by-step and full-plan paradigms. No browser or model imports:
+with the step-by-step, full-plan and tree-search paradigms. No browser or model imports:
 an :class:`~webshepherd.protocol.agents.environment.Environment` supplies pages.
 """
 
@@ -34,6 +34,7 @@ from webshepherd.protocol.agents.policy import (
     as_policy,
 )
 from webshepherd.protocol.agents.refine import Refinement, refine, refine_sync
+from webshepherd.protocol.agents.tree import SearchNode, SearchTree
 from webshepherd.protocol.common import Turn
 
 __all__ = [
@@ -50,6 +51,8 @@ __all__ = [
     "PolicyError",
     "RefineRequest",
     "Refinement",
+    "SearchNode",
+    "SearchTree",
     "StepResult",
     "Turn",
     "as_policy",

@@ -1,4 +1,4 @@
-"""The environment contract an agent loop drives: observe a page, execute an action.
+"""The environment contract an agent loop drives: observe a page, execute an action, reset.
 
 Implemented by the Playwright harness (real Chromium) and by the demo's text
 browser. Actions are BrowserGym action strings such as ``click('12')``.
@@ -52,4 +52,10 @@ class Environment(Protocol):
 
     async def execute(self, action: str) -> ActionResult:
         """Run one BrowserGym action string; raises :class:`ActionError`."""
+        ...
+
+    async def reset(self) -> None:
+        """Return to the start state: the start page, and as far as the environment can,
+        the site's own state. Tree search backtracks by ``reset`` and replaying an action
+        prefix (Koh et al. 2024); the other paradigms never call it."""
         ...

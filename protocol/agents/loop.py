@@ -1,9 +1,11 @@
 """The agent loop: observe → propose → select by reward → report → execute, until done.
 
-Two planning paradigms (planning-framework paper, §3): ``step`` (step-by-step: every
-step decides from the current page) and ``plan`` (full plan in advance: the policy
+Three planning paradigms (planning-framework paper, §3): ``step`` (step-by-step: every
+step decides from the current page), ``plan`` (full plan in advance: the policy
 writes the plan from the start page first; it is sent in ``session.start`` so the
-daemon's ``plan_adherence`` signal follows it live, and it is in every later prompt).
+daemon's ``plan_adherence`` signal follows it live, and it is in every later prompt) and
+``tree`` (best-first tree search with the rewards as values, backtracking by reset and
+replay: :mod:`.tree`).
 Selection: ``best_of_n`` (reward-guided), ``refine`` (best-of-n, then refinement on a
 reward drop) or ``first`` (the policy's first proposal, scored for the record).
 
@@ -32,6 +34,7 @@ from webshepherd.protocol.agents.environment import (
 )
 from webshepherd.protocol.agents.policy import AsyncPolicy, PolicyContext, as_policy
 from webshepherd.protocol.agents.refine import refine
+from webshepherd.protocol.agents.tree import SearchTree, TreeSearch
 from webshepherd.protocol.client.session import SessionHandle, Subscription
 from webshepherd.protocol.common import (
     DEFAULT_STALLED_AFTER,
@@ -48,7 +51,7 @@ if TYPE_CHECKING:
     from webshepherd.protocol.client import AsyncClient
     from webshepherd.protocol.client.sync import Client
 
-Paradigm = Literal["step", "plan"]
+Paradigm = Literal["step", "plan", "tree"]
 Selection = Literal["best_of_n", "refine", "first"]
 OnStalled = Literal["ignore", "refine", "stop"]
 
@@ -85,7 +88,8 @@ class EpisodeResult:
     outcome: Outcome
     answer: str | None
     signals: list[Signal]
-    stopped: str | None = None  # "stalled" when on_stalled="stop" ended it
+    stopped: str | None = None  # "stalled" when on_stalled="stop" ended it; a tree search's stop
+    tree: SearchTree | None = None  # the explored nodes (paradigm "tree"); ``steps`` is its path
 
     @property
     def rewards(self) -> list[float | None]:
@@ -115,6 +119,13 @@ class EpisodeOptions:
     awaited) with each step's result. ``stalled_after``: the session's k for the
     ``stalled`` signal (None: the daemon's default, 3); ``on_stalled``: what the loop does
     when it arrives (``ignore``, ``refine`` the next step, ``stop``).
+
+    Tree search (``paradigm="tree"``; ``select``, ``approval``, ``on_stalled`` and
+    ``max_steps`` do not apply): ``branching``: candidates scored per expanded node (in
+    one request); budgets: ``max_expansions`` (score requests), ``max_depth`` (actions
+    from the start page), ``max_model_calls`` (candidate judgements: candidates times
+    reward samples; None: no limit) and ``max_seconds`` (wall time; None: no limit).
+    ``on_step`` is called with each step of the path found, once the search ends.
     """
 
     paradigm: Paradigm = "step"
@@ -133,6 +144,20 @@ class EpisodeOptions:
     on_step: Callable[[StepResult], Any] | None = None
     stalled_after: int | None = None
     on_stalled: OnStalled = "ignore"
+    branching: int = 5
+    max_expansions: int = 30
+    max_depth: int = 15
+    max_model_calls: int | None = None
+    max_seconds: float | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("max_steps", "samples", "top_n", "branching", "max_expansions", "max_depth"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"EpisodeOptions.{name} must be at least 1")
+        if self.max_model_calls is not None and self.max_model_calls < 1:
+            raise ValueError("EpisodeOptions.max_model_calls must be at least 1")
+        if self.max_seconds is not None and self.max_seconds <= 0:
+            raise ValueError("EpisodeOptions.max_seconds must be positive")
 
 
 async def run_episode(
@@ -159,8 +184,16 @@ async def run_episode(
     sub = await client.subscribe([handle.session_id]).start()
     collector = asyncio.create_task(_collect_signals(sub, handle.session_id, signals))
     episode = _Episode(handle, env, pol, intent, plan, opts, signals)
+    search = TreeSearch(episode) if opts.paradigm == "tree" else None
     try:
-        done = await episode.run()
+        if search is not None:
+            done = await search.run()
+            episode.steps = _path_steps(search.tree)
+            if opts.on_step is not None:
+                for rec in episode.steps:
+                    await _maybe_await(opts.on_step(rec))
+        else:
+            done = await episode.run()
         answer = done.message if done is not None else None
         final: Outcome = "success" if answer is not None else "failure"
         if opts.end:
@@ -185,8 +218,40 @@ async def run_episode(
         final,
         answer,
         signals,
-        "stalled" if episode.stalled and opts.on_stalled == "stop" else None,
+        _stopped(episode, search),
+        search.tree if search is not None else None,
     )
+
+
+def _stopped(episode: _Episode, search: TreeSearch | None) -> str | None:
+    if search is not None:
+        return search.tree.stop
+    return "stalled" if episode.stalled and episode.opts.on_stalled == "stop" else None
+
+
+def _path_steps(tree: SearchTree) -> list[StepResult]:
+    """The best path as the loop's step records: at each node on it, its parent's scored
+    children and the one taken (what the planning metrics and exports read)."""
+    out: list[StepResult] = []
+    for nid in tree.path[1:]:
+        node = tree.node(nid)
+        assert node.parent is not None
+        parent = tree.node(node.parent)
+        sibs = tree.children(parent.id)
+        out.append(
+            StepResult(
+                step=parent.step if parent.step is not None else 0,
+                url=parent.url or "",
+                candidates=[Candidate(thought=s.thought, action=s.action or "") for s in sibs],
+                counts=[s.count for s in sibs],
+                rewards=[s.reward for s in sibs],
+                chosen=Candidate(thought=node.thought, action=node.action or ""),
+                reward=node.reward,
+                decision="auto",
+                error=node.error,
+            )
+        )
+    return out
 
 
 async def _session(

@@ -1,0 +1,264 @@
+"""Tree search, the third planning paradigm (planning-framework paper, §3; Koh et al. 2024).
+
+Best-first search over states with Web-Shepherd as the value function. A node is the state
+an action reached; its value is the reward the judge gave that action (checklist progress).
+Expanding a node runs its action, observes the page it leads to, and scores the policy's top
+``branching`` candidates there in one request: they become its children, on the frontier.
+The search always expands the frontier node of highest value (ties: proposed more often,
+then created first), so a branch whose continuations score lower than an unexplored
+sibling is left for that sibling.
+
+Going back to an earlier node resets the environment and replays the node's action prefix,
+as Koh et al. do; a replay that fails or lands on another page than the recorded one marks
+the node (and what hangs below it) stale. The search stops at a final answer (an executed
+``send_msg_to_user`` or ``report_infeasible``), when the frontier is empty, or when a budget
+runs out: expansions, depth, model calls (candidate judgements: candidates times reward
+samples) or wall time.
+"""
+
+from __future__ import annotations
+
+import base64
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+from webshepherd.protocol.agents.best_of_n import group_proposals
+from webshepherd.protocol.agents.environment import ActionError, ActionResult, PageState
+from webshepherd.protocol.agents.policy import PolicyContext
+from webshepherd.protocol.common import Screenshot, Turn
+
+if TYPE_CHECKING:
+    from webshepherd.protocol.agents.loop import _Episode
+
+NodeStatus = Literal["frontier", "expanded", "leaf", "done", "failed", "stale"]
+SearchStop = Literal["answer", "frontier", "expansions", "model_calls", "wall_time"]
+
+
+class ResetUnsupported(ActionError):
+    """The environment cannot return to its start state (no ``reset``)."""
+
+
+@dataclass
+class SearchNode:
+    """One explored or scored state of the search tree."""
+
+    id: int
+    parent: int | None  # None for the root (the start page)
+    depth: int  # actions from the start page
+    thought: str = ""
+    action: str | None = None  # the action that reaches it from its parent (None: root)
+    reward: float | None = None  # its value: the judge's reward for ``action``
+    count: int = 1  # how many policy proposals had this action
+    status: NodeStatus = "frontier"
+    executed: bool = False  # its action ran first-hand (not only as a replay)
+    replays: int = 0  # times its action ran again to return to a node below it
+    step: int | None = None  # the daemon step whose candidates are its children
+    url: str | None = None  # the page its action led to (once executed)
+    error: str | None = None  # the ActionError text, or why it went stale
+
+    @property
+    def value(self) -> float:
+        return self.reward if self.reward is not None else -1.0
+
+
+@dataclass
+class SearchTree:
+    """All nodes, the path that ended the search, and why it stopped."""
+
+    nodes: list[SearchNode] = field(default_factory=list)
+    path: list[int] = field(default_factory=list)  # node ids, root first: the best path found
+    stop: SearchStop | None = None
+    expansions: int = 0
+    model_calls: int = 0
+    resets: int = 0
+    model_ms: float = 0.0  # the daemon's model time for the search's score requests
+
+    def node(self, node_id: int) -> SearchNode:
+        return self.nodes[node_id]
+
+    def path_to(self, node_id: int) -> list[int]:
+        """Node ids from the root to ``node_id``."""
+        out = [node_id]
+        while (parent := self.nodes[out[-1]].parent) is not None:
+            out.append(parent)
+        return out[::-1]
+
+    def children(self, node_id: int) -> list[SearchNode]:
+        return [n for n in self.nodes if n.parent == node_id]
+
+    def frontier(self) -> list[SearchNode]:
+        return [n for n in self.nodes if n.status == "frontier"]
+
+    def best_path(self) -> list[int]:
+        """The path to the deepest-valued node: the executed node of highest value (ties:
+        deeper, then earlier)."""
+        reached = [n for n in self.nodes if n.executed and n.status != "stale"]
+        if not reached:
+            return [0]
+        best = max(reached, key=lambda n: (n.value, n.depth, -n.id))
+        return self.path_to(best.id)
+
+
+class TreeSearch:
+    """Runs best-first search for one episode (see the module docstring)."""
+
+    def __init__(self, episode: _Episode) -> None:
+        self.ep = episode
+        self.opts = episode.opts
+        self.tree = SearchTree()
+        self.at: list[int] = [0]  # the node path the environment is at now
+        self.started = time.monotonic()
+
+    # -- budgets ----------------------------------------------------------
+    def _samples(self) -> int:
+        return self.opts.reward_samples or 1
+
+    def _out_of_budget(self, next_cost: int = 0) -> SearchStop | None:
+        o, t = self.opts, self.tree
+        if t.expansions >= o.max_expansions:
+            return "expansions"
+        if o.max_model_calls is not None and t.model_calls + next_cost > o.max_model_calls:
+            return "model_calls"
+        if o.max_seconds is not None and time.monotonic() - self.started >= o.max_seconds:
+            return "wall_time"
+        return None
+
+    # -- the search --------------------------------------------------------
+    async def run(self) -> ActionResult | None:
+        """Search until a final answer (its result) or a stop; the tree is in ``self.tree``."""
+        root = SearchNode(0, None, 0, executed=True)
+        self.tree.nodes.append(root)
+        state = await self.ep.env.observe()
+        root.url = state.url
+        await self._expand(root, state)
+        while True:
+            frontier = self.tree.frontier()
+            if not frontier:
+                self.tree.stop = "frontier"
+                break
+            stop = self._out_of_budget(self._samples() * self.opts.branching)
+            if stop is not None:
+                self.tree.stop = stop
+                break
+            best = max(frontier, key=lambda n: (n.value, n.count, -n.id))
+            outcome = await self._try(best)
+            if outcome is not None and outcome.done:
+                self.tree.stop = "answer"
+                self.tree.path = self.tree.path_to(best.id)
+                return outcome
+        self.tree.path = self.tree.best_path()
+        return None
+
+    async def _try(self, node: SearchNode) -> ActionResult | None:
+        """Return to ``node``'s parent, run its action, and expand it (unless it ended the
+        episode, failed, or is as deep as the search goes)."""
+        assert node.parent is not None and node.action is not None
+        if not await self._goto(node.parent):
+            return None
+        parent = self.tree.node(node.parent)
+        ep = self.ep
+        await ep.handle.act(node.action, node.thought or None, parent.step, "agent")
+        node.executed = True
+        try:
+            outcome = await ep.env.execute(node.action)
+        except ActionError as exc:
+            node.status, node.error = "failed", exc.message
+            ep.last_error = exc.message
+            self.at = self.tree.path_to(node.id)
+            return None
+        ep.last_error = None
+        self.at = self.tree.path_to(node.id)
+        if outcome.done:
+            node.status = "done"
+            return outcome
+        state = await ep.env.observe()
+        node.url = state.url
+        if node.depth >= self.opts.max_depth:
+            node.status = "leaf"
+            return outcome
+        await self._expand(node, state)
+        return outcome
+
+    async def _expand(self, node: SearchNode, state: PageState) -> None:
+        """Score the policy's top candidates at ``node``'s page: its children."""
+        ep = self.ep
+        node.status = "expanded"
+        history = self._history(node.id)
+        observed = await ep.handle.observe(state.url, state.axtree, _shot(state.screenshot))
+        node.step = observed.step
+        context = PolicyContext(ep.intent, history, ep.plan, self.opts.samples)
+        proposals = await ep.policy.propose(state, context)
+        groups = group_proposals(proposals, self.opts.branching)
+        if not groups:
+            return
+        scored = await ep.handle.score(
+            [g.candidate for g in groups], samples=self.opts.reward_samples, approval="never"
+        )
+        self.tree.expansions += 1
+        self.tree.model_calls += len(groups) * self._samples()
+        self.tree.model_ms += scored.timing.model_ms
+        rewards = {r.index: r.reward for r in scored.results}
+        for k, g in enumerate(groups):
+            child = SearchNode(
+                len(self.tree.nodes),
+                node.id,
+                node.depth + 1,
+                thought=g.candidate.thought,
+                action=g.candidate.action,
+                reward=rewards.get(k),
+                count=g.count,
+            )
+            self.tree.nodes.append(child)
+
+    def _history(self, node_id: int) -> tuple[Turn, ...]:
+        """The trajectory of actions that reached ``node_id``."""
+        turns = []
+        for nid in self.tree.path_to(node_id)[1:]:
+            n = self.tree.node(nid)
+            turns.append(Turn(n.thought, n.action or "", n.error))
+        return tuple(turns)
+
+    async def _goto(self, node_id: int) -> bool:
+        """Bring the environment to ``node_id`` (reset and replay when it is elsewhere);
+        False when the replay diverged (the node and its subtree are then stale)."""
+        target = self.tree.path_to(node_id)
+        if self.at == target:
+            return True
+        env = self.ep.env
+        reset = getattr(env, "reset", None)
+        if reset is None:
+            raise ResetUnsupported(
+                "tree search needs an environment with reset() to return to an earlier state"
+            )
+        await reset()
+        self.tree.resets += 1
+        self.at = [0]
+        for nid in target[1:]:
+            n = self.tree.node(nid)
+            assert n.action is not None
+            try:
+                await env.execute(n.action)
+            except ActionError as exc:
+                self._stale(nid, f"replay failed: {exc.message}")
+                return False
+            n.replays += 1
+            self.at.append(nid)
+            url = (await env.observe()).url
+            if url != n.url:
+                self._stale(nid, f"replay diverged: {url} instead of {n.url}")
+                return False
+        return True
+
+    def _stale(self, node_id: int, why: str) -> None:
+        """Mark ``node_id`` and every node below it stale."""
+        todo = [node_id]
+        while todo:
+            nid = todo.pop()
+            n = self.tree.node(nid)
+            n.status, n.error = "stale", n.error or why
+            todo += [c.id for c in self.tree.children(nid)]
+
+
+def _shot(png: bytes | None) -> Screenshot | None:
+    return Screenshot(mime="image/png", data=base64.b64encode(png).decode()) if png else None
