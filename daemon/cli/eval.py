@@ -13,6 +13,8 @@ from webshepherd.daemon.cli.progress import ProgressBar
 from webshepherd.daemon.cli.secrets import add_token_arguments, token_from_args
 from webshepherd.daemon.engine.engine import DEFAULT_MAX_CONTEXT
 from webshepherd.daemon.engine.labels import UNPARSED_RULES
+from webshepherd.daemon.engine.prompts import PROMPT_STYLES, PromptStyle, samples_single
+from webshepherd.daemon.offline.evaluation.rewardbench import LONG_PROMPTS
 from webshepherd.protocol.errors import WebShepherdError
 from webshepherd.protocol.terminal_text import terminal_safe
 
@@ -29,11 +31,20 @@ def add_eval_parser(sub: Any) -> None:
     add_token_arguments(rb)
     rb.add_argument("--device", default="auto", help="device for --model (default auto)")
     rb.add_argument(
+        "--prompt",
+        choices=PROMPT_STYLES,
+        default="web-shepherd",
+        help="with --model: the judge prompt: web-shepherd (default, the checkpoints' own), "
+        "baseline (the paper's GPT-4o baselines: the authors' with_checklist prompt) or "
+        "baseline-likert (their likert_scale prompt, a 1-5 score)",
+    )
+    rb.add_argument(
         "--samples",
         type=int,
-        default=5,
-        help="completions per candidate (default 5 at --temperature 1.0: the paper's best "
-        "setting; 1 = greedy, the paper's weaker '1 prob' row)",
+        default=None,
+        help="completions per candidate (default: 5 at --temperature 1.0 with the web-shepherd "
+        "prompt, the paper's best setting, 1 = greedy, its '1 prob' row; 1 with a baseline "
+        "prompt, drawn at --temperature as the authors' baseline runs)",
     )
     rb.add_argument(
         "--temperature", type=float, default=1.0, help="sampling temperature for --model (1.0)"
@@ -50,6 +61,14 @@ def add_eval_parser(sub: Any) -> None:
         type=int,
         default=DEFAULT_MAX_CONTEXT,
         help=f"with --model: prompt + judgement limit in tokens (default {DEFAULT_MAX_CONTEXT})",
+    )
+    rb.add_argument(
+        "--long-prompts",
+        choices=LONG_PROMPTS,
+        default="truncate",
+        help="with --model: a prompt longer than --max-context: truncate (default: the AX tree "
+        "loses lines, visibly) or drop (the published treatment: vLLM refused such a request; "
+        "a rejected candidate leaves the ranking, a chosen one ranks last; counted in the report)",
     )
     rb.add_argument(
         "--max-new-tokens",
@@ -89,6 +108,20 @@ def add_eval_parser(sub: Any) -> None:
     tr.set_defaults(func=cmd_trajectories)
 
 
+#: How the summary's rows are named on the terminal (the report's keys stay as they are).
+SUMMARY_LABELS = {
+    "mind2web": "mind2web (3 splits' rows)",
+    "mean_of_subsets": "mean of subsets (headline)",
+    "pooled": "pooled rows",
+}
+
+
+def default_samples(prompt: PromptStyle) -> int:
+    """Samples per candidate when none are asked for: the paper's best setting (5) for the
+    checkpoints' prompt; one for a baseline prompt, as the authors' baseline runs."""
+    return 1 if samples_single(prompt) else 5
+
+
 def cmd_rewardbench(args: argparse.Namespace) -> int:
     from webshepherd.daemon.offline.evaluation.rewardbench import (
         DaemonScorer,
@@ -97,7 +130,8 @@ def cmd_rewardbench(args: argparse.Namespace) -> int:
         run,
     )
 
-    if args.samples < 1:
+    samples = args.samples if args.samples is not None else default_samples(args.prompt)
+    if samples < 1:
         raise WebShepherdError("--samples: at least 1")
     read_bench(args.data)  # a malformed file fails before any model loads or connects
     scorer: Any
@@ -105,20 +139,42 @@ def cmd_rewardbench(args: argparse.Namespace) -> int:
         from webshepherd.daemon.engine.engine import EngineConfig
         from webshepherd.daemon.engine.loader import load_engine
 
+        drop = args.long_prompts == "drop"
         cfg = EngineConfig(
             max_new_tokens=args.max_new_tokens,
             temperature=args.temperature,
             max_context=args.max_context or None,
             unparsed=args.unparsed,
+            prompt=args.prompt,
+            # drop: what fits is judged whole, with the rest of the context to write in
+            output_reserve=0 if drop else EngineConfig.output_reserve,
+            context_margin=0 if drop else EngineConfig.context_margin,
         )
-        scorer = EngineScorer(load_engine(args.model, device=args.device, config=cfg))
+        engine = load_engine(args.model, device=args.device, config=cfg)
+        scorer = EngineScorer(engine, long_prompts=args.long_prompts)
         settings = {
             "temperature": args.temperature,
             "unparsed": args.unparsed,
             "max_context": args.max_context,
             "max_new_tokens": args.max_new_tokens,
+            "prompt": args.prompt,
+            "long_prompts": args.long_prompts,
+            "sampling": engine.backend.sampling.describe(),
         }
     else:
+        given = [
+            flag
+            for flag, changed in (
+                ("--prompt", args.prompt != "web-shepherd"),
+                ("--long-prompts drop", args.long_prompts != "truncate"),
+            )
+            if changed
+        ]
+        if given:
+            raise WebShepherdError(
+                f"{', '.join(given)}: with --url the daemon judges as it was started "
+                "(`webshepherd serve --prompt …`); these apply to --model"
+            )
         scorer = DaemonScorer(args.url, token_from_args(args), unparsed=args.unparsed)
         settings = {"unparsed": args.unparsed}
     try:
@@ -126,7 +182,7 @@ def cmd_rewardbench(args: argparse.Namespace) -> int:
             args.data,
             scorer,
             args.json,
-            samples=args.samples,
+            samples=samples,
             settings=settings,
             progress=ProgressBar("rewardbench", "row", quiet=args.quiet).reached,
         )
@@ -135,12 +191,16 @@ def cmd_rewardbench(args: argparse.Namespace) -> int:
             scorer.close()
         else:
             scorer.engine.close()
-    print(f"{'subset':<28} {'steps':>6} {'MRR':>7} {'acc.step':>9} {'acc.traj':>9}")
+    print(f"{'subset':<34} {'steps':>6} {'MRR':>7} {'acc.step':>9} {'acc.traj':>9}")
     for name, m in report["metrics"].items():
+        label = SUMMARY_LABELS.get(name) or terminal_safe(name)
         print(
-            f"{terminal_safe(name):<28} {m['steps']:>6} {m['mrr']:>7.4f} "
+            f"{label:<34} {m['steps']:>6} {m['mrr']:>7.4f} "
             f"{m['step_accuracy']:>9.4f} {m['trajectory_accuracy']:>9.4f}"
         )
+    dropped = report["metrics"].get("pooled", {}).get("dropped", 0)
+    if dropped:
+        print(f"dropped: {dropped} candidate(s) whose prompt did not fit the context")
     print(f"report: {args.json}", file=sys.stderr)
     return 0
 

@@ -410,6 +410,31 @@ class Engine:
         seen = tuple(replace(c, judge_inputs="text+image") for c in score.candidates)
         return replace(score, candidates=seen)
 
+    def judge_prompt_tokens(self, step: StepInput) -> list[int | None]:
+        """Each candidate's whole judge prompt in tokens, the AX tree uncut (``None``: longer
+        than the context could hold, told from its length without tokenizing it)."""
+        with self._lock, _model_errors("counting the prompt"):
+            with_image = self.config.judge_inputs == "text+image" and bool(step.screenshot)
+            image = (
+                (step.screenshot_mime or "image/png", step.screenshot)
+                if with_image and step.screenshot
+                else None
+            )
+            prefix, suffixes = split_judge_prompt(
+                self.backend.render_chat,
+                **judge_fields(step, self.config.history_steps),
+                candidates=step.candidates,
+                with_image=with_image,
+                style=self.config.prompt,
+            )
+            longest = self.max_context * MAX_CHARS_PER_TOKEN
+            return [
+                None
+                if len(prefix) + len(s) > longest
+                else self.backend.count_prompt(prefix + s, image)
+                for s in suffixes
+            ]
+
     def _reserve(self, cap: int | None) -> int:
         """Output tokens a cut AX tree leaves free: the cap, else ``output_reserve``."""
         return cap if cap is not None else self.config.output_reserve

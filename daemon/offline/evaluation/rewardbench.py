@@ -1,15 +1,27 @@
 """The WebRewardBench harness: score chosen and rejected actions, report MRR and accuracies.
 
-Metrics (Web-Shepherd §5.1), per source subset and over all rows:
+Metrics (Web-Shepherd §5.1):
 
 * MRR: mean over steps of 1 / rank of the chosen action among all candidates by reward;
 * step accuracy: share of steps where the chosen action ranks first;
-* trajectory accuracy: share of tasks (rows grouped by ``task_id``) where it ranks first
-  at every step.
+* trajectory accuracy: share of tasks where it ranks first at every step.
+
+Reported, each under its own key: every source subset (``mind2web_test_task``, …,
+``webarena``: the paper's Table 6 rows), ``mind2web`` (its three splits' rows together, as the
+authors' script also prints it), ``mean_of_subsets`` (the mean of the subsets' figures: the
+paper's headline, Table 8) and ``pooled`` (all rows as one set; no figure of the paper).
+Within a subset a task is its ``task_id``, as the authors group; where subsets meet
+(``mind2web``, ``pooled``) a task is ``(source, task_id)``: the authors' ``mind2web`` groups by
+``task_id`` alone, so a task id shared by two splits counts once there.
 
 Ties are penalized: rank = 1 + number of rejected actions whose reward is at least the
 chosen one's, so a reward model that gives every candidate the same score ranks the
 chosen action last. A missing reward (no parsable judgement) counts as −∞.
+
+Long prompts (``long_prompts``): ``truncate`` (default) cuts the AX tree to fit the context;
+``drop`` reproduces the published treatment: a candidate whose whole prompt does not fit
+the context (vLLM refused it with HTTP 400) is left out; a rejected one leaves the ranking,
+a chosen one ranks last (the authors' −100). The report counts what was dropped.
 
 Defaults follow the authors' benchmark script and the paper's best setting (Table 8, "5
 prob"): 5 samples at temperature 1.0, an unparsed sample scored 0 and averaged in, the
@@ -23,9 +35,9 @@ import math
 import os
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from webshepherd.daemon.engine.checklist_parse import parse_reference_checklist
 from webshepherd.daemon.engine.labels import UnparsedRule
@@ -186,21 +198,42 @@ def step_input(row: BenchRow, samples: int = 1) -> StepInput:
 class Scorer(Protocol):
     name: str
 
-    def score(self, row: BenchRow, samples: int) -> list[float | None]:
-        """Rewards of ``[chosen, *rejected]``."""
+    def score(self, row: BenchRow, samples: int) -> list[float | str | None]:
+        """Rewards of ``[chosen, *rejected]`` (:data:`DROPPED` for a candidate left out)."""
         ...
 
 
-class EngineScorer:
-    """Scores in process through :class:`~webshepherd.daemon.engine.engine.Engine`."""
+LongPrompts = Literal["truncate", "drop"]
+LONG_PROMPTS: tuple[LongPrompts, ...] = ("truncate", "drop")
+#: A dropped candidate's place in ``score``'s result.
+DROPPED = "dropped"
 
-    def __init__(self, engine: Any):
+
+class EngineScorer:
+    """Scores in process through :class:`~webshepherd.daemon.engine.engine.Engine`.
+
+    ``long_prompts="drop"``: candidates whose uncut prompt reaches the context are not judged
+    (their entry is :data:`DROPPED`); the others are judged whole, with the rest of the
+    context to write in (as vLLM's server gives a request without ``max_tokens``)."""
+
+    def __init__(self, engine: Any, long_prompts: LongPrompts = "truncate"):
         self.engine = engine
+        self.long_prompts = long_prompts
         self.name = f"engine:{engine.model_id}"
 
-    def score(self, row: BenchRow, samples: int) -> list[float | None]:
+    def score(self, row: BenchRow, samples: int) -> list[float | str | None]:
         step = step_input(row, samples)
-        return [c.reward for c in self.engine.score(step).candidates]
+        if self.long_prompts == "truncate":
+            return [c.reward for c in self.engine.score(step).candidates]
+        limit = self.engine.max_context
+        fits = [n is not None and n < limit for n in self.engine.judge_prompt_tokens(step)]
+        kept = [c for c, ok in zip(step.candidates, fits, strict=True) if ok]
+        rewards = iter(
+            [c.reward for c in self.engine.score(replace(step, candidates=tuple(kept))).candidates]
+            if kept
+            else []
+        )
+        return [next(rewards) if ok else DROPPED for ok in fits]
 
 
 class DaemonScorer:
@@ -248,24 +281,52 @@ class DaemonScorer:
         self.client.close()
 
 
-def rank_of_chosen(rewards: Sequence[float | None]) -> int:
-    """1 + rejected rewards ≥ the chosen's (ties penalized; None = −∞)."""
-    vals = [-math.inf if r is None else float(r) for r in rewards]
+def ranked(rewards: Sequence[float | str | None]) -> list[float | None]:
+    """The rewards a row is ranked by: a dropped rejected candidate leaves, a dropped chosen
+    one is None (ranks last); with every rejected one dropped, one None stands in for them,
+    as the authors' −100 placeholder."""
+    kept: list[float | None] = [None if isinstance(r, str) else r for r in rewards[:1]]
+    rest: list[float | None] = [r for r in rewards[1:] if not isinstance(r, str)]
+    if not rest and len(rewards) > 1:
+        rest = [None]
+    return kept + rest
+
+
+def rank_of_chosen(rewards: Sequence[float | str | None]) -> int:
+    """1 + rejected rewards ≥ the chosen's (ties penalized; None = −∞; dropped candidates as
+    :func:`ranked` says)."""
+    vals = [-math.inf if r is None else float(r) for r in ranked(rewards)]
     chosen = vals[0]
     return 1 + sum(1 for r in vals[1:] if r >= chosen)
 
 
+FIGURES = ("mrr", "step_accuracy", "trajectory_accuracy")
+MEAN_OF_SUBSETS, POOLED = "mean_of_subsets", "pooled"
+
+
 def metrics(results: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Per ``source`` and ``all``: ``mrr``, ``step_accuracy``, ``trajectory_accuracy``; also
-    ``mind2web`` over the three ``mind2web_test_*`` splits, as the authors report it."""
+    """``mrr``, ``step_accuracy``, ``trajectory_accuracy`` (and ``steps``, ``tasks``,
+    ``dropped`` candidates) per ``source`` subset; ``mind2web`` over the three
+    ``mind2web_test_*`` splits, as the authors print it; ``mean_of_subsets``: the subsets'
+    figures averaged (the paper's headline); ``pooled``: every row as one set."""
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    subsets: set[str] = set()
     for r in results:
         groups[r["source"]].append(r)
+        subsets.add(r["source"])
         if r["source"].startswith("mind2web_"):
             groups["mind2web"].append(r)
-        groups["all"].append(r)
+        groups[POOLED].append(r)
     out: dict[str, dict[str, Any]] = {}
-    for src, rows in sorted(groups.items(), key=lambda kv: (kv[0] == "all", kv[0])):
+    for src, rows in sorted(groups.items(), key=lambda kv: (kv[0] == POOLED, kv[0])):
+        if src == POOLED and subsets:
+            out[MEAN_OF_SUBSETS] = {
+                "subsets": len(subsets),
+                "steps": sum(out[s]["steps"] for s in subsets),
+                "tasks": sum(out[s]["tasks"] for s in subsets),
+                "dropped": sum(out[s]["dropped"] for s in subsets),
+                **{f: sum(out[s][f] for s in subsets) / len(subsets) for f in FIGURES},
+            }
         ranks = [rank_of_chosen(r["rewards"]) for r in rows]
         tasks: dict[tuple[str, str], bool] = {}
         for r, rank in zip(rows, ranks, strict=True):
@@ -274,6 +335,7 @@ def metrics(results: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         out[src] = {
             "steps": len(rows),
             "tasks": len(tasks),
+            "dropped": sum(1 for r in rows for x in r["rewards"] if x == DROPPED),
             "mrr": sum(1 / k for k in ranks) / len(ranks),
             "step_accuracy": sum(1 for k in ranks if k == 1) / len(ranks),
             "trajectory_accuracy": sum(tasks.values()) / len(tasks),

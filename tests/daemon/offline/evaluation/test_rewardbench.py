@@ -69,12 +69,14 @@ def test_metrics_by_hand():
     assert m["b"] == {
         "steps": 1,
         "tasks": 1,
+        "dropped": 0,
         "mrr": 1.0,
         "step_accuracy": 1.0,
         "trajectory_accuracy": 1.0,
     }
-    assert m["all"]["mrr"] == pytest.approx(3 / 4) and m["all"]["tasks"] == 3
-    assert list(m) == ["a", "b", "all"]
+    assert m["pooled"]["mrr"] == pytest.approx(3 / 4) and m["pooled"]["tasks"] == 3
+    assert m["mean_of_subsets"]["mrr"] == pytest.approx(((1 + 0.5 + 0.5) / 3 + 1.0) / 2)
+    assert list(m) == ["a", "b", "mean_of_subsets", "pooled"]
 
 
 def test_mind2web_splits_are_also_reported_together_as_the_authors_do():
@@ -84,7 +86,17 @@ def test_mind2web_splits_are_also_reported_together_as_the_authors_do():
         {"source": "webarena", "task_id": "w", "rewards": [0.9, 0.1]},
     ]
     m = rb.metrics(results)
-    assert list(m) == ["mind2web", "mind2web_test_domain", "mind2web_test_task", "webarena", "all"]
+    assert list(m) == [
+        "mind2web",
+        "mind2web_test_domain",
+        "mind2web_test_task",
+        "webarena",
+        "mean_of_subsets",
+        "pooled",
+    ]
+    # the headline averages the three subsets (not the mind2web union)
+    assert m["mean_of_subsets"]["subsets"] == 3
+    assert m["mean_of_subsets"]["mrr"] == pytest.approx((1.0 + 0.5 + 1.0) / 3)
     # the same task id in two splits is two tasks (source, task_id)
     assert m["mind2web"]["steps"] == 2 and m["mind2web"]["tasks"] == 2
     assert m["mind2web"]["step_accuracy"] == 0.5 and m["mind2web"]["mrr"] == 0.75
@@ -108,7 +120,7 @@ def test_run_resumes_after_an_interruption(tmp_path):
     assert again.calls == 1  # only the row not scored before
     assert report["complete"] and len(report["rows"]) == 3
     assert report["rows"]["webarena/t2/0"]["rewards"] == [0.9, 0.2, 0.95]
-    assert report["metrics"]["all"]["mrr"] == 0.5  # bad2 outranks good everywhere
+    assert report["metrics"]["pooled"]["mrr"] == 0.5  # bad2 outranks good everywhere
     # other settings do not mix with an old report
     with pytest.raises(Exception, match="other settings"):
         rb.run(data, Table(table), out, samples=3)
@@ -210,3 +222,77 @@ def test_history_is_cut_at_step_id_like_the_authors():
         "click('bad2')",
     ]
     assert rb.parse_row("x.jsonl", 1, row(step=0)).history == ()
+
+
+def test_the_headline_is_the_mean_of_subsets_not_the_pooled_rows():
+    """Nine rows in four subsets of unequal size: the paper's headline (Table 8) is the mean of
+    the subsets' figures (Table 6 rows); pooling weights the big subset more."""
+    ranks = {
+        "mind2web_test_task": [1, 1, 1, 1, 2],  # MRR 0.9
+        "mind2web_test_website": [2, 2],  # 0.5
+        "mind2web_test_domain": [1],  # 1.0
+        "webarena": [4],  # 0.25
+    }
+    results = []
+    for source, rs in ranks.items():
+        for i, rank in enumerate(rs):
+            rewards = [0.5] + [0.9] * (rank - 1) + [0.1] * (4 - rank)
+            results.append({"source": source, "task_id": f"t{i}", "rewards": rewards})
+    m = rb.metrics(results)
+    assert m["mean_of_subsets"]["mrr"] == pytest.approx((0.9 + 0.5 + 1.0 + 0.25) / 4)  # 0.6625
+    assert m["pooled"]["mrr"] == pytest.approx((4 + 0.5 + 0.5 + 0.5 + 1 + 0.25) / 9)  # 0.75
+    assert m["mean_of_subsets"]["steps"] == 9 and m["mean_of_subsets"]["subsets"] == 4
+    assert m["mind2web"]["steps"] == 8
+
+
+def _authors_rank(chosen, rejected):
+    """The authors' get_acc_and_mrr: rank = index in the sorted scores + 1 + ties; a missing
+    side is [-100] (get_chosen_rejected_scores)."""
+    rejected = rejected or [-100]
+    ordered = sorted([*rejected, chosen], reverse=True)
+    return ordered.index(chosen) + 1 + rejected.count(chosen)
+
+
+@pytest.mark.parametrize(
+    "rewards",
+    [
+        [0.9, "dropped", 0.2],  # a dropped rejected candidate leaves the ranking
+        ["dropped", 0.1, 0.2],  # a dropped chosen one ranks last
+        [0.4, "dropped", "dropped"],  # every rejected one dropped: chosen alone, first
+        ["dropped", "dropped"],  # nothing left: -100 against -100, a tie
+        [0.5, 0.5, "dropped"],
+    ],
+)
+def test_dropped_candidates_rank_as_in_the_authors_pipeline(rewards):
+    chosen = -100 if rewards[0] == rb.DROPPED else rewards[0]
+    rejected = [r for r in rewards[1:] if r != rb.DROPPED]
+    assert rb.rank_of_chosen(rewards) == _authors_rank(chosen, rejected)
+    m = rb.metrics([{"source": "s", "task_id": "t", "rewards": rewards}])
+    assert m["s"]["dropped"] == rewards.count(rb.DROPPED)
+
+
+@pytest.mark.model
+def test_drop_leaves_out_the_candidates_whose_prompt_does_not_fit(tiny_model_path, tmp_path):
+    """``--long-prompts drop``: a candidate whose whole prompt reaches the context is not
+    judged (its entry says so); the rest are judged whole. (The rewards themselves are the
+    tiny model's: only which candidates were judged is checked.)"""
+    from webshepherd.daemon.engine.engine import EngineConfig
+    from webshepherd.daemon.engine.loader import load_engine
+
+    engine = load_engine(
+        str(tiny_model_path),
+        device="cpu",
+        config=EngineConfig(max_new_tokens=8, output_reserve=0, context_margin=0),
+    )
+    try:
+        long = {"thought": "a very long thought " * 600, "action": "click('long')"}
+        data = tmp_path / "bench.jsonl"
+        _write(data, [row("t1", 0, rejected=[{"thought": "bad", "action": "click('b')"}, long])])
+        scorer = rb.EngineScorer(engine, long_prompts="drop")
+        [bench_row] = rb.read_bench(data)
+        tokens = engine.judge_prompt_tokens(rb.step_input(bench_row))
+        assert tokens[0] < engine.max_context <= tokens[2]
+        rewards = scorer.score(bench_row, 1)
+        assert rewards[2] == rb.DROPPED and all(r != rb.DROPPED for r in rewards[:2])
+    finally:
+        engine.close()
