@@ -134,10 +134,11 @@ def first_bad_steps(
 ) -> FirstBadSteps:
     """The first bad steps of a trajectory, from its judged steps in order.
 
-    Progress: the first step with checklist levels where an item fell below its level at the
-    previous such step, or else where no item advanced. Reward: the first step whose reward
-    is more than ``margin`` under the mean of the earlier steps' rewards (steps without a
-    reward are skipped).
+    Both compare a step with the ones before it, so the first judged step is the baseline,
+    never itself named. Progress: the first later step with checklist levels where an item
+    fell below its level at the previous such step, or else where no item rose above its
+    highest level so far. Reward: the first step whose reward is more than ``margin`` under
+    the mean of the earlier steps' rewards (steps without a reward are skipped).
     """
     progress: BadStep | None = None
     best: dict[int, int] = {}
@@ -149,7 +150,9 @@ def first_bad_steps(
             continue
         down = fell(previous, s.levels)
         up = advanced(best, s.levels)
-        if down:
+        if not previous:  # the baseline
+            pass
+        elif down:
             what = ", ".join(f"item {i} {_name(previous[i])} → {_name(s.levels[i])}" for i in down)
             progress = BadStep(s.step, "progress_fell", f"checklist fell: {what}", s.feedback)
         elif not up:

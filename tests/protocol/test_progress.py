@@ -51,8 +51,12 @@ def test_progress_falling_is_named_before_a_later_stop():
     assert "item 1 Yes → No" in bad.detail
 
 
-def test_a_first_step_that_advances_nothing_is_the_first_stop():
-    assert first_bad_steps([step(0, 0.2, {1: 0, 2: 0})]).progress.step == 0  # type: ignore[union-attr]
+def test_the_first_judged_step_is_the_baseline():
+    """Nothing came before it: even advancing nothing, it is not where progress stopped."""
+    steps = [step(0, 0.2, {1: 0, 2: 0}), step(1, 0.3, {1: 1, 2: 0}), step(2, 0.3, {1: 1, 2: 0})]
+    bad = first_bad_steps(steps).progress
+    assert bad is not None and bad.step == 2
+    assert first_bad_steps(steps[:1]).progress is None
 
 
 def test_reward_drop_under_the_running_level():
