@@ -15,6 +15,7 @@ from webshepherd.daemon.config import DaemonConfig, check_bind, check_port_free
 from webshepherd.daemon.engine.engine import DEFAULT_MAX_CONTEXT
 from webshepherd.daemon.engine.labels import UNPARSED_RULES
 from webshepherd.daemon.engine.loader import BACKENDS
+from webshepherd.daemon.engine.prompts import PROMPT_STYLES
 from webshepherd.daemon.engine.types import JUDGE_INPUTS
 from webshepherd.daemon.sessions.approvals import ApprovalPolicy, describe_policy
 from webshepherd.daemon.server.quotas import MIB, QuotaLimits
@@ -197,6 +198,15 @@ def add_backend_arguments(s: argparse.ArgumentParser) -> None:
         help="a judge sample without a label (or cut by the context): skip it in the mean "
         "(default; null reward when none parses) or count it as 0 (zero: the authors' rule)",
     )
+    s.add_argument(
+        "--prompt",
+        choices=PROMPT_STYLES,
+        default="web-shepherd",
+        help="the judge prompt: web-shepherd (default: the checkpoints' own), baseline (the "
+        "paper's GPT-4o(-mini) baselines: the authors' with_checklist judge and default checklist "
+        "prompts, one sample drawn at T=1.0) or baseline-likert (their likert_scale prompt: a 1-5 "
+        "score, reward SCORE/5); with a chat API (--backend openai-chat) or a local checkpoint",
+    )
 
 
 def config_from_args(args: argparse.Namespace) -> DaemonConfig:
@@ -274,6 +284,7 @@ def engine_from_args(args: argparse.Namespace, config: DaemonConfig) -> Engine:
         max_context=max_context or None,
         unparsed=getattr(args, "unparsed", "skip"),
         judge_inputs=getattr(args, "judge_inputs", None) or "text",
+        prompt=getattr(args, "prompt", None) or "web-shepherd",
     )
     chosen = getattr(args, "judge_inputs", None) is not None
     return load_engine(

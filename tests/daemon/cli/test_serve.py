@@ -243,3 +243,22 @@ def test_serve_finds_a_used_port_before_loading_the_model(
     assert f"port {port} on 127.0.0.1 is in use" in err and "--port N" in err
     assert "loading" not in err and "cannot reach the model server" not in err  # nothing loaded
     assert len(err.strip().splitlines()) <= 2  # the policy line, then the one error line
+
+
+@pytest.mark.model
+def test_prompt_flag_chooses_the_judge_prompt(tiny_model_path: Path) -> None:
+    """``--prompt`` reaches the engine (default: the checkpoints' own prompt), and the engine
+    states it in the settings each session records."""
+    from webshepherd.daemon.cli.serve import engine_from_args
+
+    assert build_parser().parse_args(["serve"]).prompt == "web-shepherd"
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["serve", "--prompt", "gpt"])
+    args = build_parser().parse_args(
+        ["serve", "--model", str(tiny_model_path), "--device", "cpu", "--prompt", "baseline"]
+    )
+    engine = engine_from_args(args, config_from_args(args))
+    try:
+        assert engine.config.prompt == "baseline" and engine.settings["prompt"] == "baseline"
+    finally:
+        engine.close()
