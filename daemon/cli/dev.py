@@ -1,5 +1,5 @@
-"""``webshepherd dev``: developer tools (``tiny-model`` builds the tiny test model, with
-``--vision`` the tiny vision-language one)."""
+"""``webshepherd dev``: developer tools (``tiny-model`` builds the tiny judge, with ``--vision``
+the tiny vision-language model; ``shop-episodes`` writes the shop's labelled training rows)."""
 
 from __future__ import annotations
 
@@ -10,19 +10,29 @@ from typing import Any
 
 def cmd_tiny_model(args: argparse.Namespace) -> int:
     if args.vision:
-        from webshepherd.daemon.dev.tiny_vision import build_tiny_vision_model
+        from webshepherd.daemon.dev.tiny_vision import STEPS as VISION_STEPS
+        from webshepherd.daemon.dev.tiny_vision import (
+            build_tiny_vision_model,
+            ensure_tiny_vision_model,
+        )
 
-        seconds = args.seconds if args.seconds is not None else 30.0
+        if args.path is None:
+            print(ensure_tiny_vision_model(progress=not args.quiet))
+            return 0
+        steps = args.steps if args.steps is not None else VISION_STEPS
         path = build_tiny_vision_model(
-            args.path, seconds=seconds, seed=args.seed, progress=not args.quiet
+            args.path, steps=steps, seed=args.seed, progress=not args.quiet
         )
         print(path)
         return 0
-    from webshepherd.daemon.dev.tiny_model import build_tiny_model
+    from webshepherd.daemon.dev.tiny_model import STEPS, build_tiny_model, ensure_tiny_model
 
+    if args.path is None:  # the default cache: build it once, before tests or demos need it
+        print(ensure_tiny_model(progress=not args.quiet))
+        return 0
     path = build_tiny_model(
         args.path,
-        seconds=args.seconds if args.seconds is not None else 45.0,
+        steps=args.steps if args.steps is not None else STEPS,
         seed=args.seed,
         progress=not args.quiet,
     )
@@ -30,11 +40,30 @@ def cmd_tiny_model(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_shop_episodes(args: argparse.Namespace) -> int:
+    from webshepherd.daemon.dev.tiny_model import training_rows
+    from webshepherd.daemon.offline.training.rows import write_jsonl
+
+    n = write_jsonl(args.out, training_rows(args.seed, episodes=args.episodes, formats=0))
+    print(f"wrote {n} SFT rows of {args.episodes} shop episodes to {args.out}")
+    return 0
+
+
 def add_dev_parser(sub: Any) -> None:
     dev: argparse.ArgumentParser = sub.add_parser("dev", help="developer tools")
     dsub = dev.add_subparsers(dest="dev_command", metavar="TOOL", required=True)
-    tm = dsub.add_parser("tiny-model", help="build the tiny test model at PATH")
-    tm.add_argument("path", type=Path)
+    tm = dsub.add_parser(
+        "tiny-model",
+        help="build the tiny judge at PATH: generated shop episodes, then `webshepherd train` "
+        "for a fixed number of steps (the same judge on every machine)",
+    )
+    tm.add_argument(
+        "path",
+        type=Path,
+        nargs="?",
+        default=None,
+        help="where to build it (default: the cache the demo and tests use, built only if missing)",
+    )
     tm.add_argument(
         "--vision",
         action="store_true",
@@ -42,11 +71,19 @@ def add_dev_parser(sub: Any) -> None:
         "trained from the tiny text model (cached, built first if missing)",
     )
     tm.add_argument(
-        "--seconds",
-        type=float,
+        "--steps",
+        type=int,
         default=None,
-        help="CPU training time (default 45; 30 with --vision)",
+        help="training steps (default: the tiny judge's or the vision model's fixed count)",
     )
     tm.add_argument("--seed", type=int, default=0)
     tm.add_argument("--quiet", action="store_true", help="no progress bar")
     tm.set_defaults(func=cmd_tiny_model)
+    ep = dsub.add_parser(
+        "shop-episodes",
+        help="write SFT rows of generated shop episodes, labelled by the shop (train data)",
+    )
+    ep.add_argument("out", type=Path, help="the .jsonl file to write")
+    ep.add_argument("--episodes", type=int, default=20)
+    ep.add_argument("--seed", type=int, default=0)
+    ep.set_defaults(func=cmd_shop_episodes)

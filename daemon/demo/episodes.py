@@ -25,10 +25,9 @@ from webshepherd.daemon.demo.variants import ShopVariant
 from webshepherd.daemon.engine.checklist_parse import parse_reference_checklist
 from webshepherd.daemon.engine.prompts import checklist_messages, format_trajectory, judge_messages
 from webshepherd.daemon.offline.training.rows import sft_row
-from webshepherd.daemon.offline.training.targets import checklist_target, feedback, judge_target
+from webshepherd.daemon.offline.training.targets import checklist_target, judgement
 from webshepherd.protocol.agents.environment import ActionError
 from webshepherd.protocol.common import Turn
-
 
 #: distractors tried per page (the demo's agent proposes two)
 BAD_PER_STEP = 2
@@ -136,6 +135,6 @@ def rows(
             j.proposal.action,
         )
         labels: Any = j.labels
-        target = judge_target(labels, feedback(labels, j.done_before))
+        target = judgement(labels, j.done_before, j.proposal.thought, j.proposal.action)
         meta = {"task_id": task, "step_id": j.step, "label": "good" if j.proposal.good else "bad"}
         yield sft_row("sharegpt", msgs, target, meta)

@@ -1,8 +1,9 @@
 """Synthetic examples for the tiny test model: the real prompts with short made-up pages.
 
-Each example is the two chat messages of a real template (checklist or judge)
-and the answer in the published model's output format. The rewards the tiny
-model learns are noise; only the *format* matters.
+Each example is the chat messages of a real template (checklist or judge) and the answer in
+the published model's output format. Nothing is known about these made-up pages, so their
+judgements say so (every item No); they teach the format. What the tiny judge knows comes from
+the bundled shop's episodes (:mod:`webshepherd.daemon.demo.episodes`), labelled by the shop.
 """
 
 from __future__ import annotations
@@ -99,8 +100,6 @@ _ANALYSIS = [
     "The user needs to search for the item, open the result, and finish the task.",
     "The task requires finding the right page and completing the action on it.",
 ]
-LABELS = ("Yes", "In Progress", "No")
-ITEMS = 3  # a fixed item count: a model this small learns where to stop quickly
 
 
 @dataclass(frozen=True)
@@ -130,42 +129,51 @@ def axtree(rng: random.Random, lines: int) -> str:
 
 def checklist_text(rng: random.Random, n: int) -> str:
     """``Checklist N: title`` / ``- Goal: …`` lines, as the model writes them."""
-    steps = rng.sample(_STEPS, n)
+    steps = rng.sample(_STEPS, min(n, len(_STEPS)))
     return "\n".join(
         f"Checklist {i}: {_fill(rng, t)}\n- Goal: {_fill(rng, g)}"
         for i, (t, g) in enumerate(steps, 1)
     )
 
 
-def checklist_example(rng: random.Random) -> Example:
+def checklist_example(rng: random.Random, n: int | None = None) -> Example:
+    """A checklist prompt for a made-up task and, as answer, its made-up checklist (``n``
+    items, 1-5 when None): these rows teach the format only."""
+    from webshepherd.daemon.offline.training.targets import checklist_target
+
+    n = n if n is not None else rng.randint(1, 5)
     intent = _fill(rng, rng.choice(_INTENTS))
     msgs = checklist_messages(intent, rng.choice(_SITES), axtree(rng, rng.randint(2, 5)))
-    answer = (
-        f"[SUBGOAL ANALYSIS]\n{rng.choice(_ANALYSIS)}\n\n[CHECKLISTS]\n{checklist_text(rng, ITEMS)}"
-    )
-    return Example(msgs, answer)
+    text = checklist_text(rng, n)
+    titles = [line.split(": ", 1)[1] for line in text.splitlines() if line.startswith("Check")]
+    return Example(msgs, checklist_target(text, titles))
 
 
-def judge_example(rng: random.Random, with_image: bool = False) -> Example:
-    """A judge prompt and answer; ``with_image``: the multimodal variant and its screenshot."""
-    n = ITEMS
+def judge_example(rng: random.Random, with_image: bool = False, n: int | None = None) -> Example:
+    """A judge prompt for a made-up page (``n`` checklist items, 1-5 when None) and, as answer,
+    what the rubric asks when nothing shows progress: every item No (``with_image``: the
+    multimodal variant and its screenshot). Nothing is known about these pages, so no other
+    label would be true; these rows teach the format (one label per item) only."""
+    from webshepherd.daemon.offline.training.targets import NO_EVIDENCE, judge_target, restate
+
+    n = n if n is not None else rng.randint(1, 5)
     history = tuple(
         Turn(_fill(rng, rng.choice(_THOUGHTS)), _fill(rng, rng.choice(_ACTIONS)))
         for _ in range(rng.randint(0, 2))
     )
     tree = axtree(rng, rng.randint(2, 5))
+    thought, action = _fill(rng, rng.choice(_THOUGHTS)), _fill(rng, rng.choice(_ACTIONS))
     msgs = judge_messages(
         _fill(rng, rng.choice(_INTENTS)),
         format_trajectory(history),
         rng.choice(_SITES),
         tree,
         checklist_text(rng, n),
-        _fill(rng, rng.choice(_THOUGHTS)),
-        _fill(rng, rng.choice(_ACTIONS)),
+        thought,
+        action,
         with_image=with_image,
     )
-    labels = "\n".join(f"Checklist {i}: {rng.choice(LABELS)}" for i in range(1, n + 1))
-    answer = f"{rng.choice(_FEEDBACK)}\n\n<answer>\n{labels}\n</answer>"
+    answer = judge_target(["no"] * n, f"{restate(thought, action)} {NO_EVIDENCE}")
     if not with_image:
         return Example(msgs, answer)
     from webshepherd.daemon.dev.screenshots import axtree_png

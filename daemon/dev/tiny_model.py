@@ -1,9 +1,12 @@
-"""A tiny REAL causal LM for tests and demos: Qwen2 architecture, byte-level BPE, ChatML.
+"""The tiny judge: a small REAL causal LM (Qwen2 architecture, byte-level BPE, ChatML) that
+judges the bundled shop, for tests and the demo.
 
-It is trained for a few seconds on CPU on the real prompt templates filled with
-synthetic pages, so it writes checklists and ``<answer>`` blocks in the
-published model's format. Its rewards are noise; its pipeline is real: it is
-saved with ``save_pretrained`` and loaded back through ``from_pretrained``.
+Its base (a tokenizer trained on the prompts, an untrained Qwen2 with head dimension 64, which
+vLLM's CPU attention takes) is fine-tuned by ``webshepherd train`` on the shop's generated
+episodes (:mod:`webshepherd.daemon.demo.episodes`: every candidate labelled by the shop) and on
+made-up format rows, with a fixed seed and a fixed number of steps: the same judge on every
+machine. It knows the shop's pattern, not the web; it is saved with ``save_pretrained`` and
+loaded back through ``from_pretrained`` like any checkpoint.
 """
 
 from __future__ import annotations
@@ -17,9 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from webshepherd.daemon.dev.model_cache import ModelCache
-from webshepherd.daemon.dev.training import train_briefly
 
-TINY_MODEL_VERSION = 4
+TINY_MODEL_VERSION = 5
 MARKER = "webshepherd-tiny-model.json"
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 CHAT_TEMPLATE = (
@@ -28,9 +30,14 @@ CHAT_TEMPLATE = (
     "{%- endfor %}"
     "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
 )
-_PROMPT_WINDOW = 48  # prompt tokens kept in training (the end of the prompt): keeps training fast
-MIN_STEPS = 300
-PEAK_LR = 1e-2
+HIDDEN = 128
+HEAD_DIM = 64  # vLLM's CPU attention takes 32 and up (not 16)
+LAYERS = 2
+STEPS = 400
+BATCH = 8
+PEAK_LR = 3e-3
+EPISODES = 200
+FORMAT_ROWS = 400
 
 
 CACHE = ModelCache("WEBSHEPHERD_TINY_MODEL", "tiny-model", TINY_MODEL_VERSION, MARKER)
@@ -39,14 +46,12 @@ default_tiny_model_path = CACHE.default_path
 is_complete = CACHE.is_complete
 
 
-def ensure_tiny_model(
-    path: str | Path | None = None, *, seconds: float = 45.0, progress: bool = True
-) -> Path:
-    """The cached tiny model at ``path`` (default: :func:`default_tiny_model_path`)."""
+def ensure_tiny_model(path: str | Path | None = None, *, progress: bool = True) -> Path:
+    """The cached tiny judge at ``path`` (default: :func:`default_tiny_model_path`)."""
     target = Path(path).expanduser() if path is not None else default_tiny_model_path()
     if is_complete(target):
         return target
-    return build_tiny_model(target, seconds=seconds, progress=progress, replace=False)
+    return build_tiny_model(target, progress=progress, replace=False)
 
 
 def _label_words() -> list[str]:
@@ -106,82 +111,124 @@ def build_tokenizer(texts: list[str], vocab_size: int = 1024) -> Any:
     return fast
 
 
+def training_rows(seed: int = 0, episodes: int = EPISODES, formats: int = FORMAT_ROWS) -> list[Any]:
+    """The tiny judge's training rows: ``episodes`` shop episodes (training variants, labelled
+    by the shop) and ``formats`` made-up format rows, in a seeded order."""
+    from webshepherd.daemon.demo.episodes import rows
+    from webshepherd.daemon.demo.shop import ShopServer
+    from webshepherd.daemon.demo.variants import training_variant
+    from webshepherd.daemon.dev.tiny_data import example
+    from webshepherd.daemon.offline.training.rows import sft_row
+
+    rng = random.Random(seed)
+    out: list[Any] = []
+    with ShopServer() as server:
+        for i in range(episodes):
+            out.extend(rows(server, training_variant(i), rng))
+    for i in range(formats):
+        e = example(rng)
+        out.append(sft_row("sharegpt", e.messages, e.answer, {"task_id": f"format-{i}"}))
+    rng.shuffle(out)
+    return out
+
+
 def build_tiny_model(
     path: str | Path,
     *,
-    seconds: float = 45.0,
     seed: int = 0,
+    steps: int = STEPS,
     progress: bool = True,
     replace: bool = True,
 ) -> Path:
-    """Build, train for ``seconds`` on CPU, and save the tiny model at ``path``.
+    """Build the tiny judge at ``path``: a tokenizer and an untrained Qwen2 base (the "tiny
+    base"), then ``webshepherd train`` on :func:`training_rows` for ``steps`` steps on CPU.
 
-    The model is written to a temporary folder and renamed into place with its
-    marker file, so a half-written model is never reused. ``replace=False``
-    keeps a complete model that another process saved meanwhile.
+    A fixed seed and step count, no time budget: the same judge on every machine. It is
+    written beside ``path`` and renamed into place with its marker file, so a half-written
+    model is never reused; ``replace=False`` keeps a complete one another process saved.
     """
-    import torch
-    from transformers import Qwen2Config, Qwen2ForCausalLM
-    from webshepherd.daemon.dev.tiny_data import example
+    from webshepherd.daemon.offline.training.rows import write_jsonl
+    from webshepherd.daemon.offline.training.train import TrainOptions, train
 
     target = Path(path).expanduser()
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
-    rng = random.Random(seed)
-    torch.manual_seed(seed)
     started = time.monotonic()
+    rows = training_rows(seed)
+    base = tmp / "base"
+    tok = save_untrained_base(base, seed, rows)
+    data = tmp / "rows.jsonl"
+    write_jsonl(data, rows)
+    model_dir = train(
+        TrainOptions(
+            base=str(base),
+            out=tmp / "model",
+            data=(data,),
+            steps=steps,
+            learning_rate=PEAK_LR,
+            batch_size=BATCH,
+            seed=seed,
+            device="cpu",
+            max_length=2048,
+            warmup_steps=steps // 20,
+            progress=progress,
+            notes={"built_by": "webshepherd.daemon.dev.tiny_model", "episodes": EPISODES},
+        )
+    )
+    from transformers import AutoModelForCausalLM
 
-    corpus = [example(rng) for _ in range(1500)]
-    tok = build_tokenizer([str(tok_render(None, e.messages)) + e.answer for e in corpus[:600]])
+    model = AutoModelForCausalLM.from_pretrained(model_dir)
+    card = json.loads((model_dir / "webshepherd-train.json").read_text("utf-8"))
+    meta = {"seed": seed, "steps": card["steps"], "final_loss": card["final_loss"]}
+    extras = [_CardFiles(model_dir)]
+    out = CACHE.save(tmp / "final", target, model, tok, extras, meta, started=started,
+                     replace=replace)  # fmt: skip
+    shutil.rmtree(tmp, ignore_errors=True)
+    return out
 
-    def encode(e: Any) -> tuple[list[int], list[int]]:
-        prompt = tok(tok_render(tok, e.messages), add_special_tokens=False)["input_ids"]
-        return prompt, tok(e.answer + "<|im_end|>", add_special_tokens=False)["input_ids"]
 
-    data = [encode(e) for e in corpus]
+def save_untrained_base(path: Path, seed: int = 0, rows: list[Any] | None = None) -> Any:
+    """The tiny base at ``path``: a tokenizer trained on ``rows``' text (default: the training
+    rows) and a Qwen2 model with seeded random weights; returns the tokenizer."""
+    import torch
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+    from webshepherd.daemon.offline.training.rows import example_of
+
+    examples = [example_of(r) for r in (rows if rows is not None else training_rows(seed))]
+    tok = build_tokenizer([tok_render(None, e.messages) + e.answer for e in examples[:600]])
+    torch.manual_seed(seed)
     config = Qwen2Config(
         vocab_size=len(tok),
-        hidden_size=64,
-        intermediate_size=192,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=2048,
+        hidden_size=HIDDEN,
+        intermediate_size=4 * HIDDEN,
+        num_hidden_layers=LAYERS,
+        num_attention_heads=HIDDEN // HEAD_DIM,
+        num_key_value_heads=HIDDEN // HEAD_DIM,
+        head_dim=HEAD_DIM,
+        max_position_embeddings=4096,
         tie_word_embeddings=True,
         bos_token_id=None,
         eos_token_id=tok.eos_token_id,
         pad_token_id=tok.pad_token_id,
     )
     model = Qwen2ForCausalLM(config)
+    model.generation_config.eos_token_id = tok.eos_token_id
+    model.generation_config.pad_token_id = tok.pad_token_id
+    model.save_pretrained(path)
+    tok.save_pretrained(path)
+    return tok
 
-    def loss_of_step(step: int) -> Any:
-        # Short windows teach the format fast; full prompts (every other step) teach the
-        # model to look past the long template, as it must at inference.
-        full = step % 2 == 1
-        size = 4 if full else 8
-        rows = [(p if full else p[-_PROMPT_WINDOW:], a) for p, a in rng.sample(data, size)]
-        width = max(len(p) + len(a) for p, a in rows)
-        ids = torch.full((size, width), tok.pad_token_id)
-        labels = torch.full((size, width), -100)
-        for i, (p, a) in enumerate(rows):  # right padding: causal attention never sees it
-            ids[i, : len(p) + len(a)] = torch.tensor(p + a)
-            labels[i, len(p) : len(p) + len(a)] = torch.tensor(a)
-        return model(input_ids=ids, labels=labels).loss
 
-    step, loss_v = train_briefly(
-        model,
-        loss_of_step,
-        seconds=seconds,
-        min_steps=MIN_STEPS,
-        peak_lr=PEAK_LR,
-        cap=3,
-        started=started,
-        progress=progress,
-        label="building tiny model",
-    )
-    meta = {"seed": seed, "steps": step, "final_loss": loss_v}
-    return CACHE.save(tmp, target, model, tok, [], meta, started=started, replace=replace)
+class _CardFiles:
+    """Copies the training card beside the saved model (``save_pretrained``-like)."""
+
+    def __init__(self, source: Path) -> None:
+        self.source = source
+
+    def save_pretrained(self, folder: Path) -> None:
+        for name in ("webshepherd-train.json", "README.md"):
+            shutil.copy2(self.source / name, Path(folder) / name)
 
 
 def tok_render(tok: Any, messages: list[dict[str, str]]) -> str:

@@ -21,9 +21,9 @@ from typing import Any
 
 from webshepherd.daemon.dev.model_cache import ModelCache
 from webshepherd.daemon.dev.tiny_model import ensure_tiny_model
-from webshepherd.daemon.dev.training import train_briefly
+from webshepherd.daemon.dev.training import train_steps
 
-TINY_VISION_VERSION = 2
+TINY_VISION_VERSION = 3
 MARKER = "webshepherd-tiny-vision-model.json"
 VISION_TOKENS = ["<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>"]
 # ChatML; a list content's text parts as they are, an image part as the model's image markup
@@ -42,7 +42,7 @@ CHAT_TEMPLATE = (
 )
 PATCH, MERGE = 8, 2
 MIN_PIXELS, MAX_PIXELS = 32 * 32, 96 * 96
-MIN_STEPS = 200
+STEPS = 200
 PEAK_LR = 3e-3
 
 
@@ -55,13 +55,13 @@ is_complete = CACHE.is_complete
 
 
 def ensure_tiny_vision_model(
-    path: str | Path | None = None, *, seconds: float = 30.0, progress: bool = True
+    path: str | Path | None = None, *, steps: int = STEPS, progress: bool = True
 ) -> Path:
     """The cached tiny vision model at ``path`` (default: :func:`default_tiny_vision_path`)."""
     target = Path(path).expanduser() if path is not None else default_tiny_vision_path()
     if is_complete(target):
         return target
-    return build_tiny_vision_model(target, seconds=seconds, progress=progress, replace=False)
+    return build_tiny_vision_model(target, steps=steps, progress=progress, replace=False)
 
 
 def _vision_model(text: Any, tok: Any) -> Any:
@@ -128,13 +128,13 @@ def _vision_model(text: Any, tok: Any) -> Any:
 def build_tiny_vision_model(
     path: str | Path,
     *,
-    seconds: float = 30.0,
+    steps: int = STEPS,
     seed: int = 0,
     progress: bool = True,
     replace: bool = True,
     text_model: str | Path | None = None,
 ) -> Path:
-    """Build, train for ``seconds`` on CPU, and save the tiny vision model at ``path``
+    """Build, train for ``steps`` steps on CPU, and save the tiny vision model at ``path``
     (from the tiny text model at ``text_model``, default its cache, built if missing)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -208,16 +208,13 @@ def build_tiny_vision_model(
             **extra,
         ).loss
 
-    step, loss_v = train_briefly(
+    loss_v = train_steps(
         model,
         loss_of_step,
-        seconds=seconds,
-        min_steps=MIN_STEPS,
+        steps=steps,
         peak_lr=PEAK_LR,
-        cap=6,
-        started=started,
         progress=progress,
         label="building tiny vision model",
     )
-    meta = {"seed": seed, "steps": step, "final_loss": loss_v}
+    meta = {"seed": seed, "steps": steps, "final_loss": loss_v}
     return CACHE.save(tmp, target, model, tok, [images], meta, started=started, replace=replace)

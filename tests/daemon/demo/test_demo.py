@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -13,7 +14,9 @@ pytestmark = pytest.mark.model
 
 
 def test_demo_runs_end_to_end(tiny_model_path: Path, tmp_path: Path) -> None:
-    result = run_demo(DEMO, demo_env(tmp_path, tiny_model_path), timeout=400)
+    out_dir = tmp_path / "out"
+    args = [*DEMO, "--out", str(out_dir)]
+    result = run_demo(args, demo_env(tmp_path, tiny_model_path), timeout=400)
     out = result.stdout
     assert result.returncode == 0, result.stderr[-3000:] + out[-3000:]
     steps = re.findall(r"^step (\d+)  (\S+)", out, re.MULTILINE)
@@ -25,20 +28,43 @@ def test_demo_runs_end_to_end(tiny_model_path: Path, tmp_path: Path) -> None:
     assert sum(mark == "→" for mark, *_ in rows) == len(steps)
     # The default policy runs the script's good action; Web-Shepherd's pick is starred.
     assert all(good == "good" for mark, _, _, good, _ in rows if mark == "→")
-    assert sum(star == "★" for _, star, *_ in rows) <= len(steps)
     assert len(re.findall(r"^    chose ", out, re.MULTILINE)) == len(steps)
     assert "checklist" in out and "1. Search for USB-C cables" in out
-    # The scripted policy always reaches the confirmation page, whatever the rewards.
     assert re.search(rf"order VW-\d+ placed in {len(steps)} steps", out)
-    assert (
-        "rewards are noise" in out and "webshepherd serve --model WebShepherd/WebShepherd_3B" in out
-    )
-    if re.search(r"█*░* \d\.\d{3}", out):
-        assert "reward per step" in out  # the terminal plot, when any reward parsed
+    assert "knows only this shop" in out
+    assert "reward per step" in out  # the terminal plot
+    # Real signal from the trained tiny judge (fixed seed and steps: the same on every machine).
+    summary = json.loads((out_dir / "summary.json").read_text("utf-8"))
+    t = summary["totals"]
+    assert (t["steps"], t["candidates"]) == (7, 21)
+    assert t["parsed"] >= 19, t
+    assert t["agreed"] >= 6, t
+    assert summary["outcome"]["status"] == "success" and "data_dir" not in summary
+    # The executed (good) action's checklist verdicts move No -> In Progress -> Yes.
+    rank = {"no": 0, "in_progress": 1, "yes": 2}
+    trail = [[rank[s["checklist"][str(i)]] for s in summary["steps"]] for i in (1, 2, 3, 4)]
+    assert trail[0][0] == 1 and trail[0][-1] == 2  # search: in progress, then done
+    assert trail[3][0] == 0 and trail[3][-1] == 2  # checkout: not started ... done
+    assert all(trail[3][k] <= trail[3][k + 1] for k in range(len(trail[3]) - 1))
+    assert f"ranked the scripted good action first in {t['agreed']} of 7" in out
     # Nothing of the user's was touched: the daemon used a temporary data dir, deleted at exit.
     assert not (tmp_path / "user-data").exists() and not (tmp_path / "user-config").exists()
     temp = re.search(r"temporary data dir\s+(\S+?)\)", out)
     assert temp and not Path(temp.group(1)).exists()
+
+
+def test_demo_on_a_shop_variant_the_judge_never_saw(tiny_model_path: Path, tmp_path: Path) -> None:
+    out_dir = tmp_path / "out"
+    args = [*DEMO, "--variant", "2", "--out", str(out_dir), "--keep", "--no-plot"]
+    result = run_demo(args, demo_env(tmp_path, tiny_model_path), timeout=400)
+    assert result.returncode == 0, result.stderr[-3000:] + result.stdout[-3000:]
+    assert "never seen by the judge" in result.stdout
+    summary = json.loads((out_dir / "summary.json").read_text("utf-8"))
+    t = summary["totals"]
+    assert summary["variant"] == 2 and summary["outcome"]["status"] == "success"
+    assert t["agreed"] >= 5, t
+    data_dir = Path(summary["data_dir"])  # --keep: the recording stays
+    assert (data_dir / "webshepherd.sqlite3").is_file()
 
 
 def test_demo_vision_judges_each_page_with_its_screenshot(
