@@ -9,6 +9,21 @@ from typing import Any
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    if args.trap:
+        if args.browser or args.vision or args.variant:
+            print("webshepherd demo: --trap runs the terminal demo of its own shop")
+            return 2
+        from webshepherd.daemon.demo.trap import run_trap_demo
+
+        return run_trap_demo(
+            model=args.model,
+            paradigm=args.paradigm,
+            out=Path(args.out) if args.out else None,
+            seed=args.seed,
+            samples=args.samples,
+            max_steps=min(args.max_steps, 15),
+            keep=args.keep,
+        )
     if args.browser and args.vision:
         print("webshepherd demo: --vision runs the terminal demo (not --browser)")
         return 2
@@ -72,6 +87,18 @@ def add_demo_parser(sub: Any) -> None:
         default=0,
         help="the shop: 0 the bundled one (default); N >= 1 a variant with other products, "
         "prices and names that the tiny judge never saw",
+    )
+    d.add_argument(
+        "--trap",
+        action="store_true",
+        help="the shop with a trap (a sold-out cable listed as the cheapest), run by "
+        "--paradigm: step-by-step best-of-n falls in, tree search backtracks out",
+    )
+    d.add_argument(
+        "--paradigm",
+        choices=("tree", "step"),
+        default="tree",
+        help="with --trap: tree search (default) or step-by-step best-of-n",
     )
     d.add_argument("--keep", action="store_true", help="keep the temporary data dir (recording)")
     d.add_argument("--no-plot", action="store_true", help="skip the terminal reward plot")
