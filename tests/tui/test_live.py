@@ -62,7 +62,7 @@ async def test_sessions_appear_and_the_curve_grows(daemon):
         assert len(app.state.sessions[early].scored_steps) == 1
         sid = await start_session(agent, agent={"name": "live-agent"})
         await wait_until(pilot, lambda: table.row_count == 2, what="the live session's row")
-        assert table.get_row_at(0)[0] == "live-agent"  # newest first
+        assert str(table.get_row_at(0)[0]) == "live-agent"  # newest first (plain Text)
         assert table.selected == early  # the selection stays put when rows arrive
         await pilot.press("up")
         assert table.selected == sid
