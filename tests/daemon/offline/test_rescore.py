@@ -18,6 +18,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
 from webshepherd.daemon.cli import main
 from webshepherd.daemon.demo.browser import Browser
 from webshepherd.daemon.demo.shop import ShopServer
@@ -214,3 +215,43 @@ async def test_a_mind2web_export_is_rescored_from_its_screenshots(tmp_path):
     vision = json.loads((tmp_path / "vision.json").read_text())
     assert vision["steps_scored"] == 2 and vision["rewards"] == [0.6, 0.6]
     assert judge.screenshots == shots  # each step judged with its own screenshot
+
+
+def write_demo_run(shop: ShopServer, path: Path, planted: int) -> list[str]:
+    """The demo's task walked by its scripted agent (its good action each step, except a
+    distractor it proposes at step ``planted``), written as a JSONL run; the actions."""
+    from webshepherd.daemon.demo.agent import CHECKLIST as DEMO_CHECKLIST
+    from webshepherd.daemon.demo.agent import TASK, ShopAgent
+
+    browser, agent = Browser(), ShopAgent(seed=0)
+    browser.goto(shop.url)
+    rows: list[dict[str, Any]] = [
+        {"intent": TASK, "start_url": shop.url, "checklist": DEMO_CHECKLIST}
+    ]
+    while not agent.done(browser.url) and len(rows) < 15:
+        obs = browser.observe()
+        bad = len(rows) - 1 == planted
+        pick = next(p for p in agent.propose(obs.url, obs.axtree) if p.good != bad)
+        rows.append(
+            {"url": obs.url, "axtree": obs.axtree, "thought": pick.thought, "action": pick.action}
+        )
+        browser.act(pick.action)
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    return [r["action"] for r in rows[1:]]
+
+
+@pytest.mark.model
+async def test_the_trained_judge_names_the_planted_step(daemon, tmp_path):
+    """With the tiny trained judge (fixed seed and steps, greedy: the same judgements on every
+    machine), on the demo's own task: the distractor planted at step 2 is where checklist
+    progress first stops."""
+    with ShopServer() as shop:
+        actions = write_demo_run(shop, tmp_path / "run.jsonl", planted=2)
+    argv = ["rescore", str(tmp_path / "run.jsonl"), "--token", TEST_TOKEN, "--quiet"]
+    argv += ["--url", daemon.url, "--json", str(tmp_path / "s.json")]
+    argv += ["--data-dir", str(daemon.config.data_dir)]
+    assert await asyncio.to_thread(main, argv) == 0
+    summary = json.loads((tmp_path / "s.json").read_text())
+    assert summary["steps_scored"] == len(actions)
+    progress = summary["first_bad_steps"]["progress"]
+    assert (progress["step"], progress["kind"]) == (2, "progress_stopped"), summary
