@@ -1,10 +1,11 @@
-"""Live rewards for a browser-use agent: ``python examples/browser_use_rewards.py START_URL``.
+"""Live rewards for a browser-use agent: ``python examples/browser_use_rewards.py [START_URL]``.
 
-Needs a running daemon (``webshepherd serve``), ``pip install 'webshepherd[integrations]'``
-and a chat model: ``main`` takes any browser-use chat model (the tests pass a scripted one);
-run as a script it uses ``ChatOpenAI`` (``OPENAI_API_KEY``). ``WEBSHEPHERD_URL`` /
-``WEBSHEPHERD_TOKEN`` override the local daemon and its stored token, ``CHROMIUM`` the browser.
-The README shows the lines between the markers.
+Needs a running daemon (``webshepherd serve``; ``WEBSHEPHERD_URL`` / ``WEBSHEPHERD_TOKEN``
+override the local daemon and its stored token) and ``pip install 'webshepherd[integrations]'``.
+Offline by default: the bundled shop (started here when no START_URL is given) and a scripted
+chat model that searches it; ``--openai MODEL`` uses ``ChatOpenAI`` (``OPENAI_API_KEY``).
+``CHROMIUM`` names the browser. Prints each step's action, reward, and whether the judge's
+feedback replaced it. The README shows the lines between the markers.
 """
 
 # --- README ---
@@ -21,7 +22,9 @@ CHECKLIST = "Checklist 1: Search the shop for a USB-C cable"  # optional: else t
 
 
 async def main(llm: Any, start_url: str) -> Any:
-    profile = BrowserProfile(executable_path=os.environ.get("CHROMIUM", "/usr/bin/chromium"))
+    chromium = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+    # no default extensions: browser-use would download three from the internet at start
+    profile = BrowserProfile(executable_path=chromium, enable_default_extensions=False)
     agent = Agent(
         task="Search the shop for a USB-C cable",
         llm=llm,
@@ -39,8 +42,66 @@ async def main(llm: Any, start_url: str) -> Any:
 
 # --- README ---
 
+import argparse  # noqa: E402 (below: running it as a script)
+import re  # noqa: E402
+
+
+class ScriptedChat:
+    """A stand-in for a chat model (offline): type 'usb-c' in the search box, press the search
+    button, say done. It reads the element indices from the page text browser-use sends it."""
+
+    model = name = model_name = provider = "scripted"
+    _verified_api_keys = True
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def ainvoke(self, messages: Any, output_format: Any = None, **kwargs: Any) -> Any:
+        from browser_use.llm.views import ChatInvokeCompletion
+
+        self.calls += 1
+        page = "\n".join(str(m.content) for m in messages)
+        # the page comes last (the prompt's own examples come before it)
+        search = re.findall(r"\[(\d+)\]<input", page)  # the shop's search box
+        button = re.findall(r"\[(\d+)\]<button", page)  # and its button
+        if self.calls == 1 and search:
+            action: dict[str, Any] = {"input": {"index": int(search[-1]), "text": "usb-c"}}
+        elif self.calls == 2 and button:
+            action = {"click": {"index": int(button[-1])}}
+        else:
+            action = {"done": {"text": "Found USB-C cables", "success": True}}
+        answer = {
+            "thinking": f"step {self.calls}",
+            "evaluation_previous_goal": "ok",
+            "memory": "",
+            "next_goal": f"do {next(iter(action))}",
+            "action": [action],
+        }
+        return ChatInvokeCompletion(completion=output_format.model_validate(answer), usage=None)
+
+
+def run(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("start_url", nargs="?", help="default: the bundled shop, started here")
+    parser.add_argument("--openai", metavar="MODEL", help="a real chat model (OPENAI_API_KEY)")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("ANONYMIZED_TELEMETRY", "false")  # no network unless asked
+    if args.openai:
+        if not os.environ.get("OPENAI_API_KEY"):
+            sys.exit("--openai needs OPENAI_API_KEY in the environment")
+        from browser_use import ChatOpenAI
+
+        llm: Any = ChatOpenAI(model=args.openai)
+    else:
+        llm = ScriptedChat()
+    if args.start_url:
+        asyncio.run(main(llm, args.start_url))
+        return
+    from webshepherd.daemon.demo.shop import ShopServer
+
+    with ShopServer() as shop:
+        asyncio.run(main(llm, shop.url))
+
 
 if __name__ == "__main__":
-    from browser_use import ChatOpenAI
-
-    asyncio.run(main(ChatOpenAI(model="gpt-4.1-mini"), sys.argv[1]))
+    run(sys.argv[1:])

@@ -8,6 +8,7 @@ import asyncio
 import os
 import re
 import runpy
+import sys
 from typing import Any
 
 from browser_use import Agent, BrowserProfile, BrowserSession
@@ -241,3 +242,25 @@ async def test_the_overlay_follows_the_session_with_the_extension_loaded(
         finally:
             await agent.browser_session.kill()
             await client.close()
+
+
+async def test_the_example_runs_as_written_offline(daemon: Daemon) -> None:
+    """``python examples/browser_use_rewards.py``: the bundled shop, the scripted chat model."""
+    env = {
+        **os.environ,
+        "WEBSHEPHERD_URL": daemon.url,
+        "WEBSHEPHERD_TOKEN": daemon.token,
+        "CHROMIUM": CHROMIUM,
+    }
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(ROOT / "examples" / "browser_use_rewards.py"),
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), 240)
+    assert proc.returncode == 0, err.decode()[-3000:]
+    lines = out.decode().splitlines()
+    assert any(line.split()[1:2] and line.split()[1].startswith("fill(") for line in lines), lines
+    assert "Missing credentials" not in err.decode()
