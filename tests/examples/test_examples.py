@@ -115,3 +115,13 @@ async def test_reward_guided_runs_an_episode_on_the_bundled_shop(daemon_url) -> 
     assert "fill('" in first and "'usb-c cable')" in first and "click('" in first
     assert any(line.startswith("  ran ") for line in out.splitlines())
     assert out.splitlines()[-1].startswith("outcome: ")
+
+
+async def test_tree_search_explores_the_trap_shop(daemon_url) -> None:
+    """Plumbing: the example runs and prints the explored nodes (whether the tiny judge leads
+    the search out of the trap is tests/daemon/demo/test_trap.py's)."""
+    out = await run_example("tree_search", url=daemon_url, timeout=400)
+    lines = out.splitlines()
+    assert re.match(r"node \d+ <- 0: .+ reward [\d.]+ \((path|left)", lines[0]), out
+    assert any(line.startswith("stop: ") for line in lines)
+    assert lines[-1].startswith("ordered the cheapest cable: ")

@@ -1,0 +1,62 @@
+"""Tree search with Web-Shepherd as the value function: `python examples/tree_search.py`.
+
+Needs a running daemon (`webshepherd serve`, at $WEBSHEPHERD_URL or ws://127.0.0.1:8765/v1;
+offline: `webshepherd serve` loads the tiny judge when given `--model` its folder, or run
+`webshepherd demo --trap` for everything in one process). The bundled shop with a trap (a
+sold-out cable listed as the cheapest) runs in this process, read by the demo's text browser.
+The search expands the state of highest reward; to return to an earlier state it resets the
+shop and replays the actions that led there. `--paradigm step` runs best-of-n step by step
+for comparison. Prints every explored node and whether the right cable was ordered.
+"""
+
+import argparse
+import asyncio
+
+from webshepherd.daemon.demo.agent import ShopPolicy
+from webshepherd.daemon.demo.shop import ShopServer
+from webshepherd.daemon.demo.text_env import TextEnvironment
+from webshepherd.daemon.demo.variants import trap_variant
+from webshepherd.protocol.agents import EpisodeOptions, run_episode
+from webshepherd.protocol.client import AsyncClient
+
+
+async def main(paradigm: str) -> None:
+    shop = trap_variant()
+    with ShopServer(variant=shop) as server:
+        env = TextEnvironment(server.url, on_reset=lambda: server.use(shop))  # reset: fresh shop
+        policy = ShopPolicy(seed=0, bad_per_step=8, shop=shop, backtrack=False)  # no way back
+        options = EpisodeOptions(
+            paradigm=paradigm,  # "tree": best-first search; "step": best-of-n, step by step
+            branching=6,  # candidates scored per node, in one request
+            top_n=6,
+            max_expansions=30,  # budgets: expansions, depth, model calls, wall time
+            max_depth=12,
+            max_steps=12,
+            reward_samples=1,
+            checklist=shop.checklist,
+            approval="never",
+        )
+        async with AsyncClient() as client:  # the daemon at $WEBSHEPHERD_URL or the default
+            result = await run_episode(client, env, policy, shop.intent, options)
+        orders = [o["items"] for o in server.state.orders]
+    if result.tree is not None:
+        for node in result.tree.nodes:
+            if node.executed and node.parent is not None:  # the root is the start page
+                how = "path" if node.id in result.tree.path else "left"
+                again = f", replayed {node.replays}x" if node.replays else ""
+                print(
+                    f"node {node.id} <- {node.parent}: {node.action} reward {node.reward} "
+                    f"({how}{again})"
+                )
+        print(f"stop: {result.tree.stop}, resets: {result.tree.resets}")
+    else:
+        for step in result.steps:
+            print(f"step {step.step}: {step.chosen and step.chosen.action} reward {step.reward}")
+    wanted = [shop.target()["name"]]
+    print("ordered the cheapest cable:", wanted in orders, "orders:", orders)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--paradigm", choices=("tree", "step"), default="tree")
+    asyncio.run(main(parser.parse_args().paradigm))
