@@ -1,4 +1,5 @@
-"""``webshepherd prompt judge|checklist --row FILE``: the exact messages the model gets."""
+"""``webshepherd prompt judge|checklist --row FILE``: the exact messages the model gets, and the
+settings it would be judged with (prompt style, temperature, the checkpoint's sampling)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,13 @@ import re
 from pathlib import Path
 from typing import Any
 
-from webshepherd.daemon.engine.engine import DEFAULT_MAX_CONTEXT, EngineConfig, fit_axtree
+from webshepherd.daemon.engine.engine import (
+    DEFAULT_MAX_CONTEXT,
+    EngineConfig,
+    fit_axtree,
+    judging_settings,
+)
+from webshepherd.daemon.engine.prompts import PROMPT_STYLES
 from webshepherd.daemon.offline.evaluation.rows import DataError, need_str, read_rows
 from webshepherd.protocol.errors import WebShepherdError
 
@@ -42,6 +49,13 @@ def add_prompt_parser(sub: Any) -> None:
             metavar="PATH",
             help="also print prompt_tokens from this model's tokenizer and chat template, "
             "with the AX tree cut to --max-context as the engine cuts it",
+        )
+        q.add_argument(
+            "--prompt",
+            choices=PROMPT_STYLES,
+            default="web-shepherd",
+            help="the prompt style: web-shepherd (default), baseline or baseline-likert (the "
+            "paper's baseline judges' prompts)",
         )
         q.add_argument(
             "--max-context",
@@ -99,16 +113,17 @@ def cmd_prompt(args: argparse.Namespace) -> int:
         render_chat_template,
     )
     from webshepherd.daemon.engine.prompts import checklist_messages, step_judge_messages
+    from webshepherd.daemon.engine.sampling import NO_SAMPLING, read_sampling
     from webshepherd.daemon.offline.evaluation.rewardbench import parse_row, step_input
 
     row = read_one_row(args.row)
-    config = EngineConfig()
+    config = EngineConfig(prompt=args.prompt, max_context=args.max_context)
     if args.prompt_command == "judge":
         step = step_input(parse_row(args.row, 1, row))
         k = _candidate(args.candidate, len(step.candidates) - 1)
 
         def messages(tree: str | None = None) -> list[dict[str, str]]:
-            return step_judge_messages(step, k, config.history_steps, tree)
+            return step_judge_messages(step, k, config.history_steps, tree, style=args.prompt)
 
         axtree = step.axtree
     else:
@@ -117,9 +132,15 @@ def cmd_prompt(args: argparse.Namespace) -> int:
         axtree = need_str(args.row, 1, row, "text_observation")
 
         def messages(tree: str | None = None) -> list[dict[str, str]]:
-            return checklist_messages(intent, start_url, axtree if tree is None else tree)
+            return checklist_messages(
+                intent, start_url, axtree if tree is None else tree, args.prompt
+            )
 
-    out: dict[str, Any] = {"messages": messages()}
+    sampling = read_sampling(args.model) if args.model else NO_SAMPLING
+    settings = judging_settings(config, sampling, args.max_context)
+    if args.prompt_command == "checklist":
+        settings = {**settings, "temperature": 0.0}  # checklists are written greedily
+    out: dict[str, Any] = {"messages": messages(), "settings": settings}
     if args.model:
         tok = _tokenizer(args.model)
 
@@ -129,6 +150,11 @@ def cmd_prompt(args: argparse.Namespace) -> int:
         tree, cut = fit_axtree(
             axtree, tokens, args.max_context, config.output_reserve + config.context_margin
         )
-        out = {"messages": messages(tree), "prompt_tokens": tokens(tree), "truncated_axtree": cut}
+        out = {
+            "messages": messages(tree),
+            "prompt_tokens": tokens(tree),
+            "truncated_axtree": cut,
+            "settings": settings,
+        }
     print(json.dumps(out, ensure_ascii=False, indent=1))
     return 0

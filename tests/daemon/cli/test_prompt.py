@@ -25,11 +25,19 @@ def test_printed_messages_equal_the_authors_pipeline(
     expected = json.loads(path.with_name(path.name.replace(".row", ".expected")).read_text("utf-8"))
     row = json.loads(path.read_text("utf-8"))
     assert isinstance(row["step_id"], str)  # the official schema's string step ids are read
-    assert _run(capsys, "judge", "--row", str(path)) == {"messages": expected["chosen"]}
+    assert _run(capsys, "judge", "--row", str(path))["messages"] == expected["chosen"]
     for k in range(len(row["rejected"])):
         got = _run(capsys, "judge", "--row", str(path), "--candidate", f"rejected:{k}")
-        assert got == {"messages": expected[f"rejected:{k}"]}
-    assert _run(capsys, "checklist", "--row", str(path)) == {"messages": expected["checklist"]}
+        assert got["messages"] == expected[f"rejected:{k}"]
+    assert _run(capsys, "checklist", "--row", str(path))["messages"] == expected["checklist"]
+    base = json.loads(path.with_name(path.name.replace(".row", ".baselines.expected")).read_text())
+    for style in ("baseline", "baseline-likert"):
+        got = _run(capsys, "judge", "--row", str(path), "--prompt", style)
+        assert got["messages"] == base[style]["chosen"]
+        assert got["settings"]["prompt"] == style
+        assert got["settings"]["one_sample"] == "sampled at the temperature"
+        checklist = _run(capsys, "checklist", "--row", str(path), "--prompt", style)
+        assert checklist["messages"] == base[style]["checklist"]
 
 
 @pytest.mark.model
@@ -70,3 +78,26 @@ def test_bad_arguments_say_what_is_wrong(
     one = tmp_path / "one.jsonl"
     one.write_text(line + "\n", encoding="utf-8")
     assert main(["prompt", "checklist", "--row", str(one)]) == 0
+
+
+@pytest.mark.model
+def test_the_settings_shown_are_the_checkpoints(
+    capsys: pytest.CaptureFixture[str], tiny_model_path: Path, tmp_path: Path
+) -> None:
+    """With --model the sampling settings come from its generation_config.json."""
+    import shutil
+
+    model = tmp_path / "model"
+    shutil.copytree(tiny_model_path, model)
+    config = json.loads((model / "generation_config.json").read_text())
+    config.update(top_k=20, top_p=0.95, temperature=0.6)
+    (model / "generation_config.json").write_text(json.dumps(config))
+    got = _run(capsys, "judge", "--row", str(LONG), "--model", str(model))
+    sampling = got["settings"]["sampling"]
+    assert (sampling["top_k"], sampling["top_p"], sampling["repetition_penalty"]) == (
+        20,
+        0.95,
+        None,
+    )
+    assert got["settings"]["temperature"] == 1.0  # the request's, not the file's 0.6
+    assert got["settings"]["one_sample"] == "greedy"
