@@ -80,7 +80,8 @@ async def test_four_sessions_through_the_router_survive_a_replica_killed(
         backend = engine.backend
         assert isinstance(backend, OpenAIBackend) and backend.base_url == router.api
         backend.remote.probe_every_s = 0.5
-        daemon = await start_daemon(engine=engine, stats_interval_s=0.2)
+        # a step waits for its retries: the daemon's own limit must be longer than them
+        daemon = await start_daemon(engine=engine, stats_interval_s=0.2, request_timeout_s=600)
         monitor = await daemon.client(role="monitor", name="tui")
         await monitor.request({"type": "subscribe", "sessions": "*"})
         agents = [await daemon.client(name=f"agent-{i}") for i in range(SESSIONS)]
