@@ -23,6 +23,8 @@ Sections (each on a fresh daemon process with its own data dir):
   (another process) pings every 5 ms: worst and median ping round trip during each big
   message (issue 17's target: worst < 50 ms), beside the same figures for idle windows of
   the same length between them (the machine's noise floor);
+- ``huge_fields``: a 16 MB intent sent by one connection while another session scores
+  steps: that score's time beside its time alone (issue 23), and when the refusal came;
 - ``soak`` (``--soak S``): 20 clients observe/score/ping for S seconds: RSS growth and
   replies lost.
 """
@@ -44,6 +46,7 @@ import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -560,6 +563,48 @@ async def fairness(base: Path, quick: bool, heavy_mb: float) -> dict[str, Any]:
     }
 
 
+async def huge_fields(base: Path, quick: bool) -> dict[str, Any]:
+    """Issue 23: a 16 MB intent in one connection's ``session.start`` while another session
+    scores a step (before the length limits it held that score 41.8 s instead of 0.24 s).
+    The light score is timed from when the big frame is written (the bench's own JSON and
+    masking of 16 MB are ``huge_intent_send``); the refusal from before the write."""
+    rounds = 3 if quick else 10
+    async with running(base, "huge_fields", max_new_tokens=16) as d:
+        light = await Conn.open(d.url)
+        lsid = await light.start_session()
+        score = {"type": "score", "session_id": lsid, "candidates": CANDS, "approval": "never"}
+        alone, during, refused, sent = [], [], [], []
+        for _ in range(rounds):
+            t0 = time.perf_counter()
+            assert (await light.request(score))["type"] == "scored"
+            alone.append(time.perf_counter() - t0)
+        attacker = await Conn.open(d.url)
+        for _ in range(rounds):
+            n_events = len(attacker.events)
+            t0 = time.perf_counter()
+            await attacker.send({"type": "session.start", "intent": "Buy " * 4_000_000})
+            sent.append(time.perf_counter() - t0)  # this process's own dumps and masking
+            t1 = time.perf_counter()
+            r = await light.request(score)
+            during.append(time.perf_counter() - t1)
+            assert r["type"] == "scored", r
+            seen: Callable[[], bool] = partial(lambda n: len(attacker.events) > n, n_events)
+            await _until(seen, 60)  # the refusal (id-less: the frame is above 64 KiB)
+            refused.append(time.perf_counter() - t0)
+            assert attacker.events[-1]["code"] == "invalid_message", attacker.events[-1]
+        await attacker.close()
+        await light.close()
+    return {
+        "intent_mb": 16,
+        "rounds": rounds,
+        "light_score_alone_median_s": round(statistics.median(alone), 3),
+        "light_score_during_huge_intent_median_s": round(statistics.median(during), 3),
+        "light_score_during_huge_intent_worst_s": round(max(during), 3),
+        "huge_intent_send_median_s": round(statistics.median(sent), 3),
+        "huge_intent_refused_after_median_s": round(statistics.median(refused), 3),
+    }
+
+
 async def progress(base: Path, quick: bool) -> dict[str, Any]:
     """The largest valid ``score`` (64 candidates × 5 samples), its requester reading."""
     k, n = (8, 2) if quick else (64, 5)
@@ -748,7 +793,16 @@ async def soak(base: Path, seconds: float, clients: int = 20) -> dict[str, Any]:
     }
 
 
-SECTIONS = ["pipelining", "preauth", "idle_sessions", "kill9", "fairness", "progress", "stall"]
+SECTIONS = [
+    "pipelining",
+    "preauth",
+    "idle_sessions",
+    "kill9",
+    "fairness",
+    "progress",
+    "stall",
+    "huge_fields",
+]
 
 
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:
