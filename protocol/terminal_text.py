@@ -21,6 +21,15 @@ _TABLE = {code: _visible(code) for code in _UNSAFE}
 _TABLE_MULTILINE = {**_TABLE, ord("\n"): "\n", ord("\t"): "\t"}
 
 
+_JSON_TABLE = {code: f"\\u{code:04x}" for code in _UNSAFE if code >= 0x7F}
+
+
+def json_terminal_safe(json_text: str) -> str:
+    """JSON text (``ensure_ascii=False``: JSON itself escapes C0 controls) with DEL, C1 and
+    bidi-override characters as ``\\uXXXX`` escapes: the same JSON, safe for a terminal."""
+    return json_text.translate(_JSON_TABLE)
+
+
 def terminal_safe(text: str, *, multiline: bool = False) -> str:
     """``text`` with every control, C1 and bidi-override character written as a visible
     escape; ``multiline`` keeps newlines and tabs (elsewhere they are escaped too)."""

@@ -18,6 +18,7 @@ from webshepherd.daemon.engine.engine import (
 from webshepherd.daemon.engine.prompts import PROMPT_STYLES
 from webshepherd.daemon.offline.evaluation.rows import DataError, need_str, read_rows
 from webshepherd.protocol.errors import WebShepherdError
+from webshepherd.protocol.terminal_text import json_terminal_safe
 
 _CANDIDATE = re.compile(r"^(?:chosen|rejected:(\d+))$")
 
@@ -156,5 +157,5 @@ def cmd_prompt(args: argparse.Namespace) -> int:
             "truncated_axtree": cut,
             "settings": settings,
         }
-    print(json.dumps(out, ensure_ascii=False, indent=1))
+    print(json_terminal_safe(json.dumps(out, ensure_ascii=False, indent=1)))
     return 0
