@@ -151,7 +151,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     print(json.dumps(info, indent=2))
     print(
         f"exported {info['rows']} rows from {len(sessions)} sessions "
-        f"({info['skipped']} steps skipped: "
+        f"({info['skipped']} {'candidates and checklists' if args.format == 'sft' else 'steps'} "
+        "skipped: "
         f"{', '.join(f'{k} {v}' for k, v in info['skipped_by_reason'].items()) or 'none'})",
         file=sys.stderr,
     )

@@ -1,4 +1,5 @@
-"""Recorded sessions → rows in the WebPRM Collection preference-pair schema, and SFT rows.
+"""Recorded sessions → rows in the WebPRM Collection preference-pair schema, and SFT rows
+(targets from ground truth only: :func:`sft_rows`, docs/training.md).
 
 The chosen action of a step, in order of trust: a person's decision on an approval
 request (approved: the candidate, or the edited action), an action a person executed
@@ -14,15 +15,25 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlparse
 
 from webshepherd.daemon.browser.actions import read_recorded
-from webshepherd.daemon.engine.prompts import format_trajectory, judge_messages
+from webshepherd.daemon.engine.prompts import (
+    checklist_messages,
+    format_trajectory,
+    judge_messages,
+)
 from webshepherd.daemon.offline.export.negatives import is_negative
 from webshepherd.daemon.offline.export.redact import Redactor, mask_password_lines
+from webshepherd.daemon.offline.training.targets import (
+    Label,
+    checklist_target,
+    feedback,
+    judge_target,
+)
 from webshepherd.daemon.recorder import History
-from webshepherd.daemon.recorder.timeline import Timeline
+from webshepherd.daemon.recorder.timeline import Step, Timeline
 from webshepherd.protocol.common import SessionSummary, Turn
 from webshepherd.protocol.errors import WebShepherdError
 
@@ -88,7 +99,6 @@ class StepRecord:
     human_rejected: list[dict[str, str]]
     checklist_text: str
     checklist_items: list[str]
-    samples: dict[str, list[tuple[str, float | None]]]  # action -> recorded judge outputs
 
 
 def _steps(tl: Timeline) -> Iterator[StepRecord]:
@@ -99,11 +109,9 @@ def _steps(tl: Timeline) -> Iterator[StepRecord]:
         if not st.scorings or st.observed_at is None:
             continue
         cands: dict[str, _Cand] = {}
-        samples: dict[str, list[tuple[str, float | None]]] = {}
         for scoring in st.scorings:
             for c in scoring.candidates:
                 cands[c.action] = _Cand(c.thought, c.action, c.reward)  # a later scoring wins
-                samples[c.action] = [(t.text, t.reward) for t in c.samples]
         chosen: dict[str, str] | None = None
         rejected: list[dict[str, str]] = []
         for a in st.approvals:
@@ -147,7 +155,6 @@ def _steps(tl: Timeline) -> Iterator[StepRecord]:
             rejected,
             cl_text,
             cl_items,
-            samples,
         )
 
 
@@ -273,6 +280,32 @@ def webprm_rows(
         yield row
 
 
+def _truth(
+    st: Step, cands: dict[str, _Cand], done_before: Sequence[bool]
+) -> dict[str, tuple[list[Label], str]]:
+    """Each candidate of ``st`` with ground truth: its item labels and their source. A
+    person's labels beat the environment's (the later of one source wins); a candidate a
+    person rejected or edited away, without labels, is labelled from what was done before
+    the step: those items Yes, the others No."""
+    truth: dict[str, tuple[list[Label], str]] = {}
+    for source in ("environment", "person"):
+        for lab in st.labels:
+            if lab.source == source and lab.action in cands and len(lab.items) == len(done_before):
+                truth[lab.action] = (cast(list[Label], list(lab.items)), source)
+    for a in st.approvals:
+        if a.decision not in ("reject", "edit") or (a.decision == "edit" and not a.action):
+            continue
+        away = next(
+            (c.action for sc in reversed(st.scorings) for c in sc.candidates
+             if c.index == a.candidate_index),
+            None,
+        )  # fmt: skip
+        edited_to_itself = a.decision == "edit" and away == a.action
+        if away is not None and away in cands and away not in truth and not edited_to_itself:
+            truth[away] = ([("yes" if d else "no") for d in done_before], "person_rejected")
+    return truth
+
+
 def sft_rows(
     history: History,
     sessions: Sequence[SessionSummary],
@@ -282,38 +315,74 @@ def sft_rows(
     progress: Callable[[int], None] | None = None,
     summary: Summary | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """Instruction-tuning rows: the judge prompt the model sees for a candidate, and as target
-    the model's recorded feedback and checklist judgement. Only steps with a trustworthy
-    chosen action are used, and only the chosen candidate and the rejected ones."""
+    """Instruction-tuning rows with targets from ground truth only (docs/training.md), never
+    from the judge's recorded output: per session, the checklist prompt with the reference
+    checklist a user gave as target (none for a generated one), and per scored candidate
+    with truth (:func:`_truth`) the judge prompt it was scored with and as target the
+    judgement written from its labels (``targets.judge_target``). A candidate without truth
+    gives no row (``skipped_by_reason``: ``no_ground_truth``). ``label`` says where the
+    truth came from: ``reference``, ``environment``, ``person``, ``person_rejected``."""
     summ = summary if summary is not None else Summary()
-    for s, red, rec, chosen in _trusted_steps(history, sessions, redact, progress, summ):
+    for s in sessions:
         sid = s.session_id
-        labelled = [("chosen", chosen), *(("rejected", r) for r in pick_rejected(rec))]
-        wrote = 0
-        for label, turn in labelled:
-            outputs = [(t, r) for t, r in rec.samples.get(turn["action"], []) if r is not None]
-            if not outputs:
-                continue
-            # the recorded judgement that agrees best with the label
-            outputs.sort(key=lambda o: o[1] or 0.0, reverse=label == "chosen")
-            hist = [Turn(red.text(t.thought), red.action(t.action, "")) for t in rec.history]
-            msgs = judge_messages(
-                intent=red.text(s.intent),
-                trajectory=format_trajectory(hist, history_steps),
-                current_url=red.text(rec.url),
-                text_observation=red.text(mask_password_lines(rec.axtree)),
-                checklist=red.text(rec.checklist_text),
-                thought=red.text(turn.get("thought") or ""),
-                action=red.action(turn["action"], rec.axtree),
+        tl = history.timeline(sid)
+        if tl is None:
+            raise WebShepherdError(f"no recorded session {sid}")
+        red = Redactor(redact)
+        _learn(red, tl)
+        summ.per_session[sid] = 0
+        cl_text = tl.checklist.text if tl.checklist else ""
+        n_items = len(tl.checklist.items) if tl.checklist else 0
+        first = next((st for st in tl.steps if st.observed_at is not None), None)
+        if tl.checklist is not None and tl.checklist.source == "reference" and first is not None:
+            msgs = checklist_messages(
+                red.text(s.intent),
+                red.text(s.start_url or first.url),
+                red.text(mask_password_lines(first.axtree)),
             )
-            target = red.text(outputs[0][0])
-            yield _layout(layout, msgs, target, sid, rec.step, label)
-            wrote += 1
-        if not wrote:
-            summ.skipped["no_recorded_judgement"] += 1
-            continue
-        summ.rows += wrote
-        summ.per_session[sid] += wrote
+            titles = [red.text(i.title) for i in tl.checklist.items]
+            target = checklist_target(red.text(cl_text), titles)
+            yield _layout(layout, msgs, target, sid, 0, "reference")
+            summ.rows += 1
+            summ.per_session[sid] += 1
+        elif tl.checklist is not None:
+            summ.skipped["generated_checklist"] += 1
+        done_before = [False] * n_items
+        for st in tl.steps:
+            if not st.scorings or st.observed_at is None:
+                continue
+            if progress:
+                progress(1)
+            cands: dict[str, _Cand] = {}
+            for scoring in st.scorings:
+                for c in scoring.candidates:
+                    cands[c.action] = _Cand(c.thought, c.action, c.reward)  # a later one wins
+            truth = _truth(st, cands, done_before) if n_items else {}
+            if len(truth) < len(cands):
+                summ.skipped["no_ground_truth"] += len(cands) - len(truth)
+            history_turns = [x for x in tl.actions if x.step < st.step]
+            hist = [
+                Turn(red.text(x.thought or ""), red.action(x.action, "")) for x in history_turns
+            ]
+            for action, (labels, source) in truth.items():
+                if not read_recorded(action).parsed:
+                    summ.unparsed_actions.append({"task_id": sid, "step_id": st.step})
+                msgs = judge_messages(
+                    intent=red.text(s.intent),
+                    trajectory=format_trajectory(hist, history_steps),
+                    current_url=red.text(st.url),
+                    text_observation=red.text(mask_password_lines(st.axtree)),
+                    checklist=red.text(cl_text),
+                    thought=red.text(cands[action].thought or ""),
+                    action=red.action(action, st.axtree),
+                )
+                target = judge_target(labels, feedback(labels, done_before))
+                yield _layout(layout, msgs, target, sid, st.step, source)
+                summ.rows += 1
+                summ.per_session[sid] += 1
+            executed = st.executed[-1].action if st.executed else None
+            if executed in truth:  # what the executed action completed stays known as done
+                done_before = [lab == "yes" for lab in truth[executed][0]]
 
 
 def _layout(

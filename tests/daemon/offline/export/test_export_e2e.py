@@ -140,7 +140,17 @@ async def record(daemon) -> dict[str, str]:
     )
     await agent.request({"type": "observe", "session_id": s1, **HOME})
     await _score(agent, s1, ["scroll(0, 300)", "click('7')", "goto('http://shop.local/')"])
-    await agent.wait_for("scored", timeout=60)
+    step1 = (await agent.wait_for("scored", timeout=60))["step"]
+    # ground truth for two of its candidates (the SFT export learns only from truth): the
+    # environment knows click('7') leaves the sign-in done, a person says the scroll does
+    truth = [
+        (agent, "click('7')", ["yes", "no"], "environment"),
+        (approver, "scroll(0, 300)", ["yes", "in_progress"], "person"),
+    ]
+    for c, action, items, source in truth:
+        label = {"type": "label", "session_id": s1, "step": step1, "action": action}
+        labelled = await c.request({**label, "items": items, "source": source})
+        assert labelled["type"] == "label.recorded", labelled
     await agent.request(
         {
             "type": "action",
@@ -329,42 +339,60 @@ async def test_export_load_and_rewardbench(daemon, tmp_path, capsys, tiny_model_
         len(v["rewards"]) == len(report["rows"][k]["rewards"]) for k, v in report2["rows"].items()
     )
 
-    # sft rows: the exact judge prompt and the recorded judgement, no secrets
+    # sft rows: targets from ground truth only, never from the judge's recorded output: each
+    # session's reference checklist, the candidates labelled at session 1's step 1, and the
+    # candidate a person edited away at its step 0 (No for every item: nothing was done yet)
     sft = tmp_path / "sft.jsonl"
-    rc = await asyncio.to_thread(
-        _cli, "export", "--format", "sft", "--out", str(sft), "--data-dir", data_dir, "--quiet"
-    )
+    capsys.readouterr()  # what the harness printed
+    args = ["export", "--format", "sft", "--out", str(sft), "--data-dir", data_dir, "--quiet"]
+    rc = await asyncio.to_thread(_cli, *args, "--sessions", s1, s2, s3)  # not the eval's
     assert rc == 0
-    capsys.readouterr()
+    info = json.loads(capsys.readouterr().out)
     sft_rows = [json.loads(line) for line in sft.read_text().splitlines()]
-    assert sft_rows and SECRET not in sft.read_text()
-    first = sft_rows[0]
-    assert first["conversations"][0]["from"] == "human"
-    assert "Checklist 1: Sign in" in first["conversations"][0]["value"]
-    assert first["conversations"][1]["value"].strip() and "system" in first
-    assert {r["label"] for r in sft_rows} <= {"chosen", "rejected"}
-    # the demonstrated click('6') was never scored (no judgement to learn from); the
-    # rejected candidates of that step were, and their prompts are the engine's
-    demo = [r for r in sft_rows if (r["task_id"], r["step_id"]) == (s1, 1)]
-    assert {r["label"] for r in demo} == {"rejected"}
-    expected = {
-        judge_messages(
-            intent="Sign in and open my orders",
-            trajectory=format_trajectory(
-                [Turn("The password is [REDACTED]", "fill('3', '[REDACTED]')")]
-            ),
-            current_url=HOME["url"],
-            text_observation=HOME["axtree"],
-            checklist=step1["checklist"],
-            thought=f"I will {a}",
-            action=a,
-        )[1]["content"]
-        for a in ("scroll(0, 300)", "click('7')", "goto('http://shop.local/')")
+    assert SECRET not in sft.read_text()
+    got = {(r["task_id"], r["step_id"], r["label"]): r for r in sft_rows}
+    assert set(got) == {
+        (s1, 0, "reference"),
+        (s2, 0, "reference"),
+        (s3, 0, "reference"),
+        (s1, 0, "person_rejected"),
+        (s1, 1, "environment"),
+        (s1, 1, "person"),
     }
-    # a candidate whose recorded judgements were all cut (the tiny model rambles at times)
-    # has no judgement to learn from and gives no row
-    got = {r["conversations"][0]["value"] for r in demo}
-    assert got and got <= expected
+    assert info["rows"] == 6 and info["skipped_by_reason"] == {"no_ground_truth": 2 + 1 + 4 + 2}
+    checklist = got[(s2, 0, "reference")]["conversations"]
+    assert checklist[1]["value"].endswith("[CHECKLISTS]\n" + CHECKLIST)
+    assert "Open my orders" in checklist[0]["value"]
+
+    def answer(row):
+        return row["conversations"][1]["value"]
+
+    assert answer(got[(s1, 0, "person_rejected")]) == (
+        "The action does not move the task forward.\n\n<answer>\nChecklist 1: No\n"
+        "Checklist 2: No\n</answer>"
+    )
+    assert answer(got[(s1, 1, "environment")]) == (
+        "The action completes Checklist 1.\n\n<answer>\nChecklist 1: Yes\n"
+        "Checklist 2: No\n</answer>"
+    )
+    assert answer(got[(s1, 1, "person")]).startswith(
+        "The action completes Checklist 1 and makes progress on Checklist 2."
+    )
+    # the judge prompt is the engine's, for the labelled candidate
+    expected = judge_messages(
+        intent="Sign in and open my orders",
+        trajectory=format_trajectory(
+            [Turn("The password is [REDACTED]", "fill('3', '[REDACTED]')")]
+        ),
+        current_url=HOME["url"],
+        text_observation=HOME["axtree"],
+        checklist=step1["checklist"],
+        thought="I will click('7')",
+        action="click('7')",
+    )
+    env = got[(s1, 1, "environment")]
+    assert env["conversations"][0]["value"] == expected[1]["content"]
+    assert env["system"] == expected[0]["content"]
 
 
 async def test_export_errors(tmp_path, capsys):

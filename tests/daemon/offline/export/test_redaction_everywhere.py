@@ -24,6 +24,9 @@ OBS = {
 
 
 async def _record(daemon) -> str:
+    """A session with a secret everywhere. It carries ground truth (a reference checklist,
+    the environment's labels for a candidate, a person's edit), so the SFT export has rows
+    whatever the tiny judge writes: this test is about redaction, not judgements."""
     agent = await daemon.client()
     approver = await daemon.client(role="extension", name="ext")
     r = await agent.request(
@@ -69,7 +72,18 @@ async def _record(daemon) -> str:
             "note": f"note {SECRET}",
         }
     )
-    await agent.wait_for("scored", timeout=60)
+    scored = await agent.wait_for("scored", timeout=60)
+    labelled = await agent.request(
+        {
+            "type": "label",
+            "session_id": sid,
+            "step": scored["step"],
+            "action": cands[1]["action"],
+            "items": ["no", "no"],
+            "source": "environment",
+        }
+    )
+    assert labelled["type"] == "label.recorded", labelled
     await agent.request(
         {"type": "session.end", "session_id": sid, "outcome": "success", "answer": f"done {SECRET}"}
     )
@@ -114,7 +128,7 @@ async def test_redact_covers_every_column_and_file_name(daemon, tmp_path, capsys
     )
     assert rc == 0
     summary = json.loads(capsys.readouterr().out)
-    assert summary["rows"] >= 1
+    assert summary["rows"] >= (2 if fmt == "sft" else 1)  # sft: the checklist and a label
     files = [p for p in out.rglob("*") if p.is_file()]
     assert files
     for p in out.rglob("*"):
