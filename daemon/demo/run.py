@@ -35,6 +35,7 @@ from rich.markup import escape
 from webshepherd.daemon.demo.agent import Proposal, ShopAgent
 from webshepherd.daemon.demo.browser import Browser
 from webshepherd.daemon.demo.demo_setup import demo_servers, load_demo_engine, print_noise_note
+from webshepherd.daemon.demo.shop import ShopServer
 from webshepherd.daemon.demo.variants import ShopVariant, variant
 from webshepherd.daemon.dev.screenshots import HEIGHT, WIDTH, axtree_png
 from webshepherd.protocol.agents.environment import ActionError
@@ -99,7 +100,13 @@ async def _drive(
     policy: str = "scripted",
     vision: bool = False,
     shop: ShopVariant | None = None,
+    shop_server: ShopServer | None = None,
 ) -> tuple[list[StepRecord], bool, str | None, str]:
+    """Run the scripted agent through the shop, scoring each step; with ``shop_server`` (the
+    shop in this process) the shop's labels of every scored candidate go to the recording
+    too (``label``, source environment: ground truth for ``webshepherd export --format sft``)."""
+    from webshepherd.daemon.demo.episodes import outcomes
+    from webshepherd.daemon.demo.progress import Progress, measure
     from webshepherd.protocol import Observation
     from webshepherd.protocol.client import AsyncClient
 
@@ -127,6 +134,9 @@ async def _drive(
             agent="demo-agent",
         )
         checklist = await session.checklist(timeout=120)
+        progress = Progress()
+        if shop_server is not None:
+            progress = measure(shop, shop_server.state, first.url, first.axtree, progress)
         titles = {it.index: it.title for it in checklist.items}
         console.print(f"session [bold]{session.session_id}[/], checklist ({checklist.source}):")
         for i, title in sorted(titles.items()):
@@ -148,6 +158,13 @@ async def _drive(
             scored = await session.score(
                 [(p.thought, p.action) for p in proposals], samples=samples, approval="never"
             )
+            if shop_server is not None:  # what the shop knows: each candidate tried on a copy
+                acts = [p.action for p in proposals]
+                after = await asyncio.to_thread(
+                    outcomes, shop_server, browser, shop, progress, acts
+                )
+                for a in dict.fromkeys(acts):
+                    await session.label(scored.step, a, after[a].labels(progress))
             rewards = [r.reward for r in sorted(scored.results, key=lambda r: r.index)]
             good = next(i for i, p in enumerate(proposals) if p.good)
             chosen = scored.best if policy == "reward" and scored.best is not None else good
@@ -172,6 +189,8 @@ async def _drive(
                 rec.error = str(exc)
                 console.print(f"  [red]action failed:[/] {escape(str(exc))}")
             await session.act(action.action, action.thought)
+            if shop_server is not None:
+                progress = after[action.action]
             rec.latency_ms = (time.perf_counter() - t_step) * 1000
         done = agent.done(browser.url)
         if done:
@@ -384,4 +403,5 @@ async def _serve_and_drive(
             policy,
             vision,
             shop,
+            shop_server,
         )
