@@ -1,4 +1,6 @@
-"""Keeping secrets out of exports: password values always, ``--redact`` patterns on request."""
+"""Keeping secrets out of what leaves the daemon (exports, reports, OpenTelemetry traces):
+password values always, ``--redact`` patterns on request. Shared by the serving core and the
+offline tools, so it sits beside neither."""
 
 from __future__ import annotations
 
@@ -6,7 +8,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from webshepherd.daemon.browser.actions import FILLS, read_recorded
+from webshepherd.protocol.actions import FILLS, read_recorded
 from webshepherd.protocol.errors import WebShepherdError
 
 MASK = "[REDACTED]"

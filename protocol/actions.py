@@ -1,5 +1,7 @@
-"""BrowserGym action strings, the project's one action parser (sans-I/O; parsed with
-``ast``, never evaluated).
+"""BrowserGym action strings, the project's one action module: the vocabulary, the parser and
+:class:`ActionError` (sans-I/O; parsed with ``ast``, never evaluated). It sits in the protocol
+package so that the SDK, the serving core, the harness, the offline tools and the TUI may all
+import it (the import contracts in pyproject.toml keep the browser stack out of the serving core).
 
 :func:`parse_action` reads what a browser runs (the Playwright harness, the demo's text
 browser): one call per string, Python call syntax, literal arguments only, positional or
@@ -21,7 +23,14 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from webshepherd.protocol.agents.environment import ActionError
+from webshepherd.protocol.errors import ErrorCode, WebShepherdError
+
+
+class ActionError(WebShepherdError):
+    """An action could not run; the message says which action and why."""
+
+    code = ErrorCode.INVALID_MESSAGE
+
 
 _REQUIRED: Any = object()
 _BUTTONS = ("left", "middle", "right")

@@ -25,8 +25,8 @@ import contextlib
 import re
 from typing import Any
 
-from webshepherd.daemon.browser.actions import Action, parse_action
 from webshepherd.daemon.browser.chromium import CAPTURE_EXACT, capture
+from webshepherd.protocol.actions import Action, parse_action
 from webshepherd.protocol.agents.environment import ActionError, ActionResult, PageState
 
 _BID = re.compile(r"[A-Za-z]*[0-9]*")

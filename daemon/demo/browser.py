@@ -1,6 +1,6 @@
 """A text "browser" for the demo: loads pages over HTTP and runs BrowserGym-style actions.
 
-Actions are read by the project's one parser (:mod:`webshepherd.daemon.browser.actions`);
+Actions are read by the project's one parser (:mod:`webshepherd.protocol.actions`);
 the text browser runs ``click('bid')``, ``fill('bid', 'text')``,
 ``press('bid', 'Enter')``, ``go_back()``, ``goto('url')``, and the no-ops
 ``scroll(x, y)``, ``hover('bid')``, ``focus('bid')``, ``noop()``. Clicking a link follows it;
@@ -15,8 +15,8 @@ import urllib.request
 from dataclasses import dataclass
 from urllib.parse import urlencode, urljoin
 
-from webshepherd.daemon.browser.actions import Action, parse_action
 from webshepherd.daemon.demo.axtree import Node, Page, parse_html, role_of, to_axtree
+from webshepherd.protocol.actions import Action, parse_action
 from webshepherd.protocol.agents.environment import ActionError
 
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never a proxy

@@ -12,8 +12,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from webshepherd.daemon.browser.actions import parse_action
 from webshepherd.daemon.demo import browser as text_browser
+from webshepherd.protocol.actions import parse_action
 from webshepherd.protocol.agents import ActionError, ActionResult, PageState
 
 

@@ -22,8 +22,8 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlparse
 
-from webshepherd.daemon.browser.actions import read_recorded
-from webshepherd.daemon.offline.export.redact import Redactor
+from webshepherd.daemon.redact import Redactor
+from webshepherd.protocol.actions import read_recorded
 from webshepherd.protocol.common import OtlpStats
 from webshepherd.protocol.errors import WebShepherdError
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from webshepherd.protocol.errors import ErrorCode, WebShepherdError
+from webshepherd.protocol.actions import ActionError
+
+__all__ = ["ActionError", "ActionResult", "Environment", "PageState"]
 
 
 @dataclass(frozen=True)
@@ -34,12 +36,6 @@ class ActionResult:
     def done(self) -> bool:
         """Whether the action ends the episode (an answer or an infeasibility report)."""
         return self.message is not None or self.infeasible is not None
-
-
-class ActionError(WebShepherdError):
-    """An action could not run; the message says which action and why."""
-
-    code = ErrorCode.INVALID_MESSAGE
 
 
 @runtime_checkable

@@ -8,8 +8,8 @@ import asyncio
 import json
 
 import pytest
-from webshepherd.daemon.browser.actions import parse_action as parse_browser_action
 from webshepherd.daemon.cli import main
+from webshepherd.protocol.actions import parse_action as parse_browser_action
 from webshepherd.protocol.agents.environment import ActionError
 
 from tests.fixtures.daemon import OBS, start_session

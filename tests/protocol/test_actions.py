@@ -4,7 +4,7 @@ run), and recorded ones read as text."""
 from __future__ import annotations
 
 import pytest
-from webshepherd.daemon.browser.actions import SIGNATURES, parse_action, read_recorded
+from webshepherd.protocol.actions import SIGNATURES, parse_action, read_recorded
 from webshepherd.protocol.agents.environment import ActionError
 from webshepherd.protocol.errors import WebShepherdError
 

@@ -9,9 +9,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from webshepherd.daemon.offline.export.redact import Redactor
 from webshepherd.daemon.recorder import History
 from webshepherd.daemon.recorder.timeline import Timeline
+from webshepherd.daemon.redact import Redactor
 
 _EXT = {"image/png": "png", "image/jpeg": "jpg", "image/webp": "webp"}
 

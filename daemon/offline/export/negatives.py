@@ -6,14 +6,14 @@ directly vs clicking it first). :func:`is_negative` keeps only clearly invalid o
 
 from __future__ import annotations
 
-from webshepherd.daemon.browser.actions import (
+from webshepherd.daemon.sessions.plans import normalize
+from webshepherd.protocol.actions import (
     CLICKS,
     FILLS,
     OP_ONLY,
     RecordedAction,
     read_recorded,
 )
-from webshepherd.daemon.sessions.plans import normalize
 
 
 def _op(p: RecordedAction) -> str:

@@ -13,7 +13,6 @@ from typing import Any
 
 from webshepherd.daemon.engine.prompts import format_trajectory
 from webshepherd.daemon.engine.types import Turn
-from webshepherd.daemon.offline.export.redact import Redactor, mask_password_lines
 from webshepherd.daemon.offline.export.webprm import (
     StepRecord,
     Summary,
@@ -21,6 +20,7 @@ from webshepherd.daemon.offline.export.webprm import (
     pick_rejected,
 )
 from webshepherd.daemon.recorder import History
+from webshepherd.daemon.redact import Redactor, mask_password_lines
 from webshepherd.protocol.common import SessionSummary
 
 POLICY_SYSTEM = (

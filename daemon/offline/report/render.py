@@ -9,8 +9,6 @@ import time
 from collections.abc import Iterable, Sequence
 from html import escape
 
-from webshepherd.daemon.browser.actions import read_recorded
-from webshepherd.daemon.offline.export.redact import Redactor, mask_password_lines
 from webshepherd.daemon.offline.report.figures import (
     CANDIDATE_COLOURS,
     DECISION_COLOURS,
@@ -23,6 +21,8 @@ from webshepherd.daemon.offline.report.figures import (
     reward_curve,
 )
 from webshepherd.daemon.recorder.timeline import Candidate, Step, Timeline
+from webshepherd.daemon.redact import Redactor, mask_password_lines
+from webshepherd.protocol.actions import read_recorded
 from webshepherd.protocol.progress import (
     FirstBadSteps,
     StepJudgement,

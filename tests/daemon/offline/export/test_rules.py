@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from webshepherd.daemon.offline.export.negatives import is_negative
-from webshepherd.daemon.offline.export.redact import (
+from webshepherd.daemon.redact import (
     MASK,
     Redactor,
     mask_password_lines,
