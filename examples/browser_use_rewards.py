@@ -60,7 +60,7 @@ class ScriptedChat:
         from browser_use.llm.views import ChatInvokeCompletion
 
         self.calls += 1
-        page = "\n".join(str(m.content) for m in messages)
+        page = "\n".join(str(getattr(m, "text", None) or m.content) for m in messages)
         # the page comes last (the prompt's own examples come before it)
         search = re.findall(r"\[(\d+)\]<input", page)  # the shop's search box
         button = re.findall(r"\[(\d+)\]<button", page)  # and its button

@@ -11,6 +11,7 @@ import runpy
 import sys
 from typing import Any
 
+import pytest
 from browser_use import Agent, BrowserProfile, BrowserSession
 from browser_use.llm.views import ChatInvokeCompletion
 from webshepherd.daemon.demo.shop import ShopServer
@@ -244,6 +245,7 @@ async def test_the_overlay_follows_the_session_with_the_extension_loaded(
             await client.close()
 
 
+@pytest.mark.timeout(900)  # up to 10 steps of refinement with the tiny model, in a subprocess
 async def test_the_example_runs_as_written_offline(daemon: Daemon) -> None:
     """``python examples/browser_use_rewards.py``: the bundled shop, the scripted chat model."""
     env = {
@@ -259,7 +261,7 @@ async def test_the_example_runs_as_written_offline(daemon: Daemon) -> None:
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
-    out, err = await asyncio.wait_for(proc.communicate(), 240)
+    out, err = await asyncio.wait_for(proc.communicate(), 840)
     assert proc.returncode == 0, err.decode()[-3000:]
     lines = out.decode().splitlines()
     assert any(line.split()[1:2] and line.split()[1].startswith("fill(") for line in lines), lines
