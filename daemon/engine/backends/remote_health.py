@@ -2,9 +2,10 @@
 and the server's own counters where it publishes vLLM's Prometheus metrics (``GET /metrics``
 at the server's root: requests running and waiting, prefix-cache queries and hits, in tokens).
 
-Behind a router (``vllm-router``) ``/metrics`` is the router's, not the replicas': the cache
-figures then come from the replies' ``usage.prompt_tokens_details.cached_tokens`` (replicas
-started with ``--enable-prompt-tokens-details``), which this counts too.
+The replies' ``usage.prompt_tokens_details.cached_tokens`` (``vllm serve
+--enable-prompt-tokens-details``) are counted too. Behind ``vllm-router`` (0.1.17) neither is
+there: ``/metrics`` is the router's own, and the replies it passes on carry no cached-token
+count; each replica's own ``/metrics`` has its cache figures.
 """
 
 from __future__ import annotations

@@ -113,6 +113,11 @@ async def test_four_sessions_through_the_router_survive_a_replica_killed(
             assert all(r["probabilities"] == "top_k" for r in reply["results"])
         assert second_replica.proc.poll() is not None and served.proc.poll() is None
         health = backend.remote.read()
+        print(  # for the record in the test log: what the kill cost
+            f"killed replica-b at {killed_at:.1f}; backend retries {health['retries']}, "
+            f"failures {health['failures']}, agent retries {agent_retries}"
+        )
+        assert health["requests"] >= SESSIONS * STEPS
         assert health["failures"] <= agent_retries  # each failure was answered, then retried
         monitor.inbox.clear()  # stats from now on: nothing in flight any more
         stats = await monitor.wait_for(
@@ -120,10 +125,8 @@ async def test_four_sessions_through_the_router_survive_a_replica_killed(
         )
         remote = stats["remote"]
         assert remote["base_url"] == router.api and remote["in_flight"] == 0
-        assert remote["cached_prompt_tokens"] is not None  # the replicas report cached tokens
-        print(  # for the record in the test log: what the kill cost
-            f"killed replica-b {killed_at:.1f}; backend retries {health['retries']}, "
-            f"failures {health['failures']}, agent retries {agent_retries}"
-        )
+        # vllm-router's /metrics are its own and its replies carry no cached-token count:
+        # no cache figures behind it (each replica's own /metrics have them)
+        assert remote["prefix_cache_hits"] is None
     finally:
         router.stop()
