@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 from textual.widgets import DataTable
+from webshepherd.protocol.errors import WebShepherdError
 from webshepherd.tui.app import WebShepherdApp
-from webshepherd.tui.screens.history import HistoryScreen
+from webshepherd.tui.screens.history import HistoryScreen, write_report
 
 from tests.fixtures.daemon import TEST_TOKEN, start_session
 from tests.tui.helpers import FixedProbe, wait_until
@@ -46,3 +47,10 @@ async def test_history_r_writes_the_selected_report(daemon, tmp_path):
         target = tmp_path / "reports" / f"webshepherd-{sid}.html"
         await wait_until(pilot, lambda: history.last_report == target, what="the second report")
         assert html.count('class="step"') < target.read_text().count('class="step"')
+
+
+async def test_report_of_an_unknown_session_is_a_clear_error(tmp_path):
+    """The report runs as ``webshepherd report`` in a child process; its error comes back."""
+    with pytest.raises(WebShepherdError, match="no recording at "):
+        await write_report("nope", tmp_path / "nope.html", tmp_path)
+    assert not (tmp_path / "nope.html").exists()

@@ -4,6 +4,7 @@ HTML report (from the local recording, as ``webshepherd report`` does)."""
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -108,15 +109,27 @@ class HistoryScreen(Screen[None]):
 
     @work(exclusive=True, group="report")
     async def write_report(self, session_id: str) -> None:
-        from webshepherd.daemon.cli.report import write_report
-        from webshepherd.daemon.config import default_data_dir
-
-        data_dir = self.data_dir or default_data_dir()
         out = (self.report_dir or Path.cwd()) / f"webshepherd-{session_id}.html"
         try:
-            path = await asyncio.to_thread(write_report, data_dir, session_id, out)
+            path = await write_report(session_id, out, self.data_dir)
         except WebShepherdError as exc:
             self.notify(f"report: {terminal_safe(exc.message)}", severity="error", markup=False)
             return
         self.last_report = path
         self.notify(f"report written: {terminal_safe(str(path))}", timeout=8, markup=False)
+
+
+async def write_report(session_id: str, out: Path, data_dir: Path | None = None) -> Path:
+    """Write ``session_id``'s HTML report to ``out`` by running ``webshepherd report`` (the
+    TUI imports only the protocol, the client and itself; the import contracts check it)."""
+    argv = [sys.executable, "-m", "webshepherd.daemon.cli", "report", session_id, "--out", str(out)]
+    if data_dir is not None:
+        argv += ["--data-dir", str(data_dir)]
+    proc = await asyncio.create_subprocess_exec(
+        *argv, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE
+    )
+    _, err = await proc.communicate()
+    if proc.returncode != 0:
+        lines = err.decode("utf-8", "replace").strip().splitlines()
+        raise WebShepherdError(lines[-1] if lines else f"exited with {proc.returncode}")
+    return out
