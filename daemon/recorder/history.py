@@ -10,7 +10,7 @@ from typing import Any
 
 from webshepherd.daemon.recorder.store import Recorder
 from webshepherd.daemon.recorder.timeline import Timeline, read_timeline
-from webshepherd.daemon.sessions.state import SessionState
+from webshepherd.daemon.records import StoredScore, StoredSession
 from webshepherd.protocol.common import AgentInfo, ChecklistItem, ItemProbs, SessionSummary, Turn
 from webshepherd.protocol.errors import WebShepherdError
 from webshepherd.protocol.progress import item_levels
@@ -181,43 +181,26 @@ class History:
         )
         return [(r["request_id"], r["session_id"]) for r in rows]
 
-    def load_state(self, session_id: str) -> SessionState | None:
-        """Rebuild what the session machine needs to continue a session after a restart."""
-        from webshepherd.daemon.sessions.convert import parsed_checklist
-
+    def stored_session(self, session_id: str) -> StoredSession | None:
+        """What the session machine needs to continue ``session_id`` after a restart."""
         row = self.db.execute(
             "SELECT * FROM sessions WHERE session_id = ?", (session_id,)
         ).fetchone()
         if row is None:
             return None
-        st = SessionState(
-            session_id,
-            row["intent"],
-            row["start_url"],
-            AgentInfo.model_validate_json(row["agent"]),
-            row["source"],
-            row["created_at"],
-            latest_reward=row["latest_reward"],
-            ended=row["ended_at"] is not None,
-            outcome=row["outcome"],
-            answer=row["answer"],
-            ended_at=row["ended_at"],
-        )
-        cl = self.checklist(session_id)
-        if cl is not None:
-            st.set_checklist(parsed_checklist(cl))
         obs = self.db.execute(
             "SELECT step, url, axtree FROM observations WHERE session_id = ? "
             "ORDER BY id DESC LIMIT 1",
             (session_id,),
         ).fetchone()
-        if obs is not None:
-            st.step, st.url, st.axtree = obs["step"], obs["url"], obs["axtree"]
-        for a in self.db.execute(
-            "SELECT step, action, thought FROM actions WHERE session_id = ? ORDER BY id",
-            (session_id,),
-        ):
-            st.history.append(Turn(thought=a["thought"] or "", action=a["action"]))
+        actions = tuple(
+            (a["step"], Turn(thought=a["thought"] or "", action=a["action"]))
+            for a in self.db.execute(
+                "SELECT step, action, thought FROM actions WHERE session_id = ? ORDER BY id",
+                (session_id,),
+            )
+        )
+        scores = []
         for s in self.db.execute(
             "SELECT id, step FROM score_requests WHERE session_id = ? ORDER BY id", (session_id,)
         ).fetchall():
@@ -226,22 +209,35 @@ class History:
                 "ORDER BY idx",
                 (s["id"],),
             ).fetchall()
-            st.remember_candidates(s["step"], [(c["action"], c["reward"]) for c in cands])
-            st.remember_progress(
-                s["step"],
-                [(c["action"], _levels(c["items"])) for c in cands if c["items"] != "[]"],
+            scores.append(
+                StoredScore(
+                    s["step"],
+                    tuple(
+                        (
+                            c["action"],
+                            c["reward"],
+                            _levels(c["items"]) if c["items"] != "[]" else None,
+                        )
+                        for c in cands
+                    ),
+                )
             )
-            rewards = [c["reward"] for c in cands if c["reward"] is not None]
-            if rewards:
-                st.step_rewards[s["step"]] = max(rewards)
-        for a in self.db.execute(
-            "SELECT step, action FROM actions WHERE session_id = ? ORDER BY id", (session_id,)
-        ):
-            for action, reward in st.step_candidates.get(a["step"], []):
-                if action == a["action"] and reward is not None:
-                    st.step_rewards[a["step"]] = reward
-                    break
-        return st
+        return StoredSession(
+            session_id=session_id,
+            intent=row["intent"],
+            start_url=row["start_url"],
+            agent=AgentInfo.model_validate_json(row["agent"]),
+            source=row["source"],
+            created_at=row["created_at"],
+            latest_reward=row["latest_reward"],
+            outcome=row["outcome"],
+            answer=row["answer"],
+            ended_at=row["ended_at"],
+            checklist=self.checklist(session_id),
+            observation=(obs["step"], obs["url"], obs["axtree"]) if obs is not None else None,
+            actions=actions,
+            scores=tuple(scores),
+        )
 
 
 def _levels(items_json: str) -> dict[int, int]:

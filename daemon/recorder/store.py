@@ -18,7 +18,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from webshepherd.daemon.recorder.records import (
+from webshepherd.daemon.recorder.schema import DDL, SCHEMA_VERSION
+from webshepherd.daemon.records import (
     ActionRecord,
     ApprovalDecidedRecord,
     ApprovalRequestedRecord,
@@ -33,7 +34,6 @@ from webshepherd.daemon.recorder.records import (
     SessionEndedRecord,
     SessionStartedRecord,
 )
-from webshepherd.daemon.recorder.schema import DDL, SCHEMA_VERSION
 from webshepherd.protocol.errors import WebShepherdError
 
 log = logging.getLogger(__name__)

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from webshepherd.daemon.config import DaemonConfig, allowed_hosts, check_bind, is_loopback
 from webshepherd.daemon.engine.api import EngineAPI
 from webshepherd.daemon.recorder import History, Recorder
-from webshepherd.daemon.recorder.records import EventRecord, ScorerRecord, SessionStartedRecord
+from webshepherd.daemon.records import EventRecord, ScorerRecord, SessionStartedRecord
 from webshepherd.daemon.server.engine_runner import EngineRunner
 from webshepherd.daemon.server.fanout import Conn, Hub
 from webshepherd.daemon.server.handshake import (
@@ -49,6 +49,7 @@ from webshepherd.daemon.sessions import (
 )
 from webshepherd.daemon.sessions.approvals import ApprovalPolicy
 from webshepherd.daemon.sessions.hook_grants import HookGrants
+from webshepherd.daemon.sessions.state import restored
 from webshepherd.protocol import requests as rq
 from webshepherd.protocol.common import DaemonInfo
 from webshepherd.protocol.errors import (
@@ -322,8 +323,9 @@ class DaemonServer:
         """Load a session from the recording (after a restart) the first time it is addressed."""
         if self.core.has(session_id) or self.history is None:
             return
-        state = self.history.load_state(session_id)
-        if state is not None:
+        stored = self.history.stored_session(session_id)
+        if stored is not None:
+            state = restored(stored)
             state.owner = conn.id if conn is not None else None
             self.core.restore(state)
             history = self.history.signal_history(session_id)

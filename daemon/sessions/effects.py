@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel
-from webshepherd.daemon.recorder.records import Record
+from webshepherd.daemon.records import Record
 from webshepherd.protocol.common import ApprovalMode, Turn
 
 

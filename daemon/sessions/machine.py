@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from webshepherd.daemon.engine.types import ParsedChecklist, StepScore
-from webshepherd.daemon.recorder.records import (
+from webshepherd.daemon.records import (
     ActionRecord,
     ApprovalDecidedRecord,
     ApprovalRequestedRecord,

@@ -7,6 +7,8 @@ import time
 from dataclasses import dataclass, field, fields, replace
 
 from webshepherd.daemon.engine.types import ParsedChecklist
+from webshepherd.daemon.records import StoredSession
+from webshepherd.daemon.sessions.convert import parsed_checklist
 from webshepherd.protocol.common import AgentInfo, Outcome, SessionSource, SessionSummary, Turn
 from webshepherd.protocol.common import SessionState as SummaryState
 
@@ -107,3 +109,39 @@ class SessionState:
             created_at=self.created_at,
             ended_at=self.ended_at,
         )
+
+
+def restored(stored: StoredSession) -> SessionState:
+    """The machine's state of a recorded session (after a restart)."""
+    st = SessionState(
+        stored.session_id,
+        stored.intent,
+        stored.start_url,
+        stored.agent,
+        stored.source,
+        stored.created_at,
+        latest_reward=stored.latest_reward,
+        ended=stored.ended_at is not None,
+        outcome=stored.outcome,
+        answer=stored.answer,
+        ended_at=stored.ended_at,
+    )
+    if stored.checklist is not None:
+        st.set_checklist(parsed_checklist(stored.checklist))
+    if stored.observation is not None:
+        st.step, st.url, st.axtree = stored.observation
+    st.history.extend(turn for _, turn in stored.actions)
+    for score in stored.scores:
+        st.remember_candidates(score.step, [(a, r) for a, r, _ in score.candidates])
+        st.remember_progress(
+            score.step, [(a, levels) for a, _, levels in score.candidates if levels is not None]
+        )
+        rewards = [r for _, r, _ in score.candidates if r is not None]
+        if rewards:
+            st.step_rewards[score.step] = max(rewards)
+    for step, turn in stored.actions:
+        for action, reward in st.step_candidates.get(step, []):
+            if action == turn.action and reward is not None:
+                st.step_rewards[step] = reward
+                break
+    return st

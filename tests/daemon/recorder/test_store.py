@@ -10,8 +10,8 @@ import pytest
 from webshepherd.daemon.config import DB_NAME
 from webshepherd.daemon.engine.engine import Engine
 from webshepherd.daemon.recorder import History
-from webshepherd.daemon.recorder.records import ObservationRecord, SessionStartedRecord
 from webshepherd.daemon.recorder.store import BIG_TEXT_CHARS, Recorder
+from webshepherd.daemon.records import ObservationRecord, SessionStartedRecord
 
 from tests.fixtures.daemon import start_session
 

@@ -1,13 +1,19 @@
-"""The writes the session machine asks of the recorder: one frozen dataclass per kind.
+"""What the session machine and the recorder exchange, in one module both may import (the
+import contracts keep ``daemon.sessions`` and ``daemon.recorder`` independent).
 
-The machine returns them as effects (sans-I/O); :meth:`Recorder.apply` carries each out with
-the store operation of the same name. ``op`` names the kind (logs and tests).
+The writes: one frozen dataclass per kind. The machine returns them as effects (sans-I/O);
+:meth:`Recorder.apply` carries each out with the store operation of the same name. ``op``
+names the kind (logs and tests). The read back: :class:`StoredSession`, what
+:meth:`History.stored_session` reads for the machine to resume a session after a restart.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
+
+from webshepherd.protocol.common import AgentInfo, Outcome, SessionSource, Turn
+from webshepherd.protocol.replies import Checklist
 
 
 @dataclass(frozen=True)
@@ -164,3 +170,32 @@ Record = (
     | EventRecord
 )
 """Any write of the session machine."""
+
+
+@dataclass(frozen=True)
+class StoredScore:
+    """One recorded score request: its step and per candidate ``(action, reward, levels)``
+    (``levels`` is None when the candidate carried no checklist items)."""
+
+    step: int
+    candidates: tuple[tuple[str, float | None, dict[int, int] | None], ...]
+
+
+@dataclass(frozen=True)
+class StoredSession:
+    """A recorded session as the machine needs it to continue (rows, no machine state)."""
+
+    session_id: str
+    intent: str
+    start_url: str | None
+    agent: AgentInfo
+    source: SessionSource
+    created_at: float
+    latest_reward: float | None
+    outcome: Outcome | None
+    answer: str | None
+    ended_at: float | None
+    checklist: Checklist | None
+    observation: tuple[int, str, str] | None  # the latest (step, url, axtree)
+    actions: tuple[tuple[int, Turn], ...]  # (step, turn) in order
+    scores: tuple[StoredScore, ...]
