@@ -121,6 +121,9 @@ lint: $(STAMP) $(TYPECHECK)/webshepherd/.links
 		-p webshepherd.integrations
 	MYPYPATH=$(TYPECHECK) $(VENV)/bin/mypy --strict -p webshepherd.protocol
 	MYPYPATH=$(TYPECHECK) $(VENV)/bin/mypy bench
+	# the import contracts in pyproject.toml ([tool.importlinter]); webshepherd resolves as for mypy
+	touch $(TYPECHECK)/webshepherd/__init__.py
+	cd $(TYPECHECK) && $(abspath $(VENV))/bin/lint-imports $(CURDIR)/pyproject.toml --no-cache
 
 schema: $(STAMP)
 	$(VENV)/bin/webshepherd schema
