@@ -135,3 +135,50 @@ def test_the_readme_example_runs(shop: ShopServer, daemon: Daemon, tmp_path: Pat
     assert run.returncode == 0, run.stderr[-2000:]
     session_id, reward = run.stdout.split()
     assert len(session_id) > 8 and (reward == "None" or 0.0 <= float(reward) <= 1.0)
+
+
+def test_the_env_as_an_agent_environment_resets_to_its_start(shop: ShopServer) -> None:
+    """BrowserGymEnvironment: what the agent loop (tree search too) drives; no daemon here."""
+    import asyncio
+
+    from webshepherd.integrations.browsergym import BrowserGymEnvironment
+    from webshepherd.protocol.agents import ActionError, Environment
+
+    env = BrowserGymEnvironment(make_env(shop), seed=0)
+
+    async def run() -> None:
+        assert isinstance(env, Environment)
+        start = await env.observe()
+        assert start.url.startswith(shop.url) and "Search" in start.axtree
+        box = re.search(r"\[(\w+)\] searchbox", start.axtree)
+        assert box
+        await env.execute(f"fill('{box.group(1)}', 'usb-c cable')")
+        await env.execute("press('" + box.group(1) + "', 'Enter')")
+        assert "/search" in (await env.observe()).url
+        try:
+            await env.execute("click('no-such-bid')")
+            raise AssertionError("the action ran")
+        except ActionError as exc:
+            assert "no-such-bid" in exc.message
+        done = await env.execute("send_msg_to_user('found them')")
+        assert done.done and done.message == "found them"
+        await env.reset()
+        again = await env.observe()
+        assert again.url.rstrip("/") == start.url.rstrip("/") and again.last_action_error is None
+
+    def stop_playwright() -> None:  # BrowserGym's, started on the env's thread: stopped there
+        import browsergym.core
+
+        pw, browsergym.core._PLAYWRIGHT = browsergym.core._PLAYWRIGHT, None
+        if pw is not None:
+            pw.stop()
+
+    async def main() -> None:
+        try:
+            await run()
+        finally:
+            await env._call(env.env.close)
+            await env._call(stop_playwright)
+            await env.close()
+
+    asyncio.run(main())
