@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from typing import Literal
 
 from webshepherd.daemon.engine.backends.base import Backend, JudgeBatch, JudgeOutput
 from webshepherd.daemon.engine.checklist_parse import parse_checklist
@@ -114,7 +115,7 @@ def _step_score(
     ``baseline-likert``: its 1-5 score / 5); ``capped``: the output limit was
     ``config.max_new_tokens``, not the end of the context."""
     items = frozenset(it.index for it in checklist.items) or None
-    cut_by = "limit" if capped else "context"
+    cut_by: Literal["context", "limit"] = "limit" if capped else "context"
     cands = tuple(
         score_candidate(k, gens, out.label_source, items, unparsed=config.unparsed, cut_by=cut_by)
         if uses_checklist(config.prompt)

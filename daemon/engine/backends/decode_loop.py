@@ -95,10 +95,12 @@ def pick_tokens(
     temperature: float | torch.Tensor,
     sampling: Sampling = NO_SAMPLING,
     seen: torch.Tensor | None = None,
+    generator: torch.Generator | None = None,
 ) -> torch.Tensor:
     """The next token of each row: the repetition penalty (with ``seen``), then greedy at
     ``temperature <= 0``, else sampled at that temperature (a float, or one per row) from
-    the distribution ``sampling`` truncates. Greedy rows ignore ``top_k`` / ``top_p``."""
+    the distribution ``sampling`` truncates, drawing from ``generator`` when given. Greedy
+    rows ignore ``top_k`` / ``top_p``."""
     if seen is not None and sampling.penalizes:
         assert sampling.repetition_penalty is not None
         logits = penalize(logits, seen, sampling.repetition_penalty)
@@ -109,7 +111,7 @@ def pick_tokens(
     else:
         temps = temperature.reshape(-1, 1).clamp_min(1e-5)
     scaled = truncate(logits / temps, sampling)
-    return torch.multinomial(torch.softmax(scaled, -1), 1).squeeze(-1)
+    return torch.multinomial(torch.softmax(scaled, -1), 1, generator=generator).squeeze(-1)
 
 
 def seen_mask(rows: list[list[int]], vocab: int, device: torch.device) -> torch.Tensor:

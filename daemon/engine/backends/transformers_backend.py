@@ -50,6 +50,10 @@ log = logging.getLogger(__name__)
 R = TypeVar("R")
 
 
+#: the seed every decode's sampling starts from
+SAMPLING_SEED = 0
+
+
 def pick_device(device: str = "auto") -> torch.device:
     """``auto``: cuda when available, else cpu."""
     if device == "auto":
@@ -187,6 +191,9 @@ class TransformersBackend(Backend):
         self.vision = vision
         self.accepts_images = vision is not None
         self.device = next(model.parameters()).device
+        # Sampling is seeded per call (as vLLM's backend passes a seed): the same request gives
+        # the same judgements, run after run.
+        self._rng = torch.Generator(device=self.device)
         self._lock = threading.Lock()
         self._groups = label_token_ids(tokenizer)
         missing = {0, 1, 2} - set(self._groups.values())
@@ -423,6 +430,7 @@ class TransformersBackend(Backend):
     def _guarded(self, fn: Callable[[], R]) -> R:
         if self.model is None:
             raise ModelError("the model has been closed")
+        self._rng.manual_seed(SAMPLING_SEED)
         try:
             with torch.inference_mode():
                 return fn()
@@ -692,7 +700,11 @@ class TransformersBackend(Backend):
                 [max(parts[part_of[i]].temperature, 1e-5) for i in sampled], device=self.device
             )
             chosen[si] = pick_tokens(
-                logits[si], temps, self.sampling, seen[si] if seen is not None else None
+                logits[si],
+                temps,
+                self.sampling,
+                seen[si] if seen is not None else None,
+                self._rng,
             )
         return chosen
 
@@ -758,7 +770,11 @@ class TransformersBackend(Backend):
         def pick(batch: Rows) -> torch.Tensor:
             mine = seen[batch.active] if seen is not None else None
             return pick_tokens(
-                batch.logits, 0.0 if greedy else max(temperature, 1e-5), self.sampling, mine
+                batch.logits,
+                0.0 if greedy else max(temperature, 1e-5),
+                self.sampling,
+                mine,
+                self._rng,
             )
 
         def take(batch: Rows, chosen: list[int], step: int) -> list[int]:

@@ -182,7 +182,7 @@ def train(opts: TrainOptions, examples: Sequence[Example] | None = None) -> Path
     finally:
         if bars_were_on:
             datasets.enable_progress_bars()
-    trained = trainer.model
+    trained: Any = trainer.model
     if peft_config is not None:
         trained = trained.merge_and_unload()  # served as plain weights
     trained.generation_config.eos_token_id = tok.eos_token_id
