@@ -1,6 +1,7 @@
 """The tiny judge: how long its training takes here, and how well the demo agrees with it.
 
     .venv/bin/python bench/judge_training.py [--steps N] [--variants 1 2 3] [--json FILE]
+    .venv/bin/python bench/judge_training.py --judge "$(.venv/bin/webshepherd dev tiny-model)"
 
 Builds the tiny judge from scratch into a temporary folder (generated shop episodes, then
 ``webshepherd train`` for ``--steps`` steps on CPU, as ``make demo`` does on first use) and
@@ -47,12 +48,22 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=tiny_model.STEPS)
     ap.add_argument("--variants", type=int, nargs="*", default=[1, 2, 3])
     ap.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    ap.add_argument(
+        "--judge",
+        type=Path,
+        default=None,
+        help="a tiny judge already built (its card gives the training figures): skip the build",
+    )
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-judge-") as tmp:
         base = Path(tmp)
         t0 = time.monotonic()
-        judge = tiny_model.build_tiny_model(base / "judge", steps=args.steps, progress=True)
-        build_s = time.monotonic() - t0
+        if args.judge is not None:
+            judge = args.judge
+        else:
+            judge = tiny_model.build_tiny_model(base / "judge", steps=args.steps, progress=True)
+        marker_build = json.loads((judge / tiny_model.MARKER).read_text("utf-8"))
+        build_s = marker_build["build_seconds"] if args.judge else time.monotonic() - t0
         marker = json.loads((judge / tiny_model.MARKER).read_text("utf-8"))
         card = json.loads((judge / "webshepherd-train.json").read_text("utf-8"))
         untrained = base / "untrained"

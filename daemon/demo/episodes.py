@@ -79,7 +79,7 @@ def episode(
     shop: ShopVariant,
     rng: random.Random,
     explore: float = 0.25,
-    max_steps: int = 14,
+    max_steps: int = 24,
 ) -> Iterator[Judged]:
     """One episode in ``shop``, served by ``server``: every candidate of every step with its
     labels. ``explore``: the chance that a distractor runs instead of the good action."""
@@ -135,6 +135,6 @@ def rows(
             j.proposal.action,
         )
         labels: Any = j.labels
-        target = judgement(labels, j.done_before, j.proposal.thought, j.proposal.action)
+        target = judgement(labels, j.done_before)
         meta = {"task_id": task, "step_id": j.step, "label": "good" if j.proposal.good else "bad"}
         yield sft_row("sharegpt", msgs, target, meta)

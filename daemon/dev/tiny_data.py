@@ -154,7 +154,7 @@ def judge_example(rng: random.Random, with_image: bool = False, n: int | None = 
     what the rubric asks when nothing shows progress: every item No (``with_image``: the
     multimodal variant and its screenshot). Nothing is known about these pages, so no other
     label would be true; these rows teach the format (one label per item) only."""
-    from webshepherd.daemon.offline.training.targets import NO_EVIDENCE, judge_target, restate
+    from webshepherd.daemon.offline.training.targets import NO_EVIDENCE, judge_target
 
     n = n if n is not None else rng.randint(1, 5)
     history = tuple(
@@ -173,7 +173,7 @@ def judge_example(rng: random.Random, with_image: bool = False, n: int | None = 
         action,
         with_image=with_image,
     )
-    answer = judge_target(["no"] * n, f"{restate(thought, action)} {NO_EVIDENCE}")
+    answer = judge_target(["no"] * n, NO_EVIDENCE)
     if not with_image:
         return Example(msgs, answer)
     from webshepherd.daemon.dev.screenshots import axtree_png

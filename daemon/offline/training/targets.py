@@ -35,20 +35,9 @@ def feedback(labels: Sequence[Label], done_before: Sequence[bool]) -> str:
     return "The action does not move the task forward."
 
 
-def restate(thought: str | None, action: str) -> str:
-    """The feedback's opening: what the agent thought and did, in its own words (the paper's
-    judge starts by discussing the THOUGHT and ACTION)."""
-    said = " ".join((thought or "").split())
-    if len(said) > 160:
-        said = said[:159] + "…"
-    return f'The agent thinks "{said}" and does {action}.' if said else f"The agent does {action}."
-
-
-def judgement(
-    labels: Sequence[Label], done_before: Sequence[bool], thought: str | None, action: str
-) -> str:
-    """The whole target for one candidate: its restatement, the feedback sentence, the labels."""
-    return judge_target(labels, f"{restate(thought, action)} {feedback(labels, done_before)}")
+def judgement(labels: Sequence[Label], done_before: Sequence[bool]) -> str:
+    """The whole target for one candidate: the feedback sentence, then the labels."""
+    return judge_target(labels, feedback(labels, done_before))
 
 
 def judge_target(labels: Sequence[Label], text: str) -> str:

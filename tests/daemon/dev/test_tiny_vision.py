@@ -61,7 +61,7 @@ def test_dev_tiny_model_vision_builds_a_checkpoint(tmp_path: Path, tiny_model_pa
             "tiny-model",
             "--vision",
             str(out),
-            "--seconds",
+            "--steps",
             "1",
             "--quiet",
         ],
