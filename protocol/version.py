@@ -14,5 +14,7 @@ URL_ENV = "WEBSHEPHERD_URL"
 def daemon_url(url: str | None = None) -> str:
     """``url`` when given, else ``$WEBSHEPHERD_URL`` when set, else :data:`DEFAULT_URL`."""
     return url or os.environ.get(URL_ENV) or DEFAULT_URL
+
+
 MAX_FRAME_BYTES = 32 * 1024 * 1024
 HELLO_TIMEOUT_S = 5.0

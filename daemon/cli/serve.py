@@ -17,8 +17,8 @@ from webshepherd.daemon.engine.labels import UNPARSED_RULES
 from webshepherd.daemon.engine.loader import BACKENDS
 from webshepherd.daemon.engine.prompts import PROMPT_STYLES
 from webshepherd.daemon.engine.types import JUDGE_INPUTS
-from webshepherd.daemon.sessions.approvals import ApprovalPolicy, describe_policy
 from webshepherd.daemon.server.quotas import MIB, QuotaLimits
+from webshepherd.daemon.sessions.approvals import ApprovalPolicy, describe_policy
 from webshepherd.protocol.errors import ModelUnavailableError
 
 if TYPE_CHECKING:
