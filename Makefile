@@ -12,7 +12,7 @@ PIP := $(VENV)/bin/python -m pip
 STAMP := $(VENV)/.webshepherd-installed
 PYTEST_ARGS ?=
 
-.PHONY: all setup setup-vllm demo test test-integrations test-vllm test-websockets-compat lint schema clean extension
+.PHONY: all setup setup-vllm tiny-judge demo test test-integrations test-vllm test-websockets-compat lint schema clean extension
 
 all: test
 
@@ -41,7 +41,14 @@ $(EXT_STAMP): extension/package.json extension/package-lock.json
 extension: $(EXT_STAMP)
 	cd extension && npm test && npm run build
 
-test: $(STAMP) extension test-integrations test-websockets-compat test-vllm
+# The tiny judge (daemon/dev/tiny_model.py) and the tiny vision model built from it: trained
+# once per machine into the user cache, before the tests that load them (a fixture's time
+# limit is shorter than their training). Fixed seeds and step counts: the same on every machine.
+tiny-judge: $(STAMP)
+	$(VENV)/bin/webshepherd dev tiny-model --quiet
+	$(VENV)/bin/webshepherd dev tiny-model --vision --quiet
+
+test: $(STAMP) tiny-judge extension test-integrations test-websockets-compat test-vllm
 	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
 
 # The daemon reads big frames through websockets' internals (server/offload.py) and sets
@@ -77,7 +84,7 @@ $(ISTAMP): pyproject.toml setup.py
 	$(IVENV)/bin/python -m pip install --no-deps 'agentlab>=0.4.2'  # see pyproject's integrations
 	touch $@
 
-test-integrations: $(STAMP) $(ISTAMP) extension
+test-integrations: $(STAMP) $(ISTAMP) extension tiny-judge
 	WEBSHEPHERD_DAEMON_PYTHON=$(abspath $(VENV))/bin/python $(IVENV)/bin/python -m pytest \
 		--confcutdir=tests/integrations tests/integrations $(PYTEST_ARGS)
 
@@ -102,7 +109,7 @@ $(VSTAMP): pyproject.toml setup.py
 
 setup-vllm: $(VSTAMP)
 
-test-vllm: $(VSTAMP)
+test-vllm: $(VSTAMP) tiny-judge
 	$(VVENV)/bin/python -m pytest --confcutdir=tests/vllm -p tests.fixtures.tiny_model \
 		-p tests.fixtures.daemon tests/vllm $(PYTEST_ARGS)
 
