@@ -20,6 +20,7 @@ from webshepherd.protocol.agents import EpisodeOptions, run_episode
 from webshepherd.protocol.client import AsyncClient
 
 
+# --- README ---
 async def main(paradigm: str) -> None:
     shop = trap_variant()
     with ShopServer(variant=shop) as server:
@@ -54,6 +55,9 @@ async def main(paradigm: str) -> None:
             print(f"step {step.step}: {step.chosen and step.chosen.action} reward {step.reward}")
     wanted = [shop.target()["name"]]
     print("ordered the cheapest cable:", wanted in orders, "orders:", orders)
+
+
+# --- README ---
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -54,7 +55,8 @@ def test_openai_engine_on_the_projects_own_endpoint(
     assert isinstance(backend, OpenAIBackend) and engine.backend_name == "openai"
     assert backend.model_id == "served-tiny"  # --model names no served model: the only one
     assert backend.tokenizer is not None  # --model still gives the chat template
-    assert backend.max_context == 2048  # the server's max_model_len
+    config = json.loads((tiny_model_path / "config.json").read_text("utf-8"))
+    assert backend.max_context == config["max_position_embeddings"]  # the server's max_model_len
     assert backend.base_url == server.url
 
 

@@ -320,7 +320,10 @@ def test_the_server_command_reads_its_key_from_the_environment(tiny_model_path) 
         url = line.rsplit(" at ", 1)[1].strip()
         req = urllib.request.Request(f"{url}/models", headers={"Authorization": f"Bearer {KEY}"})
         with urllib.request.urlopen(req, timeout=10) as r:
-            assert json.loads(r.read())["data"][0]["max_model_len"] == 2048
+            model_len = json.loads((tiny_model_path / "config.json").read_text())[
+                "max_position_embeddings"
+            ]
+            assert json.loads(r.read())["data"][0]["max_model_len"] == model_len
         with pytest.raises(urllib.error.HTTPError) as e:
             urllib.request.urlopen(f"{url}/models", timeout=10)
         assert e.value.code == 401

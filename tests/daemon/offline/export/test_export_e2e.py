@@ -312,7 +312,7 @@ async def test_export_load_and_rewardbench(daemon, tmp_path, capsys, tiny_model_
         assert key == f"shop.local/{task}/{step}"
     recomputed = rb.metrics(report["rows"].values())
     assert report["metrics"] == json.loads(json.dumps(recomputed))
-    assert set(report["metrics"]) == {"shop.local", "all"}
+    assert set(report["metrics"]) == {"shop.local", "mean_of_subsets", "pooled"}
 
     # the same rows through the running daemon (--url)
     via = tmp_path / "bench-url.json"
