@@ -119,7 +119,7 @@ async def test_reward_guided_runs_an_episode_on_the_bundled_shop(daemon_url) -> 
 
 async def test_tree_search_explores_the_trap_shop(daemon_url) -> None:
     """Plumbing: the example runs and prints the explored nodes (whether the tiny judge leads
-    the search out of the trap is tests/daemon/demo/test_trap.py's)."""
+    the search out of the trap is a judge's matter: tests/protocol/agents/test_tree.py)."""
     out = await run_example("tree_search", url=daemon_url, timeout=400)
     lines = out.splitlines()
     assert re.match(r"node \d+ <- 0: .+ reward [\d.]+ \((path|left)", lines[0]), out
