@@ -99,8 +99,6 @@ def add_train_parser(sub: Any) -> None:
         metavar="RANK",
         help="train LoRA adapters of this rank (peft) and merge them (for big checkpoints)",
     )
-    t.add_argument(
-        "--max-length", type=int, default=4096, help="tokens per example (default 4096)"
-    )
+    t.add_argument("--max-length", type=int, default=4096, help="tokens per example (default 4096)")
     t.add_argument("--quiet", action="store_true", help="no progress bar")
     t.set_defaults(func=cmd_train)
