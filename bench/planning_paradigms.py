@@ -26,13 +26,15 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-PARADIGMS = ("step", "plan", "tree")
+Paradigm = Literal["step", "plan", "tree"]
+
+PARADIGMS: tuple[Paradigm, ...] = ("step", "plan", "tree")
 
 
 async def episode(
-    url: str, token: str, server: Any, shop: Any, paradigm: str, args: argparse.Namespace
+    url: str, token: str, server: Any, shop: Any, paradigm: Paradigm, args: argparse.Namespace
 ) -> dict[str, Any]:
     from webshepherd.daemon.demo.agent import ShopPolicy
     from webshepherd.daemon.demo.text_env import TextEnvironment
