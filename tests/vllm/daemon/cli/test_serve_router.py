@@ -131,8 +131,5 @@ async def test_four_sessions_through_the_router_survive_a_replica_killed(
 
         remote = (await monitor.wait_for(settled, 30))["remote"]
         assert remote["base_url"] == router.api
-        # vllm-router's /metrics are its own and its replies carry no cached-token count:
-        # no cache figures behind it (each replica's own /metrics have them)
-        assert remote["prefix_cache_hits"] is None
     finally:
         router.stop()
