@@ -11,6 +11,7 @@ from typing import Any
 
 from webshepherd.daemon.cli.progress import ProgressBar
 from webshepherd.daemon.cli.secrets import add_token_arguments, token_from_args
+from webshepherd.daemon.config import DB_NAME
 from webshepherd.daemon.engine.engine import DEFAULT_MAX_CONTEXT
 from webshepherd.daemon.engine.labels import UNPARSED_RULES
 from webshepherd.daemon.engine.prompts import PROMPT_STYLES, PromptStyle, samples_single
@@ -224,7 +225,7 @@ def cmd_trajectories(args: argparse.Namespace) -> int:
     else:
         from webshepherd.daemon.config import default_data_dir
 
-        db = (args.data_dir or default_data_dir()) / "webshepherd.sqlite3"
+        db = (args.data_dir or default_data_dir()) / DB_NAME
         agent = read_sessions(db, args.agent)
     refs = load_references(args.references) if args.references else None
     matcher = make_matcher(

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from webshepherd.daemon.cli.progress import ProgressBar
+from webshepherd.daemon.config import DB_NAME
 from webshepherd.protocol.errors import WebShepherdError
 
 
@@ -95,7 +96,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     from webshepherd.daemon.recorder import History
 
     data_dir = args.data_dir or default_data_dir()
-    history = History.open(data_dir / "webshepherd.sqlite3")
+    history = History.open(data_dir / DB_NAME)
     try:
         sessions = history.sessions(args.sessions, _since(args.since))
         targets = _targets(args.out, args.format)
@@ -165,7 +166,7 @@ def _export_mind2web(args: argparse.Namespace, data_dir: Path) -> int:
 
     if args.out.suffix:
         raise WebShepherdError(f"--out {args.out}: mind2web writes a folder (one per session)")
-    history = History.open(data_dir / "webshepherd.sqlite3")
+    history = History.open(data_dir / DB_NAME)
     try:
         sessions = history.sessions(args.sessions, _since(args.since))
         total = sum(s.steps for s in sessions)

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from webshepherd.daemon.config import DB_NAME
 from webshepherd.protocol.errors import WebShepherdError
 
 
@@ -49,7 +50,7 @@ def write_report(
     from webshepherd.daemon.offline.report.render import render_report
     from webshepherd.daemon.recorder import History
 
-    history = History.open(data_dir / "webshepherd.sqlite3")
+    history = History.open(data_dir / DB_NAME)
     try:
         tl = history.timeline(session_id)
     finally:
@@ -71,7 +72,7 @@ def list_sessions(data_dir: Path, limit: int) -> list[str]:
     from webshepherd.daemon.recorder import History
     from webshepherd.protocol.terminal_text import terminal_safe as safe
 
-    history = History.open(data_dir / "webshepherd.sqlite3")
+    history = History.open(data_dir / DB_NAME)
     try:
         sessions = history.list_sessions(limit)
     finally:

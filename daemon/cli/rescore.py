@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from webshepherd.daemon.cli.progress import ProgressBar
+from webshepherd.daemon.config import DB_NAME
 from webshepherd.protocol.terminal_text import terminal_safe
 
 if TYPE_CHECKING:
@@ -133,7 +134,7 @@ def _report(data_dir: Path, session_id: str, out: Path | None) -> str | None:
     from webshepherd.daemon.cli.report import write_report
     from webshepherd.protocol.errors import WebShepherdError
 
-    if not (data_dir / "webshepherd.sqlite3").is_file():
+    if not (data_dir / DB_NAME).is_file():
         return None
     try:
         return str(write_report(data_dir, session_id, out))

@@ -8,9 +8,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from webshepherd.daemon.config import DB_NAME
 from webshepherd.daemon.offline.imports.run import ImportedRun, ImportedStep, ImportFormatError
-
-DB_NAME = "webshepherd.sqlite3"
 
 
 def recording_file(path: Path) -> Path | None:
