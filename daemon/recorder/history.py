@@ -26,11 +26,20 @@ def _summary(row: sqlite3.Row) -> SessionSummary:
         source=row["source"],
         state="ended" if row["ended_at"] is not None else "running",
         outcome=row["outcome"],
-        steps=row["steps"],
+        steps=row["steps_taken"],
         latest_reward=row["latest_reward"],
         created_at=row["created_at"],
         ended_at=row["ended_at"],
     )
+
+
+#: The sessions with their step count (protocol/steps.py: the distinct steps scored or acted
+#: at; the ``steps`` column, once the observations' count, is no longer read).
+_SESSIONS = (
+    "SELECT *, (SELECT COUNT(*) FROM (SELECT step FROM score_requests AS r "
+    "WHERE r.session_id = s.session_id UNION SELECT step FROM actions AS a "
+    "WHERE a.session_id = s.session_id)) AS steps_taken FROM sessions AS s"
+)
 
 
 def _json_size(text: str) -> int:
@@ -83,7 +92,7 @@ class History:
     ) -> list[SessionSummary]:
         """The recorded sessions, oldest first: all, or those of ``ids`` (each must exist),
         or those started at ``since`` or later (offline tools)."""
-        rows = self.db.execute("SELECT * FROM sessions ORDER BY created_at, rowid").fetchall()
+        rows = self.db.execute(_SESSIONS + " ORDER BY created_at, rowid").fetchall()
         if ids:
             known = {r["session_id"] for r in rows}
             missing = [i for i in ids if i not in known]
@@ -102,9 +111,7 @@ class History:
         return int(row[0])
 
     def summary(self, session_id: str) -> SessionSummary | None:
-        row = self.db.execute(
-            "SELECT * FROM sessions WHERE session_id = ?", (session_id,)
-        ).fetchone()
+        row = self.db.execute(_SESSIONS + " WHERE session_id = ?", (session_id,)).fetchone()
         return _summary(row) if row else None
 
     def checklist(self, session_id: str) -> Checklist | None:

@@ -286,6 +286,7 @@ class SessionCore:
         st = self.get(msg.session_id)
         step = msg.step if msg.step is not None else max(st.step, 0)
         st.history.append(Turn(thought=msg.thought or "", action=msg.action))
+        st.acted_steps.add(step)
         for action, reward in st.step_candidates.get(step, []):
             if action == msg.action and reward is not None:
                 st.step_rewards[step] = reward  # the executed candidate's reward

@@ -11,6 +11,7 @@ from webshepherd.daemon.records import StoredSession
 from webshepherd.daemon.sessions.convert import parsed_checklist
 from webshepherd.protocol.common import AgentInfo, Outcome, SessionSource, SessionSummary, Turn
 from webshepherd.protocol.common import SessionState as SummaryState
+from webshepherd.protocol.steps import step_count
 
 
 @dataclass
@@ -35,6 +36,7 @@ class SessionState:
         default_factory=concurrent.futures.Future
     )
     history: list[Turn] = field(default_factory=list)
+    acted_steps: set[int] = field(default_factory=set)  # the step indices of recorded actions
     step_rewards: dict[int, float] = field(default_factory=dict)
     step_candidates: dict[int, list[tuple[str, float | None]]] = field(default_factory=dict)
     # step -> action -> checklist item levels of its judgement (the stalled signal)
@@ -52,6 +54,7 @@ class SessionState:
         return replace(
             self,
             history=list(self.history),
+            acted_steps=set(self.acted_steps),
             step_rewards=dict(self.step_rewards),
             step_candidates=dict(self.step_candidates),
             step_progress=dict(self.step_progress),
@@ -104,7 +107,7 @@ class SessionState:
             source=self.source,
             state=state,
             outcome=self.outcome,
-            steps=max(self.step + 1, 0),
+            steps=step_count(self.step_candidates, self.acted_steps),
             latest_reward=self.latest_reward,
             created_at=self.created_at,
             ended_at=self.ended_at,
@@ -131,6 +134,7 @@ def restored(stored: StoredSession) -> SessionState:
     if stored.observation is not None:
         st.step, st.url, st.axtree = stored.observation
     st.history.extend(turn for _, turn in stored.actions)
+    st.acted_steps.update(step for step, _ in stored.actions)
     for score in stored.scores:
         st.remember_candidates(score.step, [(a, r) for a, r, _ in score.candidates])
         st.remember_progress(
