@@ -1,8 +1,10 @@
 /**
  * Outlines a candidate's target element on the page, found by its bid (the
  * `bid` attribute BrowserGym's marking leaves, also inside same-origin iframes).
- * The boxes live in the overlay's shadow root, positioned over the element.
+ * The boxes live in the overlay's shadow root, positioned around the element.
  */
+import { type Box, grow, placeBadge } from "./badge-placement.js";
+
 export function findByBid(doc: Document, bid: string): Element | null {
   const direct = doc.querySelector(`[bid="${CSS.escape(bid)}"]`);
   if (direct) return direct;
@@ -45,21 +47,46 @@ export interface OutlineSpec {
   best: boolean;
 }
 
+/** The outline's border width (styles.ts): the outline sits just outside its target. */
+function borderWidth(best: boolean): number {
+  return best ? 5 : 3;
+}
+
+/**
+ * One outline per found target, drawn just outside it, and its badge (reward label) beside
+ * the outline (badge-placement.ts): never over a target's text.
+ */
 export function drawOutlines(layer: HTMLElement, specs: OutlineSpec[]): void {
   layer.replaceChildren();
+  const found: { spec: OutlineSpec; outline: Box }[] = [];
   for (const spec of specs) {
     const el = findByBid(document, spec.bid);
     if (!el) continue;
     const r = topRect(el);
+    const outline = grow({ left: r.left, top: r.top, width: r.width, height: r.height }, borderWidth(spec.best));
+    found.push({ spec, outline });
     const box = document.createElement("div");
     box.className = spec.best ? "outline best" : "outline";
     box.dataset.testid = "ws-outline";
     box.dataset.bid = spec.bid;
-    box.style.cssText = `left:${r.left - 3}px;top:${r.top - 3}px;width:${r.width + 6}px;height:${r.height + 6}px;border-color:${spec.colour}`;
-    const tag = document.createElement("span");
-    tag.textContent = spec.label;
-    tag.style.background = spec.colour;
-    box.append(tag);
+    box.style.cssText = `left:${outline.left}px;top:${outline.top}px;width:${outline.width}px;height:${outline.height}px;border-color:${spec.colour}`;
     layer.append(box);
+  }
+  const taken: Box[] = found.map((f) => f.outline);
+  const viewport = { width: window.innerWidth, height: window.innerHeight };
+  for (const { spec, outline } of found) {
+    const tag = document.createElement("span");
+    tag.className = "badge";
+    tag.dataset.testid = "ws-badge";
+    tag.dataset.bid = spec.bid;
+    tag.textContent = spec.label;
+    tag.style.cssText = `left:0;top:0;visibility:hidden;background:${spec.colour}`;
+    layer.append(tag);
+    const size = tag.getBoundingClientRect();
+    const at = placeBadge(outline, { width: size.width, height: size.height }, viewport, taken);
+    taken.push(at);
+    tag.style.left = `${at.left}px`;
+    tag.style.top = `${at.top}px`;
+    tag.style.visibility = "";
   }
 }

@@ -4,7 +4,7 @@ export const OVERLAY_CSS = `
 .layer { position: fixed; inset: 0; pointer-events: none; z-index: 2147483646; }
 .outline { position: fixed; border: 3px solid; border-radius: 4px; box-sizing: border-box; }
 .outline.best { border-style: double; border-width: 5px; }
-.outline span { position: absolute; top: -18px; left: -3px; font: 11px/16px system-ui, sans-serif; color: #fff; padding: 0 4px; border-radius: 3px; white-space: nowrap; }
+.badge { position: fixed; font: 11px/16px system-ui, sans-serif; color: #fff; padding: 0 4px; border-radius: 3px; white-space: nowrap; }
 .panel { position: fixed; width: 320px; max-height: 70vh; overflow: auto; z-index: 2147483647;
   font: 12px/1.4 system-ui, sans-serif; color: #1f2328; background: #fff; border: 1px solid #d0d7de;
   border-radius: 8px; box-shadow: 0 6px 24px rgba(0,0,0,.18); }
