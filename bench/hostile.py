@@ -2,7 +2,8 @@
 issue 14 and the event-loop stall of issue 17, side by side in one run.
 
 ```
-.venv/bin/python bench/hostile.py [--quick] [--only NAME ...] [--soak S] --json OUT
+.venv/bin/python bench/hostile.py [--quick] [--only NAME ...] [--stall-mb MB ...] [--soak S]
+    --json OUT
 ```
 
 Sections (each on a fresh daemon process with its own data dir):
@@ -703,15 +704,16 @@ def _window(pings: list[tuple[float, float]], t0: float, t1: float) -> list[floa
     return [rtt for start, rtt in pings if start <= t1 and start + rtt / 1000 >= t0]
 
 
-async def stall(base: Path, quick: bool) -> dict[str, Any]:
+async def stall(base: Path, quick: bool, mib: float | None = None) -> dict[str, Any]:
     """The pinger and the big sender each run in a process of their own (spawned), so
-    neither's own work (building, serialising, masking 31 MiB) shows up as the daemon's."""
+    neither's own work (building, serialising, masking 31 MiB) shows up as the daemon's.
+    ``mib``: the observe frame's size (default 31 MiB, 4 MiB with ``quick``)."""
     import multiprocessing
 
-    size = 4 * MIB if quick else BIG_FRAME
+    size = int(mib * MIB) if mib else 4 * MIB if quick else BIG_FRAME
     repeats = 1 if quick else 5
     ctx = multiprocessing.get_context("spawn")
-    async with running(base, "stall") as d:
+    async with running(base, f"stall-{size}") as d:
         stop, ready = ctx.Event(), ctx.Event()
         ping_out, send_out = str(base / "stall-pings.json"), str(base / "stall-sender.json")
         pinger = ctx.Process(target=_stall_pinger, args=(d.url, ping_out, stop, ready))
@@ -813,6 +815,8 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             t0 = time.perf_counter()
             if name == "fairness":
                 res = await fairness(base, args.quick, args.heavy_mb)
+            elif name == "stall" and args.stall_mb:
+                res = {f"{mib:g}_mib": await stall(base, args.quick, mib) for mib in args.stall_mb}
             else:
                 res = await globals()[name](base, args.quick)
             logs = sum(Daemon(p).tracebacks() for p in base.iterdir() if p.is_dir())
@@ -834,6 +838,9 @@ def main() -> None:
     p.add_argument("--quick", action="store_true", help="smaller counts and frames (seconds)")
     p.add_argument("--only", nargs="*", choices=SECTIONS, help="run only these sections")
     p.add_argument("--heavy-mb", type=float, default=8.0, help="the heavy session's AX tree")
+    p.add_argument(
+        "--stall-mb", type=float, nargs="*", help="stall: observe frame sizes (MiB, each a run)"
+    )
     p.add_argument("--soak", type=float, default=0.0, help="seconds of the 20-client soak")
     p.add_argument("--json", type=Path, default=None, help="write the figures here")
     args = p.parse_args()

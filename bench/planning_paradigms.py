@@ -1,7 +1,7 @@
 """Step-by-step, full plan and tree search at equal model-call budgets, on the shop variants.
 
     .venv/bin/python bench/planning_paradigms.py [--model DIR] [--variants 1 2 3] \
-        [--budget 60] [--branching 4] [--samples 1] [--json FILE]
+        [--budget 60] [--branching 4] [--samples 1] [--seeds 0 1] [--json FILE]
 
 The daemon runs in-process with the judge (default: the tiny judge) and the bundled shop's
 variants are served on loopback: each variant ``n`` as drawn (``plain``) and with a sold-out
@@ -11,8 +11,9 @@ way back from a page: that is the search's job). Every paradigm gets the same bu
 calls (candidate judgements: candidates scored times reward samples): step and plan take at
 most ``budget // branching`` steps of ``branching`` candidates; tree search stops once the
 next expansion would pass ``budget``. Success is the shop's: an order of exactly the target,
-placed by the shopper. Printed per paradigm and group: successes, mean model calls spent, and
-mean wall time per episode.
+placed by the shopper. Each seed of the noisy policy (``--seeds``) runs every shop and
+paradigm once. Printed per paradigm and group: successes, mean model calls spent, and mean
+wall time per episode.
 """
 
 from __future__ import annotations
@@ -34,7 +35,13 @@ PARADIGMS: tuple[Paradigm, ...] = ("step", "plan", "tree")
 
 
 async def episode(
-    url: str, token: str, server: Any, shop: Any, paradigm: Paradigm, args: argparse.Namespace
+    url: str,
+    token: str,
+    server: Any,
+    shop: Any,
+    paradigm: Paradigm,
+    seed: int,
+    args: argparse.Namespace,
 ) -> dict[str, Any]:
     from webshepherd.daemon.demo.agent import ShopPolicy
     from webshepherd.daemon.demo.text_env import TextEnvironment
@@ -44,7 +51,7 @@ async def episode(
 
     server.use(shop)
     env = TextEnvironment(server.url, on_reset=lambda: server.use(shop))
-    policy = ShopPolicy(seed=args.seed, bad_per_step=args.branching - 1, shop=shop, backtrack=False)
+    policy = ShopPolicy(seed=seed, bad_per_step=args.branching - 1, shop=shop, backtrack=False)
     steps = max(1, args.budget // args.branching)
     opts = EpisodeOptions(
         paradigm=paradigm,
@@ -82,12 +89,13 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     runs: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
         async with demo_servers(engine, Path(tmp), args.samples) as (srv, token, server):
-            for group, n, shop in shops:
-                for paradigm in PARADIGMS:
-                    r = await episode(srv.url, token, server, shop, paradigm, args)
-                    r.update(group=group, variant=n, paradigm=paradigm)
-                    print(json.dumps(r), file=sys.stderr)
-                    runs.append(r)
+            for seed in args.seeds:
+                for group, n, shop in shops:
+                    for paradigm in PARADIGMS:
+                        r = await episode(srv.url, token, server, shop, paradigm, seed, args)
+                        r.update(group=group, variant=n, paradigm=paradigm, seed=seed)
+                        print(json.dumps(r), file=sys.stderr)
+                        runs.append(r)
     table = []
     for group in ("plain", "trap", "all"):
         for paradigm in PARADIGMS:
@@ -104,8 +112,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     "mean_seconds": statistics.mean(r["seconds"] for r in rs),
                 }
             )
-    return {"args": {k: v for k, v in vars(args).items() if k != "json"}, "runs": runs,
-            "table": table}  # fmt: skip
+    from webshepherd.daemon.dev.tiny_model import TINY_MODEL_VERSION
+
+    judge = args.model or f"tiny judge v{TINY_MODEL_VERSION}"
+    return {"args": {k: v for k, v in vars(args).items() if k != "json"}, "judge": judge,
+            "runs": runs, "table": table}  # fmt: skip
 
 
 def main() -> None:
@@ -115,7 +126,9 @@ def main() -> None:
     ap.add_argument("--budget", type=int, default=60, help="model calls per episode")
     ap.add_argument("--branching", type=int, default=4, help="candidates per step or node")
     ap.add_argument("--samples", type=int, default=1, help="reward samples per candidate")
-    ap.add_argument("--seed", type=int, default=0, help="the noisy policy's seed")
+    ap.add_argument(
+        "--seeds", type=int, nargs="*", default=[0], help="the noisy policy's seeds (each a run)"
+    )
     ap.add_argument("--json", type=Path, default=None, help="also write the figures here")
     args = ap.parse_args()
     out = asyncio.run(run(args))

@@ -164,10 +164,12 @@ def _parse(adapter: TypeAdapter[M], raw: str | bytes) -> M:
 def request_id_of(raw: str | bytes) -> str | None:
     """Best-effort ``id`` of a raw frame, so an error can answer the request that caused it.
 
-    Never raises: a frame that is not valid JSON (too deep, a lone surrogate, ...) has none.
+    Never raises: a frame cut short is read as far as it goes (its ``id`` counts if it came
+    before the cut); one that is not valid JSON before that (too deep, a lone surrogate,
+    ...) has none.
     """
     try:
-        data = from_json(raw)
+        data = from_json(raw, allow_partial=True)
     except ValueError:
         return None
     rid = data.get("id") if isinstance(data, dict) else None

@@ -32,7 +32,8 @@ from webshepherd.daemon.server.handshake import (
     daemon_version,
     read_hello,
 )
-from webshepherd.daemon.server.offload import Offload, PayloadConnection
+from webshepherd.daemon.server.offload import InvalidFrame, Offload
+from webshepherd.daemon.server.payloads import PayloadConnection
 from webshepherd.daemon.server.quotas import Quotas
 from webshepherd.daemon.server.scheduler import Scheduler
 from webshepherd.daemon.server.stats import StatsCollector
@@ -72,7 +73,7 @@ from webshepherd.protocol.replies import (
     Welcome,
 )
 from webshepherd.protocol.token_store import TokenStore
-from webshepherd.protocol.union import dump, request_id_of
+from webshepherd.protocol.union import dump
 from webshepherd.protocol.version import PROTOCOL_VERSION
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
@@ -243,7 +244,7 @@ class DaemonServer:
         if conn is None:
             return
         assert isinstance(ws, PayloadConnection)
-        ws.gather_big_payloads()
+        ws.gather_big_payloads(self.config.max_frame_bytes)
         try:
             while True:
                 raw = await ws.recv_payload()  # bytes: pydantic validates UTF-8 itself
@@ -311,8 +312,8 @@ class DaemonServer:
     async def _on_frame(self, conn: Conn, raw: bytes | memoryview) -> None:
         try:
             msg = await self.offload.parse(raw)  # big frames: off the loop (offload.py)
-        except ProtocolError as exc:
-            self._error(conn.id, request_id_of(bytes(raw)) if len(raw) < 1 << 16 else None, exc)
+        except InvalidFrame as exc:
+            self._error(conn.id, exc.request_id, exc)
             return
         try:
             await self._dispatch(conn, msg)
