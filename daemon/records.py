@@ -126,6 +126,32 @@ class LabelRecord:
 
 
 @dataclass(frozen=True)
+class TreeNodeRecord:
+    """One update of a tree search's node (``tree.node``): appended, never replaced, so the
+    recording keeps every state a node went through (the latest per node is its state)."""
+
+    op: ClassVar[str] = "tree_node"
+    session_id: str
+    node: int
+    parent: int | None
+    depth: int
+    action: str | None
+    thought: str | None
+    reward: float | None
+    count: int
+    status: str
+    executed: bool
+    replays: int
+    step: int | None
+    expanded_at: int | None
+    url: str | None
+    error: str | None
+    event: str
+    trying: int | None
+    created_at: float
+
+
+@dataclass(frozen=True)
 class SessionEndedRecord:
     op: ClassVar[str] = "session_ended"
     session_id: str
@@ -165,6 +191,7 @@ Record = (
     | ApprovalDecidedRecord
     | ActionRecord
     | LabelRecord
+    | TreeNodeRecord
     | SessionEndedRecord
     | ScorerRecord
     | EventRecord
@@ -199,3 +226,5 @@ class StoredSession:
     observation: tuple[int, str, str] | None  # the latest (step, url, axtree)
     actions: tuple[tuple[int, Turn], ...]  # (step, turn) in order
     scores: tuple[StoredScore, ...]
+    # the search tree's nodes, (node, parent, depth, action), in node order (tree search)
+    tree: tuple[tuple[int, int | None, int, str | None], ...] = ()

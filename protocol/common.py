@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 RequestId = Annotated[
     str,
@@ -114,6 +114,81 @@ class AgentInfo(Model):
 class Candidate(Model):
     thought: Thought = ""
     action: ActionText
+
+
+#: Tree search (``paradigm="tree"``; addition to v1): at most this many nodes per session
+#: (node ids below it), and the length of a node's error text.
+MAX_TREE_NODES = 10_000
+MAX_NODE_ERROR_CHARS = 4_096
+#: A node's state: on the frontier (scored, not tried), expanded (its children scored), a leaf
+#: (as deep as the search goes), done (its action ended the episode), failed (its action
+#: raised), stale (a replay to it or above it diverged).
+TreeNodeStatus = Literal["frontier", "expanded", "leaf", "done", "failed", "stale"]
+#: Why a node's update is sent: scored (created as a child, on the frontier), replayed (its
+#: action ran again, to return below it), executed (its action ran first-hand), expanded (its
+#: children are scored next, or it is a leaf), stale (a replay diverged), path (the search
+#: ended and returns the path through it: sent root first for every node of that path).
+TreeNodeEventKind = Literal["scored", "replayed", "executed", "expanded", "stale", "path"]
+
+
+class TreeNodeFields(Model):
+    """One node of a tree search as it is now (the ``tree.node`` request and event): the
+    state its ``action`` reached from ``parent``, valued by the judge's ``reward``."""
+
+    node: int = Field(ge=0, lt=MAX_TREE_NODES, description="The node's id; the root is 0.")
+    parent: int | None = Field(
+        default=None, ge=0, lt=MAX_TREE_NODES, description="Null for the root (the start page)."
+    )
+    depth: int = Field(ge=0, lt=MAX_TREE_NODES, description="Actions from the start page.")
+    action: ActionText | None = Field(
+        default=None, description="The action from its parent (null only for the root)."
+    )
+    thought: Thought | None = None
+    reward: float | None = Field(
+        default=None, allow_inf_nan=False, description="Its value: the judge's reward for it."
+    )
+    count: int = Field(default=1, ge=1, le=1024, description="Policy proposals of this action.")
+    status: TreeNodeStatus
+    executed: bool = Field(default=False, description="Its action ran first-hand.")
+    replays: int = Field(
+        default=0, ge=0, description="Times its action ran again to return to a node below it."
+    )
+    step: int | None = Field(
+        default=None,
+        ge=0,
+        description="The scored step its action was a candidate of (the parent's expansion).",
+    )
+    expanded_at: int | None = Field(
+        default=None, ge=0, description="The step at which its children were scored."
+    )
+    url: str | None = Field(default=None, max_length=8192, description="The page it led to.")
+    error: str | None = Field(
+        default=None,
+        max_length=MAX_NODE_ERROR_CHARS,
+        description="Why its action failed or why it went stale.",
+    )
+    event: TreeNodeEventKind
+    trying: int | None = Field(
+        default=None,
+        ge=0,
+        lt=MAX_TREE_NODES,
+        description="The node the search is trying now (its action runs once the environment "
+        "is at its parent).",
+    )
+
+    @model_validator(mode="after")
+    def _root_or_child(self) -> TreeNodeFields:
+        if self.parent is None:
+            if self.depth != 0 or self.action is not None:
+                raise ValueError("parent: only the root (depth 0, no action) has no parent")
+        else:
+            if self.action is None:
+                raise ValueError("action: a node below the root needs the action reaching it")
+            if self.parent == self.node:
+                raise ValueError("parent: a node cannot be its own parent")
+            if self.depth == 0:
+                raise ValueError("depth: a node below the root has depth 1 or more")
+        return self
 
 
 class ChecklistItem(Model):

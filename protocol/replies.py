@@ -31,6 +31,7 @@ from webshepherd.protocol.common import (
     SessionSummary,
     Source,
     Timing,
+    TreeNodeFields,
 )
 from webshepherd.protocol.errors import ErrorCode
 
@@ -304,6 +305,23 @@ class LabelRecorded(Model):
     id: RequestId
     session_id: SessionId
     step: int = Field(ge=0)
+
+
+class TreeNodeRecorded(Model):
+    """Reply to ``tree.node`` (addition to v1): the node's update is in the recording."""
+
+    type: Literal["tree.node.recorded"] = "tree.node.recorded"
+    id: RequestId
+    session_id: SessionId
+    node: int = Field(ge=0)
+
+
+class TreeNodeEvent(TreeNodeFields):
+    """A node of a session's search tree, as its agent reported it (addition to v1): to the
+    session's subscribers, and in its event log."""
+
+    type: Literal["tree.node"] = "tree.node"
+    session_id: SessionId
 
 
 class Pong(Model):

@@ -28,6 +28,7 @@ from webshepherd.protocol.common import (
     SessionSource,
     Source,
     Thought,
+    TreeNodeFields,
 )
 
 
@@ -169,6 +170,15 @@ class Label(Model):
         "(an agent's connection); 'person': a person said so (the extension's or a monitor's)."
     )
     note: str | None = Field(default=None, max_length=MAX_NOTE_CHARS)
+
+
+class TreeNode(TreeNodeFields):
+    """A tree-search agent reports one node of its search tree, when it is scored and again
+    whenever it changes (addition to v1; docs/protocol-additions.md, "Tree search")."""
+
+    type: Literal["tree.node"] = "tree.node"
+    id: RequestId
+    session_id: SessionId
 
 
 class Subscribe(Model):

@@ -28,6 +28,8 @@ from webshepherd.protocol.replies import (
     Signal,
     Stats,
     Subscribed,
+    TreeNodeEvent,
+    TreeNodeRecorded,
     Welcome,
 )
 from webshepherd.protocol.requests import (
@@ -45,6 +47,7 @@ from webshepherd.protocol.requests import (
     SessionsList,
     SessionStart,
     Subscribe,
+    TreeNode,
 )
 
 ClientMessage = Annotated[
@@ -61,6 +64,7 @@ ClientMessage = Annotated[
     | HookGrant
     | HookRedeem
     | Label
+    | TreeNode
     | Ping,
     Field(discriminator="type"),
 ]
@@ -86,6 +90,8 @@ ServerMessage = Annotated[
     | HookGranted
     | HookRedeemed
     | LabelRecorded
+    | TreeNodeRecorded
+    | TreeNodeEvent
     | Pong,
     Field(discriminator="type"),
 ]

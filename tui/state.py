@@ -19,6 +19,7 @@ from pydantic import BaseModel
 from webshepherd.protocol.errors import ProtocolError
 from webshepherd.protocol.progress import LEVELS, FirstBadSteps, StepJudgement, first_bad_steps
 from webshepherd.protocol.replies import Session, Stats
+from webshepherd.protocol.steps import step_count, step_label
 from webshepherd.protocol.union import SERVER_ADAPTER, SERVER_TYPES
 
 Label = Literal["yes", "in_progress", "no"]
@@ -130,7 +131,11 @@ class SessionView:
 
     @property
     def step_count(self) -> int:
-        return max(self.steps, default=0)
+        """How many steps the session has (protocol/steps.py: scored or acted at)."""
+        return step_count(
+            (k for k, s in self.steps.items() if s.candidates),
+            (k for k, s in self.steps.items() if s.executed is not None),
+        )
 
     @property
     def latest_reward(self) -> float | None:
@@ -360,9 +365,8 @@ class MonitorState:
             and prev.url == s.url
             and not any(g.step == m.step and g.kind == "repeated_action" for g in v.signals)
         ):
-            v.signals.append(
-                Signal(m.step, "repeated_action", f"same action as step {m.step - 1} on {s.url}")
-            )
+            again = f"same action as {step_label(m.step - 1)} on {s.url}"
+            v.signals.append(Signal(m.step, "repeated_action", again))
         v.touch_steps()
 
     def _approval_request(self, m: Any) -> None:

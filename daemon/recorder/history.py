@@ -229,6 +229,15 @@ class History:
                     ),
                 )
             )
+        tree = tuple(
+            (n["node"], n["parent"], n["depth"], n["action"])
+            for n in self.db.execute(
+                "SELECT node, parent, depth, action FROM tree_nodes WHERE id IN "
+                "(SELECT MIN(id) FROM tree_nodes WHERE session_id = ? GROUP BY node) "
+                "ORDER BY node",
+                (session_id,),
+            )
+        )
         return StoredSession(
             session_id=session_id,
             intent=row["intent"],
@@ -244,6 +253,7 @@ class History:
             observation=(obs["step"], obs["url"], obs["axtree"]) if obs is not None else None,
             actions=actions,
             scores=tuple(scores),
+            tree=tree,
         )
 
 

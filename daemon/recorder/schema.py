@@ -124,9 +124,31 @@ CREATE TABLE IF NOT EXISTS labels (
     note TEXT,
     created_at REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS tree_nodes (
+    id INTEGER PRIMARY KEY,         -- one row per update (tree.node), in arrival order
+    session_id TEXT NOT NULL REFERENCES sessions(session_id),
+    node INTEGER NOT NULL,          -- the node's id in the session's search tree (root 0)
+    parent INTEGER,                 -- null for the root
+    depth INTEGER NOT NULL,
+    action TEXT,                    -- the action from its parent (null for the root)
+    thought TEXT,
+    reward REAL,                    -- its value: the judge's reward for the action
+    count INTEGER NOT NULL,         -- policy proposals of the action
+    status TEXT NOT NULL,           -- frontier / expanded / leaf / done / failed / stale
+    executed INTEGER NOT NULL,      -- 1: its action ran first-hand
+    replays INTEGER NOT NULL,       -- times its action ran again (backtracking)
+    step INTEGER,                   -- the scored step its action was a candidate of
+    expanded_at INTEGER,            -- the step at which its children were scored
+    url TEXT,
+    error TEXT,
+    event TEXT NOT NULL,            -- scored / replayed / executed / expanded / stale / path
+    trying INTEGER,                 -- the node the search was trying
+    created_at REAL NOT NULL
+);
 CREATE INDEX IF NOT EXISTS observations_by_session ON observations(session_id, step);
 CREATE INDEX IF NOT EXISTS scores_by_session ON score_requests(session_id, step);
 CREATE INDEX IF NOT EXISTS actions_by_session ON actions(session_id, id);
 CREATE INDEX IF NOT EXISTS sessions_by_time ON sessions(created_at);
 CREATE INDEX IF NOT EXISTS labels_by_session ON labels(session_id, step);
+CREATE INDEX IF NOT EXISTS tree_nodes_by_session ON tree_nodes(session_id, node);
 """

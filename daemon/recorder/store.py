@@ -33,6 +33,7 @@ from webshepherd.daemon.records import (
     ScorerRecord,
     SessionEndedRecord,
     SessionStartedRecord,
+    TreeNodeRecord,
 )
 from webshepherd.protocol.errors import WebShepherdError
 
@@ -162,6 +163,8 @@ class Recorder:
                 self.label(
                     r.session_id, r.step, r.action, r.items, r.source, r.by, r.note, r.created_at
                 )
+            case TreeNodeRecord():
+                self.tree_node(r)
             case SessionEndedRecord():
                 self.session_ended(r.session_id, r.outcome, r.answer, r.ended_at)
             case ScorerRecord():
@@ -434,6 +437,39 @@ class Recorder:
                     "INSERT INTO labels (session_id, step, action, items, source, labelled_by, "
                     "note, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     (session_id, step, action, _json(items), source, by, note, created_at),
+                )
+            ]
+        )
+
+    def tree_node(self, r: TreeNodeRecord) -> None:
+        """One update of a search tree's node (appended: the latest per node wins on read)."""
+        self._tx(
+            [
+                (
+                    "INSERT INTO tree_nodes (session_id, node, parent, depth, action, thought, "
+                    "reward, count, status, executed, replays, step, expanded_at, url, error, "
+                    "event, trying, created_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        r.session_id,
+                        r.node,
+                        r.parent,
+                        r.depth,
+                        r.action,
+                        r.thought,
+                        r.reward,
+                        r.count,
+                        r.status,
+                        int(r.executed),
+                        r.replays,
+                        r.step,
+                        r.expanded_at,
+                        r.url,
+                        r.error,
+                        r.event,
+                        r.trying,
+                        r.created_at,
+                    ),
                 )
             ]
         )

@@ -84,6 +84,45 @@ class TruthLabel:
 
 
 @dataclass
+class TreeNode:
+    """A node of the session's search tree (``tree.node``) as its latest update left it."""
+
+    node: int
+    parent: int | None
+    depth: int
+    action: str | None
+    thought: str | None
+    reward: float | None
+    count: int
+    status: str  # frontier / expanded / leaf / done / failed / stale
+    executed: bool  # its action ran first-hand
+    replays: int
+    step: int | None  # the scored step its action was a candidate of
+    expanded_at: int | None  # the step at which its children were scored
+    url: str | None
+    error: str | None
+    event: str  # the latest update's kind (scored / replayed / executed / expanded / …)
+    trying: int | None
+    created_at: float  # of the latest update
+    updates: int = 1
+
+
+@dataclass
+class SearchTree:
+    """A session's search tree: every node (latest state, in node order) and the path the
+    search returned (node ids, root first; empty while it runs or when it never said)."""
+
+    nodes: list[TreeNode] = field(default_factory=list)
+    path: list[int] = field(default_factory=list)
+
+    def node(self, node_id: int) -> TreeNode | None:
+        return next((n for n in self.nodes if n.node == node_id), None)
+
+    def children(self, node_id: int) -> list[TreeNode]:
+        return [n for n in self.nodes if n.parent == node_id]
+
+
+@dataclass
 class Step:
     step: int
     url: str = ""
@@ -115,6 +154,19 @@ class Timeline:
     actions: list[Executed] = field(default_factory=list)  # every step's, in recording order
     # the judging settings the session was scored with (prompt style, temperature, sampling…)
     settings: dict[str, Any] = field(default_factory=dict)
+    tree: SearchTree | None = None  # a tree search's nodes (paradigm "tree"), else None
+
+    def executed_path(self) -> list[Executed]:
+        """The actions of the executed path: for a tree search the path it returned (its
+        nodes' actions and thoughts), else every action in recording order."""
+        if self.tree is None or not self.tree.path:
+            return self.actions
+        out = []
+        for nid in self.tree.path:
+            n = self.tree.node(nid)
+            if n is not None and n.action is not None:
+                out.append(Executed(n.action, n.thought, "agent", n.created_at, n.step or 0))
+        return out
 
 
 def read_timeline(
@@ -155,6 +207,7 @@ def read_timeline(
         [steps[k] for k in sorted(steps)],
         actions,
         json.loads(kept["settings"]) if kept else {},
+        _read_tree(db, sid),
     )
 
 
@@ -274,3 +327,43 @@ def _read_labels(db: sqlite3.Connection, sid: str, at: Callable[[int], Step]) ->
                 r["created_at"],
             )
         )
+
+
+def _read_tree(db: sqlite3.Connection, sid: str) -> SearchTree | None:
+    """Every node's latest update, and the path of the latest ``path`` updates (root first);
+    None when the session has no tree."""
+    try:
+        rows = db.execute("SELECT * FROM tree_nodes WHERE session_id = ? ORDER BY id", (sid,))
+    except sqlite3.OperationalError:  # a recording made before trees were kept
+        return None
+    nodes: dict[int, TreeNode] = {}
+    path: dict[int, int] = {}  # depth -> node of the path
+    for r in rows:
+        prev = nodes.get(r["node"])
+        nodes[r["node"]] = TreeNode(
+            r["node"],
+            r["parent"],
+            r["depth"],
+            r["action"],
+            r["thought"],
+            r["reward"],
+            r["count"],
+            r["status"],
+            bool(r["executed"]),
+            r["replays"],
+            r["step"],
+            r["expanded_at"],
+            r["url"],
+            r["error"],
+            r["event"],
+            r["trying"],
+            r["created_at"],
+            prev.updates + 1 if prev else 1,
+        )
+        if r["event"] == "path":
+            if r["depth"] == 0:
+                path.clear()  # a new path starts at the root
+            path[r["depth"]] = r["node"]
+    if not nodes:
+        return None
+    return SearchTree([nodes[k] for k in sorted(nodes)], [path[d] for d in sorted(path)])

@@ -69,6 +69,8 @@ def request_size(msg: object) -> int:
         return len(msg.action) + len(msg.thought or "")
     if isinstance(msg, rq.SessionEnd):
         return len(msg.answer or "")
+    if isinstance(msg, rq.TreeNode):
+        return sum(len(t or "") for t in (msg.action, msg.thought, msg.url, msg.error))
     return 0
 
 

@@ -380,6 +380,9 @@ class DaemonServer:
         elif isinstance(msg, rq.Label):
             self._check_labeller(conn, msg)
             await self._step(msg.session_id, lambda: core.label(conn.id, conn.label, msg))
+        elif isinstance(msg, rq.TreeNode):
+            self._check_agent_holds(conn, msg.session_id, "tree.node")
+            await self._step(msg.session_id, lambda: core.tree_node(conn.id, msg))
         elif isinstance(msg, rq.Ping):
             conn.send(dump(Pong(id=msg.id)), reply=True)
 
@@ -427,10 +430,18 @@ class DaemonServer:
             raise UnauthorizedError(
                 f"label: source 'environment' comes from an agent's connection, not {conn.role!r}"
             )
-        st = self.core.sessions.get(msg.session_id)
+        self._check_agent_holds(conn, msg.session_id, "label")
+
+    def _check_agent_holds(self, conn: Conn, session_id: str, what: str) -> None:
+        """An agent's connection, for a session no other live connection holds."""
+        if conn.role != "agent":
+            raise UnauthorizedError(
+                f"{what}: only an agent's connection reports this, not {conn.role!r}"
+            )
+        st = self.core.sessions.get(session_id)
         if st is not None and st.owner not in (None, conn.id) and st.owner in self.hub.conns:
             raise UnauthorizedError(
-                f"session_id: session {msg.session_id!r} is held by another connection"
+                f"session_id: session {session_id!r} is held by another connection"
             )
 
     # -- page-hook keys (hook_grants.py) --------------------------------------

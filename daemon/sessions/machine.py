@@ -28,6 +28,7 @@ from webshepherd.daemon.records import (
     ScoreRecord,
     SessionEndedRecord,
     SessionStartedRecord,
+    TreeNodeRecord,
 )
 from webshepherd.daemon.sessions import convert
 from webshepherd.daemon.sessions.approvals import (
@@ -72,6 +73,8 @@ from webshepherd.protocol.replies import (
     Scored,
     SessionEnded,
     SessionStarted,
+    TreeNodeEvent,
+    TreeNodeRecorded,
 )
 
 __all__ = ["PendingScore", "SessionCore"]
@@ -349,6 +352,52 @@ class SessionCore:
                 created_at=self.clock(),
             ),
             Reply(conn, LabelRecorded(id=msg.id, session_id=st.session_id, step=msg.step)),
+        ]
+
+    def tree_node(self, conn: int, msg: rq.TreeNode) -> list[Effect]:
+        """One node of the session's search tree, new or updated: checked against the nodes
+        already reported (one root; a known parent one level up; parent, depth and action
+        never change; a scored action was a candidate at its step), then recorded and sent
+        to the session's subscribers."""
+        st = self.get(msg.session_id)
+        known = st.tree.get(msg.node)
+        first = (msg.parent, msg.depth, msg.action)
+        if known is not None and known != first:
+            parent, depth, _ = known
+            raise ProtocolError(
+                f"node: node {msg.node} was reported with parent {parent}, depth {depth} and "
+                "another action; a node's parent, depth and action do not change"
+            )
+        if known is None and msg.parent is None:
+            root = next((n for n, (p, _, _) in st.tree.items() if p is None), None)
+            if root is not None:
+                raise ProtocolError(f"parent: the tree has its root already (node {root})")
+        if known is None and msg.parent is not None:
+            up = st.tree.get(msg.parent)
+            if up is None:
+                raise ProtocolError(f"parent: no node {msg.parent} in this session's tree")
+            if msg.depth != up[1] + 1:
+                raise ProtocolError(
+                    f"depth: {msg.depth} below node {msg.parent} of depth {up[1]} "
+                    f"(expected {up[1] + 1})"
+                )
+        if msg.trying is not None and msg.trying not in st.tree and msg.trying != msg.node:
+            raise ProtocolError(f"trying: no node {msg.trying} in this session's tree")
+        for name, step in (("step", msg.step), ("expanded_at", msg.expanded_at)):
+            if step is not None and step > st.step:
+                raise ProtocolError(f"{name}: step {step} is not observed yet (at {st.step})")
+        if (
+            msg.step is not None
+            and msg.action is not None
+            and msg.action not in (a for a, _ in st.step_candidates.get(msg.step, []))
+        ):
+            raise ProtocolError(f"action: not a candidate scored at step {msg.step}")
+        st.tree[msg.node] = first
+        fields = msg.model_dump(exclude={"type", "id", "session_id"})
+        return [
+            TreeNodeRecord(session_id=st.session_id, created_at=self.clock(), **fields),
+            Reply(conn, TreeNodeRecorded(id=msg.id, session_id=st.session_id, node=msg.node)),
+            Publish(st.session_id, TreeNodeEvent(session_id=st.session_id, **fields), exclude=conn),
         ]
 
     def end(self, conn: int, msg: rq.SessionEnd) -> list[Effect]:

@@ -41,6 +41,8 @@ class SessionState:
     step_candidates: dict[int, list[tuple[str, float | None]]] = field(default_factory=dict)
     # step -> action -> checklist item levels of its judgement (the stalled signal)
     step_progress: dict[int, dict[str, dict[int, int]]] = field(default_factory=dict)
+    # a tree search's nodes: node -> (parent, depth, action), as first reported (tree.node)
+    tree: dict[int, tuple[int | None, int, str | None]] = field(default_factory=dict)
     latest_reward: float | None = None
     waiting_approvals: int = 0
     ended: bool = False
@@ -58,6 +60,7 @@ class SessionState:
             step_rewards=dict(self.step_rewards),
             step_candidates=dict(self.step_candidates),
             step_progress=dict(self.step_progress),
+            tree=dict(self.tree),
         )
 
     def roll_back(self, snapshot: SessionState) -> None:
@@ -134,6 +137,7 @@ def restored(stored: StoredSession) -> SessionState:
     if stored.observation is not None:
         st.step, st.url, st.axtree = stored.observation
     st.history.extend(turn for _, turn in stored.actions)
+    st.tree = {node: (parent, depth, action) for node, parent, depth, action in stored.tree}
     st.acted_steps.update(step for step, _ in stored.actions)
     for score in stored.scores:
         st.remember_candidates(score.step, [(a, r) for a, r, _ in score.candidates])

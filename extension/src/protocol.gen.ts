@@ -18,6 +18,7 @@ export type ClientMessage =
   | HookGrant
   | HookRedeem
   | Label
+  | TreeNode
   | Ping;
 export type Name = string;
 export type Role = "agent" | "extension" | "monitor";
@@ -196,13 +197,74 @@ export type Source2 = "environment" | "person";
 export type Step1 = number;
 export type Type12 = "label";
 /**
+ * The action from its parent (null only for the root).
+ */
+export type Action5 = string | null;
+/**
+ * Policy proposals of this action.
+ */
+export type Count = number;
+/**
+ * Actions from the start page.
+ */
+export type Depth = number;
+/**
+ * Why its action failed or why it went stale.
+ */
+export type Error = string | null;
+export type Event = "scored" | "replayed" | "executed" | "expanded" | "stale" | "path";
+/**
+ * Its action ran first-hand.
+ */
+export type Executed = boolean;
+/**
+ * The step at which its children were scored.
+ */
+export type ExpandedAt = number | null;
+/**
  * Chosen by the sender, unique per connection.
  */
 export type Id13 = string;
-export type Type13 = "ping";
+/**
+ * The node's id; the root is 0.
+ */
+export type Node = number;
+/**
+ * Null for the root (the start page).
+ */
+export type Parent = number | null;
+/**
+ * Times its action ran again to return to a node below it.
+ */
+export type Replays = number;
+/**
+ * Its value: the judge's reward for it.
+ */
+export type Reward = number | null;
+export type SessionId7 = string;
+export type Status = "frontier" | "expanded" | "leaf" | "done" | "failed" | "stale";
+/**
+ * The scored step its action was a candidate of (the parent's expansion).
+ */
+export type Step2 = number | null;
+export type Thought2 = string | null;
+/**
+ * The node the search is trying now (its action runs once the environment is at its parent).
+ */
+export type Trying = number | null;
+export type Type13 = "tree.node";
+/**
+ * The page it led to.
+ */
+export type Url2 = string | null;
+/**
+ * Chosen by the sender, unique per connection.
+ */
+export type Id14 = string;
+export type Type14 = "ping";
 export type ServerMessage =
   | Welcome
-  | Error
+  | Error1
   | SessionStarted
   | Checklist1
   | Observed
@@ -221,6 +283,8 @@ export type ServerMessage =
   | HookGranted
   | HookRedeemed
   | LabelRecorded
+  | TreeNodeRecorded
+  | TreeNodeEvent
   | Pong;
 export type Backend = string;
 export type Model = string;
@@ -228,9 +292,9 @@ export type Version1 = string;
 /**
  * Chosen by the sender, unique per connection.
  */
-export type Id14 = string;
+export type Id15 = string;
 export type Protocol1 = number;
-export type Type14 = "welcome";
+export type Type15 = "welcome";
 /**
  * Error codes of protocol v1 (protocol.md, "Envelope").
  */
@@ -244,47 +308,47 @@ export type ErrorCode =
   | "overloaded"
   | "timeout"
   | "internal";
-export type Id15 = string | null;
+export type Id16 = string | null;
 export type Message = string;
 export type Retryable = boolean;
-export type Type15 = "error";
-export type Id16 = string | null;
+export type Type16 = "error";
+export type Id17 = string | null;
 export type Intent1 = string | null;
-export type SessionId7 = string;
+export type SessionId8 = string;
 export type Source3 = ("agent" | "human" | "import") | null;
 export type StartUrl1 = string | null;
-export type Type16 = "session.started";
+export type Type17 = "session.started";
 export type Goal = string | null;
 export type Index = number;
 export type Title = string;
 export type Items1 = ChecklistItem[];
-export type SessionId8 = string;
+export type SessionId9 = string;
 export type Source4 = "generated" | "reference";
 export type Text = string;
-export type Type17 = "checklist";
+export type Type18 = "checklist";
 export type Axtree2 = string | null;
-export type Id17 = string | null;
-export type SessionId9 = string | null;
-export type Step2 = number;
-export type Type18 = "observed";
-export type Url2 = string | null;
+export type Id18 = string | null;
+export type SessionId10 = string | null;
+export type Step3 = number;
+export type Type19 = "observed";
+export type Url3 = string | null;
 export type Candidate1 = number;
 export type Delta = string;
 export type Request = string;
 export type Sample = number;
-export type SessionId10 = string;
-export type Type19 = "score.progress";
+export type SessionId11 = string;
+export type Type20 = "score.progress";
 export type Best = number | null;
 /**
  * Echo of the scored candidates (events).
  */
 export type Candidates1 = Candidate[] | null;
-export type Action5 = string | null;
+export type Action6 = string | null;
 export type By = string | null;
 export type Index1 = number | null;
 export type Note2 = string | null;
-export type Status = "auto" | "approved" | "rejected" | "edited" | "timeout";
-export type Id18 = string | null;
+export type Status1 = "auto" | "approved" | "rejected" | "edited" | "timeout";
+export type Id19 = string | null;
 export type Feedback = string;
 export type Index2 = number;
 export type InProgress = number;
@@ -301,9 +365,9 @@ export type ParsedSamples = number;
  * 'top_k' when label probabilities come from a top-k truncation.
  */
 export type Probabilities = "full" | "top_k";
-export type Reward = number | null;
-export type Items3 = ItemProbs[];
 export type Reward1 = number | null;
+export type Items3 = ItemProbs[];
+export type Reward2 = number | null;
 export type Text1 = string;
 /**
  * Why this sample gave no reward (null when it did): scoring aborted, the judgement cut by the context or the output limit, labels only of items not on the checklist, an <answer> block without a label, no <answer> block.
@@ -317,47 +381,47 @@ export type Samples1 = SampleResult[];
  */
 export type UnparsedSamples = number;
 export type Results = CandidateResult[];
-export type SessionId11 = string;
-export type Step3 = number;
+export type SessionId12 = string;
+export type Step4 = number;
 export type ModelMs = number;
 export type QueueMs = number;
-export type Type20 = "scored";
+export type Type21 = "scored";
 export type CandidateIndex = number | null;
 export type ExpiresInS = number;
 export type Feedback1 = string;
 export type Reason = "below_threshold" | "reward_drop" | "always";
 export type RequestId1 = string;
-export type Reward2 = number | null;
-export type SessionId12 = string;
-export type Step4 = number;
-export type Type21 = "approval.request";
-export type Action6 = string | null;
+export type Reward3 = number | null;
+export type SessionId13 = string;
+export type Step5 = number;
+export type Type22 = "approval.request";
+export type Action7 = string | null;
 export type By1 = string | null;
 export type Decision1 = "approve" | "reject" | "edit" | "timeout";
-export type Id19 = string | null;
+export type Id20 = string | null;
 export type Note3 = string | null;
 export type RequestId2 = string;
-export type SessionId13 = string | null;
-export type Type22 = "approval.resolved";
+export type SessionId14 = string | null;
+export type Type23 = "approval.resolved";
 /**
  * Chosen by the sender, unique per connection.
  */
-export type Id20 = string;
-export type SessionId14 = string;
-export type Step5 = number;
-export type Type23 = "action.recorded";
-export type Action7 = string;
+export type Id21 = string;
 export type SessionId15 = string;
-export type Source5 = "agent" | "human";
 export type Step6 = number;
-export type Thought2 = string | null;
-export type Type24 = "action";
-export type Answer1 = string | null;
-export type Id21 = string | null;
-export type Outcome1 = "success" | "failure" | "unknown";
-export type SessionId16 = string;
-export type Type25 = "session.ended";
+export type Type24 = "action.recorded";
 export type Action8 = string;
+export type SessionId16 = string;
+export type Source5 = "agent" | "human";
+export type Step7 = number;
+export type Thought3 = string | null;
+export type Type25 = "action";
+export type Answer1 = string | null;
+export type Id22 = string | null;
+export type Outcome1 = "success" | "failure" | "unknown";
+export type SessionId17 = string;
+export type Type26 = "session.ended";
+export type Action9 = string;
 export type Detail = string;
 export type Kind = "repeated_action" | "element_mismatch" | "plan_adherence" | "stalled";
 /**
@@ -371,23 +435,23 @@ export type Planned = string | null;
  */
 export type Rate = number | null;
 export type Repeats = number | null;
-export type SessionId17 = string;
+export type SessionId18 = string;
 /**
  * stalled: executed steps in a row with no checklist item advanced.
  */
 export type StalledSteps = number | null;
-export type Step7 = number;
-export type Type26 = "signal";
-/**
- * Chosen by the sender, unique per connection.
- */
-export type Id22 = string;
-export type Sessions1 = "*" | string[];
-export type Type27 = "subscribed";
+export type Step8 = number;
+export type Type27 = "signal";
 /**
  * Chosen by the sender, unique per connection.
  */
 export type Id23 = string;
+export type Sessions1 = "*" | string[];
+export type Type28 = "subscribed";
+/**
+ * Chosen by the sender, unique per connection.
+ */
+export type Id24 = string;
 /**
  * Unix time, seconds.
  */
@@ -396,13 +460,13 @@ export type EndedAt = number | null;
 export type Intent2 = string;
 export type LatestReward = number | null;
 export type Outcome2 = ("success" | "failure" | "unknown") | null;
-export type SessionId18 = string;
+export type SessionId19 = string;
 export type Source6 = "agent" | "human" | "import";
 export type StartUrl2 = string | null;
 export type State = "running" | "waiting_approval" | "ended";
 export type Steps = number;
 export type Sessions3 = SessionSummary[];
-export type Type28 = "sessions";
+export type Type29 = "sessions";
 /**
  * The session's events in order, each shaped as the event a subscriber received.
  */
@@ -412,12 +476,12 @@ export type Events = {
 /**
  * Chosen by the sender, unique per connection.
  */
-export type Id24 = string;
+export type Id25 = string;
 /**
  * Set when the events did not fit one frame: ask again with `after` = `next` for the rest (every page carries at least one event). Addition to v1.
  */
 export type Next = number | null;
-export type Type29 = "session";
+export type Type30 = "session";
 export type Connections = number;
 export type MemoryTotalMb = number | null;
 export type MemoryUsedMb = number | null;
@@ -521,7 +585,7 @@ export type StepLatencyMsP50 = number | null;
 export type StepLatencyMsP95 = number | null;
 export type Time = number;
 export type TokensPerS = number;
-export type Type30 = "stats";
+export type Type31 = "stats";
 /**
  * The key must be redeemed within this time.
  */
@@ -529,28 +593,92 @@ export type ExpiresInS1 = number;
 /**
  * Chosen by the sender, unique per connection.
  */
-export type Id25 = string;
-export type Key1 = string;
-export type SessionId19 = string | null;
-export type Type31 = "hook.granted";
-/**
- * Chosen by the sender, unique per connection.
- */
 export type Id26 = string;
+export type Key1 = string;
 export type SessionId20 = string | null;
-export type Type32 = "hook.redeemed";
+export type Type32 = "hook.granted";
 /**
  * Chosen by the sender, unique per connection.
  */
 export type Id27 = string;
-export type SessionId21 = string;
-export type Step8 = number;
-export type Type33 = "label.recorded";
+export type SessionId21 = string | null;
+export type Type33 = "hook.redeemed";
 /**
  * Chosen by the sender, unique per connection.
  */
 export type Id28 = string;
-export type Type34 = "pong";
+export type SessionId22 = string;
+export type Step9 = number;
+export type Type34 = "label.recorded";
+/**
+ * Chosen by the sender, unique per connection.
+ */
+export type Id29 = string;
+export type Node1 = number;
+export type SessionId23 = string;
+export type Type35 = "tree.node.recorded";
+/**
+ * The action from its parent (null only for the root).
+ */
+export type Action10 = string | null;
+/**
+ * Policy proposals of this action.
+ */
+export type Count1 = number;
+/**
+ * Actions from the start page.
+ */
+export type Depth1 = number;
+/**
+ * Why its action failed or why it went stale.
+ */
+export type Error2 = string | null;
+export type Event1 = "scored" | "replayed" | "executed" | "expanded" | "stale" | "path";
+/**
+ * Its action ran first-hand.
+ */
+export type Executed1 = boolean;
+/**
+ * The step at which its children were scored.
+ */
+export type ExpandedAt1 = number | null;
+/**
+ * The node's id; the root is 0.
+ */
+export type Node2 = number;
+/**
+ * Null for the root (the start page).
+ */
+export type Parent1 = number | null;
+/**
+ * Times its action ran again to return to a node below it.
+ */
+export type Replays1 = number;
+/**
+ * Its value: the judge's reward for it.
+ */
+export type Reward4 = number | null;
+export type SessionId24 = string;
+export type Status2 = "frontier" | "expanded" | "leaf" | "done" | "failed" | "stale";
+/**
+ * The scored step its action was a candidate of (the parent's expansion).
+ */
+export type Step10 = number | null;
+export type Thought4 = string | null;
+/**
+ * The node the search is trying now (its action runs once the environment is at its parent).
+ */
+export type Trying1 = number | null;
+export type Type36 = "tree.node";
+/**
+ * The page it led to.
+ */
+export type Url4 = string | null;
+/**
+ * Chosen by the sender, unique per connection.
+ */
+export type Id30 = string;
+export type Type37 = "pong";
 
 export interface Hello {
   client: ClientInfo;
@@ -684,45 +812,70 @@ export interface Label {
   type: Type12;
 }
 /**
+ * A tree-search agent reports one node of its search tree, when it is scored and again
+ * whenever it changes (addition to v1; docs/protocol-additions.md, "Tree search").
+ */
+export interface TreeNode {
+  action?: Action5;
+  count?: Count;
+  depth: Depth;
+  error?: Error;
+  event: Event;
+  executed?: Executed;
+  expanded_at?: ExpandedAt;
+  id: Id13;
+  node: Node;
+  parent?: Parent;
+  replays?: Replays;
+  reward?: Reward;
+  session_id: SessionId7;
+  status: Status;
+  step?: Step2;
+  thought?: Thought2;
+  trying?: Trying;
+  type: Type13;
+  url?: Url2;
+}
+/**
  * Application-level keepalive (an MV3 service worker needs one about every 20 s). Addition to v1.
  */
 export interface Ping {
-  id: Id13;
-  type: Type13;
+  id: Id14;
+  type: Type14;
 }
 export interface Welcome {
   daemon: DaemonInfo;
-  id: Id14;
+  id: Id15;
   protocol: Protocol1;
-  type: Type14;
+  type: Type15;
 }
 export interface DaemonInfo {
   backend: Backend;
   model: Model;
   version: Version1;
 }
-export interface Error {
+export interface Error1 {
   code: ErrorCode;
-  id?: Id15;
+  id?: Id16;
   message: Message;
   retryable?: Retryable;
-  type: Type15;
+  type: Type16;
 }
 export interface SessionStarted {
   agent?: AgentInfo | null;
-  id?: Id16;
+  id?: Id17;
   intent?: Intent1;
-  session_id: SessionId7;
+  session_id: SessionId8;
   source?: Source3;
   start_url?: StartUrl1;
-  type: Type16;
+  type: Type17;
 }
 export interface Checklist1 {
   items: Items1;
-  session_id: SessionId8;
+  session_id: SessionId9;
   source: Source4;
   text: Text;
-  type: Type17;
+  type: Type18;
 }
 export interface ChecklistItem {
   goal?: Goal;
@@ -731,41 +884,41 @@ export interface ChecklistItem {
 }
 export interface Observed {
   axtree?: Axtree2;
-  id?: Id17;
+  id?: Id18;
   /**
    * Events carry the mime only (data null).
    */
   screenshot?: Screenshot | null;
-  session_id?: SessionId9;
-  step: Step2;
-  type: Type18;
-  url?: Url2;
+  session_id?: SessionId10;
+  step: Step3;
+  type: Type19;
+  url?: Url3;
 }
 export interface ScoreProgress {
   candidate: Candidate1;
   delta: Delta;
   request: Request;
   sample: Sample;
-  session_id: SessionId10;
-  type: Type19;
+  session_id: SessionId11;
+  type: Type20;
 }
 export interface Scored {
   best: Best;
   candidates?: Candidates1;
   decision: DecisionInfo;
-  id?: Id18;
+  id?: Id19;
   results: Results;
-  session_id: SessionId11;
-  step: Step3;
+  session_id: SessionId12;
+  step: Step4;
   timing?: Timing;
-  type: Type20;
+  type: Type21;
 }
 export interface DecisionInfo {
-  action?: Action5;
+  action?: Action6;
   by?: By;
   index?: Index1;
   note?: Note2;
-  status: Status;
+  status: Status1;
 }
 export interface CandidateResult {
   feedback?: Feedback;
@@ -774,7 +927,7 @@ export interface CandidateResult {
   judge_inputs?: JudgeInputs;
   parsed_samples: ParsedSamples;
   probabilities?: Probabilities;
-  reward: Reward;
+  reward: Reward1;
   samples?: Samples1;
   unparsed_samples?: UnparsedSamples;
 }
@@ -789,7 +942,7 @@ export interface ItemProbs {
 }
 export interface SampleResult {
   items?: Items3;
-  reward: Reward1;
+  reward: Reward2;
   text: Text1;
   unparsed?: Unparsed;
 }
@@ -804,44 +957,44 @@ export interface ApprovalRequest {
   feedback?: Feedback1;
   reason: Reason;
   request_id: RequestId1;
-  reward: Reward2;
-  session_id: SessionId12;
-  step: Step4;
-  type: Type21;
+  reward: Reward3;
+  session_id: SessionId13;
+  step: Step5;
+  type: Type22;
 }
 export interface ApprovalResolved {
-  action?: Action6;
+  action?: Action7;
   by?: By1;
   decision: Decision1;
-  id?: Id19;
+  id?: Id20;
   note?: Note3;
   request_id: RequestId2;
-  session_id?: SessionId13;
-  type: Type22;
+  session_id?: SessionId14;
+  type: Type23;
 }
 /**
  * Reply to ``action``; subscribers receive the ``action`` event instead.
  */
 export interface ActionRecorded {
-  id: Id20;
-  session_id: SessionId14;
-  step: Step5;
-  type: Type23;
+  id: Id21;
+  session_id: SessionId15;
+  step: Step6;
+  type: Type24;
 }
 export interface ActionEvent {
-  action: Action7;
-  session_id: SessionId15;
+  action: Action8;
+  session_id: SessionId16;
   source?: Source5;
-  step: Step6;
-  thought?: Thought2;
-  type: Type24;
+  step: Step7;
+  thought?: Thought3;
+  type: Type25;
 }
 export interface SessionEnded {
   answer?: Answer1;
-  id?: Id21;
+  id?: Id22;
   outcome: Outcome1;
-  session_id: SessionId16;
-  type: Type25;
+  session_id: SessionId17;
+  type: Type26;
 }
 /**
  * A live process signal about one executed action (addition to v1; see protocol-additions.md).
@@ -854,7 +1007,7 @@ export interface SessionEnded {
  * least the session's ``agent.stalled_after``).
  */
 export interface Signal {
-  action: Action8;
+  action: Action9;
   detail?: Detail;
   kind: Kind;
   ok: Ok;
@@ -862,23 +1015,23 @@ export interface Signal {
   planned?: Planned;
   rate?: Rate;
   repeats?: Repeats;
-  session_id: SessionId17;
+  session_id: SessionId18;
   stalled_steps?: StalledSteps;
-  step: Step7;
-  type: Type26;
+  step: Step8;
+  type: Type27;
 }
 export interface Subscribed {
-  id: Id22;
+  id: Id23;
   sessions: Sessions1;
-  type: Type27;
+  type: Type28;
 }
 /**
  * Reply to ``sessions.list``: newest first.
  */
 export interface Sessions2 {
-  id: Id23;
+  id: Id24;
   sessions: Sessions3;
-  type: Type28;
+  type: Type29;
 }
 export interface SessionSummary {
   agent?: AgentInfo;
@@ -887,7 +1040,7 @@ export interface SessionSummary {
   intent: Intent2;
   latest_reward?: LatestReward;
   outcome?: Outcome2;
-  session_id: SessionId18;
+  session_id: SessionId19;
   source?: Source6;
   start_url?: StartUrl2;
   state?: State;
@@ -899,10 +1052,10 @@ export interface SessionSummary {
 export interface Session {
   checklist?: Checklist1 | null;
   events?: Events;
-  id: Id24;
+  id: Id25;
   next?: Next;
   session: SessionSummary;
-  type: Type29;
+  type: Type30;
 }
 export interface Stats {
   connections?: Connections;
@@ -927,7 +1080,7 @@ export interface Stats {
   step_latency_ms_p95?: StepLatencyMsP95;
   time: Time;
   tokens_per_s: TokensPerS;
-  type: Type30;
+  type: Type31;
 }
 export interface DeviceStats {
   memory_total_mb?: MemoryTotalMb;
@@ -981,29 +1134,62 @@ export interface RemoteEngineStats {
  */
 export interface HookGranted {
   expires_in_s: ExpiresInS1;
-  id: Id25;
+  id: Id26;
   key: Key1;
-  session_id?: SessionId19;
-  type: Type31;
+  session_id?: SessionId20;
+  type: Type32;
 }
 /**
  * Reply to ``hook.redeem``: the session the key follows (null: it may start one).
  */
 export interface HookRedeemed {
-  id: Id26;
-  session_id?: SessionId20;
-  type: Type32;
+  id: Id27;
+  session_id?: SessionId21;
+  type: Type33;
 }
 /**
  * Reply to ``label`` (addition to v1): the labels are in the recording.
  */
 export interface LabelRecorded {
-  id: Id27;
-  session_id: SessionId21;
-  step: Step8;
-  type: Type33;
+  id: Id28;
+  session_id: SessionId22;
+  step: Step9;
+  type: Type34;
+}
+/**
+ * Reply to ``tree.node`` (addition to v1): the node's update is in the recording.
+ */
+export interface TreeNodeRecorded {
+  id: Id29;
+  node: Node1;
+  session_id: SessionId23;
+  type: Type35;
+}
+/**
+ * A node of a session's search tree, as its agent reported it (addition to v1): to the
+ * session's subscribers, and in its event log.
+ */
+export interface TreeNodeEvent {
+  action?: Action10;
+  count?: Count1;
+  depth: Depth1;
+  error?: Error2;
+  event: Event1;
+  executed?: Executed1;
+  expanded_at?: ExpandedAt1;
+  node: Node2;
+  parent?: Parent1;
+  replays?: Replays1;
+  reward?: Reward4;
+  session_id: SessionId24;
+  status: Status2;
+  step?: Step10;
+  thought?: Thought4;
+  trying?: Trying1;
+  type: Type36;
+  url?: Url4;
 }
 export interface Pong {
-  id: Id28;
-  type: Type34;
+  id: Id30;
+  type: Type37;
 }

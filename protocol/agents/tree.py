@@ -14,6 +14,10 @@ the node (and what hangs below it) stale. The search stops at a final answer (an
 ``send_msg_to_user`` or ``report_infeasible``), when the frontier is empty, or when a budget
 runs out: expansions, depth, model calls (candidate judgements: candidates times reward
 samples) or wall time.
+
+Every node goes into the session as it is scored and whenever it changes (``tree.node``,
+docs/protocol-additions.md): the daemon records each update and sends it to monitors, and
+the search ends by reporting the path it returns, root first.
 """
 
 from __future__ import annotations
@@ -26,7 +30,13 @@ from typing import TYPE_CHECKING, Literal
 from webshepherd.protocol.agents.best_of_n import group_proposals
 from webshepherd.protocol.agents.environment import ActionError, ActionResult, PageState
 from webshepherd.protocol.agents.policy import PolicyContext
-from webshepherd.protocol.common import Screenshot, Turn
+from webshepherd.protocol.common import (
+    MAX_NODE_ERROR_CHARS,
+    Screenshot,
+    TreeNodeEventKind,
+    TreeNodeFields,
+    Turn,
+)
 
 if TYPE_CHECKING:
     from webshepherd.protocol.agents.loop import _Episode
@@ -108,6 +118,7 @@ class TreeSearch:
         self.opts = episode.opts
         self.tree = SearchTree()
         self.at: list[int] = [0]  # the node path the environment is at now
+        self.trying: int | None = 0  # the node being tried (the root: its expansion)
         self.started = time.monotonic()
 
     # -- budgets ----------------------------------------------------------
@@ -132,6 +143,12 @@ class TreeSearch:
         state = await self.ep.env.observe()
         root.url = state.url
         await self._expand(root, state)
+        outcome = await self._search()
+        for nid in self.tree.path:
+            await self._report(self.tree.node(nid), "path")
+        return outcome
+
+    async def _search(self) -> ActionResult | None:
         while True:
             frontier = self.tree.frontier()
             if not frontier:
@@ -154,6 +171,7 @@ class TreeSearch:
         """Return to ``node``'s parent, run its action, and expand it (unless it ended the
         episode, failed, or is as deep as the search goes)."""
         assert node.parent is not None and node.action is not None
+        self.trying = node.id
         if not await self._goto(node.parent):
             return None
         parent = self.tree.node(node.parent)
@@ -166,17 +184,21 @@ class TreeSearch:
             node.status, node.error = "failed", exc.message
             ep.last_error = exc.message
             self.at = self.tree.path_to(node.id)
+            await self._report(node, "executed")
             return None
         ep.last_error = None
         self.at = self.tree.path_to(node.id)
         if outcome.done:
             node.status = "done"
+            await self._report(node, "executed")
             return outcome
         state = await ep.env.observe()
         node.url = state.url
         if node.depth >= self.opts.max_depth:
             node.status = "leaf"
+            await self._report(node, "expanded")
             return outcome
+        await self._report(node, "executed")
         await self._expand(node, state)
         return outcome
 
@@ -187,6 +209,7 @@ class TreeSearch:
         history = self._history(node.id)
         observed = await ep.handle.observe(state.url, state.axtree, _shot(state.screenshot))
         node.step = observed.step
+        await self._report(node, "expanded")
         context = PolicyContext(ep.intent, history, ep.plan, self.opts.samples)
         proposals = await ep.policy.propose(state, context)
         groups = group_proposals(proposals, self.opts.branching)
@@ -210,6 +233,31 @@ class TreeSearch:
                 count=g.count,
             )
             self.tree.nodes.append(child)
+            await self._report(child, "scored")
+
+    async def _report(self, node: SearchNode, event: TreeNodeEventKind) -> None:
+        """The node as it is now, to the session (``tree.node``)."""
+        parent = self.tree.node(node.parent) if node.parent is not None else None
+        await self.ep.handle.tree_node(
+            TreeNodeFields(
+                node=node.id,
+                parent=node.parent,
+                depth=node.depth,
+                action=node.action,
+                thought=node.thought or None,
+                reward=node.reward,
+                count=node.count,
+                status=node.status,
+                executed=node.executed,
+                replays=node.replays,
+                step=parent.step if parent is not None else None,
+                expanded_at=node.step,
+                url=node.url,
+                error=node.error[:MAX_NODE_ERROR_CHARS] if node.error else None,
+                event=event,
+                trying=self.trying,
+            )
+        )
 
     def _history(self, node_id: int) -> tuple[Turn, ...]:
         """The trajectory of actions that reached ``node_id``."""
@@ -240,23 +288,25 @@ class TreeSearch:
             try:
                 await env.execute(n.action)
             except ActionError as exc:
-                self._stale(nid, f"replay failed: {exc.message}")
+                await self._stale(nid, f"replay failed: {exc.message}")
                 return False
             n.replays += 1
             self.at.append(nid)
             url = (await env.observe()).url
             if url != n.url:
-                self._stale(nid, f"replay diverged: {url} instead of {n.url}")
+                await self._stale(nid, f"replay diverged: {url} instead of {n.url}")
                 return False
+            await self._report(n, "replayed")
         return True
 
-    def _stale(self, node_id: int, why: str) -> None:
+    async def _stale(self, node_id: int, why: str) -> None:
         """Mark ``node_id`` and every node below it stale."""
         todo = [node_id]
         while todo:
             nid = todo.pop()
             n = self.tree.node(nid)
             n.status, n.error = "stale", n.error or why
+            await self._report(n, "stale")
             todo += [c.id for c in self.tree.children(nid)]
 
 

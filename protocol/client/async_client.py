@@ -63,6 +63,7 @@ from webshepherd.protocol.common import (
     SessionSource,
     SessionSummary,
     Source,
+    TreeNodeFields,
 )
 from webshepherd.protocol.errors import (
     ConnectionLostError,
@@ -85,6 +86,7 @@ from webshepherd.protocol.replies import (
     Sessions,
     SessionStarted,
     Subscribed,
+    TreeNodeRecorded,
     Welcome,
 )
 from webshepherd.protocol.requests import (
@@ -99,6 +101,7 @@ from webshepherd.protocol.requests import (
     SessionGet,
     SessionsList,
     SessionStart,
+    TreeNode,
 )
 from webshepherd.protocol.token_store import TokenStore
 from webshepherd.protocol.union import dump
@@ -512,6 +515,13 @@ class AsyncClient:
             note=note,
         )
         return await self.call(msg, LabelRecorded)
+
+    async def tree_node(self, session_id: str, node: TreeNodeFields) -> TreeNodeRecorded:
+        """Report one node of a tree search, new or changed (``tree.node``; the daemon records
+        every update and sends it to the session's subscribers)."""
+        fields = node.model_dump(include=set(TreeNodeFields.model_fields))
+        msg = TreeNode(id=self._next_id("n"), session_id=session_id, **fields)
+        return await self.call(msg, TreeNodeRecorded)
 
     async def end_session(
         self,

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel
-from webshepherd.protocol.common import Candidate, Observation
+from webshepherd.protocol.common import Candidate, Observation, TreeNodeFields
 from webshepherd.protocol.errors import WebShepherdError
 from webshepherd.protocol.replies import (
     ActionRecorded,
@@ -17,6 +17,7 @@ from webshepherd.protocol.replies import (
     Observed,
     Scored,
     SessionEnded,
+    TreeNodeRecorded,
 )
 from webshepherd.protocol.requests import Subscribe
 from webshepherd.protocol.union import ServerMessage
@@ -102,6 +103,10 @@ class SessionHandle(SessionRef["AsyncClient"]):
     ) -> LabelRecorded:
         """Ground truth for a candidate scored at ``step`` (one label per checklist item)."""
         return await self.client.label(self.session_id, step, action, items, source, note)
+
+    async def tree_node(self, node: TreeNodeFields) -> TreeNodeRecorded:
+        """Report one node of a tree search, new or changed (``tree.node``)."""
+        return await self.client.tree_node(self.session_id, node)
 
     async def end(
         self,

@@ -116,6 +116,7 @@ class Client:
     report_action = _blocking(AsyncClient.report_action)
     end_session = _blocking(AsyncClient.end_session)
     label = _blocking(AsyncClient.label)
+    tree_node = _blocking(AsyncClient.tree_node)
     decide = _blocking(AsyncClient.decide)
     sessions = _blocking(AsyncClient.sessions)
     session = _blocking(AsyncClient.session)
@@ -147,6 +148,7 @@ class SyncSession(SessionRef[Client]):
     score = _blocking(SessionHandle.score)
     act = _blocking(SessionHandle.act)
     label = _blocking(SessionHandle.label)
+    tree_node = _blocking(SessionHandle.tree_node)
     end = _blocking(SessionHandle.end)
 
 

@@ -70,7 +70,8 @@ async def test_sessions_appear_and_the_curve_grows(daemon):
         for n in (1, 2, 3):
             await step(agent, sid, n)
             await wait_until(pilot, lambda n=n: len(plot.points[0]) == n, what=f"point {n}")
-        assert [s for s, _ in plot.points[0]] == [1, 2, 3]
+        # indices 1-3 (the start page, index 0, was not scored), read as steps 2-4 (steps.py)
+        assert [s for s, _ in plot.points[0]] == [2, 3, 4]
         view = app.state.sessions[sid]
         assert view.checklist and [i for i, _ in view.checklist] == [1, 2]
         await wait_until(pilot, lambda: table.get_cell(sid, "steps") == "3", what="steps cell")
@@ -108,7 +109,7 @@ async def test_sessions_appear_and_the_curve_grows(daemon):
         assert shown() == 3 and replay.view is not None and replay.view.state == "ended"
         await pilot.press("left")
         assert shown() == 2
-        assert [p for p, _ in replay.query_one(RewardPlot).points[0]] == [1, 2]
+        assert [p for p, _ in replay.query_one(RewardPlot).points[0]] == [2, 3]  # as read
         await pilot.press("g")  # First (Home does not reach the screen here: closing note)
         assert shown() == 1
         await pilot.press("escape", "escape")

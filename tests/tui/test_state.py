@@ -135,7 +135,7 @@ def test_repeated_action_on_the_same_url_is_a_signal():
     state = folded(session_events("r", 5, seed=2, repeat_at=4, outcome=None))
     (signal,) = state.sessions["r"].signals
     assert signal.step == 4 and signal.kind == "repeated_action"
-    assert "same action as step 3" in signal.message
+    assert "same action as step 4" in signal.message  # index 3, read as step 4 (steps.py)
     # the same action on another page is not a repetition
     state = folded(session_events("r", 5, seed=2, outcome=None))
     assert [s for s in state.sessions["r"].signals if s.kind == "repeated_action"] == []

@@ -13,6 +13,7 @@ from textual.containers import Container
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
 from webshepherd.protocol.common import Decision
+from webshepherd.protocol.steps import step_label
 from webshepherd.protocol.terminal_text import terminal_safe
 from webshepherd.tui.device import DeviceReading
 from webshepherd.tui.plain import plain
@@ -173,7 +174,7 @@ class MainScreen(Screen[None]):
         view = self.state.sessions.get(pending.session_id)
         reward = "—" if pending.reward is None else f"{pending.reward:.3f}"
         context = (
-            f"{view.agent if view else pending.session_id} · step {pending.step} · "
+            f"{view.agent if view else pending.session_id} · {step_label(pending.step)} · "
             f"reward {reward} · {pending.reason}\n{pending.feedback}"
         )
         self.app.push_screen(EditActionScreen(terminal_safe(pending.action), context), done)

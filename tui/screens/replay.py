@@ -13,6 +13,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 from webshepherd.protocol.errors import WebShepherdError
 from webshepherd.protocol.replies import Session
+from webshepherd.protocol.steps import step_label
 from webshepherd.tui.plain import plain
 from webshepherd.tui.state import MonitorState, SessionView
 from webshepherd.tui.widgets.session_detail import SessionDetail
@@ -21,16 +22,26 @@ LoadSession = Callable[[], Awaitable[Session]]
 
 
 def frame_ends(events: list[dict[str, Any]]) -> list[int]:
-    """For each step, how many events a replay shows: up to the last event of that step."""
+    """For each step (protocol/steps.py: an index scored or acted at), how many events a
+    replay shows: up to the last event of that step. An index only observed shows with the
+    step after it (or, at the end, with the last step)."""
+    taken = {
+        e["step"]
+        for e in events
+        if e.get("type") in ("scored", "action") and isinstance(e.get("step"), int)
+    }
     ends: list[int] = []
-    top = 0
+    top = -1
     for i, e in enumerate(events):
         step = e.get("step")
         if isinstance(step, int) and step > top:
-            if top > 0:
+            if top in taken:
                 ends.append(i)
             top = step
-    ends.append(len(events))
+    if ends and top not in taken:
+        ends[-1] = len(events)
+    else:
+        ends.append(len(events))
     return ends
 
 
@@ -53,7 +64,7 @@ def first_bad_text(reply: Session) -> Text:
         if step is None:
             out.append("none", "dim")
             continue
-        out.append(f"step {step.step}: ", "bold red")
+        out.append(f"{step_label(step.step)}: ", "bold red")
         out.append_text(plain(step.detail))
         out.append("  feedback: ", "dim")
         out.append_text(plain(step.feedback[:200]))
@@ -127,9 +138,10 @@ class ReplayScreen(Screen[None]):
         if self.view is not None and self.frame == len(self.ends) - 1:
             self.view.state, self.view.outcome = reply.session.state, reply.session.outcome
         cur = self.view.current if self.view else None
+        where = step_label(cur.step) if cur else "no step"
         title = Text.assemble(
             (" replay ", "bold reverse"),
-            (f" step {cur.step if cur else 0} ({self.frame + 1}/{len(self.ends)}) ", "bold"),
+            (f" {where} ({self.frame + 1}/{len(self.ends)}) ", "bold"),
             plain(reply.session.intent),
             no_wrap=True,
             overflow="ellipsis",

@@ -6,6 +6,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import DataTable, Static
+from webshepherd.protocol.steps import step_number
 from webshepherd.tui.plain import plain
 from webshepherd.tui.state import ApprovalView, MonitorState
 from webshepherd.tui.widgets.session_detail import fmt_reward
@@ -69,7 +70,7 @@ class ApprovalsPanel(Vertical):
             who = (view.agent if view else a.session_id)[:10]
             table.add_row(
                 plain(who),
-                str(a.step),
+                str(step_number(a.step)),
                 fmt_reward(a.reward),
                 plain(a.reason),
                 plain(a.action),

@@ -9,6 +9,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
+from webshepherd.protocol.steps import step_label, step_number
 from webshepherd.protocol.terminal_text import terminal_safe
 from webshepherd.tui.plain import plain
 from webshepherd.tui.state import LABEL_MARK, SessionView, StepView
@@ -31,7 +32,11 @@ def checklist_text(view: SessionView, width: int) -> Text:
     if not view.checklist:
         out.append("no checklist yet", "dim")
         return out
-    span = f"steps {shown[0].step}–{shown[-1].step}" if shown else "no steps scored"
+    span = (
+        f"steps {step_number(shown[0].step)}–{step_number(shown[-1].step)}"
+        if shown
+        else "no steps scored"
+    )
     out.append(f"checklist · {span}", "bold")
     title_w = max(width - 4 - room - 1, 10)
     for index, title in view.checklist:
@@ -58,7 +63,7 @@ def candidates_table(step: StepView | None) -> Table | Text:
         box=None,
         expand=True,
         padding=(0, 1),
-        title=f"step {step.step} candidates · decision: {step.decision or '?'}",
+        title=f"{step_label(step.step)} candidates · decision: {step.decision or '?'}",
         title_justify="left",
         title_style="bold",
     )
@@ -76,7 +81,7 @@ def candidates_table(step: StepView | None) -> Table | Text:
 def activity_text(view: SessionView, step: StepView | None) -> Text:
     out = Text()
     for g in view.signals[-3:]:
-        where = f"step {g.step}: " if g.step is not None else ""
+        where = f"{step_label(g.step)}: " if g.step is not None else ""
         out.append(f"⚠ {where}{terminal_safe(g.message)}\n", "bold white on red")
     executed = next(
         (view.steps[k] for k in sorted(view.steps, reverse=True) if view.steps[k].executed), None
@@ -87,7 +92,7 @@ def activity_text(view: SessionView, step: StepView | None) -> Text:
     else:
         out.append(terminal_safe(executed.executed or ""), "magenta")
         source = terminal_safe(str(executed.executed_source))
-        out.append(f"  (step {executed.step}, {source})\n", "dim")
+        out.append(f"  ({step_label(executed.step)}, {source})\n", "dim")
     if view.progress:
         out.append("feedback (streaming): ", "bold")
         out.append(terminal_safe(view.feedback, multiline=True), "italic")
@@ -155,7 +160,7 @@ class SessionDetail(VerticalScroll):
             return
         head = Text.assemble(
             plain(view.intent or view.session_id, "bold"),
-            plain(f" · {view.agent} · {view.state_label} · {len(view.scored_steps)} steps", "dim"),
+            plain(f" · {view.agent} · {view.state_label} · {view.step_count} steps", "dim"),
             no_wrap=True,
             overflow="ellipsis",
         )
@@ -165,8 +170,8 @@ class SessionDetail(VerticalScroll):
         if steps_changed:  # streaming feedback alone leaves these as they are
             steps = view.scored_steps
             plot.set_series(
-                [(s.step, s.best_reward) for s in steps],
-                [(s.step, s.executed_reward) for s in steps],
+                [(step_number(s.step), s.best_reward) for s in steps],
+                [(step_number(s.step), s.executed_reward) for s in steps],
                 key=(view.session_id, view.steps_version),
             )
             width = max(self.size.width - 2, 20)
