@@ -2,8 +2,11 @@
 (``trl-prm``) and conversational preference pairs for the agent's policy (``trl-preference``).
 
 Both use the steps the WebPRM export trusts (webprm.py: a person's approval or edit, a
-person's own action, or the executed action of a session that ended in success) and its
-rejected candidates (human-rejected ones, then clear negatives by the rule-based filter).
+person's own action, the sibling ground truth puts first at a tree search's step, or the
+executed action of a session that ended in success) and its rejected candidates
+(human-rejected ones, siblings truth puts below the chosen one, then clear negatives by the
+rule-based filter). A run of steps (``trl-prm``) follows the trajectory: consecutive steps,
+or at a tree search's step the child the chosen action reached.
 """
 
 from __future__ import annotations
@@ -94,10 +97,19 @@ def trl_prm_rows(
 
     for item in _trusted_steps(history, sessions, redact, progress, summ):
         s, _, rec, _ = item
-        if run and (run[-1][0].session_id != s.session_id or run[-1][2].step + 1 != rec.step):
+        if run and (run[-1][0].session_id != s.session_id or not _follows(run[-1][2], rec)):
             yield from flush()
         run.append(item)
     yield from flush()
+
+
+def _follows(prev: StepRecord, rec: StepRecord) -> bool:
+    """``rec`` is the step after ``prev`` on one trajectory: in a tree search, the step that
+    expanded the node ``prev``'s chosen action reached; else the next step."""
+    if prev.node is None and rec.node is None:
+        return prev.step + 1 == rec.step
+    reached = prev.children.get(prev.chosen["action"]) if prev.chosen else None
+    return reached is not None and reached == rec.node
 
 
 def trl_preference_rows(
@@ -111,7 +123,10 @@ def trl_preference_rows(
     """TRL's conversational preference rows ``{prompt, chosen, rejected}``: the prompt a
     system and a user message (task, previous actions, URL, AX tree), chosen and rejected
     one assistant message each (``Thought: …`` / ``Action: …``); one row per rejected
-    candidate of a trusted step."""
+    candidate of a trusted step. Beside them: ``chosen_reward`` and ``rejected_reward``, the
+    judge's rewards of the two (null when not scored; they did not make the pair), and
+    ``rejected_by``: ``person``, ``environment`` (ground truth, a tree search's siblings) or
+    ``negative`` (the rule-based filter)."""
     summ = summary if summary is not None else Summary()
     for s, red, rec, chosen in _trusted_steps(history, sessions, redact, progress, summ):
         sid = s.session_id
@@ -136,6 +151,7 @@ def trl_preference_rows(
             )
             return [{"role": "assistant", "content": text}]
 
+        rewards = {c.action: c.reward for c in rec.candidates}
         for r in rejected:
             yield {
                 "prompt": prompt,
@@ -143,6 +159,9 @@ def trl_preference_rows(
                 "rejected": reply(r),
                 "task_id": sid,
                 "step_id": rec.step,
+                "chosen_reward": rewards.get(chosen["action"]),
+                "rejected_reward": rewards.get(r["action"]),
+                "rejected_by": r["why"],
             }
             summ.rows += 1
             summ.per_session[sid] += 1

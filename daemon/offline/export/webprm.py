@@ -6,6 +6,12 @@ request (approved: the candidate, or the edited action), an action a person exec
 (``source: human``), else the executed action of a session that ended in success.
 Rejected: candidates a person rejected (or edited away), plus lower-scored candidates
 that the rule-based negative filter (negatives.py) calls clear negatives.
+
+A tree search's step (siblings.py) reads its trajectory from the tree's path, trusts the
+sibling the search kept (on its returned path, in a successful session) instead of the last
+one run there, and lets ground truth decide among labelled siblings: the one truth puts first
+is chosen (after a person's own choice), those it beats are rejected; the judge's rewards
+never decide a pair.
 """
 
 from __future__ import annotations
@@ -26,6 +32,13 @@ from webshepherd.daemon.engine.prompts import (
 )
 from webshepherd.daemon.offline.export.negatives import is_negative
 from webshepherd.daemon.offline.export.redact import Redactor, mask_password_lines
+from webshepherd.daemon.offline.export.siblings import (
+    beaten,
+    labelled,
+    path_done,
+    tree_steps,
+    truth_chosen,
+)
 from webshepherd.daemon.offline.training.targets import (
     Label,
     checklist_target,
@@ -99,12 +112,18 @@ class StepRecord:
     human_rejected: list[dict[str, str]]
     checklist_text: str
     checklist_items: list[str]
+    # ground truth of the step's labelled candidates: action -> (item labels, source); kept
+    # for a tree search's step only (siblings.py)
+    truth: dict[str, tuple[list[str], str]] = field(default_factory=dict)
+    node: int | None = None  # a tree search's step: the node it expanded
+    children: dict[str, int] = field(default_factory=dict)  # and its candidates' nodes
 
 
 def _steps(tl: Timeline) -> Iterator[StepRecord]:
     s = tl.summary
     cl_text = tl.checklist.text if tl.checklist else ""
     cl_items = [i.title for i in tl.checklist.items] if tl.checklist else []
+    tree = tree_steps(tl)
     for st in tl.steps:
         if not st.scorings or st.observed_at is None:
             continue
@@ -139,9 +158,19 @@ def _steps(tl: Timeline) -> Iterator[StepRecord]:
         human = [x for x in executed if x.source == "human"]
         if chosen is None and human:
             chosen = {"thought": human[-1].thought or "", "action": human[-1].action}
-        if chosen is None and executed and s.outcome == "success":
-            chosen = {"thought": executed[-1].thought or "", "action": executed[-1].action}
-        history = [Turn(x.thought or "", x.action) for x in tl.actions if x.step < st.step]
+        at = tree.get(st.step)
+        truth = labelled(st, cands, len(cl_items)) if at is not None and cl_items else {}
+        if at is not None:  # a tree search's siblings: truth first, then the kept one
+            picked = truth_chosen(truth, at.kept) if chosen is None else None
+            if chosen is None and picked is None and s.outcome == "success":
+                picked = at.kept
+            if picked is not None and picked in cands:
+                chosen = {"thought": cands[picked].thought, "action": picked}
+            history = list(at.history)
+        else:
+            if chosen is None and executed and s.outcome == "success":
+                chosen = {"thought": executed[-1].thought or "", "action": executed[-1].action}
+            history = [Turn(x.thought or "", x.action) for x in tl.actions if x.step < st.step]
         yield StepRecord(
             s,
             st.step,
@@ -155,16 +184,30 @@ def _steps(tl: Timeline) -> Iterator[StepRecord]:
             rejected,
             cl_text,
             cl_items,
+            truth,
+            at.node if at is not None else None,
+            dict(at.children) if at is not None else {},
         )
 
 
 def pick_rejected(rec: StepRecord) -> list[dict[str, str]]:
-    """Human-rejected candidates first, then clear negatives scored below the chosen action
-    (every clear negative when the chosen action was not scored), lowest reward first."""
+    """Human-rejected candidates first; then, when the chosen action has ground truth (a tree
+    search's labelled siblings), the labelled candidates truth puts below it, furthest behind
+    first; then clear negatives scored below the chosen action (every clear negative when the
+    chosen action was not scored), lowest reward first, leaving out labelled candidates when
+    truth decided. Each carries ``why``: ``person``, the truth's source (``environment`` or
+    ``person``), or ``negative`` (the rule-based filter)."""
     assert rec.chosen is not None
     chosen = rec.chosen["action"]
-    out = [r for r in rec.human_rejected if r["action"] != chosen]
+    out = [{**r, "why": "person"} for r in rec.human_rejected if r["action"] != chosen]
     seen = {r["action"] for r in out} | {chosen}
+    thoughts = {c.action: c.thought for c in rec.candidates}
+    for action, source in beaten(rec.truth, chosen):
+        if action not in seen:
+            out.append({"thought": thoughts.get(action, ""), "action": action, "why": source})
+            seen.add(action)
+    if chosen in rec.truth:
+        seen |= set(rec.truth)  # truth decided the labelled ones
     chosen_reward = next((c.reward for c in rec.candidates if c.action == chosen), None)
     pool = []
     for c in rec.candidates:
@@ -174,7 +217,7 @@ def pick_rejected(rec: StepRecord) -> list[dict[str, str]]:
             continue  # scored at least as high as the chosen action: not "lower-scored"
         pool.append(c)
     pool.sort(key=lambda c: (c.reward is not None, c.reward if c.reward is not None else 0.0))
-    out += [{"thought": c.thought, "action": c.action} for c in pool]
+    out += [{"thought": c.thought, "action": c.action, "why": "negative"} for c in pool]
     return out[:MAX_REJECTED]
 
 
@@ -287,11 +330,10 @@ def _truth(
     person's labels beat the environment's (the later of one source wins); a candidate a
     person rejected or edited away, without labels, is labelled from what was done before
     the step: those items Yes, the others No."""
-    truth: dict[str, tuple[list[Label], str]] = {}
-    for source in ("environment", "person"):
-        for lab in st.labels:
-            if lab.source == source and lab.action in cands and len(lab.items) == len(done_before):
-                truth[lab.action] = (cast(list[Label], list(lab.items)), source)
+    truth = {
+        a: (cast(list[Label], labels), source)
+        for a, (labels, source) in labelled(st, cands, len(done_before)).items()
+    }
     for a in st.approvals:
         if a.decision not in ("reject", "edit") or (a.decision == "edit" and not a.action):
             continue
@@ -321,7 +363,9 @@ def sft_rows(
     with truth (:func:`_truth`) the judge prompt it was scored with and as target the
     judgement written from its labels (``targets.judge_target``). A candidate without truth
     gives no row (``skipped_by_reason``: ``no_ground_truth``). ``label`` says where the
-    truth came from: ``reference``, ``environment``, ``person``, ``person_rejected``."""
+    truth came from: ``reference``, ``environment``, ``person``, ``person_rejected``. At a
+    tree search's step the trajectory is the tree's path to it, and what was done before it
+    the truth of the nearest labelled action on that path (siblings.py)."""
     summ = summary if summary is not None else Summary()
     for s in sessions:
         sid = s.session_id
@@ -348,6 +392,7 @@ def sft_rows(
         elif tl.checklist is not None:
             summ.skipped["generated_checklist"] += 1
         done_before = [False] * n_items
+        tree = tree_steps(tl)
         for st in tl.steps:
             if not st.scorings or st.observed_at is None:
                 continue
@@ -357,13 +402,17 @@ def sft_rows(
             for scoring in st.scorings:
                 for c in scoring.candidates:
                     cands[c.action] = _Cand(c.thought, c.action, c.reward)  # a later one wins
+            at = tree.get(st.step)
+            if at is not None:
+                done_before = path_done(tl, at, n_items)
             truth = _truth(st, cands, done_before) if n_items else {}
             if len(truth) < len(cands):
                 summ.skipped["no_ground_truth"] += len(cands) - len(truth)
-            history_turns = [x for x in tl.actions if x.step < st.step]
-            hist = [
-                Turn(red.text(x.thought or ""), red.action(x.action, "")) for x in history_turns
-            ]
+            if at is not None:
+                path = [(t.thought, t.action) for t in at.history]
+            else:
+                path = [(x.thought or "", x.action) for x in tl.actions if x.step < st.step]
+            hist = [Turn(red.text(t), red.action(a, "")) for t, a in path]
             for action, (labels, source) in truth.items():
                 if not read_recorded(action).parsed:
                     summ.unparsed_actions.append({"task_id": sid, "step_id": st.step})
