@@ -82,9 +82,7 @@ def _serve(port: int, data_dir: str, max_new_tokens: int) -> None:
     engine = load_engine(
         str(ensure_tiny_model(progress=False)),
         device="cpu",
-        config=EngineConfig(
-            max_new_tokens=max_new_tokens, checklist_max_new_tokens=max_new_tokens, samples=1
-        ),
+        config=EngineConfig(max_new_tokens=max_new_tokens, checklist_max_new_tokens=max_new_tokens),
     )
     extra: dict[str, Any] = {}
     idle = os.environ.get("HOSTILE_IDLE_EVICT_S")

@@ -243,7 +243,7 @@ def bench_prefix(
     b_copies = TransformersBackend(
         model, b_shared.tokenizer, shape.name, ignore_stop=True, split_attention=False
     )
-    cfg = EngineConfig(max_new_tokens=out_tokens, temperature=1.0, samples=n)
+    cfg = EngineConfig(max_new_tokens=out_tokens, temperature=1.0)
     e_shared, e_alone, e_copies = Engine(b_shared, cfg), Engine(b_alone, cfg), Engine(b_copies, cfg)
     step = make_step(b_shared, prefix_tokens, k, n)
 
@@ -374,7 +374,7 @@ def cross_session(
     """Section 1b: ``sessions`` sessions scored together vs one at a time (real daemons)."""
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     b_shared, _, _ = backends(shape, device, dtype)
-    engine = Engine(b_shared, EngineConfig(max_new_tokens=out_tokens, temperature=1.0, samples=n))
+    engine = Engine(b_shared, EngineConfig(max_new_tokens=out_tokens, temperature=1.0))
     steps = [make_step(b_shared, prefix_tokens, k, n, session=i) for i in range(sessions)]
     r = bench_cross_session(engine, steps, REFERENCE, reps, TOKEN)
     r.update(
@@ -594,7 +594,7 @@ def bench_gpu(
 ) -> dict[str, Any]:
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     b_shared, _, _ = backends(shape, device, dtype)
-    engine = Engine(b_shared, EngineConfig(max_new_tokens=out_tokens, temperature=1.0, samples=n))
+    engine = Engine(b_shared, EngineConfig(max_new_tokens=out_tokens, temperature=1.0))
     step = make_step(b_shared, prefix_tokens, k, n)
     engine.score(replace(step, axtree="[1] RootWebArea 'Shop'"))  # warm-up
     lat: list[float] = []

@@ -118,9 +118,7 @@ async def _score(
     console = Console(stderr=True)
     samples = args.samples or 1
     model = None if args.model == "tiny" else args.model
-    engine, _ = await asyncio.to_thread(
-        load_demo_engine, model, samples, console, vision=args.vision
-    )
+    engine, _ = await asyncio.to_thread(load_demo_engine, model, console, vision=args.vision)
     with tempfile.TemporaryDirectory(prefix="webshepherd-rescore-") as config_dir:
         async with in_process_daemon(engine, data_dir, Path(config_dir), samples) as (
             server,

@@ -42,9 +42,7 @@ def print_noise_note(console: Console, vision: bool = False) -> None:
     console.print(Panel(VISION_NOTE if vision else NOISE_NOTE, border_style="yellow"))
 
 
-def load_demo_engine(
-    model: str | None, samples: int, console: Console, vision: bool = False
-) -> tuple[Any, bool]:
+def load_demo_engine(model: str | None, console: Console, vision: bool = False) -> tuple[Any, bool]:
     """Load ``model`` (None: the tiny model, or with ``vision`` the tiny vision model, built if
     not cached; ``vision`` judges with ``text+image``); returns the engine and whether it is a
     tiny model."""
@@ -76,7 +74,6 @@ def load_demo_engine(
 
         hf_logging.disable_progress_bar()
     config = EngineConfig(
-        samples=samples,
         max_new_tokens=160 if tiny else None,
         judge_inputs="text+image" if vision else "text",
     )

@@ -291,7 +291,7 @@ def run_demo(
             f"shop variant {shop_variant}: {escape(shop.shop)}, a shop the judge never saw"
         )
 
-    engine, tiny = load_demo_engine(model, samples, console, vision=vision)
+    engine, tiny = load_demo_engine(model, console, vision=vision)
     if vision:
         console.print(
             "judge inputs: [bold]text+image[/] (each page also drawn as a "

@@ -171,7 +171,7 @@ def run_browser_demo(
     if opts.out is not None:
         opts.out.mkdir(parents=True, exist_ok=True)
     console.print(f"task: [bold]{TASK}[/]")
-    engine, tiny = load_demo_engine(model, opts.samples, console)
+    engine, tiny = load_demo_engine(model, console)
     workdir = Path(tempfile.mkdtemp(prefix="webshepherd-demo-"))
     try:
         run, outcome = asyncio.run(_serve_and_drive(engine, workdir, console, opts, chromium, dist))

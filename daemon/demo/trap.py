@@ -208,7 +208,7 @@ def run_trap_demo(
     from webshepherd.daemon.demo.demo_setup import demo_servers, load_demo_engine
 
     console = Console()
-    engine, _ = load_demo_engine(model, samples, console)
+    engine, _ = load_demo_engine(model, console)
     workdir = Path(tempfile.mkdtemp(prefix="webshepherd-trap-"))
     opts = TrapOptions(paradigm=paradigm, seed=seed, samples=samples, max_steps=max_steps)
 

@@ -69,7 +69,6 @@ class EngineConfig:
     ``temperature`` with the baselines, as the authors' runs; checklists are always greedy.
     """
 
-    samples: int = 1
     max_new_tokens: int | None = None
     checklist_max_new_tokens: int | None = None
     output_reserve: int = 512
@@ -106,7 +105,6 @@ def _no_candidates() -> StepScore:
 
 def _step_score(
     out: JudgeOutput,
-    truncated: bool,
     checklist: ParsedChecklist,
     config: EngineConfig,
     capped: bool,
@@ -127,7 +125,6 @@ def _step_score(
         prompt_tokens=out.prefilled_tokens,
         generated_tokens=out.generated_tokens,
         prefix_shared=out.prefix_shared,
-        truncated_axtree=truncated,
     )
 
 
@@ -286,10 +283,10 @@ class Engine:
             return _no_candidates()
         with self._lock, _model_errors("scoring"):
             t0 = time.monotonic()
-            batch, truncated = self._judge_batch(step)
+            batch = self._judge_batch(step)
             out = self.backend.judge(batch, on_delta=on_progress, cancel=cancel)
             self._account(out.prefilled_tokens, out.generated_tokens, t0)
-        return self._step_score(out, truncated, step, batch)
+        return self._step_score(out, step, batch)
 
     def score_many(
         self,
@@ -306,7 +303,6 @@ class Engine:
         results: list[StepScore | Exception] = [_no_candidates() for _ in steps]
         todo: list[int] = []
         batches: list[JudgeBatch] = []
-        truncated: dict[int, bool] = {}
         with self._lock:
             t0 = time.monotonic()
             for i, step in enumerate(steps):
@@ -314,7 +310,7 @@ class Engine:
                     continue
                 try:
                     with _model_errors("scoring"):
-                        batch, truncated[i] = self._judge_batch(step)
+                        batch = self._judge_batch(step)
                 except WebShepherdError as exc:
                     results[i] = exc
                     continue
@@ -348,15 +344,13 @@ class Engine:
             else:
                 try:
                     with _model_errors("scoring"):
-                        results[i] = self._step_score(
-                            out, truncated[i], steps[i], batches[todo.index(i)]
-                        )
+                        results[i] = self._step_score(out, steps[i], batches[todo.index(i)])
                 except WebShepherdError as exc:
                     results[i] = exc
         return results
 
-    def _judge_batch(self, step: StepInput) -> tuple[JudgeBatch, bool]:
-        """The step's judge prompts (AX tree cut to fit) as one batch, and whether it was cut."""
+    def _judge_batch(self, step: StepInput) -> JudgeBatch:
+        """The step's judge prompts (AX tree cut to fit, visibly) as one batch."""
         if not step.checklist.items and uses_checklist(self.config.prompt):
             raise ModelError("cannot score a step without checklist items")
 
@@ -387,9 +381,9 @@ class Engine:
         cap = self.config.max_new_tokens
         prefix, suffixes = parts("")
         rest = len(prefix) + max(len(s) for s in suffixes)  # characters: nothing tokenized
-        tree, truncated = self.fit_axtree(step.axtree, longest, self._reserve(cap), rest)
+        tree, _ = self.fit_axtree(step.axtree, longest, self._reserve(cap), rest)
         prefix, suffixes = parts(tree)
-        batch = JudgeBatch(
+        return JudgeBatch(
             prefix=prefix,
             suffixes=suffixes,
             samples=max(1, step.samples),
@@ -398,14 +392,11 @@ class Engine:
             greedy=step.samples <= 1 and not samples_single(self.config.prompt),
             image=image,
         )
-        return batch, truncated
 
-    def _step_score(
-        self, out: JudgeOutput, truncated: bool, step: StepInput, batch: JudgeBatch
-    ) -> StepScore:
+    def _step_score(self, out: JudgeOutput, step: StepInput, batch: JudgeBatch) -> StepScore:
         cap = self.config.max_new_tokens
         capped = cap is not None and batch.max_new_tokens >= cap
-        score = _step_score(out, truncated, step.checklist, self.config, capped)
+        score = _step_score(out, step.checklist, self.config, capped)
         if batch.image is None:
             return score
         seen = tuple(replace(c, judge_inputs="text+image") for c in score.candidates)
@@ -468,9 +459,6 @@ class Engine:
         self.stats.generated_tokens += generated
         self.stats.busy_s += time.monotonic() - t0
         self.stats.requests += 1
-
-    def health(self) -> dict[str, object]:
-        return self.backend.health()
 
     def close(self) -> None:
         self.backend.close()

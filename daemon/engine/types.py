@@ -8,7 +8,7 @@ these types; backends (transformers, vLLM, remote) sit behind
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 from webshepherd.protocol.common import (  # UnparsedReason: why a judge sample gave no reward
@@ -98,7 +98,6 @@ class StepScore:
     prompt_tokens: int  # tokens prefilled (the shared prefix counted once when shared)
     generated_tokens: int
     prefix_shared: bool
-    truncated_axtree: bool = False
 
 
 @dataclass
@@ -107,7 +106,6 @@ class EngineStats:
     prefilled_tokens: int = 0
     busy_s: float = 0.0
     requests: int = 0
-    extra: dict[str, float] = field(default_factory=dict)
 
 
 # (candidate index, sample index, text delta) -> None; called from the engine's thread.

@@ -6,7 +6,7 @@ A ``Record`` comes before the ``Reply`` that acknowledges it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
@@ -75,7 +75,6 @@ class Resolved:
     """An approval request was closed: wake whoever waits for it."""
 
     request_id: str
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 Effect = Reply | Publish | Record | RunChecklist | RunScore | AwaitApproval | Resolved

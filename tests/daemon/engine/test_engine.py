@@ -61,7 +61,7 @@ def test_make_checklist_returns_items(tiny_engine: Engine) -> None:
 def test_score_gives_rewards_in_unit_interval(tiny_engine: Engine) -> None:
     before = tiny_engine.stats.requests
     result = tiny_engine.score(_step(tiny_engine))
-    assert len(result.candidates) == 4 and result.prefix_shared and not result.truncated_axtree
+    assert len(result.candidates) == 4 and result.prefix_shared
     rewards = [c.reward for c in result.candidates if c.reward is not None]
     assert rewards, [c.feedback for c in result.candidates]
     assert all(0.0 <= r <= 1.0 for r in rewards)
@@ -85,8 +85,7 @@ def test_sampled_scoring_streams_progress(tiny_engine: Engine) -> None:
 def test_huge_axtree_is_truncated_visibly(tiny_engine: Engine) -> None:
     huge = "\n".join(f"\t[{i}] link 'Item {{{i}}} number {i}'" for i in range(20000))
     engine = Engine(tiny_engine.backend, replace(tiny_engine.config, max_new_tokens=8))
-    result = engine.score(_step(engine, tree=huge))
-    assert result.truncated_axtree
+    result = engine.score(_step(engine, tree=huge))  # ~200k tokens of tree: cut to fit
     assert result.prefix_shared and result.prompt_tokens < engine.max_context + 400
 
     def tokens(tree: str) -> int:
@@ -189,11 +188,11 @@ def test_no_output_cap_below_the_context(tiny_engine: Engine) -> None:
     assert engine.config.max_new_tokens is None and engine.config.max_context == 10_000
     assert engine.max_context == min(10_000, tiny_engine.backend.max_context)
     step = _step(engine)
-    batch, _ = engine._judge_batch(step)
+    batch = engine._judge_batch(step)
     room = engine.max_context - _longest_prompt(engine, step) - engine.config.context_margin
     assert batch.max_new_tokens == room
     capped = Engine(tiny_engine.backend, EngineConfig(max_new_tokens=7))
-    assert capped._judge_batch(step)[0].max_new_tokens == 7
+    assert capped._judge_batch(step).max_new_tokens == 7
 
 
 def test_a_judgement_cut_by_the_context_is_unparsed_and_says_so(tiny_engine: Engine) -> None:
@@ -223,7 +222,7 @@ def test_prompt_styles_render_their_prompts_and_sample_as_the_authors(
     step = _step(engine)
     if style == "baseline-likert":
         step = replace(step, checklist=replace(step.checklist, items=()))
-    batch, _ = engine._judge_batch(step)
+    batch = engine._judge_batch(step)
     full = batch.prefix + batch.suffixes[0]
     expected = step_judge_messages(step, 0, engine.config.history_steps, style=style)  # type: ignore[arg-type]
     assert full == engine.backend.render_chat(expected)
@@ -231,7 +230,7 @@ def test_prompt_styles_render_their_prompts_and_sample_as_the_authors(
     assert ("## Checklist" in full) == (style != "baseline-likert")
     assert batch.is_greedy == (style == "web-shepherd")
     assert batch.temperature_used == (0.0 if style == "web-shepherd" else 1.0)
-    assert not engine._judge_batch(replace(step, samples=3))[0].is_greedy
+    assert not engine._judge_batch(replace(step, samples=3)).is_greedy
     settings = engine.settings
     assert settings["prompt"] == style and settings["temperature"] == 1.0
     assert settings["max_context"] == engine.max_context
@@ -248,6 +247,6 @@ def test_the_likert_style_scores_the_1_to_5_answer(tiny_engine: Engine) -> None:
     )
     out = JudgeOutput(gens, 10, 10, False, "full")
     config = replace(tiny_engine.config, prompt="baseline-likert")
-    score = _step_score(out, False, _step(tiny_engine).checklist, config, False)
+    score = _step_score(out, _step(tiny_engine).checklist, config, False)
     assert [c.reward for c in score.candidates] == [pytest.approx(0.8), pytest.approx(0.4)]
     assert score.candidates[0].feedback == "it searches."

@@ -168,8 +168,8 @@ def test_a_1280x720_screenshot_fits_a_10k_context_with_a_realistic_ax_tree(
         screenshot_mime="image/png",
     )
     try:
-        batch, truncated = engine._judge_batch(step)
-        assert not truncated and batch.image is not None
+        batch = engine._judge_batch(step)
+        assert "AXTree truncated" not in batch.prefix and batch.image is not None
         image = backend.vision.image(batch.image, torch.float32)
         assert image.tokens == 1196
         for suffix in batch.suffixes:
