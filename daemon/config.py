@@ -1,4 +1,7 @@
-"""The daemon's settings (``DaemonConfig``) and the checks made before it binds."""
+"""The daemon's settings, written once: :class:`Settings` (the daemon's :class:`DaemonConfig`,
+the engine's ``EngineConfig``, the model to load: :class:`ModelSettings`), which ``webshepherd
+serve``'s flags default to and :func:`webshepherd.daemon.build.build_daemon` builds from; and
+the checks made before the daemon binds."""
 
 from __future__ import annotations
 
@@ -6,10 +9,13 @@ import errno
 import ipaddress
 import logging
 import os
+import secrets
 import socket
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields, replace
 from pathlib import Path
+from typing import Any
 
+from webshepherd.daemon.engine.engine import EngineConfig
 from webshepherd.daemon.server.extension_id import EXTENSION_ID
 from webshepherd.daemon.server.quotas import QuotaLimits
 from webshepherd.daemon.sessions import approvals
@@ -102,6 +108,71 @@ class DaemonConfig:
     @property
     def db_path(self) -> Path:
         return self.data_dir / DB_NAME
+
+
+#: the judge ``webshepherd serve`` loads when no --model is given
+DEFAULT_MODEL = "WebShepherd/WebShepherd_3B"
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    """The model to load and where (``webshepherd.daemon.build.build_engine``)."""
+
+    model: str = DEFAULT_MODEL  # a Hugging Face id or a local folder
+    device: str = "auto"  # auto, cpu, cuda, cuda:1, ...
+    backend: str = "transformers"  # engine/loader.py's BACKENDS
+    base_url: str | None = None  # openai / openai-chat: the server's API root
+    api_key_env: str | None = None  # ... the environment variable holding its key (never the key)
+    remote_model: str | None = None  # ... the server's name for the model
+    vllm_memory: float | None = None  # vllm: the memory fraction (None: vLLM's default here)
+    # judge with what the checkpoint was trained on (text+image for a vision-language one in
+    # this process) rather than the engine's judge_inputs
+    inputs_from_model: bool = True
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything one daemon is built from: the server's, the engine's and the model's settings.
+    Their defaults are written once, in the three dataclasses; ``webshepherd serve``'s flags
+    start from them (:func:`default_of`)."""
+
+    daemon: DaemonConfig = field(default_factory=DaemonConfig)
+    engine: EngineConfig = field(default_factory=EngineConfig)
+    model: ModelSettings = field(default_factory=ModelSettings)
+
+    @classmethod
+    def local(
+        cls,
+        workdir: Path,
+        *,
+        engine: EngineConfig | None = None,
+        model: ModelSettings | None = None,
+        **daemon: Any,
+    ) -> Settings:
+        """A daemon for this process's own use (demos, benches, tests): loopback, any free port,
+        data and config under ``workdir``, a fresh token; ``daemon``: more DaemonConfig fields."""
+        values: dict[str, Any] = {
+            "host": DEFAULT_HOST,
+            "port": 0,
+            "data_dir": workdir / "data",
+            "config_dir": workdir / "config",
+            "token": secrets.token_urlsafe(24),
+            **daemon,
+        }
+        return cls(DaemonConfig(**values), engine or EngineConfig(), model or ModelSettings())
+
+    def with_daemon(self, **changes: Any) -> Settings:
+        """These settings with some DaemonConfig fields changed."""
+        return replace(self, daemon=replace(self.daemon, **changes))
+
+
+def default_of(cls: type, name: str) -> Any:
+    """The default a settings dataclass gives field ``name`` (a flag's default); a field made by
+    a factory (``data_dir``: it reads the environment) has none here: ``None``."""
+    for f in fields(cls):
+        if f.name == name:
+            return None if f.default is MISSING else f.default
+    raise AttributeError(f"{cls.__name__} has no field {name!r}")
 
 
 def is_loopback(host: str) -> bool:

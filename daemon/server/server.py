@@ -79,7 +79,13 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
-__all__ = ["CLOSE_POLICY", "DaemonServer", "EngineAPI", "run_daemon"]  # EngineAPI: re-exported
+__all__ = [
+    "CLOSE_POLICY",
+    "DaemonServer",
+    "EngineAPI",
+    "run_daemon",
+    "serve_until_signal",
+]  # EngineAPI: re-exported
 
 
 if TYPE_CHECKING:
@@ -631,23 +637,28 @@ class DaemonServer:
             log.exception("expiring approval %s failed", request_id)
 
 
+async def serve_until_signal(server: DaemonServer) -> None:
+    """Start ``server`` and serve until SIGINT or SIGTERM, then stop it."""
+    await server.start()
+    # The model's and libraries' ~400k objects out of the collector's reach: a full
+    # collection over them held the loop for ~300 ms here.
+    gc.freeze()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, server._stopped.set)
+    try:
+        await server.serve_forever()
+    finally:
+        await server.stop()
+        log.info("webshepherd daemon stopped")
+
+
 def run_daemon(config: DaemonConfig, engine: EngineAPI) -> None:
-    """Run the daemon until SIGINT or SIGTERM (blocking)."""
+    """Run the daemon until SIGINT or SIGTERM (blocking); ``webshepherd.daemon.build`` builds
+    it from Settings (``run_until_signal``), this keeps older callers working."""
 
     async def main() -> None:
-        server = DaemonServer(config, engine)
-        await server.start()
-        # The model's and libraries' ~400k objects out of the collector's reach: a full
-        # collection over them held the loop for ~300 ms here.
-        gc.freeze()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.add_signal_handler(sig, server._stopped.set)
-        try:
-            await server.serve_forever()
-        finally:
-            await server.stop()
-            log.info("webshepherd daemon stopped")
+        await serve_until_signal(DaemonServer(config, engine))
 
     asyncio.run(main())

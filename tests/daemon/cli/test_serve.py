@@ -26,6 +26,14 @@ def test_defaults_are_the_daemon_defaults(tmp_path: Path) -> None:
     assert config_from_args(args).data_dir == tmp_path / "data"
 
 
+def test_every_flag_defaults_to_its_setting() -> None:
+    """The flags' defaults are the Settings defaults (written once, in the dataclasses)."""
+    from webshepherd.daemon.cli.serve import settings_from_args
+    from webshepherd.daemon.config import Settings
+
+    assert settings_from_args(build_parser().parse_args(["serve"])) == Settings()
+
+
 def test_flags_override(tmp_path: Path) -> None:
     args = build_parser().parse_args(
         [
