@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from webshepherd.protocol.common import ItemProbs
+from webshepherd.protocol.steps import step_label
 
 LEVELS: dict[str, int] = {"no": 0, "in_progress": 1, "yes": 2}
 LEVEL_NAMES = ("No", "In Progress", "Yes")
@@ -120,7 +121,7 @@ class FirstBadSteps:
             out.append(
                 f"first bad step ({label}): none"
                 if bad is None
-                else f"first bad step ({label}): step {bad.step}: {bad.detail}"
+                else f"first bad step ({label}): {step_label(bad.step)}: {bad.detail}"
             )
         return out
 

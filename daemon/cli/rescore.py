@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from webshepherd.daemon.cli.progress import ProgressBar
 from webshepherd.daemon.config import DB_NAME
+from webshepherd.protocol.steps import step_label, step_number
 from webshepherd.protocol.terminal_text import terminal_safe
 
 if TYPE_CHECKING:
@@ -158,7 +159,7 @@ def summary_lines(result: RescoreResult, path: Path) -> list[str]:
     for s in result.steps:
         reward = "  —   " if s.reward is None else f"{s.reward:6.3f}"
         marks = "".join(MARK[lv] for _, lv in sorted(s.levels.items())) or "·"
-        line = f"  {s.step:4d}  {reward}  {marks:9}  {terminal_safe(s.action)[:60]}"
+        line = f"  {step_number(s.step):4d}  {reward}  {marks:9}  {terminal_safe(s.action)[:60]}"
         out.append(line + (f"   (skipped: {s.skipped})" if s.skipped else ""))
     for n, why in run.skipped:
         out.append(f"  entry {n} of the run not replayed: {terminal_safe(why)}")
@@ -166,11 +167,13 @@ def summary_lines(result: RescoreResult, path: Path) -> list[str]:
         if bad is None:
             out.append(f"first bad step ({label}): none")
             continue
-        out.append(f"first bad step ({label}): step {bad.step}: {terminal_safe(bad.detail)}")
+        where = step_label(bad.step)
+        out.append(f"first bad step ({label}): {where}: {terminal_safe(bad.detail)}")
         out.append(f"  judge's feedback: {terminal_safe(bad.feedback)[:400]}")
     stalled = [s for s in result.signals if s.get("kind") == "stalled"]
     if stalled:
         first = stalled[0]
-        out.append(f"stalled: from step {first['step']} ({terminal_safe(first['detail'])})")
+        where = step_label(first["step"])
+        out.append(f"stalled: from {where} ({terminal_safe(first['detail'])})")
     out.append(f"report: {result.report}" if result.report else "report: none (see --data-dir)")
     return out

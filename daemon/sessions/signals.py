@@ -26,6 +26,7 @@ from webshepherd.daemon.sessions.plans import normalize, planned_from_thought
 from webshepherd.protocol.common import AgentInfo
 from webshepherd.protocol.progress import Levels, StallTracker
 from webshepherd.protocol.replies import Signal
+from webshepherd.protocol.steps import step_label
 
 PLAN_OVERLAP = 0.5
 _STOP = frozenset(
@@ -243,7 +244,7 @@ class SignalBook:
                     ok=False,
                     stalled_steps=t.stall.since,
                     detail=f"no checklist item advanced for {t.stall.since} executed steps"
-                    + (f" (last advance at step {last})" if last is not None else ""),
+                    + (f" (last advance at {step_label(last)})" if last is not None else ""),
                 )
             )
         return out

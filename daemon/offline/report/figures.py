@@ -23,7 +23,7 @@ CANDIDATE_COLOURS = ("#3b6fd4", "#d0483f", "#2e9e5b", "#9b59b6", "#e0a526", "#16
 
 @dataclass
 class CurvePoint:
-    step: int
+    step: int  # the number a person reads (protocol/steps.py: the wire index + 1)
     best: float | None
     executed: float | None
     approval: str | None  # the decision of the step's approval request ("pending" if none)

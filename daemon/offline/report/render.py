@@ -29,6 +29,7 @@ from webshepherd.protocol.progress import (
     first_bad_steps,
     item_levels,
 )
+from webshepherd.protocol.steps import step_label, step_number
 
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 
@@ -37,7 +38,7 @@ CSS = """
 body { margin: 0 auto; max-width: 1100px; padding: 24px; }
 h1 { font-size: 1.4rem; margin: 0 0 8px; }
 h2 { font-size: 1.15rem; margin: 0; }
-header, section.step, section.figure { background: #fff; border: 1px solid #e3e6ea;
+header, section.step, section.page, section.figure { background: #fff; border: 1px solid #e3e6ea;
   border-radius: 8px; padding: 16px; margin-bottom: 16px; }
 dl.meta { display: grid; grid-template-columns: max-content 1fr; gap: 4px 16px; margin: 0; }
 dl.meta dt { color: #5c6470; } dl.meta dd { margin: 0; overflow-wrap: anywhere; }
@@ -138,6 +139,7 @@ def render_report(
     items = tl.checklist.items if tl.checklist else []
     titles = [red.text(i.title) for i in items]
     scored = [st for st in tl.steps if st.scoring is not None]
+    taken = {st.step for st in tl.steps if st.scorings or st.executed}  # protocol/steps.py
 
     points = []
     for st in scored:
@@ -145,7 +147,7 @@ def render_report(
         decided = [a.decision or "pending" for a in st.approvals]
         points.append(
             CurvePoint(
-                st.step,
+                step_number(st.step),
                 best.reward if best else None,
                 done.reward if done else None,
                 decided[-1] if decided else None,
@@ -172,7 +174,7 @@ def render_report(
         ("backend", tl.backend or "not recorded"),
         ("start URL", s.start_url or "—"),
         ("source", s.source),
-        ("steps", f"{len(tl.steps)} observed, {len(scored)} scored"),
+        ("steps", f"{len(taken)} ({len(scored)} scored, {len(tl.steps)} pages observed)"),
     ]
     parts = [
         "<!DOCTYPE html>",
@@ -202,14 +204,15 @@ def render_report(
         parts.append('<ol class="items" style="margin-top:18px;line-height:20px">')
         parts += [f"<li>{_e(t)}</li>" for t in titles]
         parts.append("</ol>")
-        parts.append(heat_strip(titles, [st.step for st in scored], labels))
+        parts.append(heat_strip(titles, [step_number(st.step) for st in scored], labels))
         parts.append("</div></section>")
     parts.append(_first_bad(first_bad_steps(judgements(tl)), red))
     parts.append('<nav class="steps">steps: ')
-    parts += [f'<a href="#step-{st.step}">{st.step}</a>' for st in tl.steps]
+    numbers = [step_number(st.step) for st in tl.steps if st.step in taken]
+    parts += [f'<a href="#step-{n}">{n}</a>' for n in numbers]
     parts.append("</nav>")
     for st in tl.steps:
-        parts.append(_step(st, red, titles))
+        parts.append(_step(st, red, titles, st.step in taken))
     parts.append(
         f'<p class="muted">webshepherd report · generated {_e(_when(generated_at or time.time()))}'
         "</p></body></html>"
@@ -235,7 +238,8 @@ def _first_bad(bad: FirstBadSteps, red: Redactor) -> str:
             rows.append(f"<dt>{label}</dt><dd>none</dd>")
             continue
         rows.append(
-            f'<dt>{label}</dt><dd><a href="#step-{step.step}">step {step.step}</a>: '
+            f'<dt>{label}</dt><dd><a href="#step-{step_number(step.step)}">'
+            f"{step_label(step.step)}</a>: "
             f'{_e(red.text(step.detail))}<br><span class="muted">judge\'s feedback:</span> '
             f"{_e(red.text(step.feedback))}</dd>"
         )
@@ -258,10 +262,18 @@ def _legend() -> str:
     )
 
 
-def _step(st: Step, red: Redactor, titles: Sequence[str]) -> str:
-    out = [f'<section class="step" id="step-{st.step}">']
+def _step(st: Step, red: Redactor, titles: Sequence[str], taken: bool = True) -> str:
+    """One step's section; an index only observed (``taken`` False: nothing scored or done
+    there, protocol/steps.py) is a page, not a step, and says so."""
+    n = step_number(st.step)
+    if taken:
+        out = [f'<section class="step" id="step-{n}">']
+        heading = f"Step {n}"
+    else:
+        out = [f'<section class="page" id="page-{n}">']
+        heading = "Page only (no step taken here)"
     out.append(
-        f'<div class="step-head"><h2>Step {st.step}</h2>'
+        f'<div class="step-head"><h2>{heading}</h2>'
         f'<span class="url">{_e(red.text(st.url)) or "(no observation)"}</span>'
         f'<span class="muted">{_e(_when(st.observed_at))}</span></div>'
     )
@@ -274,7 +286,7 @@ def _step(st: Step, red: Redactor, titles: Sequence[str]) -> str:
         mime = st.screenshot_mime or "image/png"
         data = base64.b64encode(st.screenshot).decode("ascii")
         out.append(
-            f'<div class="shot"><img alt="screenshot of step {st.step}" '
+            f'<div class="shot"><img alt="screenshot of {_e(heading)}" '
             f'src="data:{_e(mime)};base64,{data}">'
         )
         size = image_size(st.screenshot)

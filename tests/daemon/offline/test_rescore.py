@@ -101,13 +101,13 @@ async def test_rescore_names_the_planted_bad_step(tmp_path, capsys):
         PLANTED,
     )
     assert (reward["step"], reward["kind"], reward["feedback"]) == (2, "reward_drop", PLANTED)
-    # no progress at steps 2 and 3: stalled (k = 2) at step 3
+    # no progress at indices 2 and 3: stalled (k = 2) at index 3 (printed: steps 3, 4)
     stalled = [s for s in summary["signals"] if s["kind"] == "stalled"]
     assert [(s["step"], s["stalled_steps"]) for s in stalled] == [(3, 2)]
-    assert "first bad step (progress): step 2: no checklist item advanced" in printed
-    assert "first bad step (reward): step 2: reward 0.10 under the running level 0.68" in printed
+    assert "first bad step (progress): step 3: no checklist item advanced" in printed
+    assert "first bad step (reward): step 3: reward 0.10 under the running level 0.68" in printed
     assert f"judge's feedback: {PLANTED}" in printed
-    assert "stalled: from step 3" in printed
+    assert "stalled: from step 4" in printed
     # recorded as an imported session, with a report that names the step too
     history = History.open(data_dir / "webshepherd.sqlite3")
     try:

@@ -96,7 +96,7 @@ def test_stalled_after_k_judged_steps_without_an_advance():
     assert book.action("s", 2, "noop()", None, agent, None) == []  # not judged: not counted
     [sig] = book.action("s", 3, "scroll(0, 200)", None, agent, {1: 0, 2: 0})
     assert (sig.kind, sig.ok, sig.stalled_steps, sig.step) == ("stalled", False, 2, 3)
-    assert "last advance at step 0" in sig.detail
+    assert "last advance at step 1" in sig.detail  # index 0, read as step 1 (steps.py)
     saved = book.snapshot("s")
     [again] = book.action("s", 4, "scroll(0, 200)", None, agent, {1: 1, 2: 0})
     assert again.stalled_steps == 3  # sent again each further step
