@@ -81,7 +81,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     from webshepherd.daemon.demo.demo_setup import demo_servers, load_demo_engine
     from webshepherd.daemon.demo.variants import variant, with_decoy
 
-    engine, _ = load_demo_engine(args.model, args.samples, Console(file=sys.stderr))
+    engine, _ = load_demo_engine(args.model, Console(file=sys.stderr))
     shops = []
     for n in args.variants:
         shops.append(("plain", n, variant(n)))
