@@ -81,6 +81,9 @@ function onEvent(msg: ServerMessage) {
     case "signal":
       if (sessions.tabsOf(msg.session_id).length > 0) pushView(views.signal(msg));
       break;
+    case "tree.node":
+      if (sessions.tabsOf(msg.session_id).length > 0) pushView(views.treeNode(msg));
+      break;
     default:
       break;
   }

@@ -17,6 +17,16 @@ export interface SessionView {
   /** The latest `stalled` signal while it holds: no checklist item advanced for `steps`
    *  executed steps (cleared once two later steps are scored without a new one). */
   stalled: { step: number; steps: number; detail: string } | null;
+  /** A tree search's branch being tried (from its latest `tree.node` event): the node, its
+   *  parent and depth, and what the search does now (e.g. "replaying"); null: no tree. */
+  tree: TreeBranch | null;
+}
+
+export interface TreeBranch {
+  node: number;
+  parent: number | null;
+  depth: number;
+  doing: string;
 }
 
 /** A pending approval as the extension's own pages list it. */

@@ -1,9 +1,27 @@
 /** The overlay's state per session, updated from daemon messages (pure; the worker owns one). */
-import type { PendingApproval, SessionView } from "./messages.js";
-import type { ApprovalRequest, Candidate, ChecklistItem, Scored, Signal } from "./protocol.gen.js";
+import type { PendingApproval, SessionView, TreeBranch } from "./messages.js";
+import type { ApprovalRequest, Candidate, ChecklistItem, Scored, Signal, TreeNodeEvent } from "./protocol.gen.js";
+
+/** What a `tree.node` event's kind says the search is doing. */
+const DOING: Record<string, string> = {
+  scored: "scoring",
+  replayed: "replaying",
+  executed: "executing",
+  expanded: "expanding",
+  stale: "went stale",
+  path: "finished",
+};
+
+/** The overlay's line for a tree search: `tree: node 5 ← 2, depth 2, replaying`. */
+export function treeLine(b: TreeBranch): string {
+  const up = b.parent === null ? "" : ` ← ${b.parent}`;
+  return `tree: node ${b.node}${up}, depth ${b.depth}${b.doing ? `, ${b.doing}` : ""}`;
+}
 
 export class SessionViews {
   private views = new Map<string, SessionView>();
+  /** Per session, each reported node's parent and depth (to name the branch being tried). */
+  private trees = new Map<string, Map<number, { parent: number | null; depth: number }>>();
 
   get(sessionId: string): SessionView | null {
     return this.views.get(sessionId) ?? null;
@@ -12,7 +30,7 @@ export class SessionViews {
   ensure(sessionId: string, intent = ""): SessionView {
     let v = this.views.get(sessionId);
     if (!v) {
-      v = { sessionId, intent, checklist: [], rewards: [], last: null, progress: {}, approvals: [], stalled: null };
+      v = { sessionId, intent, checklist: [], rewards: [], last: null, progress: {}, approvals: [], stalled: null, tree: null };
       this.views.set(sessionId, v);
     }
     if (intent) v.intent = intent;
@@ -58,6 +76,18 @@ export class SessionViews {
     return v;
   }
 
+  /** A node of a tree search, new or changed: the branch being tried is its `trying` node. */
+  treeNode(ev: TreeNodeEvent): SessionView {
+    const v = this.ensure(ev.session_id);
+    let nodes = this.trees.get(ev.session_id);
+    if (!nodes) this.trees.set(ev.session_id, (nodes = new Map()));
+    nodes.set(ev.node, { parent: ev.parent ?? null, depth: ev.depth });
+    const id = ev.trying ?? ev.node;
+    const at = nodes.get(id) ?? { parent: null, depth: 0 };
+    v.tree = { node: id, parent: at.parent, depth: at.depth, doing: DOING[ev.event] ?? "" };
+    return v;
+  }
+
   approval(req: ApprovalRequest): SessionView {
     const v = this.ensure(req.session_id);
     if (!v.approvals.some((a) => a.request_id === req.request_id)) v.approvals.push(req);
@@ -86,5 +116,6 @@ export class SessionViews {
 
   drop(sessionId: string): void {
     this.views.delete(sessionId);
+    this.trees.delete(sessionId);
   }
 }

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import type { Scored, Signal } from "../src/protocol.gen.js";
-import { SessionViews } from "../src/session-views.js";
+import type { Scored, Signal, TreeNodeEvent } from "../src/protocol.gen.js";
+import { SessionViews, treeLine } from "../src/session-views.js";
 
 const scored = (step: number): Scored =>
   ({
@@ -36,4 +36,20 @@ test("a stalled signal shows until two later steps are scored without a new one"
   assert.equal(views.get("s1")?.stalled?.step, 3);
   views.scored(scored(5), undefined); // step 4 brought no new stall: progress
   assert.equal(views.get("s1")?.stalled, null);
+});
+
+const node = (n: number, parent: number | null, depth: number, event: TreeNodeEvent["event"], trying: number | null): TreeNodeEvent =>
+  ({ type: "tree.node", session_id: "s1", node: n, parent, depth, status: "frontier", event, trying }) as TreeNodeEvent;
+
+test("a tree search's branch: the node being tried, its parent and depth, what the search does", () => {
+  const views = new SessionViews();
+  assert.equal(views.ensure("s1").tree, null);
+  views.treeNode(node(0, null, 0, "expanded", 0));
+  views.treeNode(node(2, 0, 1, "scored", 0));
+  views.treeNode(node(5, 2, 2, "scored", 0));
+  let v = views.treeNode(node(2, 0, 1, "replayed", 5)); // back to node 2 to try its child 5
+  assert.deepEqual(v.tree, { node: 5, parent: 2, depth: 2, doing: "replaying" });
+  assert.equal(treeLine(v.tree!), "tree: node 5 ← 2, depth 2, replaying");
+  v = views.treeNode(node(0, null, 0, "path", null));
+  assert.equal(treeLine(v.tree!), "tree: node 0, depth 0, finished");
 });

@@ -11,6 +11,7 @@ import { approvalCard } from "./approval-card.js";
 import { drawOutlines } from "./outlines.js";
 import { rewardColour } from "./reward-colour.js";
 import { rewardCurvePoints } from "./reward-curve.js";
+import { treeLine } from "../session-views.js";
 import { OVERLAY_CSS } from "./styles.js";
 
 const POS_KEY = "overlayPosition";
@@ -103,6 +104,13 @@ export class Overlay {
     this.title.textContent = v.intent ? `webshepherd · ${v.intent}` : "webshepherd";
     const parts: HTMLElement[] = [];
     for (const req of v.approvals) parts.push(approvalCard(req));
+
+    if (v.tree) {
+      const line = h("div", "tree", treeLine(v.tree));
+      line.dataset.testid = "ws-tree";
+      line.setAttribute("role", "status");
+      parts.push(line);
+    }
 
     if (v.stalled) {
       const note = h("div", "stalled", `Stalled · ${v.stalled.detail}`);

@@ -23,6 +23,7 @@ ul { list-style: none; margin: 0; padding: 0; display: grid; gap: 4px; }
 .cand .reward { font-weight: 600; text-align: right; }
 .cand.best .action::after { content: " ★ best"; color: #1a7f37; font-weight: 600; }
 code { font: 11px ui-monospace, monospace; word-break: break-all; }
+.tree { font: 11px ui-monospace, monospace; background: #ddf4ff; border-radius: 4px; padding: 2px 4px; margin-bottom: 6px; }
 .stalled { background: #fff8c5; border: 1px solid #d4a72c; border-radius: 4px; padding: 4px; margin-bottom: 6px; }
 .feedback { white-space: pre-wrap; max-height: 120px; overflow: auto; background: #f6f8fa; padding: 4px; border-radius: 4px; }
 svg { width: 100%; height: 40px; background: #f6f8fa; border-radius: 4px; }
