@@ -7,12 +7,13 @@ from typing import ClassVar
 
 from textual import work
 from textual.app import App
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from webshepherd.protocol.common import Decision
 from webshepherd.protocol.errors import WebShepherdError
 from webshepherd.protocol.terminal_text import terminal_safe
 from webshepherd.protocol.version import DEFAULT_URL
 from webshepherd.tui.device import DeviceProbe, DeviceReading
+from webshepherd.tui.keys import APP, bindings
 from webshepherd.tui.link import DaemonLink
 from webshepherd.tui.screens.help import HelpScreen
 from webshepherd.tui.screens.history import HistoryScreen
@@ -29,11 +30,7 @@ class WebShepherdApp(App[None]):
     TITLE = "webshepherd"
     ENABLE_COMMAND_PALETTE = False
     CSS_PATH = "app.tcss"
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("q,ctrl+q", "quit", "Quit", key_display="q"),
-        Binding("question_mark", "help", "Help", key_display="?"),
-        Binding("h", "history", "History"),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = bindings(APP)
 
     def __init__(
         self,

@@ -110,7 +110,7 @@ async def test_sessions_appear_and_the_curve_grows(daemon):
         await pilot.press("left")
         assert shown() == 2
         assert [p for p, _ in replay.query_one(RewardPlot).points[0]] == [2, 3]  # as read
-        await pilot.press("g")  # First (Home does not reach the screen here: closing note)
+        await pilot.press("home")  # first: before the scrollable detail takes it (tui/keys.py)
         assert shown() == 1
         await pilot.press("escape", "escape")
         assert app.screen is app.main

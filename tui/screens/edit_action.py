@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import ClassVar
 
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label
+from webshepherd.tui.keys import EDIT, bindings
 from webshepherd.tui.plain import plain
 
 
@@ -20,7 +21,7 @@ class EditActionScreen(ModalScreen[str | None]):
         border: thick $warning; background: $surface;
     }
     """
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
+    BINDINGS: ClassVar[list[BindingType]] = bindings(EDIT)
 
     def __init__(self, action: str, context: str = "") -> None:
         super().__init__()

@@ -1,41 +1,44 @@
-"""The keys."""
+"""The keys: every screen's, as its footer names them (tui/keys.py)."""
 
 from __future__ import annotations
 
 from typing import ClassVar
 
+from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
+from webshepherd.tui.keys import HELP, SECTIONS, Key, Note, bindings
 
-KEYS = """\
-[b]webshepherd tui — keys[/b]
+LEGEND = Text.from_markup(
+    "[green]✓[/] yes  [yellow]~[/] in progress  [red]✗[/] no  · not scored\n"
+    "[cyan]━━[/] best candidate's reward  [magenta]━━[/] executed action's"
+)
+KEY_W, HELP_W, LINE_W = 7, 22, 64
 
-  ?        this help           q         quit
-  1 2 3    Sessions, Approvals, Device tabs
-  tab      next pane           h         recorded sessions
 
-[b]sessions[/b]
-  ↑ ↓      select a session    enter     focus its detail
-  o        replay the selected session
+def entry(e: Key | Note, width: int = 0) -> str:
+    return f"{e.shown:<{KEY_W}} {e.help:<{width}}"
 
-[b]approvals[/b] (on the highlighted request, from any tab)
-  a        approve             r         reject
-  e        edit the action; enter sends, escape cancels
 
-[b]recorded sessions[/b] (h)
-  enter    replay it           r         write its HTML report
-  f5       reload              escape    back
-
-[b]replay[/b]
-  ← → p n  previous/next step  home end  first/last step
-  escape   back
-
-[green]✓[/] yes  [yellow]~[/] in progress  [red]✗[/] no  · not scored
-[cyan]━━[/] best candidate's reward  [magenta]━━[/] executed action's
-"""
+def keys_text() -> Text:
+    """Each screen's keys as its footer names them (tui/keys.py), two to a line where they
+    fit."""
+    out = Text("webshepherd tui — keys\n", "bold")
+    for title, entries in SECTIONS:
+        out.append(f"\n{title}\n", "bold")
+        rest = list(entries)
+        while rest:
+            a = rest.pop(0)
+            pair = f"  {entry(a, HELP_W)}  {entry(rest[0])}" if rest else ""
+            if rest and len(a.help) <= HELP_W and len(pair) <= LINE_W:
+                out.append(pair + "\n")
+                rest.pop(0)
+            else:
+                out.append(f"  {entry(a)}\n")
+    return out.append("\n").append_text(LEGEND)
 
 
 class HelpScreen(ModalScreen[None]):
@@ -47,11 +50,11 @@ class HelpScreen(ModalScreen[None]):
     }
     HelpScreen Static { width: auto; }
     """
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,question_mark,q", "close", "Close")]
+    BINDINGS: ClassVar[list[BindingType]] = bindings(HELP)
 
     def compose(self) -> ComposeResult:
         with VerticalScroll():
-            yield Static(KEYS)
+            yield Static(keys_text())
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -13,12 +13,13 @@ from typing import ClassVar
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 from webshepherd.protocol.common import SessionSummary
 from webshepherd.protocol.errors import WebShepherdError
 from webshepherd.protocol.terminal_text import terminal_safe
+from webshepherd.tui.keys import HISTORY, bindings
 from webshepherd.tui.plain import plain
 from webshepherd.tui.screens.messages import ReplayRequested
 from webshepherd.tui.widgets.session_detail import fmt_reward
@@ -31,11 +32,7 @@ class HistoryScreen(Screen[None]):
     HistoryScreen > #history-title { height: 1; padding: 0 1; background: $boost; }
     HistoryScreen > DataTable { height: 1fr; }
     """
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "app.pop_screen", "Back"),
-        Binding("f5", "reload", "Reload"),
-        Binding("r", "report", "Write report"),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = bindings(HISTORY)
 
     def __init__(
         self,

@@ -8,7 +8,7 @@ from typing import ClassVar
 from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.containers import Container
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
@@ -16,6 +16,7 @@ from webshepherd.protocol.common import Decision
 from webshepherd.protocol.steps import step_label
 from webshepherd.protocol.terminal_text import terminal_safe
 from webshepherd.tui.device import DeviceReading
+from webshepherd.tui.keys import MAIN, bindings
 from webshepherd.tui.plain import plain
 from webshepherd.tui.screens.edit_action import EditActionScreen
 from webshepherd.tui.screens.messages import DecisionMade, ReplayRequested
@@ -31,15 +32,7 @@ FOCUS_IN = {"tab-sessions": "#sessions", "tab-approvals": "#approvals", "tab-dev
 
 class MainScreen(Screen[None]):
     CSS_PATH = "main.tcss"
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("1", "tab('tab-sessions')", "Sessions", show=False),
-        Binding("2", "tab('tab-approvals')", "Approvals", show=False),
-        Binding("3", "tab('tab-device')", "Device", show=False),
-        Binding("a", "decide('approve')", "Approve"),
-        Binding("r", "decide('reject')", "Reject"),
-        Binding("e", "edit", "Edit"),
-        Binding("o", "replay", "Replay"),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = bindings(MAIN)
 
     def __init__(self, state: MonitorState, table_interval_s: float = 0.5) -> None:
         super().__init__()

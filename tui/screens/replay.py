@@ -8,12 +8,13 @@ from typing import Any, ClassVar
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 from webshepherd.protocol.errors import WebShepherdError
 from webshepherd.protocol.replies import Session
 from webshepherd.protocol.steps import step_label
+from webshepherd.tui.keys import REPLAY, bindings
 from webshepherd.tui.plain import plain
 from webshepherd.tui.state import MonitorState, SessionView
 from webshepherd.tui.widgets.session_detail import SessionDetail
@@ -79,13 +80,7 @@ class ReplayScreen(Screen[None]):
     }
     ReplayScreen > SessionDetail { padding: 0 1; }
     """
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("left,p", "step(-1)", "Prev step"),
-        Binding("right,n", "step(1)", "Next step"),
-        Binding("home,g", "jump(0)", "First"),
-        Binding("end,G", "jump(-1)", "Last"),
-        Binding("escape", "app.pop_screen", "Back"),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = bindings(REPLAY)
 
     def __init__(self, reply: Session | None = None, load: LoadSession | None = None) -> None:
         super().__init__()
@@ -99,7 +94,7 @@ class ReplayScreen(Screen[None]):
         yield Static("loading …", id="replay-title")
         yield Static("", id="replay-bad")
         yield SessionDetail(id="replay-detail")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         if self.reply is not None:
