@@ -14,6 +14,7 @@ import asyncio
 from typing import Any
 
 from webshepherd.protocol.errors import ErrorCode, WebShepherdError
+from webshepherd.protocol.steps import step_label
 
 _HOOK = """([type, body, timeout]) => new Promise((resolve, reject) => {
   const id = 'demo-' + Math.random().toString(36).slice(2);
@@ -58,9 +59,10 @@ async def pair(worker: Any, url: str, token: str, timeout_s: float = 20.0) -> No
 
 
 async def overlay_shows_step(page: Any, step: int, candidates: int, timeout_s: float = 30) -> None:
-    """Wait until the panel lists ``candidates`` candidates of ``step``."""
+    """Wait until the panel lists ``candidates`` candidates of the wire's step index ``step``
+    (shown as protocol/steps.py reads it)."""
     panel = page.get_by_test_id("ws-panel")
-    await panel.get_by_text(f"Candidates · step {step}", exact=True).wait_for(
+    await panel.get_by_text(f"Candidates · {step_label(step)}", exact=True).wait_for(
         timeout=timeout_s * 1000
     )
     cands = panel.get_by_test_id("ws-candidate")

@@ -19,6 +19,7 @@ from webshepherd.daemon.demo.browser_page import (
     overlay_shows_step,
 )
 from webshepherd.daemon.demo.run import StepRecord, _print_step
+from webshepherd.protocol.steps import step_number
 
 if TYPE_CHECKING:
     from webshepherd.daemon.demo.run_browser import BrowserDemoOptions
@@ -94,14 +95,17 @@ class DemoRun:
         reward_led = self.opts.policy == "reward" and best is not None
         chosen = best if reward_led else good
         await overlay_shows_step(self.page, scored["step"], len(cands))
-        shot = await self.shot(f"step-{n:02d}.png")
-        rec = StepRecord(n, state.url, proposals, rewards, chosen, best, verdicts(results[chosen]))
+        shown = step_number(scored["step"])  # what the overlay says too (protocol/steps.py)
+        shot = await self.shot(f"step-{shown:02d}.png")
+        rec = StepRecord(
+            shown, state.url, proposals, rewards, chosen, best, verdicts(results[chosen])
+        )
         self.records.append(rec)
         _print_step(self.console, rec, _TITLES, scored["timing"]["model_ms"])
         action, thought, wait_ms = proposals[chosen].action, proposals[chosen].thought, 0.0
-        if n == self.opts.approval_step:
+        if shown == self.opts.approval_step:
             t_wait = time.perf_counter()
-            action, thought = await self.ask_approval(n, proposals, rewards, action, thought)
+            action, thought = await self.ask_approval(shown, proposals, rewards, action, thought)
             wait_ms = (time.perf_counter() - t_wait) * 1000
         t_exec = time.perf_counter()
         await hook(self.page, "action", action=action, thought=thought, key=self.key)
@@ -114,7 +118,7 @@ class DemoRun:
         execute_ms = (time.perf_counter() - t_exec) * 1000
         self.steps.append(
             {
-                "step": n,
+                "step": shown,
                 "daemon_step": scored["step"],  # the recording's step number (from 0)
                 "url": state.url,
                 "candidates": [

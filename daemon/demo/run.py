@@ -40,13 +40,14 @@ from webshepherd.daemon.demo.variants import ShopVariant, variant
 from webshepherd.daemon.dev.screenshots import HEIGHT, WIDTH, axtree_png
 from webshepherd.protocol.agents.environment import ActionError
 from webshepherd.protocol.common import Screenshot
+from webshepherd.protocol.steps import step_number
 
 MARKS = {"yes": "[green]✓[/]", "in_progress": "[yellow]~[/]", "no": "[red]✗[/]"}
 
 
 @dataclass
 class StepRecord:
-    step: int
+    step: int  # the step's number as printed (protocol/steps.py: the wire index + 1)
     url: str
     proposals: list[Proposal]
     rewards: list[float | None]
@@ -148,12 +149,13 @@ async def _drive(
             "checklist item for it ([green]✓[/] yes, [yellow]~[/] in progress, [red]✗[/] no, "
             "· not judged)."
         )
-        for step in range(max_steps):
+        for _ in range(max_steps):
             t_step = time.perf_counter()
             obs = browser.observe()
             if agent.done(obs.url):
                 break
-            await session.observe(obs.url, obs.axtree, shot(obs.axtree))
+            if records:  # the start page is already step 1's (index 0's) observation
+                await session.observe(obs.url, obs.axtree, shot(obs.axtree))
             proposals = agent.propose(obs.url, obs.axtree)
             scored = await session.score(
                 [(p.thought, p.action) for p in proposals], samples=samples, approval="never"
@@ -169,7 +171,7 @@ async def _drive(
             good = next(i for i, p in enumerate(proposals) if p.good)
             chosen = scored.best if policy == "reward" and scored.best is not None else good
             rec = StepRecord(
-                step + 1,
+                step_number(scored.step),
                 obs.url,
                 proposals,
                 rewards,

@@ -5,6 +5,7 @@
  * edit. Lists again whenever the worker says the approvals changed.
  */
 import { sendToWorker, type Decision, type PendingApproval, type ToPages } from "./messages.js";
+import { stepLabel, stepNumber } from "./steps.js";
 
 function el<K extends keyof HTMLElementTagNameMap>(tag: K, props: Record<string, unknown> = {}, ...kids: (Node | string)[]): HTMLElementTagNameMap[K] {
   const e = document.createElement(tag);
@@ -30,7 +31,7 @@ export function mountApprovals(root: HTMLElement, via: "panel" | "popup"): void 
     const c = el("section", { className: "approval", tabIndex: 0 });
     c.dataset.testid = "ws-decide";
     c.dataset.requestId = req.request_id;
-    c.setAttribute("aria-label", `Approval needed: step ${req.step}`);
+    c.setAttribute("aria-label", `Approval needed: ${stepLabel(req.step)}`);
     const edit = el("input", { value: req.candidate.action, hidden: true });
     edit.setAttribute("aria-label", "Edited action");
     const approve = el("button", { type: "button", title: "Approve (A)" }, "Approve");
@@ -63,7 +64,7 @@ export function mountApprovals(root: HTMLElement, via: "panel" | "popup"): void 
     };
     const reward = req.reward === null || req.reward === undefined ? "n/a" : req.reward.toFixed(2);
     c.append(
-      el("h3", {}, `Step ${req.step}: ${req.reason.replace(/_/g, " ")}`),
+      el("h3", {}, `Step ${stepNumber(req.step)}: ${req.reason.replace(/_/g, " ")}`),
       el("p", { className: "intent" }, intent),
       el("code", {}, req.candidate.action),
       el("div", {}, `reward ${reward}`),

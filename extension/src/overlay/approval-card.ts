@@ -6,6 +6,7 @@
  */
 import type { ApprovalRequest } from "../protocol.gen.js";
 import { rewardColour } from "./reward-colour.js";
+import { stepLabel } from "../steps.js";
 
 export const WHERE_TO_DECIDE = "Decide in webshepherd's side panel or its toolbar popup, or in the TUI.";
 
@@ -25,7 +26,7 @@ export function approvalCard(req: ApprovalRequest): HTMLElement {
   const rewardEl = el("strong", {}, reward);
   rewardEl.style.color = rewardColour(req.reward);
   card.append(
-    el("h3", {}, `Waiting for a person: step ${req.step} (${req.reason.replace(/_/g, " ")})`),
+    el("h3", {}, `Waiting for a person: ${stepLabel(req.step)} (${req.reason.replace(/_/g, " ")})`),
     el("code", {}, req.candidate.action),
     el("div", {}, "reward ", rewardEl),
     el("div", { className: "feedback" }, req.feedback ?? ""),

@@ -13,6 +13,7 @@ import { rewardColour } from "./reward-colour.js";
 import { rewardCurvePoints } from "./reward-curve.js";
 import { treeLine } from "../session-views.js";
 import { OVERLAY_CSS } from "./styles.js";
+import { stepLabel } from "../steps.js";
 
 const POS_KEY = "overlayPosition";
 
@@ -162,7 +163,7 @@ export class Overlay {
         cands.append(li);
       }
       const box = h("div");
-      box.append(h("h3", "", `Candidates · step ${last.scored.step}`), cands);
+      box.append(h("h3", "", `Candidates · ${stepLabel(last.scored.step)}`), cands);
       parts.push(box);
     }
 
