@@ -358,7 +358,8 @@ class SessionCore:
         """One node of the session's search tree, new or updated: checked against the nodes
         already reported (one root; a known parent one level up; parent, depth and action
         never change; a scored action was a candidate at its step), then recorded and sent
-        to the session's subscribers."""
+        to the session's subscribers. A node being expanded sets the judge's trajectory to
+        the path reaching it (the actions of branches the search left are not in it)."""
         st = self.get(msg.session_id)
         known = st.tree.get(msg.node)
         first = (msg.parent, msg.depth, msg.action)
@@ -393,6 +394,10 @@ class SessionCore:
         ):
             raise ProtocolError(f"action: not a candidate scored at step {msg.step}")
         st.tree[msg.node] = first
+        if known is None:
+            st.tree_thoughts[msg.node] = msg.thought or ""
+        if msg.event == "expanded":  # its children are scored next, from its page
+            st.history = st.tree_path(msg.node)
         fields = msg.model_dump(exclude={"type", "id", "session_id"})
         return [
             TreeNodeRecord(session_id=st.session_id, created_at=self.clock(), **fields),

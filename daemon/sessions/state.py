@@ -43,6 +43,8 @@ class SessionState:
     step_progress: dict[int, dict[str, dict[int, int]]] = field(default_factory=dict)
     # a tree search's nodes: node -> (parent, depth, action), as first reported (tree.node)
     tree: dict[int, tuple[int | None, int, str | None]] = field(default_factory=dict)
+    # and the thought reaching each (the judge's trajectory is the path to the expanded node)
+    tree_thoughts: dict[int, str] = field(default_factory=dict)
     latest_reward: float | None = None
     waiting_approvals: int = 0
     ended: bool = False
@@ -61,7 +63,20 @@ class SessionState:
             step_candidates=dict(self.step_candidates),
             step_progress=dict(self.step_progress),
             tree=dict(self.tree),
+            tree_thoughts=dict(self.tree_thoughts),
         )
+
+    def tree_path(self, node: int) -> list[Turn]:
+        """The turns of a tree search's path from its root to ``node`` (a thought not known
+        after a restart is empty)."""
+        turns: list[Turn] = []
+        at: int | None = node
+        while at is not None and at in self.tree:
+            parent, _, action = self.tree[at]
+            if action is not None:
+                turns.append(Turn(thought=self.tree_thoughts.get(at, ""), action=action))
+            at = parent
+        return turns[::-1]
 
     def roll_back(self, snapshot: SessionState) -> None:
         """Every field as it was in ``snapshot`` (the checklist, once known, stays)."""

@@ -26,7 +26,7 @@ from webshepherd.daemon.sessions import (
 )
 from webshepherd.daemon.sessions.approvals import ApprovalPolicy
 from webshepherd.protocol import requests as rq
-from webshepherd.protocol.common import Timing
+from webshepherd.protocol.common import Timing, Turn
 from webshepherd.protocol.errors import ProtocolError, SessionClosedError, UnknownSessionError
 
 OWNER, MONITOR = 1, 2
@@ -318,3 +318,29 @@ def test_the_latest_screenshot_goes_to_the_judge_and_the_reply_says_what_it_saw(
     job = score_job(core, sid)
     reply = core.score_done(job, step_score(0.4, 0.8), Timing())[2].message
     assert [r.judge_inputs for r in reply.results] == ["text", "text"]
+
+
+def test_a_tree_expansion_judges_with_the_path_to_its_node():
+    """A tree search runs click('1'), leaves it, runs its sibling click('2') and expands it:
+    the judge's trajectory there is the path (click('2')), not every action recorded."""
+    core = make_core()
+    sid = started(core)
+
+    def node(n: int, event: str, parent: int | None = None, action: str | None = None) -> None:
+        depth = 0 if parent is None else 1
+        core.tree_node(OWNER, rq.TreeNode(
+            id=f"n{n}{event}", session_id=sid, node=n, parent=parent, depth=depth, action=action,
+            thought=f"why {action}" if action else None, status="expanded", event=event,
+            step=0 if parent is not None else None,
+        ))  # fmt: skip
+
+    node(0, "expanded")
+    core.score_done(score_job(core, sid), step_score(0.9, 0.5), Timing())
+    node(1, "scored", 0, "click('1')")
+    node(2, "scored", 0, "click('2')")
+    for n, action in ((1, "click('1')"), (2, "click('2')")):
+        core.action(OWNER, rq.Action(id=f"a{n}", session_id=sid, action=action, step=0))
+        core.observe(OWNER, rq.Observe(id=f"o{n}", session_id=sid, url=f"http://{n}/", axtree="x"))
+        node(n, "expanded", 0, action)
+        assert score_job(core, sid).history == (Turn(f"why {action}", action),)
+    assert [t.action for t in core.get(sid).history] == ["click('2')"]
