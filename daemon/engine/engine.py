@@ -202,13 +202,16 @@ def fit_axtree(
 
 
 class Engine:
-    """Renders the published prompts, calls the backend, parses checklists, computes rewards."""
+    """Renders the published prompts, calls the backend, parses checklists, computes rewards.
+
+    No lock of its own around a model call: the backend serialises its model (the daemon
+    calls the engine from its scheduler's one engine thread)."""
 
     def __init__(self, backend: Backend, config: EngineConfig | None = None) -> None:
         self.backend = backend
         self.config = config or EngineConfig()
         self.stats = EngineStats()
-        self._lock = threading.Lock()
+        self._stats_lock = threading.Lock()  # the counters only: the model's lock is the backend's
 
     @property
     def model_id(self) -> str:
@@ -232,7 +235,7 @@ class Engine:
 
     def make_checklist(self, intent: str, start_url: str, axtree: str) -> ParsedChecklist:
         """Generate a checklist greedily from the start page; ``ModelError`` when none parses."""
-        with self._lock, _model_errors("writing the checklist"):
+        with _model_errors("writing the checklist"):
             t0 = time.monotonic()
             cap = self.config.checklist_max_new_tokens
 
@@ -281,7 +284,7 @@ class Engine:
         """
         if not step.candidates:
             return _no_candidates()
-        with self._lock, _model_errors("scoring"):
+        with _model_errors("scoring"):
             t0 = time.monotonic()
             batch = self._judge_batch(step)
             out = self.backend.judge(batch, on_delta=on_progress, cancel=cancel)
@@ -303,38 +306,35 @@ class Engine:
         results: list[StepScore | Exception] = [_no_candidates() for _ in steps]
         todo: list[int] = []
         batches: list[JudgeBatch] = []
-        with self._lock:
-            t0 = time.monotonic()
-            for i, step in enumerate(steps):
-                if not step.candidates:
-                    continue
-                try:
-                    with _model_errors("scoring"):
-                        batch = self._judge_batch(step)
-                except WebShepherdError as exc:
-                    results[i] = exc
-                    continue
-                todo.append(i)
-                batches.append(batch)
-            if not batches:
-                return results
+        t0 = time.monotonic()
+        for i, step in enumerate(steps):
+            if not step.candidates:
+                continue
             try:
                 with _model_errors("scoring"):
-                    outs = self.backend.judge_many(
-                        batches, [progress[i] for i in todo], [cancel_of[i] for i in todo]
-                    )
-                    if len(outs) != len(batches):
-                        raise RuntimeError(
-                            f"judge_many gave {len(outs)} results for {len(batches)}"
-                        )
+                    batch = self._judge_batch(step)
             except WebShepherdError as exc:
-                for i in todo:
-                    results[i] = exc
-                return results
-            done = [o for o in outs if not isinstance(o, Exception)]
-            self._account(
-                sum(o.prefilled_tokens for o in done), sum(o.generated_tokens for o in done), t0
-            )
+                results[i] = exc
+                continue
+            todo.append(i)
+            batches.append(batch)
+        if not batches:
+            return results
+        try:
+            with _model_errors("scoring"):
+                outs = self.backend.judge_many(
+                    batches, [progress[i] for i in todo], [cancel_of[i] for i in todo]
+                )
+                if len(outs) != len(batches):
+                    raise RuntimeError(f"judge_many gave {len(outs)} results for {len(batches)}")
+        except WebShepherdError as exc:
+            for i in todo:
+                results[i] = exc
+            return results
+        done = [o for o in outs if not isinstance(o, Exception)]
+        self._account(
+            sum(o.prefilled_tokens for o in done), sum(o.generated_tokens for o in done), t0
+        )
         for i, out in zip(todo, outs, strict=True):
             if isinstance(out, WebShepherdError):
                 results[i] = out
@@ -405,7 +405,7 @@ class Engine:
     def judge_prompt_tokens(self, step: StepInput) -> list[int | None]:
         """Each candidate's whole judge prompt in tokens, the AX tree uncut (``None``: longer
         than the context could hold, told from its length without tokenizing it)."""
-        with self._lock, _model_errors("counting the prompt"):
+        with _model_errors("counting the prompt"):
             with_image = self.config.judge_inputs == "text+image" and bool(step.screenshot)
             image = (
                 (step.screenshot_mime or "image/png", step.screenshot)
@@ -455,10 +455,16 @@ class Engine:
         )
 
     def _account(self, prefilled: int, generated: int, t0: float) -> None:
-        self.stats.prefilled_tokens += prefilled
-        self.stats.generated_tokens += generated
-        self.stats.busy_s += time.monotonic() - t0
-        self.stats.requests += 1
+        with self._stats_lock:
+            self.stats.prefilled_tokens += prefilled
+            self.stats.generated_tokens += generated
+            self.stats.busy_s += time.monotonic() - t0
+            self.stats.requests += 1
+
+    def health(self) -> dict[str, object]:
+        """The backend's health: a remote model server's figures under ``remote`` (the
+        daemon's stats show them)."""
+        return self.backend.health()
 
     def close(self) -> None:
         self.backend.close()

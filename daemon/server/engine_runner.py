@@ -274,11 +274,8 @@ class EngineRunner:
     def _remote_stats(self) -> RemoteEngineStats | None:
         """The remote model server's health (the openai backends probe it, at most every few
         seconds); None for an engine in this process."""
-        health = getattr(self.engine, "health", None)
-        if not callable(health):
-            return None
         try:
-            return remote_stats(health())
+            return remote_stats(self.engine.health())
         except Exception:  # a failing probe must not stop stats
             log.debug("no remote stats", exc_info=True)
             return None

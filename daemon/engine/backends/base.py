@@ -90,7 +90,9 @@ DeltaCallback = Callable[[int, int, str], None]
 
 
 class Backend(ABC):
-    """A loaded model. Calls are blocking and made from one worker thread at a time."""
+    """A loaded model. Calls are blocking; a backend with a model in this process serialises
+    the calls that run it (its own lock, the one around a model call: engines, the dev
+    OpenAI server and benches may share one backend from several threads)."""
 
     name: str
     model_id: str

@@ -63,6 +63,7 @@ async def test_scored_through_a_chat_endpoint(start_daemon, endpoint, daemon_eng
     stats = await monitor.wait_for(lambda m: m["type"] == "stats" and m["judge"]["steps"], 10)
     assert stats["judge"]["backend"] == "openai-chat"
     assert stats["judge"]["prompt_tokens_per_step"] > 0
+    assert stats["remote"]["base_url"] == endpoint.url  # Engine.health(): the backend's probe
 
 
 async def test_a_rate_limiting_server_answers_overloaded_and_the_daemon_serves_on(
