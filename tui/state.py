@@ -82,6 +82,23 @@ class StepView:
 
 
 @dataclass
+class TreeNodeView:
+    """A node of the session's search tree (``tree.node``), as its latest update left it."""
+
+    node: int
+    parent: int | None
+    depth: int
+    action: str | None
+    thought: str | None
+    reward: float | None
+    status: str
+    executed: bool
+    replays: int
+    url: str | None
+    error: str | None
+
+
+@dataclass
 class Signal:
     step: int | None
     kind: str
@@ -104,6 +121,10 @@ class SessionView:
     progress_request: str | None = None
     progress: dict[tuple[int, int], str] = field(default_factory=dict)
     last_url: str | None = None
+    tree: dict[int, TreeNodeView] = field(default_factory=dict)  # a tree search's nodes
+    tree_trying: int | None = None  # the node the search is trying now
+    tree_event: tuple[int, str] | None = None  # the latest update: (node, event)
+    tree_path: list[int] = field(default_factory=list)  # the path the search returned
     version: int = 0  # grows with every change
     steps_version: int = 0  # grows when the checklist or a step changes (not on progress text)
 
@@ -369,6 +390,26 @@ class MonitorState:
             v.signals.append(Signal(m.step, "repeated_action", again))
         v.touch_steps()
 
+    def _tree_node(self, m: Any) -> None:
+        v = self.session(m.session_id)
+        v.tree[m.node] = TreeNodeView(
+            m.node,
+            m.parent,
+            m.depth,
+            m.action,
+            m.thought,
+            m.reward,
+            m.status,
+            m.executed,
+            m.replays,
+            m.url,
+            m.error,
+        )
+        v.tree_trying, v.tree_event = m.trying, (m.node, m.event)
+        if m.event == "path":
+            v.tree_path = [n for n in v.tree_path if v.tree[n].depth < m.depth] + [m.node]
+        v.version += 1
+
     def _approval_request(self, m: Any) -> None:
         if m.request_id in self.resolved:
             return
@@ -434,6 +475,7 @@ _HANDLERS = {
     "score.progress": MonitorState._progress,
     "scored": MonitorState._scored,
     "action": MonitorState._action,
+    "tree.node": MonitorState._tree_node,
     "approval.request": MonitorState._approval_request,
     "approval.resolved": MonitorState._approval_resolved,
     "session.ended": MonitorState._ended,

@@ -14,6 +14,7 @@ from webshepherd.protocol.terminal_text import terminal_safe
 from webshepherd.tui.plain import plain
 from webshepherd.tui.state import LABEL_MARK, SessionView, StepView
 from webshepherd.tui.widgets.reward_plot import RewardPlot
+from webshepherd.tui.widgets.search_tree import tree_text
 
 LABEL_STYLE = {"yes": "bold green", "in_progress": "yellow", "no": "red"}
 
@@ -125,12 +126,15 @@ class SessionDetail(VerticalScroll):
         yield Static(id="checklist")
         yield Static(id="candidates")
         yield Static(id="activity")
+        tree = Static(id="tree")  # a tree search's nodes (shown only for one)
+        tree.display = False
+        yield tree
 
     @property
     def ready(self) -> bool:
         """Composed and mounted, children included."""
         return (
-            self.is_mounted and len(self.children) == 5 and all(c.is_mounted for c in self.children)
+            self.is_mounted and len(self.children) == 6 and all(c.is_mounted for c in self.children)
         )
 
     def on_mount(self) -> None:
@@ -155,8 +159,9 @@ class SessionDetail(VerticalScroll):
         if view is None:
             title.update("no session selected")
             plot.set_series([], [], key=None)
-            for name in ("#checklist", "#candidates", "#activity"):
+            for name in ("#checklist", "#candidates", "#activity", "#tree"):
                 self.query_one(name, Static).update("")
+            self.query_one("#tree", Static).display = False
             return
         head = Text.assemble(
             plain(view.intent or view.session_id, "bold"),
@@ -178,3 +183,7 @@ class SessionDetail(VerticalScroll):
             self.query_one("#checklist", Static).update(checklist_text(view, width))
             self.query_one("#candidates", Static).update(candidates_table(cur))
         self.query_one("#activity", Static).update(activity_text(view, cur))
+        tree = self.query_one("#tree", Static)
+        tree.display = bool(view.tree)
+        if view.tree:
+            tree.update(tree_text(view, max(self.size.width - 2, 20)))
