@@ -82,8 +82,9 @@ def read_agent(path: Path) -> dict[str, AgentTrajectory]:
 
 
 def read_sessions(db: Path, session_ids: Sequence[str]) -> dict[str, AgentTrajectory]:
-    """Agent trajectories from the recording: executed actions, planned actions from the
-    thoughts, the final answer and the outcome. The task id is the session id."""
+    """Agent trajectories from the recording: executed actions (a tree search's: those of the
+    path it returned, not its abandoned branches), planned actions from the thoughts, the
+    final answer and the outcome. The task id is the session id."""
     if not db.exists():
         raise DataError(db, None, None, "no recording here")
     history = History.open(db)
@@ -96,7 +97,7 @@ def read_sessions(db: Path, session_ids: Sequence[str]) -> dict[str, AgentTrajec
             traj = AgentTrajectory(sid, answer=tl.answer)
             if tl.summary.outcome in ("success", "failure"):
                 traj.success = tl.summary.outcome == "success"
-            for a in tl.actions:
+            for a in tl.executed_path():  # a tree search: the path it returned
                 traj.steps.append(AgentStep(a.action, planned_from_thought(a.thought)))
             out[sid] = traj
     finally:

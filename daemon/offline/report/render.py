@@ -20,6 +20,8 @@ from webshepherd.daemon.offline.report.figures import (
     outlines_svg,
     reward_curve,
 )
+from webshepherd.daemon.offline.report.tree import CSS as TREE_CSS
+from webshepherd.daemon.offline.report.tree import tree_section
 from webshepherd.daemon.recorder.timeline import Candidate, Step, Timeline
 from webshepherd.daemon.redact import Redactor, mask_password_lines
 from webshepherd.protocol.actions import read_recorded
@@ -182,7 +184,7 @@ def render_report(
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>webshepherd · {_e(red.text(s.intent))}</title>",
-        f"<style>{CSS}</style></head><body>",
+        f"<style>{CSS}{TREE_CSS if tl.tree else ''}</style></head><body>",
         '<header id="summary">',
         f"<h1>{_e(red.text(s.intent))}</h1>",
         '<dl class="meta">',
@@ -207,6 +209,8 @@ def render_report(
         parts.append(heat_strip(titles, [step_number(st.step) for st in scored], labels))
         parts.append("</div></section>")
     parts.append(_first_bad(first_bad_steps(judgements(tl)), red))
+    if tl.tree is not None:
+        parts.append(tree_section(tl.tree, red))
     parts.append('<nav class="steps">steps: ')
     numbers = [step_number(st.step) for st in tl.steps if st.step in taken]
     parts += [f'<a href="#step-{n}">{n}</a>' for n in numbers]
