@@ -26,6 +26,7 @@ from webshepherd.daemon.redact import Redactor
 from webshepherd.protocol.actions import read_recorded
 from webshepherd.protocol.common import OtlpStats
 from webshepherd.protocol.errors import WebShepherdError
+from webshepherd.protocol.steps import step_count
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +77,10 @@ class OtlpExport:
         threshold: float | None = 0.3,
         timeout_s: float = 5.0,
         service_name: str = "webshepherd",
+        exporter: Any = None,
     ) -> None:
+        """``exporter``: a span exporter to use instead of OTLP/HTTP to ``endpoint`` (an
+        ``InMemorySpanExporter`` reads the spans back in tests)."""
         try:
             from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
             from opentelemetry.sdk.resources import Resource
@@ -97,7 +101,7 @@ class OtlpExport:
                 self.spans.append(span)
 
         self.url = traces_url(endpoint)
-        self.exporter = OTLPSpanExporter(
+        self.exporter = exporter or OTLPSpanExporter(
             endpoint=self.url, headers=dict(headers or {}), timeout=timeout_s
         )
         self.finished = Finished()
@@ -112,6 +116,7 @@ class OtlpExport:
         self._roots: dict[str, Any] = {}
         self._steps: dict[tuple[str, int], Any] = {}
         self._approval_steps: dict[str, tuple[str, int]] = {}
+        self._taken: dict[str, set[int]] = {}  # session -> its steps scored or acted at
         self._pages: dict[str, str] = {}  # session -> its latest AX tree
         self._redactors: dict[str, Redactor] = {}
         self._stop = threading.Event()
@@ -200,6 +205,7 @@ class OtlpExport:
     def _step(self, session_id: str, step: int, t: int) -> Any:
         from opentelemetry.trace import set_span_in_context
 
+        self._taken.setdefault(session_id, set()).add(step)
         span = self._steps.get((session_id, step))
         if span is None:
             span = self.tracer.start_span(
@@ -304,6 +310,7 @@ class OtlpExport:
                 self._steps.pop(key).end(end_time=t)
             root = self._root(sid, t)
             root.set_attribute("webshepherd.outcome", e.outcome)
+            root.set_attribute("webshepherd.steps", step_count(self._taken.pop(sid, ())))
             if e.answer is not None:
                 root.set_attribute("webshepherd.answer", e.answer)
             root.end(end_time=t)

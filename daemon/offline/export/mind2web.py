@@ -78,7 +78,7 @@ def write_mind2web(
         traj.mkdir(parents=True, exist_ok=True)
         shots = []
         for st in tl.steps:
-            if progress:
+            if progress and (st.scorings or st.executed):  # a step (protocol/steps.py)
                 progress(1)
             if not st.screenshot:
                 continue
