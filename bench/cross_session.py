@@ -59,8 +59,8 @@ async def _round(clients: list[tuple[Client, str]], step: StepInput) -> float:
 async def _bench(
     engine: Any, steps: list[StepInput], checklist: str, reps: int, token: str
 ) -> dict[str, Any]:
-    from webshepherd.daemon.config import DaemonConfig
-    from webshepherd.daemon.server.server import DaemonServer
+    from webshepherd.daemon.build import build_daemon
+    from webshepherd.daemon.config import Settings
 
     modes = {"batched": len(steps), "one_at_a_time": 1}
     with tempfile.TemporaryDirectory(prefix="webshepherd-bench-") as tmp:
@@ -68,17 +68,14 @@ async def _bench(
         clients: dict[str, list[tuple[Client, str]]] = {}
         try:
             for name, batch in modes.items():
-                config = DaemonConfig(
-                    host="127.0.0.1",
-                    port=0,
-                    data_dir=Path(tmp) / name / "data",
-                    config_dir=Path(tmp) / name / "config",
+                settings = Settings.local(
+                    Path(tmp) / name,
                     token=token,
                     default_samples=steps[0].samples,
                     batch_sessions=batch,
                     request_timeout_s=3600,
                 )
-                servers[name] = server = DaemonServer(config, engine)
+                servers[name] = server = build_daemon(settings, engine)
                 await server.start()
                 clients[name] = [await _client(server.url, token, s, checklist) for s in steps]
             times: dict[str, list[float]] = {m: [] for m in modes}

@@ -103,7 +103,13 @@ def _serve(port: int, data_dir: str, max_new_tokens: int) -> None:
         approval_drop=None,
         **extra,
     )
-    run_daemon(config, engine)
+    try:
+        from webshepherd.daemon.build import run_until_signal
+        from webshepherd.daemon.config import Settings
+    except ImportError:  # a tree before issue 25 (figures before a change): no build module
+        run_daemon(config, engine)
+    else:
+        run_until_signal(Settings(daemon=config), engine)
 
 
 def _free_port() -> int:

@@ -19,12 +19,13 @@ import statistics
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.fixtures.daemon import FAST, TEST_TOKEN, make_config  # noqa: E402
+from tests.fixtures.daemon import TEST_TOKEN, make_settings  # noqa: E402
 from tests.fixtures.report_session import (  # noqa: E402
     CHROMIUM,
     record_report_session,
@@ -36,17 +37,17 @@ from tests.fixtures.report_session import (  # noqa: E402
 async def build(data_base: Path, steps: int) -> tuple[str, int]:
     """Record the session; returns its id and the screenshots' total bytes."""
     from tqdm import tqdm
+    from webshepherd.daemon.build import build_daemon
+    from webshepherd.daemon.config import ModelSettings
     from webshepherd.daemon.dev.tiny_model import ensure_tiny_model
-    from webshepherd.daemon.engine.loader import load_engine
-    from webshepherd.daemon.server.server import DaemonServer
     from websockets.asyncio.client import connect
 
     from tests.fixtures.daemon import WsClient
 
     observations = await snapshots(shop_pages(steps))
     shots = sum(len(o["screenshot"]["data"]) * 3 // 4 for o in observations)
-    engine = load_engine(str(ensure_tiny_model(progress=False)), device="cpu", config=FAST)
-    server = DaemonServer(make_config(data_base), engine)
+    model = ModelSettings(str(ensure_tiny_model(progress=False)), device="cpu")
+    server = build_daemon(replace(make_settings(data_base), model=model))
     await server.start()
     clients = []
     try:

@@ -426,19 +426,11 @@ async def _daemon_bench(
     tput_tree_bytes: int,
     time_limit_s: float,
 ) -> dict[str, Any]:
-    from webshepherd.daemon.config import DaemonConfig
-    from webshepherd.daemon.server.server import DaemonServer
+    from webshepherd.daemon.build import build_daemon
+    from webshepherd.daemon.config import Settings
 
     with tempfile.TemporaryDirectory(prefix="webshepherd-bench-") as tmp:
-        config = DaemonConfig(
-            host="127.0.0.1",
-            port=0,
-            data_dir=Path(tmp) / "data",
-            config_dir=Path(tmp) / "config",
-            token=TOKEN,
-            default_samples=1,
-        )
-        server = DaemonServer(config, engine)
+        server = build_daemon(Settings.local(Path(tmp), token=TOKEN, default_samples=1), engine)
         await server.start()
         try:
             # round-trip latency, one client, sequential

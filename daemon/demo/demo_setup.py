@@ -4,7 +4,6 @@ the note that says the tiny judge knows only this shop), the in-process daemon a
 from __future__ import annotations
 
 import contextlib
-import secrets
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -46,9 +45,10 @@ def load_demo_engine(model: str | None, console: Console, vision: bool = False) 
     """Load ``model`` (None: the tiny model, or with ``vision`` the tiny vision model, built if
     not cached; ``vision`` judges with ``text+image``); returns the engine and whether it is a
     tiny model."""
+    from webshepherd.daemon.build import build_engine
+    from webshepherd.daemon.config import ModelSettings, Settings
     from webshepherd.daemon.dev import tiny_model, tiny_vision
     from webshepherd.daemon.engine.engine import EngineConfig
-    from webshepherd.daemon.engine.loader import load_engine
 
     tiny = model is None
     if tiny:
@@ -73,11 +73,14 @@ def load_demo_engine(model: str | None, console: Console, vision: bool = False) 
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()
-    config = EngineConfig(
-        max_new_tokens=160 if tiny else None,
-        judge_inputs="text+image" if vision else "text",
+    settings = Settings(
+        engine=EngineConfig(
+            max_new_tokens=160 if tiny else None,
+            judge_inputs="text+image" if vision else "text",
+        ),
+        model=ModelSettings(model=model, inputs_from_model=False),
     )
-    return load_engine(model, device="auto", config=config), tiny
+    return build_engine(settings), tiny
 
 
 @contextlib.asynccontextmanager
@@ -87,27 +90,21 @@ async def in_process_daemon(
     """The daemon in this process on an ephemeral loopback port (a fresh token, no approval
     rules; ``config``: more ``DaemonConfig`` fields); yields ``(daemon, token)`` and stops it.
     The demos and ``webshepherd rescore --model`` start it."""
-    from webshepherd.daemon.config import DaemonConfig
-    from webshepherd.daemon.server.server import DaemonServer
+    from webshepherd.daemon.build import running_daemon
+    from webshepherd.daemon.config import Settings
 
-    token = secrets.token_urlsafe(24)
-    daemon_config = DaemonConfig(
-        host="127.0.0.1",
-        port=0,
+    settings = Settings.local(
+        data_dir,
         data_dir=data_dir,
         config_dir=config_dir,
-        token=token,
         approval_threshold=None,
         approval_drop=None,
         default_samples=samples,
         **config,
     )
-    server = DaemonServer(daemon_config, engine)
-    await server.start()
-    try:
-        yield server, token
-    finally:
-        await server.stop()
+    async with running_daemon(settings, engine) as server:
+        assert settings.daemon.token is not None
+        yield server, settings.daemon.token
 
 
 @contextlib.asynccontextmanager

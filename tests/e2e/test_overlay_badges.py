@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
+from webshepherd.daemon.build import build_daemon
 from webshepherd.daemon.server.extension_id import EXTENSION_ID
-from webshepherd.daemon.server.server import DaemonServer
 
 from tests.e2e.browser import Browser, hook_key, require_browser, serve_dir
 from tests.e2e.conftest import wait_connected
 from tests.e2e.test_golden_capture import hook
-from tests.fixtures.daemon import TEST_TOKEN, DaemonHandle, make_config
+from tests.fixtures.daemon import TEST_TOKEN, DaemonHandle, make_settings
 from tests.fixtures.scripted_judge import ScriptedJudge
 
 require_browser()
@@ -56,10 +56,10 @@ def pages_site():
 async def scripted(tmp_path: Path, browser: Browser) -> AsyncIterator[tuple[DaemonHandle, Browser]]:
     """A daemon judging every candidate 0.6 (one item done, one in progress), paired with the
     browser."""
-    config = make_config(tmp_path, allowed_extension_ids=(EXTENSION_ID,))
-    server = DaemonServer(config, ScriptedJudge(default=(0.6, (2, 1), "fine")))
+    settings = make_settings(tmp_path, allowed_extension_ids=(EXTENSION_ID,))
+    server = build_daemon(settings, ScriptedJudge(default=(0.6, (2, 1), "fine")))
     await server.start()
-    handle = DaemonHandle(server, config)
+    handle = DaemonHandle(server, settings.daemon)
     try:
         await browser.configure(handle.url, TEST_TOKEN)
         await wait_connected(browser)

@@ -15,13 +15,15 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from webshepherd.daemon.build import build_daemon
+from webshepherd.daemon.config import Settings
 from webshepherd.daemon.server.handshake import PREAUTH_FRAME_BYTES
 from webshepherd.protocol.errors import ProtocolError
 from webshepherd.protocol.union import CLIENT_TYPES, parse_client_message, request_id_of
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
-from tests.fixtures.daemon import TEST_TOKEN, make_config
+from tests.fixtures.daemon import TEST_TOKEN, make_settings
 
 # text with lone surrogates too: json.dumps writes them as \\ud800 escapes
 any_text = st.text(st.characters(codec=None, exclude_categories=()), max_size=40)
@@ -89,11 +91,9 @@ def test_the_parser_refuses_with_protocol_error_only(frame: str | bytes) -> None
 class ThreadDaemon:
     """A real daemon on its own event loop in a thread, for synchronous hypothesis tests."""
 
-    def __init__(self, config: Any, engine: Any):
-        from webshepherd.daemon.server.server import DaemonServer
-
+    def __init__(self, settings: Settings, engine: Any):
         self.loop = asyncio.new_event_loop()
-        self.server = DaemonServer(config, engine)
+        self.server = build_daemon(settings, engine)
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
         asyncio.run_coroutine_threadsafe(self.server.start(), self.loop).result(30)
@@ -109,7 +109,7 @@ class ThreadDaemon:
 
 @pytest.fixture(scope="module")
 def fuzz_daemon(tmp_path_factory, daemon_engine) -> Iterator[ThreadDaemon]:
-    d = ThreadDaemon(make_config(tmp_path_factory.mktemp("fuzz")), daemon_engine)
+    d = ThreadDaemon(make_settings(tmp_path_factory.mktemp("fuzz")), daemon_engine)
     yield d
     d.stop()
 

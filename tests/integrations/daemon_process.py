@@ -9,25 +9,24 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
+from webshepherd.daemon.build import running_daemon
+from webshepherd.daemon.config import ModelSettings
 from webshepherd.daemon.dev.tiny_model import ensure_tiny_model
-from webshepherd.daemon.engine.loader import load_engine
 from webshepherd.daemon.server.extension_id import EXTENSION_ID  # the built extension's
-from webshepherd.daemon.server.server import DaemonServer
 
-from tests.fixtures.daemon import FAST, make_config
+from tests.fixtures.daemon import make_settings
 
 
 async def main(base: Path) -> None:
-    engine = load_engine(str(ensure_tiny_model(progress=False)), device="cpu", config=FAST)
-    config = make_config(base, request_timeout_s=120.0, allowed_extension_ids=(EXTENSION_ID,))
-    server = DaemonServer(config, engine)
-    await server.start()
-    print(json.dumps({"url": server.url}), flush=True)
-    loop = asyncio.get_running_loop()
-    await loop.run_in_executor(None, sys.stdin.read)  # until the test closes our stdin
-    await server.stop()
+    settings = make_settings(base, request_timeout_s=120.0, allowed_extension_ids=(EXTENSION_ID,))
+    model = ModelSettings(str(ensure_tiny_model(progress=False)), device="cpu")
+    async with running_daemon(replace(settings, model=model)) as server:
+        print(json.dumps({"url": server.url}), flush=True)
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(None, sys.stdin.read)  # until the test closes our stdin
 
 
 if __name__ == "__main__":

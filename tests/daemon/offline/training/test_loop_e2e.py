@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
+from webshepherd.daemon.build import running_daemon
 from webshepherd.daemon.cli import main
 from webshepherd.daemon.config import DB_NAME
 from webshepherd.daemon.demo.run import run_demo
@@ -22,11 +23,10 @@ from webshepherd.daemon.engine.loader import load_engine
 from webshepherd.daemon.engine.types import StepInput
 from webshepherd.daemon.offline.training.recorded import export_sft
 from webshepherd.daemon.recorder import History
-from webshepherd.daemon.server.server import DaemonServer
 from webshepherd.protocol.client import AsyncClient
 from webshepherd.protocol.common import Turn
 
-from tests.fixtures.daemon import TEST_TOKEN, make_config
+from tests.fixtures.daemon import TEST_TOKEN, make_settings
 
 pytestmark = pytest.mark.model
 CONFIG = EngineConfig(max_new_tokens=96, checklist_max_new_tokens=48)
@@ -72,13 +72,12 @@ async def _person_labels(data_dir: Path, base: Path, engine: Engine, sid: str, s
                          action: str) -> None:  # fmt: skip
     """A person says ``action`` moves nothing, from a monitor's connection to a daemon that
     serves the recording (as the TUI would)."""
-    server = DaemonServer(make_config(base, data_dir=data_dir), engine)
-    await server.start()
-    try:
-        async with AsyncClient(server.url, token=TEST_TOKEN, role="monitor", name="tui") as c:
-            await c.label(sid, step, action, ["no"] * 4, source="person", note="goes nowhere")
-    finally:
-        await server.stop()
+    settings = make_settings(base, data_dir=data_dir)
+    async with (
+        running_daemon(settings, engine) as server,
+        AsyncClient(server.url, token=TEST_TOKEN, role="monitor", name="tui") as c,
+    ):
+        await c.label(sid, step, action, ["no"] * 4, source="person", note="goes nowhere")
 
 
 def test_recorded_truth_trains_a_judge_that_scores_differently(
