@@ -22,9 +22,14 @@ from webshepherd.protocol.terminal_text import terminal_safe
 from webshepherd.tui.keys import HISTORY, bindings
 from webshepherd.tui.plain import plain
 from webshepherd.tui.screens.messages import ReplayRequested
+from webshepherd.tui.widgets.fit import Cell, fit, name_cell, room, shown
 from webshepherd.tui.widgets.session_detail import fmt_reward
 
 LoadSessions = Callable[[], Awaitable[list[SessionSummary]]]
+
+
+COLUMNS = ("started", "agent", "steps", "reward", "state", "intent")
+FLEX = "intent"  # the rest of the width (tui/widgets/fit.py)
 
 
 class HistoryScreen(Screen[None]):
@@ -57,17 +62,35 @@ class HistoryScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        table = self.query_one(DataTable)
-        for name, width in (
-            ("started", 16),
-            ("agent", 12),
-            ("steps", 5),
-            ("reward", 6),
-            ("state", 10),
-            ("intent", 40),
-        ):
-            table.add_column(name, key=name, width=width)
+        self._show()
         self.action_reload()
+
+    def on_resize(self) -> None:
+        self._show()
+
+    def _show(self) -> None:
+        """The sessions in columns as wide as their content, the intent the rest."""
+        table: DataTable[Text | str] = self.query_one(DataTable)
+        rows: dict[str, tuple[Cell, ...]] = {}
+        for s in self.summaries:
+            state = s.state if s.state != "ended" else (s.outcome or "ended")
+            rows[s.session_id] = (
+                time.strftime("%Y-%m-%d %H:%M", time.localtime(s.created_at)),
+                name_cell(s.agent.name),
+                str(s.steps),
+                fmt_reward(s.latest_reward),
+                Text(state, "dim" if s.state == "ended" else "green"),
+                plain(s.intent),
+            )
+        widths = fit(COLUMNS, rows.values(), FLEX, room(table))
+        keep = table.cursor_row
+        table.clear(columns=True)
+        for name in COLUMNS:
+            table.add_column(name, key=name, width=widths[name])
+        for key, cells in rows.items():
+            table.add_row(*shown(COLUMNS, cells, FLEX, widths), key=key)
+        if 0 <= keep < table.row_count:
+            table.move_cursor(row=keep)
 
     def action_reload(self) -> None:
         self.fetch()
@@ -80,19 +103,7 @@ class HistoryScreen(Screen[None]):
             message = f"cannot list sessions: {terminal_safe(exc.message)}"
             self.notify(message, severity="error", markup=False)
             return
-        table = self.query_one(DataTable)
-        table.clear()
-        for s in self.summaries:
-            state = s.state if s.state != "ended" else (s.outcome or "ended")
-            table.add_row(
-                time.strftime("%Y-%m-%d %H:%M", time.localtime(s.created_at)),
-                plain(s.agent.name[:12]),
-                str(s.steps),
-                fmt_reward(s.latest_reward),
-                Text(state, "dim" if s.state == "ended" else "green"),
-                plain(s.intent),
-                key=s.session_id,
-            )
+        self._show()
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         self.post_message(ReplayRequested(str(event.row_key.value)))

@@ -9,7 +9,11 @@ from textual.widgets import DataTable, Static
 from webshepherd.protocol.steps import step_number
 from webshepherd.tui.plain import plain
 from webshepherd.tui.state import ApprovalView, MonitorState
+from webshepherd.tui.widgets.fit import Cell, fit, name_cell, room, shown
 from webshepherd.tui.widgets.session_detail import fmt_reward
+
+COLUMNS = ("session", "step", "reward", "reason", "action")
+FLEX = "action"  # the rest of the width (tui/widgets/fit.py)
 
 
 class ApprovalsPanel(Vertical):
@@ -26,12 +30,14 @@ class ApprovalsPanel(Vertical):
         super().__init__(id=id, classes=classes)
         self._version = -1
         self._pending: dict[str, ApprovalView] = {}
+        self._state: MonitorState | None = None
+        self.widths: dict[str, int] = {}
 
     def compose(self) -> ComposeResult:
         table: DataTable[str | Text] = DataTable(cursor_type="row", id="approvals")
-        for name, width in (("session", 10), ("step", 4), ("reward", 6), ("reason", 15)):
-            table.add_column(name, key=name, width=width)  # now: a sync may come before mount
-        table.add_column("action", key="action")
+        self.widths = fit(COLUMNS, [], FLEX, room(table))
+        for name in COLUMNS:  # now: a sync may come before mount
+            table.add_column(name, key=name, width=self.widths[name])
         yield table
         yield Static("", id="approval-detail")
         yield Static("a approve · r reject · e edit the action", id="approval-keys")
@@ -61,24 +67,38 @@ class ApprovalsPanel(Vertical):
         ):
             return
         self._version = state.approvals_version
+        self._state = state
         table = self.table
         keep = self.selected
-        table.clear()
         self._pending = {a.request_id: a for a in state.pending()}
+        rows: dict[str, tuple[Cell, ...]] = {}
         for a in self._pending.values():
             view = state.sessions.get(a.session_id)
-            who = (view.agent if view else a.session_id)[:10]
-            table.add_row(
-                plain(who),
+            who = name_cell(view.agent if view else a.session_id)
+            reward = fmt_reward(a.reward)
+            rows[a.request_id] = (
+                who,
                 str(step_number(a.step)),
-                fmt_reward(a.reward),
+                reward,
                 plain(a.reason),
                 plain(a.action),
-                key=a.request_id,
             )
+        widths = fit(COLUMNS, rows.values(), FLEX, room(table))
+        table.clear(columns=widths != self.widths)
+        if not table.columns:
+            self.widths = widths
+            for name in COLUMNS:
+                table.add_column(name, key=name, width=widths[name])
+        for key, cells in rows.items():
+            table.add_row(*shown(COLUMNS, cells, FLEX, widths), key=key)
         if keep is not None and keep.request_id in self._pending:
             table.move_cursor(row=table.get_row_index(keep.request_id))
         self.show_selected()
+
+    def on_resize(self) -> None:
+        if self._state is not None:
+            self._version = -1
+            self.sync(self._state)
 
     def show_selected(self) -> None:
         a = self.selected
