@@ -165,6 +165,7 @@ class DemoRun:
             )
         )
         card = await approval_card(self.page)
+        heading = await card.locator("h3").first.inner_text()  # "Waiting for a person: step N …"
         shot = await self.shot("approval.png")
         if self.opts.headless:
             self.console.print(
@@ -191,6 +192,7 @@ class DemoRun:
                 "reward": scored["results"][0]["reward"],
                 "decision": decision["status"],
                 "by": decision.get("by"),
+                "overlay": heading,  # the overlay card's heading, as a person read it
                 "executed": run if approved else good,
                 "screenshot": shot,
             }

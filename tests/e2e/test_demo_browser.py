@@ -79,6 +79,10 @@ def test_the_order_is_placed_and_every_step_is_recorded(demo):
     a = approval[0]
     bad = [c["action"] for c in held[0]["candidates"] if not c["good"]]
     assert a["action"] in bad and a["decision"] == "rejected"
+    # the overlay named the step as the terminal did (protocol/steps.py, extension/src/steps.ts)
+    heading = a["overlay"].casefold()  # as rendered: the overlay's CSS sets it in capitals
+    assert heading.startswith(f"waiting for a person: step {a['step']} (")
+    assert re.search(rf"^step {a['step']}  /search", result.stdout, re.MULTILINE)
     assert a["by"] == "extension:webshepherd-extension/panel"
     assert a["executed"] == held[0]["executed"]
     assert _png_size(out / a["screenshot"]) == (1280, 720)
