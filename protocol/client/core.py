@@ -39,6 +39,7 @@ from webshepherd.protocol.replies import (
     SessionStarted,
 )
 from webshepherd.protocol.requests import Action, Hello, Observe, Score, SessionStart
+from webshepherd.protocol.steps import step_label
 from webshepherd.protocol.union import ServerMessage, parse_server_message
 from webshepherd.protocol.version import PROTOCOL_VERSION
 
@@ -205,7 +206,7 @@ def held_score_line(request: ApprovalRequest) -> str:
     reward = "none parsed" if request.reward is None else f"{request.reward:.3f}"
     why = _WHY_HELD.get(request.reason, request.reason).format(reward=reward)
     return (
-        f"webshepherd: the score of step {request.step} waits for a person: {why}. "
+        f"webshepherd: the score of {step_label(request.step)} waits for a person: {why}. "
         f"Decide in the extension's side panel or `webshepherd tui` (Approvals tab) within "
         f"{request.expires_in_s:g} s, else the daemon's default applies; "
         "score with approval='never' not to wait."

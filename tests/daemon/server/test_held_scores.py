@@ -54,7 +54,7 @@ async def test_with_a_monitor_the_score_waits_and_its_client_is_told_at_once(
             await until(told, 10, "the SDK's warning about the held score")
             assert not scoring.done()  # it waits for the person
         line = next(r.getMessage() for r in caplog.records if "waits" in r.getMessage())
-        assert f"the score of step {req['step']} waits for a person" in line
+        assert f"the score of step {req['step'] + 1} waits for a person" in line  # steps.py
         assert "below the daemon's approval threshold" in line
         assert "`webshepherd tui`" in line and "within 60 s" in line
         assert "approval='never'" in line
