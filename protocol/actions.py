@@ -82,7 +82,7 @@ TERMINAL = frozenset({"send_msg_to_user", "report_infeasible"})
 
 
 @dataclass(frozen=True)
-class Action:
+class ParsedAction:
     """A parsed action: its function name and every argument by name (defaults filled in)."""
 
     name: str
@@ -115,7 +115,7 @@ def parse_python(source: str, mode: str = "exec") -> ast.mod:
         raise SyntaxError("too deeply nested") from None
 
 
-def parse_action(text: str) -> Action:
+def parse_action(text: str) -> ParsedAction:
     """Parse one BrowserGym action string; raises :class:`ActionError` when it cannot run."""
     if not isinstance(text, str) or not text.strip():
         raise ActionError("empty action: expected a call such as click('12')")
@@ -141,7 +141,7 @@ def parse_action(text: str) -> Action:
     params = SIGNATURES.get(name)
     if params is None:
         raise ActionError(f"unknown action {name!r}; known: {', '.join(sorted(SIGNATURES))}")
-    return Action(name, MappingProxyType(_bind(name, params, call)), source)
+    return ParsedAction(name, MappingProxyType(_bind(name, params, call)), source)
 
 
 def _bind(name: str, params: tuple[Param, ...], call: ast.Call) -> dict[str, Any]:

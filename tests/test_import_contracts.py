@@ -48,7 +48,7 @@ def test_the_tree_keeps_the_contracts(tmp_path):
 def test_a_planted_violation_breaks_them(tmp_path):
     root = _layout(tmp_path, copy=True)
     planted = root / "webshepherd" / "daemon" / "recorder" / "planted.py"
-    planted.write_text("from webshepherd.daemon.sessions.state import SessionState\n")
+    planted.write_text("from webshepherd.daemon.sessions.state import LiveSession\n")
     run = _lint_imports(root)
     assert run.returncode == 1, run.stdout + run.stderr
     assert "sessions and recorder are independent" in run.stdout

@@ -2,6 +2,6 @@
 whole project), and the Playwright harness that runs actions by bid."""
 
 from webshepherd.daemon.browser.playwright_env import PlaywrightEnvironment, frame_bids
-from webshepherd.protocol.actions import SIGNATURES, Action, parse_action
+from webshepherd.protocol.actions import SIGNATURES, ParsedAction, parse_action
 
-__all__ = ["SIGNATURES", "Action", "PlaywrightEnvironment", "frame_bids", "parse_action"]
+__all__ = ["SIGNATURES", "ParsedAction", "PlaywrightEnvironment", "frame_bids", "parse_action"]

@@ -26,7 +26,7 @@ import re
 from typing import Any
 
 from webshepherd.daemon.browser.chromium import CAPTURE_EXACT, capture
-from webshepherd.protocol.actions import Action, parse_action
+from webshepherd.protocol.actions import ParsedAction, parse_action
 from webshepherd.protocol.agents.environment import ActionError, ActionResult, PageState
 
 _BID = re.compile(r"[A-Za-z]*[0-9]*")
@@ -190,7 +190,7 @@ class PlaywrightEnvironment:
             raise ActionError(self._last_error) from None
 
     # -- actions ---------------------------------------------------------
-    async def _run(self, act: Action) -> ActionResult:
+    async def _run(self, act: ParsedAction) -> ActionResult:
         a, page, t = act.args, self.page, self.timeout_ms
         if act.name == "send_msg_to_user":
             return ActionResult(act.text, message=a["text"])
@@ -218,7 +218,7 @@ class PlaywrightEnvironment:
             await self._settle(act, requested, committed)
         return ActionResult(act.text)
 
-    async def _on_element(self, act: Action, t: float) -> None:
+    async def _on_element(self, act: ParsedAction, t: float) -> None:
         a, bid = act.args, act.args["bid"]
         el = await self._locate(bid)
         info = await el.evaluate(_DESCRIBE)
@@ -259,7 +259,7 @@ class PlaywrightEnvironment:
             with contextlib.suppress(Exception):  # a navigation replaced the document
                 await self.page.evaluate(_OVERLAY_PASS_THROUGH, False)
 
-    async def _act(self, el: Any, act: Action, info: dict[str, Any], t: float) -> None:
+    async def _act(self, el: Any, act: ParsedAction, info: dict[str, Any], t: float) -> None:
         a = act.args
         if act.name in ("click", "dblclick"):
             click = el.click if act.name == "click" else el.dblclick
@@ -300,7 +300,7 @@ class PlaywrightEnvironment:
             )
         return el.first
 
-    async def _navigate(self, act: Action) -> None:
+    async def _navigate(self, act: ParsedAction) -> None:
         page, t = self.page, self.navigation_timeout_ms
         if act.name == "goto":
             committed = self._committed
@@ -327,7 +327,7 @@ class PlaywrightEnvironment:
         with contextlib.suppress(Exception):
             await self.page.wait_for_load_state("load", timeout=wait_s * 1000)
 
-    async def _settle(self, act: Action, requested: int, committed: int) -> None:
+    async def _settle(self, act: ParsedAction, requested: int, committed: int) -> None:
         """After an action that may navigate: wait for the new page to load, if one was asked."""
         try:
             await self.page.evaluate(_SETTLE)

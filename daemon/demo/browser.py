@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from urllib.parse import urlencode, urljoin
 
 from webshepherd.daemon.demo.axtree import Node, Page, parse_html, role_of, to_axtree
-from webshepherd.protocol.actions import Action, parse_action
+from webshepherd.protocol.actions import ParsedAction, parse_action
 from webshepherd.protocol.agents.environment import ActionError
 
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never a proxy
@@ -76,7 +76,7 @@ class Browser:
             raise ActionError(f"no element with bid {bid!r} on {self.page.url}")
         return node
 
-    def act(self, action: str | Action) -> None:
+    def act(self, action: str | ParsedAction) -> None:
         """Run one action; raises :class:`ActionError` for one it cannot run."""
         act = parse_action(action) if isinstance(action, str) else action
         name, args = act.name, act.args

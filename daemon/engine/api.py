@@ -3,10 +3,17 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from webshepherd.daemon.engine.types import EngineStats, ParsedChecklist, StepInput, StepScore
+from webshepherd.daemon.engine.types import (
+    EngineStats,
+    ParsedChecklist,
+    ProgressCallback,
+    StepInput,
+    StepScore,
+)
 
 if TYPE_CHECKING:
     from webshepherd.daemon.engine.engine import Engine
@@ -27,9 +34,17 @@ class EngineAPI(Protocol):
     def make_checklist(self, intent: str, start_url: str, axtree: str) -> ParsedChecklist: ...
     def parse_reference_checklist(self, text: str) -> ParsedChecklist: ...
     def health(self) -> dict[str, object]: ...
-    def score(self, step: StepInput, on_progress: Any = None, cancel: Any = None) -> StepScore: ...
+    def score(
+        self,
+        step: StepInput,
+        on_progress: ProgressCallback | None = None,
+        cancel: threading.Event | None = None,
+    ) -> StepScore: ...
     def score_many(
-        self, steps: Sequence[StepInput], on_progress: Any = None, cancels: Any = None
+        self,
+        steps: Sequence[StepInput],
+        on_progress: Sequence[ProgressCallback | None] | None = None,
+        cancels: Sequence[threading.Event | None] | None = None,
     ) -> list[StepScore | Exception]: ...
 
 

@@ -30,8 +30,8 @@ from webshepherd.daemon.engine.types import (
     LabelProbs,
     LabelSource,
     SampleScore,
-    UnparsedReason,
 )
+from webshepherd.protocol.common import UnparsedReason
 
 UnparsedRule = Literal["skip", "zero"]
 UNPARSED_RULES: tuple[UnparsedRule, ...] = ("skip", "zero")

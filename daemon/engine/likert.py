@@ -15,7 +15,8 @@ from collections.abc import Sequence
 
 from webshepherd.daemon.engine.backends.base import Generation
 from webshepherd.daemon.engine.labels import UnparsedRule
-from webshepherd.daemon.engine.types import CandidateScore, SampleScore, UnparsedReason
+from webshepherd.daemon.engine.types import CandidateScore, SampleScore
+from webshepherd.protocol.common import UnparsedReason
 
 SCALE = 5  # the prompt's 1-5 scale: a reward is the score / SCALE
 _INTEGER = re.compile(r"-?\d+")

@@ -11,10 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from webshepherd.protocol.common import (  # UnparsedReason: why a judge sample gave no reward
-    Turn,
-    UnparsedReason,
-)
+from webshepherd.protocol.common import Turn as Turn  # re-exported: a history's turn
+from webshepherd.protocol.common import UnparsedReason
 
 LabelSource = Literal["full", "top_k"]
 JudgeInputs = Literal["text", "text+image"]

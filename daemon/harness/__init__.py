@@ -2,10 +2,10 @@
 
 from webshepherd.daemon.browser import (
     SIGNATURES,
-    Action,
+    ParsedAction,
     PlaywrightEnvironment,
     frame_bids,
     parse_action,
 )
 
-__all__ = ["SIGNATURES", "Action", "PlaywrightEnvironment", "frame_bids", "parse_action"]
+__all__ = ["SIGNATURES", "ParsedAction", "PlaywrightEnvironment", "frame_bids", "parse_action"]

@@ -71,19 +71,22 @@ class History:
         self.db.close()
 
     def recorded_size(self, session_id: str) -> int:
-        """What a session's observations and actions hold: URLs, AX trees and texts by
-        characters, screenshots by bytes (the daemon's per-session quota counts the same)."""
+        """What a session's observations, actions and tree nodes hold: URLs, AX trees and
+        texts by characters, screenshots by bytes (the daemon's per-session quota counts the
+        same)."""
         row = self.db.execute(
             "SELECT (SELECT IFNULL(SUM(LENGTH(url) + LENGTH(axtree) + IFNULL(LENGTH(screenshot), "
             "0)), 0) FROM observations WHERE session_id = ?1) + (SELECT IFNULL(SUM(LENGTH(action)"
-            " + IFNULL(LENGTH(thought), 0)), 0) FROM actions WHERE session_id = ?1)",
+            " + IFNULL(LENGTH(thought), 0)), 0) FROM actions WHERE session_id = ?1) + (SELECT "
+            "IFNULL(SUM(IFNULL(LENGTH(action), 0) + IFNULL(LENGTH(thought), 0) + IFNULL(LENGTH("
+            "url), 0) + IFNULL(LENGTH(error), 0)), 0) FROM tree_nodes WHERE session_id = ?1)",
             (session_id,),
         ).fetchone()
         return int(row[0])
 
     def list_sessions(self, limit: int = 100) -> list[SessionSummary]:
         rows = self.db.execute(
-            "SELECT * FROM sessions ORDER BY created_at DESC, rowid DESC LIMIT ?", (limit,)
+            _SESSIONS + " ORDER BY created_at DESC, rowid DESC LIMIT ?", (limit,)
         ).fetchall()
         return [_summary(r) for r in rows]
 

@@ -25,11 +25,11 @@ from webshepherd.protocol.union import dump
 if TYPE_CHECKING:
     from webshepherd.daemon.engine.api import EngineAPI
     from webshepherd.daemon.server.fanout import Hub
-    from webshepherd.daemon.server.scheduler import Scheduler
+    from webshepherd.daemon.server.scheduler import Job, Scheduler
     from webshepherd.daemon.server.stats import StatsCollector
     from webshepherd.daemon.server.telemetry import OtlpExport
     from webshepherd.daemon.sessions import SessionCore
-    from webshepherd.daemon.sessions.state import SessionState
+    from webshepherd.daemon.sessions.state import LiveSession
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +77,7 @@ class _ScoreItem:
     """A score job as the scheduler batches it: the request, its session, its progress sink."""
 
     job: RunScore
-    state: SessionState
+    state: LiveSession
     progress: Callable[[int, int, str], None]
 
 
@@ -149,7 +149,7 @@ class EngineRunner:
             return
         engine = self.engine
 
-        def work(cancel: Any) -> ParsedChecklist:
+        def work(cancel: threading.Event) -> ParsedChecklist:
             parsed = engine.make_checklist(job.intent, job.start_url, job.axtree)
             if not st.checklist_slot.done():
                 st.checklist_slot.set_result(parsed)  # visible to the next job of this session
@@ -164,11 +164,11 @@ class EngineRunner:
         self._engaged[sid] += 1  # until _checklist_done has recorded the result
         self._spawn(None, self._checklist_done(job, queued))
 
-    async def _checklist_done(self, job: RunChecklist, queued: Any) -> None:
+    async def _checklist_done(self, job: RunChecklist, queued: Job[ParsedChecklist]) -> None:
         with self._engage(job.session_id, held=True):
             await self._checklist_result(job, queued)
 
-    async def _checklist_result(self, job: RunChecklist, queued: Any) -> None:
+    async def _checklist_result(self, job: RunChecklist, queued: Job[ParsedChecklist]) -> None:
         sid = job.session_id
         try:
             fin = await self.scheduler.wait(queued)

@@ -16,9 +16,10 @@ import logging
 import signal
 import ssl
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
+from typing_extensions import assert_never
 from webshepherd.daemon.config import DaemonConfig, allowed_hosts, check_bind, is_loopback
 from webshepherd.daemon.engine.api import EngineAPI
 from webshepherd.daemon.recorder import History, Recorder
@@ -38,12 +39,12 @@ from webshepherd.daemon.server.quotas import Quotas
 from webshepherd.daemon.server.scheduler import Scheduler
 from webshepherd.daemon.server.stats import StatsCollector
 from webshepherd.daemon.sessions import (
+    ApprovalClosed,
     AwaitApproval,
     Effect,
     Publish,
     Record,
     Reply,
-    Resolved,
     RunChecklist,
     RunScore,
     SessionCore,
@@ -52,7 +53,7 @@ from webshepherd.daemon.sessions.approvals import ApprovalPolicy
 from webshepherd.daemon.sessions.hook_grants import HookGrants
 from webshepherd.daemon.sessions.state import restored
 from webshepherd.protocol import requests as rq
-from webshepherd.protocol.common import DaemonInfo
+from webshepherd.protocol.common import DaemonInfo, SessionSummary
 from webshepherd.protocol.errors import (
     ErrorCode,
     OverloadedError,
@@ -73,7 +74,7 @@ from webshepherd.protocol.replies import (
     Welcome,
 )
 from webshepherd.protocol.token_store import TokenStore
-from webshepherd.protocol.union import dump
+from webshepherd.protocol.union import ClientMessage, dump
 from webshepherd.protocol.version import PROTOCOL_VERSION
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
@@ -295,7 +296,7 @@ class DaemonServer:
             t.cancel()
         self._spawn(None, conn.stop())
 
-    def _spawn(self, owner: int | None, coro: Any) -> None:
+    def _spawn(self, owner: int | None, coro: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(coro)
         bucket = self._tasks.setdefault(owner, set())
         bucket.add(task)
@@ -342,57 +343,63 @@ class DaemonServer:
                     self.core.generate_checklist(state)
                 )  # cut off by a restart
 
-    async def _dispatch(self, conn: Conn, msg: Any) -> None:
+    async def _dispatch(self, conn: Conn, msg: ClientMessage) -> None:
+        """One request: a session it names is loaded first (after a restart), it is counted
+        against the quotas, then handled by its type (every member of the union once)."""
         core = self.core
         sid = getattr(msg, "session_id", None)
         if isinstance(sid, str) and not isinstance(msg, rq.SessionGet):
             self._restore(sid, conn)
-        if isinstance(msg, rq.Hello):
-            raise ProtocolError("hello: already authenticated on this connection")
-        await self._admit(conn, msg)
-        if isinstance(msg, rq.SessionStart):
-            await self._start(conn, msg)
-        elif isinstance(msg, rq.Observe):
-            await self._step(msg.session_id, lambda: core.observe(conn.id, msg))
-        elif isinstance(msg, rq.Score):
-            await self._step(msg.session_id, lambda: core.score(conn.id, msg))
-        elif isinstance(msg, rq.ApprovalDecide):
-            if conn.role not in DECIDING_ROLES:
-                raise UnauthorizedError(
-                    f"approval.decide: a connection with role {conn.role!r} may not decide "
-                    "approvals; a person decides in the extension's side panel or popup, or "
-                    "in the TUI"
-                )
-            sid = core.approvals.session_of(msg.request_id)
-            by = conn.label if msg.via is None else f"{conn.label}/{msg.via}"
-            await self._step(sid, lambda: core.decide(conn.id, by, msg))
-        elif isinstance(msg, rq.Action):
-            await self._step(msg.session_id, lambda: core.action(conn.id, msg))
-        elif isinstance(msg, rq.SessionEnd):
-            await self._step(msg.session_id, lambda: core.end(conn.id, msg))
-            self.hook_grants.drop_session(msg.session_id)
-            self.quotas.forget_session(msg.session_id)
-        elif isinstance(msg, rq.Subscribe):
-            conn.subscriptions = "*" if msg.sessions == "*" else set(msg.sessions)
-            conn.send(dump(Subscribed(id=msg.id, sessions=msg.sessions)), reply=True)
-        elif isinstance(msg, rq.SessionsList):
-            conn.send(dump(Sessions(id=msg.id, sessions=self._list(msg.limit))), reply=True)
-        elif isinstance(msg, rq.SessionGet):  # read and serialised off the loop
-            conn.send(await asyncio.to_thread(self._session_get, msg), reply=True)
-        elif isinstance(msg, rq.HookGrant):
-            self._hook_grant(conn, msg)
-        elif isinstance(msg, rq.HookRedeem):
-            self._hook_redeem(conn, msg)
-        elif isinstance(msg, rq.Label):
-            self._check_labeller(conn, msg)
-            await self._step(msg.session_id, lambda: core.label(conn.id, conn.label, msg))
-        elif isinstance(msg, rq.TreeNode):
-            self._check_agent_holds(conn, msg.session_id, "tree.node")
-            await self._step(msg.session_id, lambda: core.tree_node(conn.id, msg))
-        elif isinstance(msg, rq.Ping):
-            conn.send(dump(Pong(id=msg.id)), reply=True)
+        if not isinstance(msg, rq.Hello):
+            await self._admit(conn, msg)
+        match msg:
+            case rq.Hello():
+                raise ProtocolError("hello: already authenticated on this connection")
+            case rq.SessionStart():
+                await self._start(conn, msg)
+            case rq.Observe():
+                await self._step(msg.session_id, lambda: core.observe(conn.id, msg))
+            case rq.Score():
+                await self._step(msg.session_id, lambda: core.score(conn.id, msg))
+            case rq.ApprovalDecide():
+                if conn.role not in DECIDING_ROLES:
+                    raise UnauthorizedError(
+                        f"approval.decide: a connection with role {conn.role!r} may not decide "
+                        "approvals; a person decides in the extension's side panel or popup, "
+                        "or in the TUI"
+                    )
+                owner = core.approvals.session_of(msg.request_id)
+                by = conn.label if msg.via is None else f"{conn.label}/{msg.via}"
+                await self._step(owner, lambda: core.decide(conn.id, by, msg))
+            case rq.Action():
+                await self._step(msg.session_id, lambda: core.action(conn.id, msg))
+            case rq.SessionEnd():
+                await self._step(msg.session_id, lambda: core.end(conn.id, msg))
+                self.hook_grants.drop_session(msg.session_id)
+                self.quotas.forget_session(msg.session_id)
+            case rq.Subscribe():
+                conn.subscriptions = "*" if msg.sessions == "*" else set(msg.sessions)
+                conn.send(dump(Subscribed(id=msg.id, sessions=msg.sessions)), reply=True)
+            case rq.SessionsList():
+                conn.send(dump(Sessions(id=msg.id, sessions=self._list(msg.limit))), reply=True)
+            case rq.SessionGet():  # read and serialised off the loop
+                conn.send(await asyncio.to_thread(self._session_get, msg), reply=True)
+            case rq.HookGrant():
+                self._hook_grant(conn, msg)
+            case rq.HookRedeem():
+                self._hook_redeem(conn, msg)
+            case rq.Label():
+                self._check_labeller(conn, msg)
+                await self._step(msg.session_id, lambda: core.label(conn.id, conn.label, msg))
+            case rq.TreeNode():
+                self._check_agent_holds(conn, msg.session_id, "tree.node")
+                await self._step(msg.session_id, lambda: core.tree_node(conn.id, msg))
+            case rq.Ping():
+                conn.send(dump(Pong(id=msg.id)), reply=True)
+            case _:
+                assert_never(msg)
 
-    async def _admit(self, conn: Conn, msg: Any) -> None:
+    async def _admit(self, conn: Conn, msg: ClientMessage) -> None:
         """Count ``msg`` against its connection's and session's quotas (``overloaded`` past
         one); a session's recorded size is read from the recording the first time."""
         sid = self.quotas.needs_size(msg)
@@ -501,7 +508,7 @@ class DaemonServer:
         if st.ended:
             raise SessionClosedError(f"session_id: session {session_id!r} has ended")
 
-    def _list(self, limit: int) -> list[Any]:
+    def _list(self, limit: int) -> list[SessionSummary]:
         assert self.history is not None
         out = self.history.list_sessions(limit)
         return [
@@ -583,7 +590,7 @@ class DaemonServer:
                 self._timers[e.request_id] = loop.call_later(
                     e.timeout_s, self._expire, e.request_id
                 )
-            elif isinstance(e, Resolved):
+            elif isinstance(e, ApprovalClosed):
                 timer = self._timers.pop(e.request_id, None)
                 if timer is not None:
                     timer.cancel()

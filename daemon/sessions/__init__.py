@@ -1,27 +1,27 @@
 """Sessions as a sans-I/O state machine: messages in, effects out."""
 
+from webshepherd.daemon.records import Record
 from webshepherd.daemon.sessions.effects import (
+    ApprovalClosed,
     AwaitApproval,
     Effect,
     Publish,
-    Record,
     Reply,
-    Resolved,
     RunChecklist,
     RunScore,
 )
 from webshepherd.daemon.sessions.machine import SessionCore
-from webshepherd.daemon.sessions.state import SessionState
+from webshepherd.daemon.sessions.state import LiveSession
 
 __all__ = [
+    "ApprovalClosed",
     "AwaitApproval",
     "Effect",
+    "LiveSession",
     "Publish",
     "Record",
     "Reply",
-    "Resolved",
     "RunChecklist",
     "RunScore",
     "SessionCore",
-    "SessionState",
 ]

@@ -71,13 +71,13 @@ class AwaitApproval:
 
 
 @dataclass(frozen=True)
-class Resolved:
+class ApprovalClosed:
     """An approval request was closed: wake whoever waits for it."""
 
     request_id: str
 
 
-Effect = Reply | Publish | Record | RunChecklist | RunScore | AwaitApproval | Resolved
+Effect = Reply | Publish | Record | RunChecklist | RunScore | AwaitApproval | ApprovalClosed
 
 
 def reply_and_publish(

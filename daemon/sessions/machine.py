@@ -24,6 +24,7 @@ from webshepherd.daemon.records import (
     ChecklistRecord,
     LabelRecord,
     ObservationRecord,
+    Record,
     ScoreDecisionRecord,
     ScoreRecord,
     SessionEndedRecord,
@@ -38,18 +39,17 @@ from webshepherd.daemon.sessions.approvals import (
     approval_reason,
 )
 from webshepherd.daemon.sessions.effects import (
+    ApprovalClosed,
     AwaitApproval,
     Effect,
     Publish,
-    Record,
     Reply,
-    Resolved,
     RunChecklist,
     RunScore,
     reply_and_publish,
 )
 from webshepherd.daemon.sessions.signals import SignalBook
-from webshepherd.daemon.sessions.state import SessionState
+from webshepherd.daemon.sessions.state import LiveSession
 from webshepherd.protocol import requests as rq
 from webshepherd.protocol.common import (
     Candidate,
@@ -108,7 +108,7 @@ class SessionCore:
         self.approval_timeout_s = approval_timeout_s
         self.clock = clock
         self.new_id = new_id
-        self.sessions: dict[str, SessionState] = {}
+        self.sessions: dict[str, LiveSession] = {}
         self.approvals = ApprovalBook(approval_default)
         self._pending: dict[str, PendingScore] = {}
         self.signals = SignalBook()  # live process signals (signals.py)
@@ -120,11 +120,11 @@ class SessionCore:
     def has(self, session_id: str) -> bool:
         return session_id in self.sessions
 
-    def restore(self, state: SessionState) -> None:
+    def restore(self, state: LiveSession) -> None:
         """Adopt a session rebuilt from the recorder (after a restart)."""
         self.sessions.setdefault(state.session_id, state)
 
-    def get(self, session_id: str, *, open_only: bool = True) -> SessionState:
+    def get(self, session_id: str, *, open_only: bool = True) -> LiveSession:
         st = self.sessions.get(session_id)
         if st is None:
             raise UnknownSessionError(f"session_id: no session {session_id!r}")
@@ -176,7 +176,7 @@ class SessionCore:
         """A new session. ``checklist``: the client's checklist, parsed; it is recorded with
         the session's start (else the engine is asked to generate one)."""
         sid = self.new_id()
-        st = SessionState(
+        st = LiveSession(
             sid, msg.intent, msg.start_url, msg.agent, msg.source, self.clock(), owner=conn
         )
         self.sessions[sid] = st
@@ -216,7 +216,7 @@ class SessionCore:
             out.append(self.generate_checklist(st))
         return out
 
-    def generate_checklist(self, st: SessionState) -> RunChecklist:
+    def generate_checklist(self, st: LiveSession) -> RunChecklist:
         """Ask the engine for a checklist of ``st`` (at the start, or again after a
         generation that did not finish)."""
         return RunChecklist(
@@ -245,7 +245,7 @@ class SessionCore:
         return self._observe(st, msg.observation(), conn, msg.id)
 
     def _observe(
-        self, st: SessionState, obs: Observation, conn: int | None, rid: str | None = None
+        self, st: LiveSession, obs: Observation, conn: int | None, rid: str | None = None
     ) -> list[Effect]:
         blob = _decode_screenshot(obs.screenshot)
         st.step += 1
@@ -627,7 +627,7 @@ class SessionCore:
         ]
         if conn is not None and rid is not None:
             out.append(Reply(conn, event.model_copy(update={"id": rid})))
-        out.append(Resolved(res.request_id))
+        out.append(ApprovalClosed(res.request_id))
         decision = DecisionInfo(
             status=res.status,
             index=pending.best,

@@ -9,13 +9,19 @@ from dataclasses import dataclass, field, fields, replace
 from webshepherd.daemon.engine.types import ParsedChecklist
 from webshepherd.daemon.records import StoredSession
 from webshepherd.daemon.sessions.convert import parsed_checklist
-from webshepherd.protocol.common import AgentInfo, Outcome, SessionSource, SessionSummary, Turn
-from webshepherd.protocol.common import SessionState as SummaryState
+from webshepherd.protocol.common import (
+    AgentInfo,
+    Outcome,
+    SessionSource,
+    SessionState,
+    SessionSummary,
+    Turn,
+)
 from webshepherd.protocol.steps import step_count
 
 
 @dataclass
-class SessionState:
+class LiveSession:
     session_id: str
     intent: str
     start_url: str | None
@@ -53,7 +59,7 @@ class SessionState:
     ended_at: float | None = None
     last_active: float = field(default_factory=time.monotonic)  # for idle eviction
 
-    def snapshot(self) -> SessionState:
+    def snapshot(self) -> LiveSession:
         """A copy to :meth:`roll_back` to (containers copied, big strings shared)."""
         return replace(
             self,
@@ -78,7 +84,7 @@ class SessionState:
             at = parent
         return turns[::-1]
 
-    def roll_back(self, snapshot: SessionState) -> None:
+    def roll_back(self, snapshot: LiveSession) -> None:
         """Every field as it was in ``snapshot`` (the checklist, once known, stays)."""
         for f in fields(self):
             if f.name not in ("checklist", "checklist_slot", "owner"):
@@ -110,7 +116,7 @@ class SessionState:
         return self.step_rewards[max(earlier)] if earlier else None
 
     def summary(self) -> SessionSummary:
-        state: SummaryState
+        state: SessionState
         if self.ended:
             state = "ended"
         elif self.waiting_approvals:
@@ -132,9 +138,9 @@ class SessionState:
         )
 
 
-def restored(stored: StoredSession) -> SessionState:
+def restored(stored: StoredSession) -> LiveSession:
     """The machine's state of a recorded session (after a restart)."""
-    st = SessionState(
+    st = LiveSession(
         stored.session_id,
         stored.intent,
         stored.start_url,

@@ -209,15 +209,19 @@ class TreeSearch:
         history = self._history(node.id)
         observed = await ep.handle.observe(state.url, state.axtree, _shot(state.screenshot))
         node.step = observed.step
-        await self._report(node, "expanded")
         context = PolicyContext(ep.intent, history, ep.plan, self.opts.samples)
         proposals = await ep.policy.propose(state, context)
         groups = group_proposals(proposals, self.opts.branching)
         if not groups:
+            await self._report(node, "expanded")
             return
         scored = await ep.handle.score(
             [g.candidate for g in groups], samples=self.opts.reward_samples, approval="never"
         )
+        # the step the candidates were scored at (another client, e.g. the extension
+        # following the tab, may have observed since)
+        node.step = scored.step
+        await self._report(node, "expanded")
         self.tree.expansions += 1
         self.tree.model_calls += len(groups) * self._samples()
         self.tree.model_ms += scored.timing.model_ms

@@ -37,7 +37,7 @@ async def test_the_tree_shows_live_mid_replay_and_whole_at_the_end(tmp_path: Pat
                 env = HeldReplay(TextEnvironment(shop.url, on_reset=lambda: shop.use(SHOP)))
                 async with AsyncClient(server.url, TEST_TOKEN) as client:
                     episode = asyncio.create_task(run_tree_episode(client, env))
-                    await wait_until(pilot, env.held.is_set, what="the first backtrack")
+                    await wait_until(pilot, lambda: env.reached == 1, what="the first backtrack")
                     await wait_until(pilot, lambda: "replaying" in shown(app), what="replay")
                     live = shown(app).splitlines()
                     trying = next(iter(app.state.sessions.values())).tree_trying

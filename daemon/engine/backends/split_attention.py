@@ -15,8 +15,9 @@ attention (``sdpa`` or ``eager``), so other calls on the model are unchanged.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -97,7 +98,7 @@ def _routes(model: Any) -> bool:
     return shared.calls == len(shared.keys[0]) > 0
 
 
-def _delegate(module: Any) -> Any:
+def _delegate(module: Any) -> Callable[..., tuple[torch.Tensor, None]]:
     from transformers import AttentionInterface
 
     base = next(k for k, v in _NAMES.items() if v == module.config._attn_implementation)
@@ -105,8 +106,11 @@ def _delegate(module: Any) -> Any:
         import importlib
 
         modeling = importlib.import_module(type(module).__module__)
-        return modeling.eager_attention_forward
-    return AttentionInterface._global_mapping[base]
+        eager: Callable[..., tuple[torch.Tensor, None]] = modeling.eager_attention_forward
+        return eager
+    return cast(
+        "Callable[..., tuple[torch.Tensor, None]]", AttentionInterface._global_mapping[base]
+    )
 
 
 def split_attention(

@@ -15,11 +15,11 @@ from webshepherd.daemon.engine.types import (
     StepScore,
 )
 from webshepherd.daemon.sessions import (
+    ApprovalClosed,
     AwaitApproval,
     Publish,
     Record,
     Reply,
-    Resolved,
     RunChecklist,
     RunScore,
     SessionCore,
@@ -220,7 +220,7 @@ def test_low_reward_asks_a_human_and_the_decision_releases_scored():
         "record:approval_decided",
         "publish:approval.resolved",
         "reply:approval.resolved",
-        "Resolved",
+        "ApprovalClosed",
         "record:score_decision",
         "reply:scored",
         "publish:scored",
@@ -248,7 +248,7 @@ def test_timeout_rejects_by_default():
     out = core.expire(rid)
     scored = next(e for e in out if isinstance(e, Reply)).message
     assert (scored.decision.status, scored.decision.action) == ("timeout", None)
-    assert any(isinstance(e, Resolved) for e in out)
+    assert any(isinstance(e, ApprovalClosed) for e in out)
     assert core.expire(rid) == []
 
 

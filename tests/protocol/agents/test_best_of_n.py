@@ -13,7 +13,7 @@ from webshepherd.protocol.client import AsyncClient
 from webshepherd.protocol.client.sync import Client
 
 from tests.fixtures.daemon import TEST_TOKEN, DaemonHandle
-from tests.protocol.test_client import client
+from tests.protocol.client.test_async_client import client
 
 CHECKLIST = "Checklist 1: Search for USB-C cables\nChecklist 2: Open the cheapest"
 OBS = Observation(

@@ -28,7 +28,7 @@ from webshepherd.protocol.common import Candidate
 
 from tests.fixtures.daemon import TEST_TOKEN, DaemonHandle
 from tests.fixtures.scripted_judge import ScriptedJudge, scripted_daemon
-from tests.protocol.test_client import client
+from tests.protocol.client.test_async_client import client
 
 pytestmark = pytest.mark.model
 

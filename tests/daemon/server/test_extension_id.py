@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from webshepherd.daemon.server.extension_id import EXTENSION_ID, extension_id_from_key
 
-from tests.e2e.browser import REPO
+REPO = Path(__file__).resolve().parents[3]
 
 
 def test_manifest_key_gives_the_pinned_id():
