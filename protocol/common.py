@@ -257,6 +257,16 @@ class CandidateResult(Model):
     )
 
 
+@dataclass(frozen=True)
+class ScoredCandidate:
+    """One candidate and what the judge made of it, as the views keep it (the recording's
+    Timeline, the TUI): the ``score`` request's :class:`Candidate` and the ``scored`` reply's
+    :class:`CandidateResult` side by side, neither restated. Not itself a wire message."""
+
+    candidate: Candidate
+    result: CandidateResult
+
+
 class DecisionInfo(Model):
     status: DecisionStatus
     index: int | None = None

@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel
+from webshepherd.protocol.common import Candidate, ScoredCandidate
 from webshepherd.protocol.errors import ProtocolError
-from webshepherd.protocol.progress import LEVELS, FirstBadSteps, StepJudgement, first_bad_steps
+from webshepherd.protocol.progress import FirstBadSteps, StepJudgement, first_bad_steps, item_levels
 from webshepherd.protocol.replies import Session, Stats
 from webshepherd.protocol.steps import step_count, step_label
 from webshepherd.protocol.union import SERVER_ADAPTER, SERVER_TYPES
@@ -27,20 +28,11 @@ LABEL_MARK: dict[str, str] = {"yes": "✓", "in_progress": "~", "no": "✗"}
 
 
 @dataclass
-class CandidateView:
-    index: int
-    action: str
-    thought: str = ""
-    reward: float | None = None
-    feedback: str = ""
-    items: dict[int, Label] = field(default_factory=dict)
-
-
-@dataclass
 class StepView:
     step: int
     url: str | None = None
-    candidates: list[CandidateView] = field(default_factory=list)
+    # the scored event's candidates and results (the samples left out: the monitor shows none)
+    candidates: list[ScoredCandidate] = field(default_factory=list)
     best: int | None = None
     chosen: int | None = None
     decision: str | None = None
@@ -50,26 +42,29 @@ class StepView:
 
     @property
     def best_reward(self) -> float | None:
-        return self.candidates[self.best].reward if self.best is not None else None
+        return self.candidates[self.best].result.reward if self.best is not None else None
 
     @property
     def executed_reward(self) -> float | None:
         """The reward of the candidate that was really executed (or chosen, before the action)."""
         if self.executed is not None:
             for c in self.candidates:
-                if c.action == self.executed:
-                    return c.reward
+                if c.candidate.action == self.executed:
+                    return c.result.reward
             return None
         if self.chosen is not None and self.chosen < len(self.candidates):
-            return self.candidates[self.chosen].reward
+            return self.candidates[self.chosen].result.reward
         return None
 
     @property
-    def judged(self) -> CandidateView | None:
+    def judged(self) -> ScoredCandidate | None:
         """The executed (else chosen, else best) candidate."""
         ref = self.chosen if self.chosen is not None else self.best
         if self.executed is not None:
-            ref = next((c.index for c in self.candidates if c.action == self.executed), ref)
+            ref = next(
+                (c.result.index for c in self.candidates if c.candidate.action == self.executed),
+                ref,
+            )
         if ref is None or ref >= len(self.candidates):
             return None
         return self.candidates[ref]
@@ -78,7 +73,7 @@ class StepView:
     def items(self) -> dict[int, Label]:
         """Checklist labels of the executed (else chosen, else best) candidate."""
         judged = self.judged
-        return judged.items if judged is not None else {}
+        return {i.index: i.likeliest for i in judged.result.items} if judged is not None else {}
 
 
 @dataclass
@@ -181,8 +176,8 @@ class SessionView:
         for st in self.scored_steps:
             c = st.judged
             if c is not None:
-                levels = {i: LEVELS[label] for i, label in c.items.items()}
-                judged.append(StepJudgement(st.step, c.reward, levels, c.feedback))
+                r = c.result
+                judged.append(StepJudgement(st.step, r.reward, item_levels(r.items), r.feedback))
         return first_bad_steps(judged)
 
     @property
@@ -208,12 +203,6 @@ class ApprovalView:
     reason: str
     expires_in_s: float
     order: int = 0
-
-
-def label_of(yes: float, in_progress: float, no: float) -> Label:
-    if yes >= in_progress and yes >= no:
-        return "yes"
-    return "in_progress" if in_progress >= no else "no"
 
 
 class MonitorState:
@@ -353,13 +342,11 @@ class MonitorState:
             s.url = v.last_url
         cands = m.candidates or []
         s.candidates = [
-            CandidateView(
-                index=r.index,
-                action=cands[r.index].action if r.index < len(cands) else f"candidate {r.index}",
-                thought=cands[r.index].thought if r.index < len(cands) else "",
-                reward=r.reward,
-                feedback=r.feedback,
-                items={i.index: label_of(i.yes, i.in_progress, i.no) for i in r.items},
+            ScoredCandidate(
+                cands[r.index]
+                if r.index < len(cands)
+                else Candidate(action=f"candidate {r.index}"),
+                r.model_copy(update={"samples": []}),  # the judge's texts: never shown, not kept
             )
             for r in m.results
         ]

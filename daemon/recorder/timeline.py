@@ -9,37 +9,30 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from webshepherd.protocol.common import ItemProbs, SessionSummary
+from webshepherd.protocol.common import (
+    Candidate,
+    CandidateResult,
+    ItemProbs,
+    SampleResult,
+    ScoredCandidate,
+    SessionSummary,
+)
 from webshepherd.protocol.replies import Checklist
 
 
 @dataclass
-class Sample:
-    """One judge output for a candidate: its text and its reward."""
-
-    text: str
-    reward: float | None
-
-
-@dataclass
-class Candidate:
-    index: int
-    thought: str
-    action: str
-    reward: float | None
-    feedback: str
-    items: list[ItemProbs]  # per checklist item, the mean over the samples
-    samples: list[Sample] = field(default_factory=list)  # the judge's outputs, in order
-
-
-@dataclass
 class Scoring:
-    """One ``score`` request of a step and what came of it."""
+    """One ``score`` request of a step and what came of it: each candidate as the wire types
+    hold it (:class:`ScoredCandidate`). Its result is what the recording kept: the index,
+    reward, feedback, per-item probabilities (mean over the samples), parsed samples, the
+    probabilities' source and each sample's text, reward and items; what it did not keep
+    (``unparsed_samples``, ``judge_inputs``, a sample's ``unparsed`` reason) reads as the wire
+    model's default."""
 
     request_id: str
     best: int | None
     decision: dict[str, Any] | None  # the scored reply's DecisionInfo, once known
-    candidates: list[Candidate]
+    candidates: list[ScoredCandidate]
     queue_ms: float | None
     model_ms: float | None
     created_at: float
@@ -235,29 +228,39 @@ def _read_observations(db: sqlite3.Connection, sid: str, at: Callable[[int], Ste
 
 
 def _read_scorings(db: sqlite3.Connection, sid: str, at: Callable[[int], Step]) -> None:
-    """Each score request with its candidates and their samples."""
-    samples: dict[tuple[int, int], list[Sample]] = defaultdict(list)
+    """Each score request with its candidates and their samples. Built with
+    ``model_construct``: what was recorded was validated on the way in, and reading it back
+    checks nothing again (an old recording reads as it was written)."""
+    samples: dict[tuple[int, int], list[SampleResult]] = defaultdict(list)
     for t in db.execute(
-        "SELECT t.score_id, t.candidate, t.text, t.reward FROM samples t JOIN score_requests r "
-        "ON t.score_id = r.id WHERE r.session_id = ? ORDER BY t.score_id, t.candidate, t.sample",
+        "SELECT t.score_id, t.candidate, t.text, t.reward, t.items FROM samples t "
+        "JOIN score_requests r ON t.score_id = r.id WHERE r.session_id = ? "
+        "ORDER BY t.score_id, t.candidate, t.sample",
         (sid,),
     ):
-        samples[(t["score_id"], t["candidate"])].append(Sample(t["text"], t["reward"]))
-    cands: dict[int, list[Candidate]] = defaultdict(list)
+        samples[(t["score_id"], t["candidate"])].append(
+            SampleResult.model_construct(
+                reward=t["reward"], text=t["text"], items=_items(t["items"])
+            )
+        )
+    cands: dict[int, list[ScoredCandidate]] = defaultdict(list)
     for c in db.execute(
         "SELECT c.* FROM candidate_results c JOIN score_requests r ON c.score_id = r.id "
         "WHERE r.session_id = ? ORDER BY c.score_id, c.idx",
         (sid,),
     ):
         cands[c["score_id"]].append(
-            Candidate(
-                c["idx"],
-                c["thought"],
-                c["action"],
-                c["reward"],
-                c["feedback"],
-                [ItemProbs.model_validate(i) for i in json.loads(c["items"])],
-                samples.get((c["score_id"], c["idx"]), []),
+            ScoredCandidate(
+                Candidate.model_construct(thought=c["thought"], action=c["action"]),
+                CandidateResult.model_construct(
+                    index=c["idx"],
+                    reward=c["reward"],
+                    items=_items(c["items"]),
+                    feedback=c["feedback"],
+                    samples=samples.get((c["score_id"], c["idx"]), []),
+                    parsed_samples=c["parsed_samples"],
+                    probabilities=c["probabilities"],
+                ),
             )
         )
     for r in db.execute("SELECT * FROM score_requests WHERE session_id = ? ORDER BY id", (sid,)):
@@ -272,6 +275,10 @@ def _read_scorings(db: sqlite3.Connection, sid: str, at: Callable[[int], Step]) 
                 r["created_at"],
             )
         )
+
+
+def _items(text: str) -> list[ItemProbs]:
+    return [ItemProbs.model_validate(i) for i in json.loads(text)]
 
 
 def _read_approvals(db: sqlite3.Connection, sid: str, at: Callable[[int], Step]) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from webshepherd.protocol.replies import Session
 from webshepherd.protocol.union import SERVER_ADAPTER
-from webshepherd.tui.state import MonitorState, label_of
+from webshepherd.tui.state import MonitorState
 
 from tests.tui.events import load_recorded, recorded, session_events, stats_event
 
@@ -28,10 +28,10 @@ def test_sessions_steps_rewards_and_order():
     assert (b.state, b.step_count, len(b.scored_steps)) == ("running", 2, 2)
     assert a.agent == "shop-agent" and a.intent.startswith("Buy")
     step = a.steps[2]
-    rewards = [c.reward for c in step.candidates]
+    rewards = [c.result.reward for c in step.candidates]
     assert step.best == max(range(3), key=lambda k: rewards[k] or -1)
     assert step.best_reward == rewards[step.best]
-    assert step.executed == step.candidates[step.best].action
+    assert step.executed == step.candidates[step.best].candidate.action
     assert step.executed_reward == step.best_reward
     assert a.latest_reward == a.steps[3].executed_reward
     assert [i for i, _ in a.checklist] == [1, 2, 3, 4]
@@ -41,8 +41,8 @@ def test_sessions_steps_rewards_and_order():
 def test_missing_reward_stays_missing():
     state = folded(session_events("a", 3, seed=1))
     step3 = state.sessions["a"].steps[3]  # step % 7 == 3: the last candidate parsed no label
-    assert step3.candidates[-1].reward is None
-    assert step3.candidates[-1].feedback == "no label parsed"
+    assert step3.candidates[-1].result.reward is None
+    assert step3.candidates[-1].result.feedback == "no label parsed"
 
 
 def test_executed_action_differs_from_the_candidates():
@@ -61,10 +61,13 @@ def test_executed_action_differs_from_the_candidates():
     assert step.executed_reward is None and step.best_reward is not None
 
 
-def test_labels():
-    assert label_of(0.8, 0.1, 0.1) == "yes"
-    assert label_of(0.2, 0.5, 0.3) == "in_progress"
-    assert label_of(0.1, 0.2, 0.7) == "no"
+def test_step_items_are_the_judged_candidates_likeliest_labels():
+    state = folded(session_events("a", 1, seed=1, outcome=None))
+    step = state.sessions["a"].steps[1]
+    judged = step.judged
+    assert judged is not None and judged.result.items
+    assert step.items == {p.index: p.likeliest for p in judged.result.items}
+    assert set(step.items.values()) <= {"yes", "in_progress", "no"}
 
 
 def test_streaming_feedback_resets_on_scored():

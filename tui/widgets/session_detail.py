@@ -73,9 +73,12 @@ def candidates_table(step: StepView | None) -> Table | Text:
     table.add_column("reward", width=6, justify="right")
     table.add_column("action", ratio=1, no_wrap=True, overflow="ellipsis")
     for c in step.candidates:
-        mark = ("▶" if c.index == step.chosen else " ") + ("★" if c.index == step.best else " ")
-        style = "bold" if c.index == step.chosen else ""
-        table.add_row(mark, str(c.index), fmt_reward(c.reward), plain(c.action), style=style)
+        i = c.result.index
+        mark = ("▶" if i == step.chosen else " ") + ("★" if i == step.best else " ")
+        style = "bold" if i == step.chosen else ""
+        table.add_row(
+            mark, str(i), fmt_reward(c.result.reward), plain(c.candidate.action), style=style
+        )
     return table
 
 
@@ -99,7 +102,7 @@ def activity_text(view: SessionView, step: StepView | None) -> Text:
         out.append(terminal_safe(view.feedback, multiline=True), "italic")
     elif step is not None and step.candidates:
         ref = step.chosen if step.chosen is not None else step.best
-        fb = step.candidates[ref].feedback if ref is not None else ""
+        fb = step.candidates[ref].result.feedback if ref is not None else ""
         out.append("feedback: ", "bold")
         out.append(terminal_safe(fb, multiline=True) or "—")
     return out

@@ -28,7 +28,12 @@ def result_json(tl: Timeline, red: Redactor, screenshots: list[str]) -> dict[str
             thoughts.append(red.text(x.thought or ""))
             sc = st.scoring
             reward = next(
-                (c.reward for c in (sc.candidates if sc else []) if c.action == x.action), None
+                (
+                    c.result.reward
+                    for c in (sc.candidates if sc else [])
+                    if c.candidate.action == x.action
+                ),
+                None,
             )
             rewards.append(reward)
     return {
@@ -67,7 +72,7 @@ def write_mind2web(
         red.learn_passwords(
             [(x.action, st.axtree) for st in tl.steps for x in st.executed]
             + [
-                (c.action, st.axtree)
+                (c.candidate.action, st.axtree)
                 for st in tl.steps
                 for sc in st.scorings
                 for c in sc.candidates

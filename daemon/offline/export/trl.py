@@ -151,7 +151,7 @@ def trl_preference_rows(
             )
             return [{"role": "assistant", "content": text}]
 
-        rewards = {c.action: c.reward for c in rec.candidates}
+        rewards = {c.candidate.action: c.result.reward for c in rec.candidates}
         for r in rejected:
             yield {
                 "prompt": prompt,

@@ -47,7 +47,7 @@ from webshepherd.daemon.offline.training.targets import (
 )
 from webshepherd.daemon.recorder import History
 from webshepherd.daemon.recorder.timeline import Step, Timeline
-from webshepherd.protocol.common import SessionSummary, Turn
+from webshepherd.protocol.common import Candidate, ScoredCandidate, SessionSummary, Turn
 from webshepherd.protocol.errors import WebShepherdError
 
 WEBPRM_COLUMNS = (
@@ -90,13 +90,6 @@ class Summary:
 
 
 @dataclass
-class _Cand:
-    thought: str
-    action: str
-    reward: float | None
-
-
-@dataclass
 class StepRecord:
     """Everything recorded about one scored step of a session (before redaction)."""
 
@@ -107,7 +100,7 @@ class StepRecord:
     screenshot: bytes | None
     screenshot_mime: str | None
     history: list[Turn]
-    candidates: list[_Cand]
+    candidates: list[ScoredCandidate]  # one per action (of a re-scored step: the latest)
     chosen: dict[str, str] | None
     human_rejected: list[dict[str, str]]
     checklist_text: str
@@ -127,10 +120,10 @@ def _steps(tl: Timeline) -> Iterator[StepRecord]:
     for st in tl.steps:
         if not st.scorings or st.observed_at is None:
             continue
-        cands: dict[str, _Cand] = {}
+        cands: dict[str, ScoredCandidate] = {}
         for scoring in st.scorings:
             for c in scoring.candidates:
-                cands[c.action] = _Cand(c.thought, c.action, c.reward)  # a later scoring wins
+                cands[c.candidate.action] = c  # a later scoring wins
         chosen: dict[str, str] | None = None
         rejected: list[dict[str, str]] = []
         for a in st.approvals:
@@ -138,10 +131,10 @@ def _steps(tl: Timeline) -> Iterator[StepRecord]:
                 continue
             approved = next(
                 (
-                    c
+                    c.candidate
                     for scoring in reversed(st.scorings)
                     for c in scoring.candidates
-                    if c.index == a.candidate_index
+                    if c.result.index == a.candidate_index
                 ),
                 None,
             )
@@ -165,7 +158,7 @@ def _steps(tl: Timeline) -> Iterator[StepRecord]:
             if chosen is None and picked is None and s.outcome == "success":
                 picked = at.kept
             if picked is not None and picked in cands:
-                chosen = {"thought": cands[picked].thought, "action": picked}
+                chosen = {"thought": cands[picked].candidate.thought, "action": picked}
             history = list(at.history)
         else:
             if chosen is None and executed and s.outcome == "success":
@@ -201,23 +194,26 @@ def pick_rejected(rec: StepRecord) -> list[dict[str, str]]:
     chosen = rec.chosen["action"]
     out = [{**r, "why": "person"} for r in rec.human_rejected if r["action"] != chosen]
     seen = {r["action"] for r in out} | {chosen}
-    thoughts = {c.action: c.thought for c in rec.candidates}
+    thoughts = {c.candidate.action: c.candidate.thought for c in rec.candidates}
     for action, source in beaten(rec.truth, chosen):
         if action not in seen:
             out.append({"thought": thoughts.get(action, ""), "action": action, "why": source})
             seen.add(action)
     if chosen in rec.truth:
         seen |= set(rec.truth)  # truth decided the labelled ones
-    chosen_reward = next((c.reward for c in rec.candidates if c.action == chosen), None)
-    pool = []
+    chosen_reward = next(
+        (c.result.reward for c in rec.candidates if c.candidate.action == chosen), None
+    )
+    pool: list[tuple[Candidate, float | None]] = []
     for c in rec.candidates:
-        if c.action in seen or not is_negative(chosen, c.action):
+        action, reward = c.candidate.action, c.result.reward
+        if action in seen or not is_negative(chosen, action):
             continue
-        if chosen_reward is not None and c.reward is not None and c.reward >= chosen_reward:
+        if chosen_reward is not None and reward is not None and reward >= chosen_reward:
             continue  # scored at least as high as the chosen action: not "lower-scored"
-        pool.append(c)
-    pool.sort(key=lambda c: (c.reward is not None, c.reward if c.reward is not None else 0.0))
-    out += [{"thought": c.thought, "action": c.action, "why": "negative"} for c in pool]
+        pool.append((c.candidate, reward))
+    pool.sort(key=lambda p: (p[1] is not None, p[1] if p[1] is not None else 0.0))
+    out += [{"thought": c.thought, "action": c.action, "why": "negative"} for c, _ in pool]
     return out[:MAX_REJECTED]
 
 
@@ -226,7 +222,12 @@ def _learn(red: Redactor, tl: Timeline) -> None:
     executed, scored and approved actions, each with the page of its step."""
     pages = {st.step: st.axtree for st in tl.steps}
     acts = [(x.action, pages.get(x.step, "")) for x in tl.actions]
-    acts += [(c.action, st.axtree) for st in tl.steps for sc in st.scorings for c in sc.candidates]
+    acts += [
+        (c.candidate.action, st.axtree)
+        for st in tl.steps
+        for sc in st.scorings
+        for c in sc.candidates
+    ]
     acts += [(a.action, st.axtree) for st in tl.steps for a in st.approvals if a.action is not None]
     red.learn_passwords(acts)
 
@@ -256,7 +257,7 @@ def _trusted_steps(
         for rec in _steps(tl):
             if progress:
                 progress(1)
-            texts = [t.action for t in rec.history] + [c.action for c in rec.candidates]
+            texts = [t.action for t in rec.history] + [c.candidate.action for c in rec.candidates]
             if rec.chosen is not None:
                 texts.append(rec.chosen["action"])
             if not all(read_recorded(a).parsed for a in texts):
@@ -324,7 +325,7 @@ def webprm_rows(
 
 
 def _truth(
-    st: Step, cands: dict[str, _Cand], done_before: Sequence[bool]
+    st: Step, cands: dict[str, ScoredCandidate], done_before: Sequence[bool]
 ) -> dict[str, tuple[list[Label], str]]:
     """Each candidate of ``st`` with ground truth: its item labels and their source. A
     person's labels beat the environment's (the later of one source wins); a candidate a
@@ -338,8 +339,8 @@ def _truth(
         if a.decision not in ("reject", "edit") or (a.decision == "edit" and not a.action):
             continue
         away = next(
-            (c.action for sc in reversed(st.scorings) for c in sc.candidates
-             if c.index == a.candidate_index),
+            (c.candidate.action for sc in reversed(st.scorings) for c in sc.candidates
+             if c.result.index == a.candidate_index),
             None,
         )  # fmt: skip
         edited_to_itself = a.decision == "edit" and away == a.action
@@ -398,10 +399,10 @@ def sft_rows(
                 continue
             if progress:
                 progress(1)
-            cands: dict[str, _Cand] = {}
+            cands: dict[str, ScoredCandidate] = {}
             for scoring in st.scorings:
                 for c in scoring.candidates:
-                    cands[c.action] = _Cand(c.thought, c.action, c.reward)  # a later one wins
+                    cands[c.candidate.action] = c  # a later one wins
             at = tree.get(st.step)
             if at is not None:
                 done_before = path_done(tl, at, n_items)
@@ -422,7 +423,7 @@ def sft_rows(
                     current_url=red.text(st.url),
                     text_observation=red.text(mask_password_lines(st.axtree)),
                     checklist=red.text(cl_text),
-                    thought=red.text(cands[action].thought or ""),
+                    thought=red.text(cands[action].candidate.thought or ""),
                     action=red.action(action, st.axtree),
                 )
                 target = judge_target(labels, feedback(labels, done_before))

@@ -22,9 +22,10 @@ from webshepherd.daemon.offline.report.figures import (
 )
 from webshepherd.daemon.offline.report.tree import CSS as TREE_CSS
 from webshepherd.daemon.offline.report.tree import tree_section
-from webshepherd.daemon.recorder.timeline import Candidate, Step, Timeline
+from webshepherd.daemon.recorder.timeline import Step, Timeline
 from webshepherd.daemon.redact import Redactor, mask_password_lines
 from webshepherd.protocol.actions import read_recorded
+from webshepherd.protocol.common import ItemProbs, ScoredCandidate
 from webshepherd.protocol.progress import (
     FirstBadSteps,
     StepJudgement,
@@ -105,20 +106,20 @@ def step_boxes(step: Step) -> dict[str, tuple[float, float, float, float]]:
     return element_boxes(step.axtree)
 
 
-def executed_candidate(step: Step) -> Candidate | None:
+def executed_candidate(step: Step) -> ScoredCandidate | None:
     """The scored candidate whose action was executed at this step (if one was)."""
     sc = step.scoring
     if sc is None or not step.executed:
         return None
     done = step.executed[-1].action
-    return next((c for c in sc.candidates if c.action == done), None)
+    return next((c for c in sc.candidates if c.candidate.action == done), None)
 
 
-def best_candidate(step: Step) -> Candidate | None:
+def best_candidate(step: Step) -> ScoredCandidate | None:
     sc = step.scoring
     if sc is None or sc.best is None:
         return None
-    return next((c for c in sc.candidates if c.index == sc.best), None)
+    return next((c for c in sc.candidates if c.result.index == sc.best), None)
 
 
 def _learn(red: Redactor, steps: Iterable[Step]) -> None:
@@ -126,7 +127,7 @@ def _learn(red: Redactor, steps: Iterable[Step]) -> None:
     pairs = []
     for st in steps:
         pairs += [(x.action, st.axtree) for x in st.executed]
-        pairs += [(c.action, st.axtree) for sc in st.scorings for c in sc.candidates]
+        pairs += [(c.candidate.action, st.axtree) for sc in st.scorings for c in sc.candidates]
         pairs += [(a.action, st.axtree) for a in st.approvals if a.action]
     red.learn_passwords(pairs)
 
@@ -150,8 +151,8 @@ def render_report(
         points.append(
             CurvePoint(
                 step_number(st.step),
-                best.reward if best else None,
-                done.reward if done else None,
+                best.result.reward if best else None,
+                done.result.reward if done else None,
                 decided[-1] if decided else None,
             )
         )
@@ -160,7 +161,9 @@ def render_report(
         row: list[str | None] = []
         for st in scored:
             cand = executed_candidate(st) or best_candidate(st)
-            probs = next((p for p in cand.items if p.index == it.index), None) if cand else None
+            probs = (
+                next((p for p in cand.result.items if p.index == it.index), None) if cand else None
+            )
             row.append(probs.likeliest if probs else None)
         labels.append(row)
 
@@ -230,7 +233,8 @@ def judgements(tl: Timeline) -> list[StepJudgement]:
     for st in tl.steps:
         cand = executed_candidate(st) or best_candidate(st)
         if cand is not None:
-            out.append(StepJudgement(st.step, cand.reward, item_levels(cand.items), cand.feedback))
+            r = cand.result
+            out.append(StepJudgement(st.step, r.reward, item_levels(r.items), r.feedback))
     return out
 
 
@@ -297,14 +301,15 @@ def _step(st: Step, red: Redactor, titles: Sequence[str], taken: bool = True) ->
         boxes = step_boxes(st)
         outlines = []
         for c in cands:
-            bid = read_recorded(c.action).element
+            i, action = c.result.index, c.candidate.action
+            bid = read_recorded(action).element
             if bid is not None and bid in boxes:
                 outlines.append(
                     Outline(
-                        f"#{c.index} {red.action(c.action, st.axtree)}",
+                        f"#{i} {red.action(action, st.axtree)}",
                         boxes[bid],
-                        CANDIDATE_COLOURS[c.index % len(CANDIDATE_COLOURS)],
-                        c.index == chosen_index,
+                        CANDIDATE_COLOURS[i % len(CANDIDATE_COLOURS)],
+                        i == chosen_index,
                     )
                 )
         if size and outlines:
@@ -318,32 +323,33 @@ def _step(st: Step, red: Redactor, titles: Sequence[str], taken: bool = True) ->
             "<th>thought</th><th></th></tr></thead><tbody>"
         )
         for c in cands:
+            i, r = c.result.index, c.result
             tags = []
-            if sc and c.index == sc.best:
+            if sc and i == sc.best:
                 tags.append('<span class="tag best">best</span>')
-            if c.index == chosen_index:
+            if i == chosen_index:
                 tags.append(
                     f'<span class="tag chosen">{_e(decision.get("status", "chosen"))}</span>'
                 )
             if done is c:
                 tags.append('<span class="tag executed">executed</span>')
-            width = round((c.reward or 0.0) * 80)
-            colour = CANDIDATE_COLOURS[c.index % len(CANDIDATE_COLOURS)]
+            width = round((r.reward or 0.0) * 80)
+            colour = CANDIDATE_COLOURS[i % len(CANDIDATE_COLOURS)]
             out.append(
                 f'<tr class="cand"><td><span class="swatch" style="background:{colour}">'
-                f"</span>{c.index}</td>"
-                f'<td><span class="bar" style="width:{width}px"></span>{_r(c.reward)}</td>'
-                f"<td><code>{_e(red.action(c.action, st.axtree))}</code></td>"
-                f"<td>{_e(red.text(c.thought))}</td><td>{''.join(tags)}</td></tr>"
+                f"</span>{i}</td>"
+                f'<td><span class="bar" style="width:{width}px"></span>{_r(r.reward)}</td>'
+                f"<td><code>{_e(red.action(c.candidate.action, st.axtree))}</code></td>"
+                f"<td>{_e(red.text(c.candidate.thought))}</td><td>{''.join(tags)}</td></tr>"
             )
         out.append("</tbody></table>")
         for c in cands:
             is_main = c is (done or best_candidate(st))
             out.append(
-                f"<details{' open' if is_main else ''}><summary>feedback on #{c.index}"
+                f"<details{' open' if is_main else ''}><summary>feedback on #{c.result.index}"
                 f"{' (executed)' if c is done else ''}</summary>"
-                f'<div class="feedback">{_e(red.text(c.feedback))}</div>'
-                f"{_item_list(c, titles)}</details>"
+                f'<div class="feedback">{_e(red.text(c.result.feedback))}</div>'
+                f"{_item_list(c.result.items, titles)}</details>"
             )
     elif sc is None:
         out.append('<p class="muted">not scored</p>')
@@ -392,11 +398,11 @@ def _step(st: Step, red: Redactor, titles: Sequence[str], taken: bool = True) ->
     return "\n".join(out)
 
 
-def _item_list(c: Candidate, titles: Sequence[str]) -> str:
-    if not c.items:
+def _item_list(items: Sequence[ItemProbs], titles: Sequence[str]) -> str:
+    if not items:
         return ""
     rows = []
-    for p in c.items:
+    for p in items:
         title = titles[p.index - 1] if 0 < p.index <= len(titles) else f"item {p.index}"
         rows.append(
             f"<li>{_e(title)}: <b>{_e(p.likeliest.replace('_', ' '))}</b> "

@@ -1,5 +1,6 @@
 """The recording's writes: a big AX tree is written in pieces (issue 17, item 2) and reads
-back as the same text, in the same transaction as the rest of its step."""
+back as the same text, in the same transaction as the rest of its step; a scoring reads back
+as the wire types it was sent as."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from webshepherd.daemon.config import DB_NAME
 from webshepherd.daemon.engine.engine import Engine
 from webshepherd.daemon.recorder import History
 from webshepherd.daemon.recorder.store import BIG_TEXT_CHARS, Recorder
-from webshepherd.daemon.records import ObservationRecord, SessionStartedRecord
+from webshepherd.daemon.records import ObservationRecord, ScoreRecord, SessionStartedRecord
+from webshepherd.protocol.common import Candidate, CandidateResult, ScoredCandidate
 
 from tests.fixtures.daemon import start_session
 
@@ -59,6 +61,78 @@ def test_a_failing_big_write_records_nothing_of_its_transaction(recorder):
     assert _rows(recorder) == [(0, "text", "small tree")]
     recorder.apply_all([_observation(1, BIG)])  # the connection is still usable
     assert [r[0] for r in _rows(recorder)] == [0, 1]
+
+
+def test_a_scoring_reads_back_as_the_wire_candidates_and_results(recorder):
+    """Each candidate of a recorded scoring is the score request's Candidate and the scored
+    reply's CandidateResult (samples with their texts and items); what the recording does
+    not keep (unparsed counts and reasons, the judge's inputs) reads as the defaults."""
+    probs = {"index": 1, "yes": 0.7, "in_progress": 0.2, "no": 0.1}
+    sent = [
+        Candidate(thought="search first", action="click('12')"),
+        Candidate(action="scroll(0, 400)"),
+    ]
+    results = [
+        CandidateResult(
+            index=0,
+            reward=0.7,
+            items=[probs],
+            feedback="it searches",
+            samples=[{"reward": 0.7, "text": "judgement 0", "items": [probs]}],
+            parsed_samples=1,
+            probabilities="top_k",
+        ),
+        CandidateResult(
+            index=1,
+            reward=None,
+            feedback="no label parsed",
+            samples=[{"reward": None, "text": "no answer", "unparsed": "no_answer"}],
+            parsed_samples=0,
+            unparsed_samples=1,
+            judge_inputs="text+image",
+        ),
+    ]
+    recorder.apply_all(
+        [
+            _observation(0, "tree"),
+            ScoreRecord(
+                "s1",
+                "q1",
+                0,
+                1,
+                "never",
+                [c.model_dump() for c in sent],
+                [r.model_dump() for r in results],
+                0,
+                1.0,
+                2.0,
+                3.0,
+                0.7,
+            ),
+        ]
+    )
+    history = History.open(recorder.path)
+    try:
+        (summary,) = history.sessions()
+        tl = history.timeline(summary.session_id)
+    finally:
+        history.close()
+    assert tl is not None
+    sc = tl.steps[0].scoring
+    assert sc is not None and sc.best == 0
+    unkept = {"unparsed_samples": 0, "judge_inputs": "text"}
+    assert sc.candidates == [
+        ScoredCandidate(sent[0], results[0]),
+        ScoredCandidate(
+            sent[1],
+            results[1].model_copy(
+                update={
+                    **unkept,
+                    "samples": [results[1].samples[0].model_copy(update={"unparsed": None})],
+                }
+            ),
+        ),
+    ]
 
 
 async def test_a_sessions_judging_settings_are_recorded(start_daemon, daemon_engine) -> None:

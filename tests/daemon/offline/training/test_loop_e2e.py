@@ -51,7 +51,7 @@ def _first_step(data_dir: Path) -> tuple[StepInput, str, int, list[str]]:
     for s in tl.steps:
         if s.scoring is not None:
             got = {lab.action for lab in s.labels if lab.source == "environment"}
-            assert got == {c.action for c in s.scoring.candidates}
+            assert got == {c.candidate.action for c in s.scoring.candidates}
     stuck = [lab.action for lab in step.labels if set(lab.items) == {"no"}]
     inp = StepInput(
         intent=tl.summary.intent,
@@ -59,7 +59,7 @@ def _first_step(data_dir: Path) -> tuple[StepInput, str, int, list[str]]:
         axtree=step.axtree,
         checklist=parse_reference_checklist(tl.checklist.text),
         history=(),
-        candidates=tuple(Turn(c.thought, c.action) for c in cands),
+        candidates=tuple(Turn(c.candidate.thought, c.candidate.action) for c in cands),
     )
     return inp, summary.session_id, step.step, stuck
 
