@@ -28,7 +28,7 @@ $(STAMP): pyproject.toml setup.py | $(VENV)/bin/python
 setup: $(STAMP)
 
 demo: $(STAMP)
-	$(VENV)/bin/webshepherd demo
+	$(CPU_TRAIN_ENV) $(VENV)/bin/webshepherd demo
 
 EXT_STAMP := extension/node_modules/.webshepherd-installed
 
@@ -44,9 +44,14 @@ extension: $(EXT_STAMP)
 # The tiny judge (daemon/dev/tiny_model.py) and the tiny vision model built from it: trained
 # once per machine into the user cache, before the tests that load them (a fixture's time
 # limit is shorter than their training). Fixed seeds and step counts: the same on every machine.
+# glibc's malloc otherwise hands each step's activations back to the kernel and faults them
+# in again: training ran 1.65 s a step (a third of it in the kernel), 1.13 s with these
+# (2 cores, bench/README.md). They only keep freed memory for reuse.
+CPU_TRAIN_ENV := MALLOC_MMAP_THRESHOLD_=1000000000 MALLOC_TRIM_THRESHOLD_=1000000000
+
 tiny-judge: $(STAMP)
-	$(VENV)/bin/webshepherd dev tiny-model --quiet
-	$(VENV)/bin/webshepherd dev tiny-model --vision --quiet
+	$(CPU_TRAIN_ENV) $(VENV)/bin/webshepherd dev tiny-model --quiet
+	$(CPU_TRAIN_ENV) $(VENV)/bin/webshepherd dev tiny-model --vision --quiet
 
 test: $(STAMP) tiny-judge extension test-integrations test-websockets-compat test-vllm
 	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)

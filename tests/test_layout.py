@@ -24,6 +24,7 @@ UNMIRRORED: dict[str, str] = {
     "protocol/agents/environment.py": "Environment: tests/protocol/agents/test_loop.py",
     "protocol/client/session.py": "session handle: tests/protocol/client/test_async_client.py",
     "protocol/client/sync.py": "sync client: tests/protocol/client/test_async_client.py",
+    "protocol/token_store.py": "the token file: tests/protocol/client/test_async_client.py",
     "protocol/common.py": "wire models: tests/protocol/test_vectors.py and test_union.py",
     "protocol/errors.py": "the root error and ErrorCode: tests/protocol/test_vectors.py",
     "protocol/replies.py": "wire models: tests/protocol/test_vectors.py and test_union.py",
@@ -49,7 +50,6 @@ UNMIRRORED: dict[str, str] = {
     ),
     "daemon/recorder/schema.py": "the DDL: tests/daemon/recorder/test_store.py",
     "daemon/recorder/timeline.py": "tests/daemon/offline/ (every export and report reads it)",
-    "daemon/server/extension_id.py": "the pinned id: tests/e2e/test_extension_id.py",
     "daemon/server/fanout.py": "Hub and its queues: tests/daemon/server/test_backpressure.py",
     "daemon/server/handshake.py": "tests/daemon/server/test_security.py (on a real daemon)",
     "daemon/server/server.py": (
@@ -57,6 +57,8 @@ UNMIRRORED: dict[str, str] = {
         "other live tests there"
     ),
     "daemon/sessions/convert.py": "engine to wire types: tests/daemon/sessions/test_machine.py",
+    "daemon/config.py": "bind and origin checks: tests/daemon/server/test_security.py",
+    "daemon/redact.py": "redaction: tests/daemon/offline/export/test_rules.py",
     "daemon/sessions/effects.py": _DECLARATIONS,
     "daemon/sessions/plans.py": "plan steps: tests/daemon/sessions/test_machine.py",
     "daemon/sessions/state.py": "SessionState: tests/daemon/server/test_restart.py (restored)",
@@ -89,9 +91,6 @@ UNMIRRORED: dict[str, str] = {
     "daemon/dev/vllm_serve.py": "vLLM processes for tests/vllm/ and bench/ (needs vLLM)",
     # -- daemon: offline ---------------------------------------------------------------------
     "daemon/offline/evaluation/rows.py": "tests/daemon/offline/evaluation/test_rewardbench.py",
-    "daemon/offline/evaluation/trajectories.py": (
-        "tests/daemon/offline/evaluation/test_trajectories_cli.py"
-    ),
     "daemon/offline/export/llamafactory.py": "tests/daemon/offline/export/test_formats.py",
     "daemon/offline/export/mind2web.py": "tests/daemon/offline/export/test_formats.py",
     "daemon/offline/export/negatives.py": "tests/daemon/offline/export/test_rules.py",
@@ -118,7 +117,6 @@ UNMIRRORED: dict[str, str] = {
     "tui/screens/replay.py": "tests/tui/test_replay_frames.py",
     "tui/widgets/approvals_table.py": "tests/tui/test_live.py and test_snapshots.py",
     "tui/widgets/device_panel.py": "tests/tui/test_cli_device.py",
-    "tui/widgets/fit.py": "tests/tui/test_snapshots.py (both terminal sizes)",
     "tui/widgets/reward_plot.py": "tests/tui/test_live.py",
     "tui/widgets/search_tree.py": "tests/tui/test_search_tree.py",
     "tui/widgets/session_detail.py": "tests/tui/test_checklist_titles.py and test_snapshots.py",

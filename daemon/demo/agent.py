@@ -119,6 +119,7 @@ class ShopAgent:
         self.backtrack = backtrack
         self.target: str | None = None  # the cheapest wanted product's name, once seen
         self.sold_out: set[str] = set()  # products whose page said they are sold out
+        self.listed: list[str] = []  # the last results' products of the kind, cheapest first
         self.counts_rng = random.Random(seed + 1)  # for sample(); propose()'s draws unchanged
 
     @staticmethod
@@ -173,6 +174,7 @@ class ShopAgent:
             if wanted:
                 link, price = min(wanted, key=lambda ep: ep[1])
                 self.target = link.name
+                self.listed = [e.name for e, _ in wanted]
                 return Proposal(
                     f"The cheapest {kind.name} listed is '{link.name}' at ${price:.2f}.",
                     f"click('{link.bid}')",
@@ -200,12 +202,9 @@ class ShopAgent:
                     "scroll(0, 400)",
                     True,
                 )
-            # without going back, any product of the kind is worth adding: which one is the
-            # search's choice (its other branches), not this page's
-            chosen = heading and (
-                heading.name == self.target
-                or (not self.backtrack and self.shop.matches(heading.name))
-            )
+            # only the cheapest listed product not seen sold out is added; on another one's
+            # page (a branch a search tried) it goes back to the results
+            chosen = heading and heading.name == self._cheapest_known()
             if heading and add and chosen and not in_cart:
                 return Proposal(
                     f"This is the cheapest {kind.name}; add it to the cart.",
@@ -262,6 +261,10 @@ class ShopAgent:
             f"click('{home.bid}')",
             True,
         )
+
+    def _cheapest_known(self) -> str | None:
+        """The cheapest product of the last results not seen sold out since."""
+        return next((n for n in self.listed if n not in self.sold_out), self.target)
 
     def _wanted(self, axtree: str) -> list[tuple[Element, float]]:
         """Listed products of the task's kind not known to be sold out, cheapest first."""

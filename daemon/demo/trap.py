@@ -4,9 +4,11 @@ The trap shop (:func:`~.variants.trap_variant`) lists a sold-out USB-C cable as 
 The scripted policy reads the results, believes it and proposes it as "the cheapest", with the
 real cheapest as "the next cheapest"; the judge agrees (from the results nobody can tell). The
 product page then says "Sold out" and has no "Add to cart", and the policy proposes no way back
-(returning to an earlier state is the search's job). Step-by-step best-of-n takes the decoy
-and is stuck on its page; tree search finds every continuation there worth less than the
-unexplored sibling, resets the shop, replays the search and orders the real cheapest cable.
+(returning to an earlier state is the search's job), and it adds to the cart only the
+cheapest listed product it has not seen sold out. Step-by-step best-of-n takes the decoy and
+is stuck on its page; tree search, when its judge values everything there no higher than an
+unexplored sibling (within ``tie_margin``), resets the shop, replays the search to that
+sibling and orders the real cheapest cable.
 
 The outcome is the shop's: ``success`` when the order holds the target, placed by the shopper.
 """

@@ -125,7 +125,10 @@ class EpisodeOptions:
     one request); budgets: ``max_expansions`` (score requests), ``max_depth`` (actions
     from the start page), ``max_model_calls`` (candidate judgements: candidates times
     reward samples; None: no limit) and ``max_seconds`` (wall time; None: no limit).
-    ``on_step`` is called with each step of the path found, once the search ends.
+    ``tie_margin``: frontier values closer than this to the best count as equal (a sampled
+    judge's rewards differ by that much for the same progress); among them the search takes
+    the node proposed more often, then the one scored first. ``on_step`` is called with each
+    step of the path found, once the search ends.
     """
 
     paradigm: Paradigm = "step"
@@ -149,6 +152,7 @@ class EpisodeOptions:
     max_depth: int = 15
     max_model_calls: int | None = None
     max_seconds: float | None = None
+    tie_margin: float = 0.02
 
     def __post_init__(self) -> None:
         for name in ("max_steps", "samples", "top_n", "branching", "max_expansions", "max_depth"):
@@ -158,6 +162,8 @@ class EpisodeOptions:
             raise ValueError("EpisodeOptions.max_model_calls must be at least 1")
         if self.max_seconds is not None and self.max_seconds <= 0:
             raise ValueError("EpisodeOptions.max_seconds must be positive")
+        if not 0.0 <= self.tie_margin < 1.0:
+            raise ValueError("EpisodeOptions.tie_margin must be in [0, 1)")
 
 
 async def run_episode(

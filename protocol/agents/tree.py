@@ -4,9 +4,10 @@ Best-first search over states with Web-Shepherd as the value function. A node is
 an action reached; its value is the reward the judge gave that action (checklist progress).
 Expanding a node runs its action, observes the page it leads to, and scores the policy's top
 ``branching`` candidates there in one request: they become its children, on the frontier.
-The search always expands the frontier node of highest value (ties: proposed more often,
-then created first), so a branch whose continuations score lower than an unexplored
-sibling is left for that sibling.
+The search always expands the frontier node of highest value (values within
+``tie_margin`` of the best count as equal; ties: proposed more often, then created first),
+so a branch whose continuations score lower than an unexplored sibling is left for that
+sibling, and a plateau of equal progress is searched breadth first.
 
 Going back to an earlier node resets the environment and replays the node's action prefix,
 as Koh et al. do; a replay that fails or lands on another page than the recorded one marks
@@ -158,7 +159,7 @@ class TreeSearch:
             if stop is not None:
                 self.tree.stop = stop
                 break
-            best = max(frontier, key=lambda n: (n.value, n.count, -n.id))
+            best = self._pick(frontier)
             outcome = await self._try(best)
             if outcome is not None and outcome.done:
                 self.tree.stop = "answer"
@@ -166,6 +167,15 @@ class TreeSearch:
                 return outcome
         self.tree.path = self.tree.best_path()
         return None
+
+    def _pick(self, frontier: list[SearchNode]) -> SearchNode:
+        """The frontier node to expand: the highest value, values within ``tie_margin`` of it
+        counting as equal; among equals the one proposed more often, then the first scored
+        (so a plateau is searched breadth first, not down the branch with the luckiest
+        noise)."""
+        top = max(n.value for n in frontier)
+        tied = [n for n in frontier if n.value >= top - self.opts.tie_margin]
+        return max(tied, key=lambda n: (n.count, -n.id))
 
     async def _try(self, node: SearchNode) -> ActionResult | None:
         """Return to ``node``'s parent, run its action, and expand it (unless it ended the

@@ -2,7 +2,8 @@
 
 Plumbing tests: the judge is scripted (tests/fixtures/scripted_judge.py) with values that
 make the trap shop's sold-out decoy look best in the results and everything on its page
-worse than the unexplored sibling; what the tiny judge itself does is in test_trap.py.
+worse than the unexplored sibling; what the tiny judge itself does is in
+tests/daemon/demo/test_trap.py.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from webshepherd.daemon.demo.shop import ShopServer
 from webshepherd.daemon.demo.text_env import TextEnvironment
 from webshepherd.daemon.demo.variants import trap_variant
 from webshepherd.protocol.agents import EpisodeOptions, run_episode
-from webshepherd.protocol.agents.tree import ResetUnsupported
+from webshepherd.protocol.agents.tree import ResetUnsupported, SearchNode, TreeSearch
 from webshepherd.protocol.client import AsyncClient
 
 from tests.fixtures.daemon import TEST_TOKEN
@@ -174,3 +175,25 @@ def test_tree_options_are_checked() -> None:
         EpisodeOptions(paradigm="tree", branching=0)
     with pytest.raises(ValueError, match="max_model_calls"):
         EpisodeOptions(paradigm="tree", max_model_calls=0)
+    with pytest.raises(ValueError, match="tie_margin"):
+        EpisodeOptions(paradigm="tree", tie_margin=-0.1)
+
+
+class _Episode:
+    def __init__(self, margin: float) -> None:
+        self.opts = EpisodeOptions(paradigm="tree", tie_margin=margin)
+
+
+def _pick(margin: float, *nodes: tuple[float, int]) -> int:
+    """The id of the node the search expands next among ``(reward, count)`` nodes, ids 1.."""
+    frontier = [SearchNode(i, 0, 1, reward=r, count=c) for i, (r, c) in enumerate(nodes, 1)]
+    return TreeSearch(_Episode(margin))._pick(frontier).id  # type: ignore[arg-type]
+
+
+def test_values_within_the_margin_are_a_tie_broken_breadth_first() -> None:
+    # a plateau: node 3's lead is noise under the margin, so the first scored goes first
+    assert _pick(0.02, (0.25, 1), (0.24, 1), (0.26, 1)) == 1
+    assert _pick(0.0, (0.25, 1), (0.24, 1), (0.26, 1)) == 3  # no margin: the highest
+    # within the margin, proposed more often wins; beyond it, the value does
+    assert _pick(0.02, (0.50, 1), (0.49, 2)) == 2
+    assert _pick(0.02, (0.50, 1), (0.45, 2)) == 1
