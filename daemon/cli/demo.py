@@ -38,6 +38,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             seed=args.seed,
             policy=args.policy,
             approval_timeout_s=args.approval_timeout,
+            keep=args.keep,
         )
         return run_browser_demo(opts, model=args.model)
     from webshepherd.daemon.demo.run import run_demo

@@ -52,6 +52,7 @@ class BrowserDemoOptions:
     policy: str = "scripted"  # run the script's good action, or "reward": the best-rewarded
     approval_step: int = APPROVAL_STEP  # the step whose worst bad candidate is held
     approval_timeout_s: float = 300.0  # a person's time to decide (headed)
+    keep: bool = False  # keep the temporary data dir (the recording), named in summary.json
 
 
 def check_requirements(headless: bool) -> tuple[str, Path]:
@@ -185,9 +186,13 @@ def run_browser_demo(
             return 1
         raise
     finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+        if not opts.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
         engine.close()
     summary = build_summary(run, outcome, opts.headless, time.monotonic() - t0)
+    if opts.keep:
+        summary["data_dir"] = str(workdir / "data")
+        console.print(f"the recording is kept in {escape(str(workdir / 'data'))}")
     console.rule()
     print_totals(console, summary, opts.out)
     if opts.out is not None:

@@ -36,7 +36,7 @@ def demo(tiny_model_path: Path, tmp_path_factory) -> tuple[subprocess.CompletedP
     tmp = tmp_path_factory.mktemp("demo-browser")
     out = tmp / "out"
     result = run_demo(
-        [*DEMO, "--browser", "--headless", "--out", str(out), "--samples", "1"],
+        [*DEMO, "--browser", "--headless", "--out", str(out), "--samples", "1", "--keep"],
         demo_env(tmp, tiny_model_path),
         timeout=280,
     )
@@ -49,6 +49,8 @@ def test_the_order_is_placed_and_every_step_is_recorded(demo):
     result, out = demo
     summary = json.loads((out / "summary.json").read_text("utf-8"))
     assert summary["mode"] == "headless"
+    kept = Path(summary["data_dir"])  # --keep: the recording stays, for report and export
+    assert (kept / "webshepherd.sqlite3").is_file()
     steps, approval = summary["steps"], summary["approvals"]
     # the shop's path: home (type, search) -> results -> product -> cart -> checkout (name, order)
     paths = [urlsplit(s["url"]).path for s in steps]
