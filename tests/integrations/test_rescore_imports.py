@@ -27,6 +27,7 @@ from agentlab.experiments.loop import EnvArgs, ExpArgs
 from webshepherd.daemon.demo.shop import ShopServer
 from webshepherd.protocol.client import AsyncClient
 from webshepherd.protocol.client.sync import Client
+from webshepherd.protocol.steps import step_label
 
 from tests.integrations.conftest import CHECKLIST, ROOT, Daemon
 from tests.integrations.test_agentlab import GOAL, ScriptedArgs
@@ -63,7 +64,7 @@ def check_summary(printed: str, summary: dict[str, Any], out: Path) -> None:
     assert set(summary["first_bad_steps"]) == {"progress", "reward"}
     for label, bad in summary["first_bad_steps"].items():
         if bad is not None:  # named, with the judge's feedback at that step
-            assert f"first bad step ({label}): step {bad['step']}: " in printed
+            assert f"first bad step ({label}): {step_label(bad['step'])}: " in printed
             assert bad["step"] in range(summary["steps"]) and isinstance(bad["feedback"], str)
     assert "first bad step (progress):" in printed and "first bad step (reward):" in printed
     assert summary["report"] == str(out / "report.html")
