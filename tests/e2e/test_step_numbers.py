@@ -124,8 +124,10 @@ async def test_every_surface_agrees_on_the_steps(tiny_model_path, tmp_path, star
         plot = app.screen.query_one(RewardPlot)
         await wait_until(pilot, lambda: len(plot.points[0]) == n, what="the plot's points")
         assert [x for x, _ in plot.points[0]] == numbers
-        text = screen_text(app)
-        assert f"· {n} steps" in text and f"step {numbers[-1]} candidates" in text
+        detail = (f"· {n} steps", f"step {numbers[-1]} candidates")
+        await wait_until(  # the detail pane follows the table's selection a refresh later
+            pilot, lambda: all(d in screen_text(app) for d in detail), what="the detail pane"
+        )
 
         await pilot.press("h")
         assert isinstance(app.screen, HistoryScreen)

@@ -43,7 +43,12 @@ async def test_the_tree_shows_live_mid_replay_and_whole_at_the_end(tmp_path: Pat
                     trying = next(iter(app.state.sessions.values())).tree_trying
                     env.release()
                     result = await episode
-                    await wait_until(pilot, lambda: "finished" in shown(app), what="the end")
+                    path = len(result.tree.path) if result.tree else 0
+                    await wait_until(  # the search's last updates mark the path, one by one
+                        pilot,
+                        lambda: "finished" in shown(app) and shown(app).count("★ path") == path,
+                        what="the end, the whole path marked",
+                    )
                     final = shown(app).splitlines()
     tree = result.tree
     assert tree is not None and result.outcome == "success"

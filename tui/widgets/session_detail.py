@@ -166,13 +166,13 @@ class SessionDetail(VerticalScroll):
                 self.query_one(name, Static).update("")
             self.query_one("#tree", Static).display = False
             return
-        head = Text.assemble(
-            plain(view.intent or view.session_id, "bold"),
-            plain(f" · {view.agent} · {view.state_label} · {view.step_count} steps", "dim"),
-            no_wrap=True,
-            overflow="ellipsis",
-        )
-        head.truncate(max(self.size.width - 2, 10), overflow="ellipsis")
+        # the intent gives way first: the agent, state and step count stay on screen
+        room = max(self.size.width - 2, 10)
+        meta = plain(f" · {view.agent} · {view.state_label} · {view.step_count} steps", "dim")
+        intent = plain(view.intent or view.session_id, "bold")
+        intent.truncate(max(room - len(meta), 8), overflow="ellipsis")
+        head = Text.assemble(intent, meta, no_wrap=True, overflow="ellipsis")
+        head.truncate(room, overflow="ellipsis")
         title.update(head)
         cur = view.current
         if steps_changed:  # streaming feedback alone leaves these as they are

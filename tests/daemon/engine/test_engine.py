@@ -54,8 +54,10 @@ def test_make_checklist_returns_items(tiny_engine: Engine) -> None:
     checklist = tiny_engine.make_checklist(
         "Buy red shoes for under $50", "http://shop.example.com", TREE
     )
+    # about the engine, not the judge: whatever the tiny judge writes (its section headers can
+    # come out garbled on a page it never saw), the lenient parse gives titled items
     assert checklist.items and all(item.title for item in checklist.items)
-    assert checklist.text.startswith("Checklist ")
+    assert all(item.index == i for i, item in enumerate(checklist.items, 1))
 
 
 def test_score_gives_rewards_in_unit_interval(tiny_engine: Engine) -> None:
