@@ -13,6 +13,7 @@ from webshepherd.protocol.steps import step_label, step_number
 from webshepherd.protocol.terminal_text import terminal_safe
 from webshepherd.tui.plain import plain
 from webshepherd.tui.state import LABEL_MARK, SessionView, StepView
+from webshepherd.tui.widgets.fit import name_cell
 from webshepherd.tui.widgets.reward_plot import RewardPlot
 from webshepherd.tui.widgets.search_tree import tree_text
 
@@ -168,7 +169,8 @@ class SessionDetail(VerticalScroll):
             return
         # the intent gives way first: the agent, state and step count stay on screen
         room = max(self.size.width - 2, 10)
-        meta = plain(f" · {view.agent} · {view.state_label} · {view.step_count} steps", "dim")
+        agent = name_cell(view.agent).plain  # as long as the tables show it
+        meta = plain(f" · {agent} · {view.state_label} · {view.step_count} steps", "dim")
         intent = plain(view.intent or view.session_id, "bold")
         intent.truncate(max(room - len(meta), 8), overflow="ellipsis")
         head = Text.assemble(intent, meta, no_wrap=True, overflow="ellipsis")
