@@ -117,9 +117,9 @@ class ShopAgent:
         #: whether it proposes going back from a sold-out product page (a tree search's
         #: policy does not: returning to an earlier state is the search's job)
         self.backtrack = backtrack
-        self.target: str | None = None  # the cheapest wanted product's name, once seen
         self.sold_out: set[str] = set()  # products whose page said they are sold out
-        self.listed: list[str] = []  # the last results' products of the kind, cheapest first
+        #: the last results' products of the kind not then known sold out, cheapest first
+        self.listed: list[str] = []
         self.counts_rng = random.Random(seed + 1)  # for sample(); propose()'s draws unchanged
 
     @staticmethod
@@ -173,7 +173,6 @@ class ShopAgent:
             wanted = self._wanted(axtree)
             if wanted:
                 link, price = min(wanted, key=lambda ep: ep[1])
-                self.target = link.name
                 self.listed = [e.name for e, _ in wanted]
                 return Proposal(
                     f"The cheapest {kind.name} listed is '{link.name}' at ${price:.2f}.",
@@ -261,6 +260,11 @@ class ShopAgent:
             f"click('{home.bid}')",
             True,
         )
+
+    @property
+    def target(self) -> str | None:
+        """The cheapest wanted product's name in the last results, once seen."""
+        return self.listed[0] if self.listed else None
 
     def _cheapest_known(self) -> str | None:
         """The cheapest product of the last results not seen sold out since."""
