@@ -43,7 +43,8 @@ extension: $(EXT_STAMP)
 
 # The tiny judge (daemon/dev/tiny_model.py) and the tiny vision model built from it: trained
 # once per machine into the user cache, before the tests that load them (a fixture's time
-# limit is shorter than their training). Fixed seeds and step counts: the same on every machine.
+# limit is shorter than their training). Fixed seeds and step counts, no time budget (the
+# weights still differ a little between CPUs: bench/README.md).
 # glibc's malloc otherwise hands each step's activations back to the kernel and faults them
 # in again: training ran 1.65 s a step (a third of it in the kernel), 1.13 s with these
 # (2 cores, bench/README.md). They only keep freed memory for reuse.

@@ -5,8 +5,9 @@ Its base (a tokenizer trained on the prompts, an untrained Qwen2 with head dimen
 vLLM's CPU attention takes) is fine-tuned by ``webshepherd train`` on the shop's generated
 episodes (:mod:`webshepherd.daemon.demo.episodes`: every candidate labelled by the shop) and on
 made-up format rows, with a fixed seed and a fixed number of steps: the same judge on every
-machine. It knows the shop's pattern, not the web; it is saved with ``save_pretrained`` and
-loaded back through ``from_pretrained`` like any checkpoint.
+machine of one CPU kind (across CPUs the float results, so the weights, differ slightly).
+It knows the shop's pattern, not the web; it is saved with ``save_pretrained`` and loaded
+back through ``from_pretrained`` like any checkpoint.
 """
 
 from __future__ import annotations
@@ -143,9 +144,10 @@ def build_tiny_model(
     """Build the tiny judge at ``path``: a tokenizer and an untrained Qwen2 base (the "tiny
     base"), then ``webshepherd train`` on :func:`training_rows` for ``steps`` steps on CPU.
 
-    A fixed seed and step count, no time budget: the same judge on every machine. It is
-    written beside ``path`` and renamed into place with its marker file, so a half-written
-    model is never reused; ``replace=False`` keeps a complete one another process saved.
+    A fixed seed and step count, no time budget: the same judge on every machine of one CPU
+    kind. It is written beside ``path`` and renamed into place with its marker file, so a
+    half-written model is never reused; ``replace=False`` keeps a complete one another
+    process saved.
     """
     from webshepherd.daemon.offline.training.rows import write_jsonl
     from webshepherd.daemon.offline.training.train import TrainOptions, train

@@ -33,7 +33,8 @@ def test_demo_runs_end_to_end(tiny_model_path: Path, tmp_path: Path) -> None:
     assert re.search(rf"order VW-\d+ placed in {len(steps)} steps", out)
     assert "knows only this shop" in out
     assert "reward per step" in out  # the terminal plot
-    # Real signal from the trained tiny judge (fixed seed and steps: the same on every machine).
+    # Real signal from the trained tiny judge (fixed seed and steps;
+    # its weights differ slightly between CPUs, so only wide margins are asserted).
     summary = json.loads((out_dir / "summary.json").read_text("utf-8"))
     t = summary["totals"]
     assert (t["steps"], t["candidates"]) == (7, 21)
