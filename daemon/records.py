@@ -3,8 +3,10 @@ import contracts keep ``daemon.sessions`` and ``daemon.recorder`` independent).
 
 The writes: one frozen dataclass per kind. The machine returns them as effects (sans-I/O);
 :meth:`Recorder.apply` carries each out with the store operation of the same name. ``op``
-names the kind (logs and tests). The read back: :class:`StoredSession`, what
-:meth:`History.stored_session` reads for the machine to resume a session after a restart.
+names the kind (logs and tests). A write that has a wire message carries it (the event the
+machine publishes, or the request), plus only what that lacks, so each fact is stated once.
+The read back: :class:`StoredSession`, what :meth:`History.stored_session` reads for the
+machine to resume a session after a restart.
 """
 
 from __future__ import annotations
@@ -12,29 +14,43 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from webshepherd.protocol.common import AgentInfo, Outcome, SessionSource, Turn
-from webshepherd.protocol.replies import Checklist
+from pydantic import BaseModel
+from webshepherd.protocol.common import (
+    AgentInfo,
+    Candidate,
+    CandidateResult,
+    Outcome,
+    SessionSource,
+    Timing,
+    Turn,
+)
+from webshepherd.protocol.replies import (
+    ActionEvent,
+    ApprovalRequest,
+    ApprovalResolved,
+    Checklist,
+    Observed,
+    Scored,
+    SessionEnded,
+    SessionStarted,
+    TreeNodeEvent,
+)
+from webshepherd.protocol.requests import Label
 
 
 @dataclass(frozen=True)
 class SessionStartedRecord:
     op: ClassVar[str] = "session_started"
-    session_id: str
-    intent: str
-    start_url: str | None
-    agent: dict[str, Any]
-    source: str
+    event: SessionStarted
     created_at: float
 
 
 @dataclass(frozen=True)
 class ObservationRecord:
+    """The ``observed`` event (screenshot mime only) and what it does not carry."""
+
     op: ClassVar[str] = "observation"
-    session_id: str
-    step: int
-    url: str
-    axtree: str
-    screenshot_mime: str | None
+    event: Observed
     screenshot: bytes | None
     created_at: float
     boxes: dict[str, list[float]] | None = None
@@ -43,85 +59,66 @@ class ObservationRecord:
 @dataclass(frozen=True)
 class ChecklistRecord:
     op: ClassVar[str] = "checklist"
-    session_id: str
-    source: str
-    text: str
-    items: list[dict[str, Any]]
+    event: Checklist
 
 
 @dataclass(frozen=True)
 class ScoreRecord:
+    """A scored step, written before its decision is known (the ``scored`` event, built from
+    the same candidates and results, comes with :class:`ScoreDecisionRecord`)."""
+
     op: ClassVar[str] = "score"
     session_id: str
     request_id: str
     step: int
     samples: int
     approval: str
-    candidates: list[dict[str, str]]
-    results: list[dict[str, Any]]
+    candidates: list[Candidate]
+    results: list[CandidateResult]
     best: int | None
-    queue_ms: float
-    model_ms: float
+    timing: Timing
     created_at: float
     latest_reward: float | None
 
 
 @dataclass(frozen=True)
 class ScoreDecisionRecord:
+    """The ``scored`` event: its decision, kept with the score request it answers."""
+
     op: ClassVar[str] = "score_decision"
-    session_id: str
     request_id: str
-    decision: dict[str, Any]
+    event: Scored
 
 
 @dataclass(frozen=True)
 class ApprovalRequestedRecord:
     op: ClassVar[str] = "approval_requested"
-    request_id: str
-    session_id: str
-    step: int
-    candidate_index: int
-    reward: float | None
-    reason: str
-    feedback: str
+    event: ApprovalRequest
     created_at: float
 
 
 @dataclass(frozen=True)
 class ApprovalDecidedRecord:
     op: ClassVar[str] = "approval_decided"
-    request_id: str
-    decision: str
+    event: ApprovalResolved
     status: str
-    action: str | None
-    by: str | None
-    note: str | None
     decided_at: float
 
 
 @dataclass(frozen=True)
 class ActionRecord:
     op: ClassVar[str] = "action"
-    session_id: str
-    step: int
-    action: str
-    thought: str | None
-    source: str
+    event: ActionEvent
     created_at: float
 
 
 @dataclass(frozen=True)
 class LabelRecord:
-    """Ground truth for a scored candidate: each checklist item's label (``label``)."""
+    """Ground truth for a scored candidate: the ``label`` request, who gave it, and when."""
 
     op: ClassVar[str] = "label"
-    session_id: str
-    step: int
-    action: str
-    items: list[str]
-    source: str
+    label: Label
     by: str
-    note: str | None
     created_at: float
 
 
@@ -131,32 +128,14 @@ class TreeNodeRecord:
     recording keeps every state a node went through (the latest per node is its state)."""
 
     op: ClassVar[str] = "tree_node"
-    session_id: str
-    node: int
-    parent: int | None
-    depth: int
-    action: str | None
-    thought: str | None
-    reward: float | None
-    count: int
-    status: str
-    executed: bool
-    replays: int
-    step: int | None
-    expanded_at: int | None
-    url: str | None
-    error: str | None
-    event: str
-    trying: int | None
+    event: TreeNodeEvent
     created_at: float
 
 
 @dataclass(frozen=True)
 class SessionEndedRecord:
     op: ClassVar[str] = "session_ended"
-    session_id: str
-    outcome: str
-    answer: str | None
+    event: SessionEnded
     ended_at: float
 
 
@@ -174,11 +153,11 @@ class ScorerRecord:
 
 @dataclass(frozen=True)
 class EventRecord:
-    """A published event in the session's event log."""
+    """A published event, for the session's event log."""
 
     op: ClassVar[str] = "event"
     session_id: str
-    body: dict[str, Any]
+    event: BaseModel
 
 
 Record = (

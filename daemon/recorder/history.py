@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from webshepherd.daemon.recorder.store import Recorder
-from webshepherd.daemon.recorder.timeline import Timeline, read_timeline
+from webshepherd.daemon.recorder.timeline import Timeline, read_items, read_timeline
 from webshepherd.daemon.records import StoredScore, StoredSession
-from webshepherd.protocol.common import AgentInfo, ChecklistItem, ItemProbs, SessionSummary, Turn
+from webshepherd.protocol.common import AgentInfo, ChecklistItem, SessionSummary, Turn
 from webshepherd.protocol.errors import WebShepherdError
 from webshepherd.protocol.progress import item_levels
 from webshepherd.protocol.replies import Checklist
@@ -262,4 +262,4 @@ class History:
 
 def _levels(items_json: str) -> dict[int, int]:
     """A recorded candidate's checklist item levels (its ``items`` column)."""
-    return item_levels(ItemProbs.model_validate(i) for i in json.loads(items_json))
+    return item_levels(read_items(items_json))

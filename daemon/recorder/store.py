@@ -13,11 +13,12 @@ import sqlite3
 import stat
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
 from webshepherd.daemon.recorder.schema import DDL, SCHEMA_VERSION
 from webshepherd.daemon.records import (
     ActionRecord,
@@ -67,6 +68,12 @@ def _json(v: Any) -> str:
     return json.dumps(v, separators=(",", ":"), ensure_ascii=False)
 
 
+def _models_json(models: Iterable[BaseModel]) -> str:
+    """A column holding a list of wire models: checklist items, a result's item
+    probabilities (the one serialisation of a step's result into the recording)."""
+    return _json([m.model_dump() for m in models])
+
+
 # Event bodies stored without these fields; the reader puts them back from their own table
 # (an observation's AX tree is stored once, in ``observations``).
 EVENT_REFERENCES = {"observed": ("axtree",)}
@@ -106,73 +113,35 @@ class Recorder:
 
     def apply(self, record: Record) -> None:
         """Carry out one write of the session machine (on the calling thread)."""
-        r = record
-        match r:
+        match record:
             case SessionStartedRecord():
-                self.session_started(
-                    r.session_id, r.intent, r.start_url, r.agent, r.source, r.created_at
-                )
+                self.session_started(record)
             case ObservationRecord():
-                self.observation(
-                    r.session_id,
-                    r.step,
-                    r.url,
-                    r.axtree,
-                    r.screenshot_mime,
-                    r.screenshot,
-                    r.created_at,
-                    r.boxes,
-                )
+                self.observation(record)
             case ChecklistRecord():
-                self.checklist(r.session_id, r.source, r.text, r.items)
+                self.checklist(record)
             case ScoreRecord():
-                self.score(
-                    r.session_id,
-                    r.request_id,
-                    r.step,
-                    r.samples,
-                    r.approval,
-                    r.candidates,
-                    r.results,
-                    r.best,
-                    r.queue_ms,
-                    r.model_ms,
-                    r.created_at,
-                    r.latest_reward,
-                )
+                self.score(record)
             case ScoreDecisionRecord():
-                self.score_decision(r.session_id, r.request_id, r.decision)
+                self.score_decision(record)
             case ApprovalRequestedRecord():
-                self.approval_requested(
-                    r.request_id,
-                    r.session_id,
-                    r.step,
-                    r.candidate_index,
-                    r.reward,
-                    r.reason,
-                    r.feedback,
-                    r.created_at,
-                )
+                self.approval_requested(record)
             case ApprovalDecidedRecord():
-                self.approval_decided(
-                    r.request_id, r.decision, r.status, r.action, r.by, r.note, r.decided_at
-                )
+                self.approval_decided(record)
             case ActionRecord():
-                self.action(r.session_id, r.step, r.action, r.thought, r.source, r.created_at)
+                self.action(record)
             case LabelRecord():
-                self.label(
-                    r.session_id, r.step, r.action, r.items, r.source, r.by, r.note, r.created_at
-                )
+                self.label(record)
             case TreeNodeRecord():
-                self.tree_node(r)
+                self.tree_node(record)
             case SessionEndedRecord():
-                self.session_ended(r.session_id, r.outcome, r.answer, r.ended_at)
+                self.session_ended(record)
             case ScorerRecord():
-                self.scorer(r.session_id, r.model, r.backend, r.settings)
+                self.scorer(record)
             case EventRecord():
-                self.append_event(r.session_id, r.body)
+                self.append_event(record)
             case _:
-                raise WebShepherdError(f"recorder: unknown record {type(r).__name__}")
+                raise WebShepherdError(f"recorder: unknown record {type(record).__name__}")
 
     def apply_all(self, records: Sequence[Record]) -> None:
         """Several writes in one transaction: all are recorded, or none."""
@@ -207,37 +176,23 @@ class Recorder:
             for sql, args in statements:
                 self.db.execute(sql, args)
 
-    # -- operations --------------------------------------------------------
-    def session_started(
-        self,
-        session_id: str,
-        intent: str,
-        start_url: str | None,
-        agent: dict[str, Any],
-        source: str,
-        created_at: float,
-    ) -> None:
+    # -- operations (one per record kind) ---------------------------------
+    def session_started(self, r: SessionStartedRecord) -> None:
+        e = r.event
+        agent = e.agent.model_dump() if e.agent is not None else {}
         self._tx(
             [
                 (
                     "INSERT INTO sessions (session_id, intent, start_url, agent, source, "
                     "created_at) VALUES (?, ?, ?, ?, ?, ?)",
-                    (session_id, intent, start_url, _json(agent), source, created_at),
+                    (e.session_id, e.intent, e.start_url, _json(agent), e.source, r.created_at),
                 )
             ]
         )
 
-    def observation(
-        self,
-        session_id: str,
-        step: int,
-        url: str,
-        axtree: str,
-        screenshot_mime: str | None,
-        screenshot: bytes | None,
-        created_at: float,
-        boxes: dict[str, list[float]] | None = None,
-    ) -> None:
+    def observation(self, r: ObservationRecord) -> None:
+        e = r.event
+        axtree = e.axtree or ""
         big = len(axtree) > BIG_TEXT_CHARS
         pieces = _utf8_pieces(axtree) if big else []
         with self._transaction():
@@ -247,13 +202,13 @@ class Recorder:
                 + ("CAST(zeroblob(?) AS TEXT)" if big else "?")
                 + ", ?, ?, ?)",
                 (
-                    session_id,
-                    step,
-                    url,
+                    e.session_id,
+                    e.step,
+                    e.url,
                     sum(map(len, pieces)) if big else axtree,
-                    screenshot_mime,
-                    screenshot,
-                    created_at,
+                    e.screenshot.mime if e.screenshot is not None else None,
+                    r.screenshot,
+                    r.created_at,
                 ),
             )
             if big:
@@ -261,188 +216,151 @@ class Recorder:
                 with self.db.blobopen("observations", "axtree", cur.lastrowid) as blob:
                     for piece in pieces:
                         blob.write(piece)
-            if boxes:
+            if r.boxes:
                 self.db.execute(
-                    "INSERT INTO observation_boxes VALUES (?, ?)", (cur.lastrowid, _json(boxes))
+                    "INSERT INTO observation_boxes VALUES (?, ?)", (cur.lastrowid, _json(r.boxes))
                 )
             self.db.execute(
                 "UPDATE sessions SET steps = MAX(steps, ?) WHERE session_id = ?",
-                (step + 1, session_id),
+                (e.step + 1, e.session_id),
             )
 
-    def checklist(
-        self, session_id: str, source: str, text: str, items: list[dict[str, Any]]
-    ) -> None:
+    def checklist(self, r: ChecklistRecord) -> None:
+        e = r.event
         self._tx(
             [
                 (
                     "INSERT OR REPLACE INTO checklists VALUES (?, ?, ?, ?)",
-                    (session_id, source, text, _json(items)),
+                    (e.session_id, e.source, e.text, _models_json(e.items)),
                 )
             ]
         )
 
-    def score(
-        self,
-        session_id: str,
-        request_id: str,
-        step: int,
-        samples: int,
-        approval: str,
-        candidates: list[dict[str, str]],
-        results: list[dict[str, Any]],
-        best: int | None,
-        queue_ms: float,
-        model_ms: float,
-        created_at: float,
-        latest_reward: float | None,
-    ) -> None:
+    def score(self, r: ScoreRecord) -> None:
         with self._transaction():
             cur = self.db.execute(
                 "INSERT INTO score_requests (session_id, request_id, step, samples, approval, "
                 "best, queue_ms, model_ms, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
-                    session_id,
-                    request_id,
-                    step,
-                    samples,
-                    approval,
-                    best,
-                    queue_ms,
-                    model_ms,
-                    created_at,
+                    r.session_id,
+                    r.request_id,
+                    r.step,
+                    r.samples,
+                    r.approval,
+                    r.best,
+                    r.timing.queue_ms,
+                    r.timing.model_ms,
+                    r.created_at,
                 ),
             )
             score_id = cur.lastrowid
-            for cand, res in zip(candidates, results, strict=True):
+            for cand, res in zip(r.candidates, r.results, strict=True):
                 self.db.execute(
                     "INSERT INTO candidate_results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         score_id,
-                        res["index"],
-                        cand["thought"],
-                        cand["action"],
-                        res["reward"],
-                        res["feedback"],
-                        res["parsed_samples"],
-                        res["probabilities"],
-                        _json(res["items"]),
+                        res.index,
+                        cand.thought,
+                        cand.action,
+                        res.reward,
+                        res.feedback,
+                        res.parsed_samples,
+                        res.probabilities,
+                        _models_json(res.items),
                     ),
                 )
-                for k, s in enumerate(res["samples"]):
+                for k, s in enumerate(res.samples):
                     self.db.execute(
                         "INSERT INTO samples VALUES (?, ?, ?, ?, ?, ?)",
-                        (score_id, res["index"], k, s["text"], s["reward"], _json(s["items"])),
+                        (score_id, res.index, k, s.text, s.reward, _models_json(s.items)),
                     )
             self.db.execute(
                 "UPDATE sessions SET latest_reward = ? WHERE session_id = ?",
-                (latest_reward, session_id),
+                (r.latest_reward, r.session_id),
             )
 
-    def score_decision(self, session_id: str, request_id: str, decision: dict[str, Any]) -> None:
+    def score_decision(self, r: ScoreDecisionRecord) -> None:
+        e = r.event
         self._tx(
             [
                 (
                     "UPDATE score_requests SET decision = ? WHERE id = "
                     "(SELECT MAX(id) FROM score_requests WHERE session_id = ? AND request_id = ?)",
-                    (_json(decision), session_id, request_id),
+                    (_json(e.decision.model_dump()), e.session_id, r.request_id),
                 )
             ]
         )
 
-    def approval_requested(
-        self,
-        request_id: str,
-        session_id: str,
-        step: int,
-        candidate_index: int,
-        reward: float | None,
-        reason: str,
-        feedback: str,
-        created_at: float,
-    ) -> None:
+    def approval_requested(self, r: ApprovalRequestedRecord) -> None:
+        e = r.event
         self._tx(
             [
                 (
                     "INSERT INTO approvals (request_id, session_id, step, candidate_index, "
                     "reward, reason, feedback, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     (
-                        request_id,
-                        session_id,
-                        step,
-                        candidate_index,
-                        reward,
-                        reason,
-                        feedback,
-                        created_at,
+                        e.request_id,
+                        e.session_id,
+                        e.step,
+                        e.candidate_index,
+                        e.reward,
+                        e.reason,
+                        e.feedback,
+                        r.created_at,
                     ),
                 )
             ]
         )
 
-    def approval_decided(
-        self,
-        request_id: str,
-        decision: str,
-        status: str,
-        action: str | None,
-        by: str | None,
-        note: str | None,
-        decided_at: float,
-    ) -> None:
+    def approval_decided(self, r: ApprovalDecidedRecord) -> None:
+        e = r.event
         self._tx(
             [
                 (
                     "UPDATE approvals SET decision = ?, status = ?, action = ?, "
                     "decided_by = ?, note = ?, decided_at = ? WHERE request_id = ?",
-                    (decision, status, action, by, note, decided_at, request_id),
+                    (e.decision, r.status, e.action, e.by, e.note, r.decided_at, e.request_id),
                 )
             ]
         )
 
-    def action(
-        self,
-        session_id: str,
-        step: int,
-        action: str,
-        thought: str | None,
-        source: str,
-        created_at: float,
-    ) -> None:
+    def action(self, r: ActionRecord) -> None:
+        e = r.event
         self._tx(
             [
                 (
                     "INSERT INTO actions (session_id, step, action, thought, source, created_at) "
                     "VALUES (?, ?, ?, ?, ?, ?)",
-                    (session_id, step, action, thought, source, created_at),
+                    (e.session_id, e.step, e.action, e.thought, e.source, r.created_at),
                 )
             ]
         )
 
-    def label(
-        self,
-        session_id: str,
-        step: int,
-        action: str,
-        items: list[str],
-        source: str,
-        by: str,
-        note: str | None,
-        created_at: float,
-    ) -> None:
+    def label(self, r: LabelRecord) -> None:
         """Ground truth for a scored candidate (a later label of the same one wins on read)."""
+        x = r.label
         self._tx(
             [
                 (
                     "INSERT INTO labels (session_id, step, action, items, source, labelled_by, "
                     "note, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (session_id, step, action, _json(items), source, by, note, created_at),
+                    (
+                        x.session_id,
+                        x.step,
+                        x.action,
+                        _json(x.items),
+                        x.source,
+                        r.by,
+                        x.note,
+                        r.created_at,
+                    ),
                 )
             ]
         )
 
     def tree_node(self, r: TreeNodeRecord) -> None:
         """One update of a search tree's node (appended: the latest per node wins on read)."""
+        e = r.event
         self._tx(
             [
                 (
@@ -451,66 +369,62 @@ class Recorder:
                     "event, trying, created_at) "
                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
-                        r.session_id,
-                        r.node,
-                        r.parent,
-                        r.depth,
-                        r.action,
-                        r.thought,
-                        r.reward,
-                        r.count,
-                        r.status,
-                        int(r.executed),
-                        r.replays,
-                        r.step,
-                        r.expanded_at,
-                        r.url,
-                        r.error,
-                        r.event,
-                        r.trying,
+                        e.session_id,
+                        e.node,
+                        e.parent,
+                        e.depth,
+                        e.action,
+                        e.thought,
+                        e.reward,
+                        e.count,
+                        e.status,
+                        int(e.executed),
+                        e.replays,
+                        e.step,
+                        e.expanded_at,
+                        e.url,
+                        e.error,
+                        e.event,
+                        e.trying,
                         r.created_at,
                     ),
                 )
             ]
         )
 
-    def session_ended(
-        self, session_id: str, outcome: str, answer: str | None, ended_at: float
-    ) -> None:
+    def session_ended(self, r: SessionEndedRecord) -> None:
+        e = r.event
         self._tx(
             [
                 (
                     "UPDATE sessions SET outcome = ?, answer = ?, ended_at = ? "
                     "WHERE session_id = ?",
-                    (outcome, answer, ended_at, session_id),
+                    (e.outcome, e.answer, r.ended_at, e.session_id),
                 )
             ]
         )
 
-    def scorer(
-        self, session_id: str, model: str, backend: str, settings: dict[str, Any] | None = None
-    ) -> None:
+    def scorer(self, r: ScorerRecord) -> None:
         """The model and backend that score the session, and their judging settings (kept
         for reports)."""
         self._tx(
             [
                 (
                     "INSERT OR REPLACE INTO session_scorers VALUES (?, ?, ?)",
-                    (session_id, model, backend),
+                    (r.session_id, r.model, r.backend),
                 ),
                 (
                     "INSERT OR REPLACE INTO session_scorer_settings VALUES (?, ?)",
-                    (session_id, json.dumps(settings or {}, sort_keys=True)),
+                    (r.session_id, json.dumps(r.settings or {}, sort_keys=True)),
                 ),
             ]
         )
 
-    def append_event(self, session_id: str, body: dict[str, Any]) -> None:
-        """Append one event to the session's ordered log (big fields by reference)."""
-        kind = str(body.get("type"))
-        dropped = EVENT_REFERENCES.get(kind, ())
-        if dropped:
-            body = {k: v for k, v in body.items() if k not in dropped}
+    def append_event(self, r: EventRecord) -> None:
+        """Append one event to the session's ordered log, as subscribers get it (big fields
+        by reference)."""
+        session_id, kind = r.session_id, str(getattr(r.event, "type", None))
+        body = r.event.model_dump(mode="json", exclude=set(EVENT_REFERENCES.get(kind, ())))
         with self._transaction():
             seq = self._seq.get(session_id)
             if seq is None:

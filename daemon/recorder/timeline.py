@@ -240,7 +240,7 @@ def _read_scorings(db: sqlite3.Connection, sid: str, at: Callable[[int], Step]) 
     ):
         samples[(t["score_id"], t["candidate"])].append(
             SampleResult.model_construct(
-                reward=t["reward"], text=t["text"], items=_items(t["items"])
+                reward=t["reward"], text=t["text"], items=read_items(t["items"])
             )
         )
     cands: dict[int, list[ScoredCandidate]] = defaultdict(list)
@@ -255,7 +255,7 @@ def _read_scorings(db: sqlite3.Connection, sid: str, at: Callable[[int], Step]) 
                 CandidateResult.model_construct(
                     index=c["idx"],
                     reward=c["reward"],
-                    items=_items(c["items"]),
+                    items=read_items(c["items"]),
                     feedback=c["feedback"],
                     samples=samples.get((c["score_id"], c["idx"]), []),
                     parsed_samples=c["parsed_samples"],
@@ -277,7 +277,8 @@ def _read_scorings(db: sqlite3.Connection, sid: str, at: Callable[[int], Step]) 
         )
 
 
-def _items(text: str) -> list[ItemProbs]:
+def read_items(text: str) -> list[ItemProbs]:
+    """An ``items`` column of ``candidate_results`` or ``samples``."""
     return [ItemProbs.model_validate(i) for i in json.loads(text)]
 
 

@@ -569,11 +569,14 @@ class DaemonServer:
                     engine = self.engine
                     writes.append(
                         ScorerRecord(
-                            e.session_id, engine.model_id, engine.backend_name, engine.settings
+                            e.event.session_id,
+                            engine.model_id,
+                            engine.backend_name,
+                            engine.settings,
                         )
                     )
             elif isinstance(e, Publish):
-                writes.append(EventRecord(e.session_id, e.event.model_dump(mode="json")))
+                writes.append(EventRecord(e.session_id, e.event))
         if writes:
             await self.recorder.commit(writes)
         for e in effects:

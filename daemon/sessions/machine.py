@@ -53,7 +53,6 @@ from webshepherd.daemon.sessions.state import LiveSession
 from webshepherd.protocol import requests as rq
 from webshepherd.protocol.common import (
     Candidate,
-    CandidateResult,
     ChecklistSource,
     DecisionInfo,
     Observation,
@@ -82,12 +81,11 @@ __all__ = ["PendingScore", "SessionCore"]
 
 @dataclass
 class PendingScore:
-    """A scored step waiting for a human decision."""
+    """A scored step waiting for a human decision (``best``: the candidate asked about)."""
 
     job: RunScore
-    results: list[CandidateResult]
+    score: ScoreRecord
     best: int
-    timing: Timing
 
 
 class SessionCore:
@@ -180,33 +178,19 @@ class SessionCore:
             sid, msg.intent, msg.start_url, msg.agent, msg.source, self.clock(), owner=conn
         )
         self.sessions[sid] = st
-        out: list[Effect] = [
-            SessionStartedRecord(
-                session_id=sid,
-                intent=msg.intent,
-                start_url=msg.start_url,
-                agent=msg.agent.model_dump(),
-                source=msg.source,
-                created_at=st.created_at,
-            )
-        ]
+        event = SessionStarted(
+            session_id=sid,
+            intent=msg.intent,
+            start_url=msg.start_url,
+            agent=msg.agent,
+            source=msg.source,
+        )
+        out: list[Effect] = [SessionStartedRecord(event, st.created_at)]
         observed = [] if msg.observation is None else self._observe(st, msg.observation, conn=None)
         # rows first, then the reply, then events in the order things happened
         out += [e for e in observed if isinstance(e, Record)]
         out.append(Reply(conn, SessionStarted(id=msg.id, session_id=sid)))
-        out.append(
-            Publish(
-                sid,
-                SessionStarted(
-                    session_id=sid,
-                    intent=msg.intent,
-                    start_url=msg.start_url,
-                    agent=msg.agent,
-                    source=msg.source,
-                ),
-                exclude=conn,
-            )
-        )
+        out.append(Publish(sid, event, exclude=conn))
         out += [e for e in observed if not isinstance(e, Record)]
         if checklist is not None:
             ready = self.checklist_ready(sid, checklist, "reference")
@@ -229,15 +213,7 @@ class SessionCore:
         st = self.sessions[session_id]
         st.set_checklist(parsed)
         event = convert.checklist_event(session_id, parsed, source)
-        return [
-            ChecklistRecord(
-                session_id=session_id,
-                source=source,
-                text=parsed.text,
-                items=[i.model_dump() for i in event.items],
-            ),
-            Publish(session_id, event),
-        ]
+        return [ChecklistRecord(event), Publish(session_id, event)]
 
     # -- observe ---------------------------------------------------------
     def observe(self, conn: int, msg: rq.Observe) -> list[Effect]:
@@ -253,35 +229,17 @@ class SessionCore:
         st.screenshot = blob
         st.screenshot_mime = obs.screenshot.mime if obs.screenshot and blob else None
         self.signals.observed(st.session_id, obs.url, obs.axtree)
-        mime = obs.screenshot.mime if obs.screenshot else None
-        out: list[Effect] = [
-            ObservationRecord(
-                session_id=st.session_id,
-                step=st.step,
-                url=obs.url,
-                axtree=obs.axtree,
-                screenshot_mime=mime,
-                screenshot=blob,
-                boxes=obs.boxes,
-                created_at=self.clock(),
-            )
-        ]
+        event = Observed(
+            session_id=st.session_id,
+            step=st.step,
+            url=obs.url,
+            axtree=obs.axtree,
+            screenshot=Screenshot(mime=obs.screenshot.mime, data=None) if obs.screenshot else None,
+        )
+        out: list[Effect] = [ObservationRecord(event, blob, self.clock(), obs.boxes)]
         if conn is not None and rid is not None:
             out.append(Reply(conn, Observed(id=rid, session_id=st.session_id, step=st.step)))
-        shot = Screenshot(mime=obs.screenshot.mime, data=None) if obs.screenshot else None
-        out.append(
-            Publish(
-                st.session_id,
-                Observed(
-                    session_id=st.session_id,
-                    step=st.step,
-                    url=obs.url,
-                    axtree=obs.axtree,
-                    screenshot=shot,
-                ),
-                exclude=conn,
-            )
-        )
+        out.append(Publish(st.session_id, event, exclude=conn))
         return out
 
     # -- action and end --------------------------------------------------
@@ -294,27 +252,17 @@ class SessionCore:
             if action == msg.action and reward is not None:
                 st.step_rewards[step] = reward  # the executed candidate's reward
                 break
+        event = ActionEvent(
+            session_id=st.session_id,
+            step=step,
+            action=msg.action,
+            thought=msg.thought,
+            source=msg.source,
+        )
         return [
-            ActionRecord(
-                session_id=st.session_id,
-                step=step,
-                action=msg.action,
-                thought=msg.thought,
-                source=msg.source,
-                created_at=self.clock(),
-            ),
+            ActionRecord(event, self.clock()),
             Reply(conn, ActionRecorded(id=msg.id, session_id=st.session_id, step=step)),
-            Publish(
-                st.session_id,
-                ActionEvent(
-                    session_id=st.session_id,
-                    step=step,
-                    action=msg.action,
-                    thought=msg.thought,
-                    source=msg.source,
-                ),
-                exclude=conn,
-            ),
+            Publish(st.session_id, event, exclude=conn),
             *(
                 Publish(st.session_id, sig)
                 for sig in self.signals.action(
@@ -341,16 +289,7 @@ class SessionCore:
         if msg.action not in (a for a, _ in st.step_candidates.get(msg.step, [])):
             raise ProtocolError(f"action: not a candidate scored at step {msg.step}")
         return [
-            LabelRecord(
-                session_id=st.session_id,
-                step=msg.step,
-                action=msg.action,
-                items=list(msg.items),
-                source=msg.source,
-                by=by,
-                note=msg.note,
-                created_at=self.clock(),
-            ),
+            LabelRecord(msg, by, self.clock()),
             Reply(conn, LabelRecorded(id=msg.id, session_id=st.session_id, step=msg.step)),
         ]
 
@@ -399,29 +338,21 @@ class SessionCore:
         if msg.event == "expanded":  # its children are scored next, from its page
             st.history = st.tree_path(msg.node)
         fields = msg.model_dump(exclude={"type", "id", "session_id"})
+        event = TreeNodeEvent(session_id=st.session_id, **fields)
         return [
-            TreeNodeRecord(session_id=st.session_id, created_at=self.clock(), **fields),
+            TreeNodeRecord(event, self.clock()),
             Reply(conn, TreeNodeRecorded(id=msg.id, session_id=st.session_id, node=msg.node)),
-            Publish(st.session_id, TreeNodeEvent(session_id=st.session_id, **fields), exclude=conn),
+            Publish(st.session_id, event, exclude=conn),
         ]
 
     def end(self, conn: int, msg: rq.SessionEnd) -> list[Effect]:
         st = self.get(msg.session_id)
         st.ended, st.outcome, st.answer, st.ended_at = True, msg.outcome, msg.answer, self.clock()
         self.signals.forget(st.session_id)
+        event = SessionEnded(session_id=st.session_id, outcome=msg.outcome, answer=msg.answer)
         return [
-            SessionEndedRecord(
-                session_id=st.session_id,
-                outcome=msg.outcome,
-                answer=msg.answer,
-                ended_at=st.ended_at,
-            ),
-            *reply_and_publish(
-                conn,
-                msg.id,
-                st.session_id,
-                SessionEnded(session_id=st.session_id, outcome=msg.outcome, answer=msg.answer),
-            ),
+            SessionEndedRecord(event, st.ended_at),
+            *reply_and_publish(conn, msg.id, st.session_id, event),
         ]
 
     # -- score -----------------------------------------------------------
@@ -481,82 +412,60 @@ class SessionCore:
         if best_reward is not None:
             st.step_rewards[job.step] = best_reward
             st.latest_reward = best_reward
-        out: list[Effect] = [
-            ScoreRecord(
-                session_id=job.session_id,
-                request_id=job.request_id,
-                step=job.step,
-                samples=job.samples,
-                approval=job.approval,
-                candidates=[{"thought": c.thought, "action": c.action} for c in job.candidates],
-                results=[r.model_dump() for r in results],
-                best=best,
-                queue_ms=timing.queue_ms,
-                model_ms=timing.model_ms,
-                created_at=self.clock(),
-                latest_reward=st.latest_reward,
-            )
-        ]
+        score = ScoreRecord(
+            session_id=job.session_id,
+            request_id=job.request_id,
+            step=job.step,
+            samples=job.samples,
+            approval=job.approval,
+            candidates=[Candidate(thought=c.thought, action=c.action) for c in job.candidates],
+            results=results,
+            best=best,
+            timing=timing,
+            created_at=self.clock(),
+            latest_reward=st.latest_reward,
+        )
         if reason is None:
-            idx = best
-            action = job.candidates[idx].action if idx is not None else None
-            return out + self._scored(
-                job, results, best, timing, DecisionInfo(status="auto", index=idx, action=action)
-            )
+            action = score.candidates[best].action if best is not None else None
+            decision = DecisionInfo(status="auto", index=best, action=action)
+            return [score, *self._scored(job, score, best, decision)]
         index = best if best is not None else 0
-        cand = job.candidates[index]
+        cand = score.candidates[index]
         req = self.approvals.open(job.session_id, job.step, index, cand.action)
-        self._pending[req.request_id] = PendingScore(job, results, index, timing)
+        self._pending[req.request_id] = PendingScore(job, score, index)
         st.waiting_approvals += 1
-        reward = results[index].reward
         event = ApprovalRequest(
             request_id=req.request_id,
             session_id=job.session_id,
             step=job.step,
-            candidate=Candidate(thought=cand.thought, action=cand.action),
+            candidate=cand,
             candidate_index=index,
-            reward=reward,
+            reward=results[index].reward,
             feedback=results[index].feedback,
             reason=reason,
             expires_in_s=self.approval_timeout_s,
         )
         return [
-            *out,
-            ApprovalRequestedRecord(
-                request_id=req.request_id,
-                session_id=job.session_id,
-                step=job.step,
-                candidate_index=index,
-                reward=reward,
-                reason=reason,
-                feedback=results[index].feedback,
-                created_at=self.clock(),
-            ),
+            score,
+            ApprovalRequestedRecord(event, self.clock()),
             Publish(job.session_id, event, to_approvers=True),
             AwaitApproval(req.request_id, self.approval_timeout_s),
         ]
 
     def _scored(
-        self,
-        job: RunScore,
-        results: list[CandidateResult],
-        best: int | None,
-        timing: Timing,
-        decision: DecisionInfo,
+        self, job: RunScore, score: ScoreRecord, best: int | None, decision: DecisionInfo
     ) -> list[Effect]:
         event = Scored(
             session_id=job.session_id,
             step=job.step,
-            results=results,
+            results=score.results,
             best=best,
             decision=decision,
-            timing=timing,
-            candidates=[Candidate(thought=c.thought, action=c.action) for c in job.candidates],
+            timing=score.timing,
+            candidates=score.candidates,
         )
         return [
-            ScoreDecisionRecord(
-                session_id=job.session_id, request_id=job.request_id, decision=decision.model_dump()
-            ),
+            ScoreDecisionRecord(job.request_id, event),
             # the requester's reply carries no echo of the candidates (it sent them)
             *reply_and_publish(
                 job.conn, job.request_id, job.session_id, event, {"candidates": None}
@@ -576,17 +485,6 @@ class SessionCore:
         out: list[Effect] = []
         note = "the daemon restarted before anyone decided; score the step again to ask again"
         for request_id, session_id in open_:
-            out.append(
-                ApprovalDecidedRecord(
-                    request_id=request_id,
-                    decision="timeout",
-                    status="timeout",
-                    action=None,
-                    by="daemon",
-                    note=note,
-                    decided_at=self.clock(),
-                )
-            )
             event = ApprovalResolved(
                 request_id=request_id,
                 session_id=session_id,
@@ -594,6 +492,7 @@ class SessionCore:
                 by="daemon",
                 note=note,
             )
+            out.append(ApprovalDecidedRecord(event, "timeout", self.clock()))
             out.append(Publish(session_id, event, to_approvers=True))
         return out
 
@@ -614,15 +513,7 @@ class SessionCore:
             note=res.note,
         )
         out: list[Effect] = [
-            ApprovalDecidedRecord(
-                request_id=res.request_id,
-                decision=res.decision,
-                status=res.status,
-                action=res.action,
-                by=res.by,
-                note=res.note,
-                decided_at=self.clock(),
-            ),
+            ApprovalDecidedRecord(event, res.status, self.clock()),
             Publish(res.session_id, event, to_approvers=True, exclude=conn),
         ]
         if conn is not None and rid is not None:
@@ -635,9 +526,7 @@ class SessionCore:
             by=res.by,
             note=res.note,
         )
-        return out + self._scored(
-            pending.job, pending.results, pending.best, pending.timing, decision
-        )
+        return out + self._scored(pending.job, pending.score, pending.best, decision)
 
 
 def _decode_screenshot(shot: Screenshot | None) -> bytes | None:

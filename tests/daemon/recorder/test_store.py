@@ -13,7 +13,14 @@ from webshepherd.daemon.engine.engine import Engine
 from webshepherd.daemon.recorder import History
 from webshepherd.daemon.recorder.store import BIG_TEXT_CHARS, Recorder
 from webshepherd.daemon.records import ObservationRecord, ScoreRecord, SessionStartedRecord
-from webshepherd.protocol.common import Candidate, CandidateResult, ScoredCandidate
+from webshepherd.protocol.common import (
+    AgentInfo,
+    Candidate,
+    CandidateResult,
+    ScoredCandidate,
+    Timing,
+)
+from webshepherd.protocol.replies import Observed, SessionStarted
 
 from tests.fixtures.daemon import start_session
 
@@ -24,13 +31,15 @@ BIG = ("[7] link 'Caf\u00e9 \"\u2603\" \U0001f600'\n\t[8] StaticText '\\u00e9'\n
 
 
 def _observation(step: int, axtree: str) -> ObservationRecord:
-    return ObservationRecord("s1", step, "http://shop.local/", axtree, None, None, 1.0 + step)
+    event = Observed(session_id="s1", step=step, url="http://shop.local/", axtree=axtree)
+    return ObservationRecord(event, None, 1.0 + step)
 
 
 @pytest.fixture
 def recorder(tmp_path):
     r = Recorder(tmp_path / "rec.sqlite3")
-    r.apply_all([SessionStartedRecord("s1", "buy a mug", None, {}, "agent", 1.0)])
+    started = SessionStarted(session_id="s1", intent="buy a mug", agent=AgentInfo(), source="agent")
+    r.apply_all([SessionStartedRecord(started, 1.0)])
     yield r
     r.close()
 
@@ -101,11 +110,10 @@ def test_a_scoring_reads_back_as_the_wire_candidates_and_results(recorder):
                 0,
                 1,
                 "never",
-                [c.model_dump() for c in sent],
-                [r.model_dump() for r in results],
+                sent,
+                results,
                 0,
-                1.0,
-                2.0,
+                Timing(queue_ms=1.0, model_ms=2.0),
                 3.0,
                 0.7,
             ),

@@ -138,7 +138,7 @@ def test_observe_counts_steps_and_strips_screenshot_data_from_events():
         ),
     )
     assert kinds(effects) == ["record:observation", "reply:observed", "publish:observed"]
-    assert effects[0].screenshot == b"hi" and effects[0].step == 1
+    assert effects[0].screenshot == b"hi" and effects[0].event is effects[2].event
     assert effects[1].message.step == 1
     assert (
         effects[2].event.screenshot.data is None and effects[2].event.screenshot.mime == "image/png"

@@ -8,6 +8,9 @@ from pathlib import Path
 import pytest
 from webshepherd.daemon.cli import main
 from webshepherd.daemon.recorder.store import Recorder
+from webshepherd.daemon.records import ActionRecord, SessionEndedRecord, SessionStartedRecord
+from webshepherd.protocol.common import AgentInfo
+from webshepherd.protocol.replies import ActionEvent, SessionEnded, SessionStarted
 
 from tests.fixtures.data import WEBARENA_TASKS
 
@@ -79,21 +82,40 @@ def test_cli_on_files(tmp_path, capsys):
 
 def test_cli_on_recorded_sessions(tmp_path, capsys):
     rec = Recorder(tmp_path / "data" / "webshepherd.sqlite3")
-    agent = {"name": "a", "planning": "step", "plan": None}
-    rec.session_started(
-        "3", "What are the top-2 best-selling product in 2022", None, agent, "agent", 1.0
+    intent = "What are the top-2 best-selling product in 2022"
+    agent = AgentInfo(name="a")
+    said = "In summary, the next action I will perform is ```{}```"
+    rec.apply_all(
+        [
+            SessionStartedRecord(
+                SessionStarted(session_id="3", intent=intent, agent=agent, source="agent"), 1.0
+            ),
+            ActionRecord(
+                ActionEvent(
+                    session_id="3",
+                    step=0,
+                    action="Click Reports",
+                    thought=said.format("Click Reports"),
+                ),
+                2.0,
+            ),
+            ActionRecord(
+                ActionEvent(
+                    session_id="3",
+                    step=1,
+                    action="Click Bestsellers",
+                    thought=said.format("Click Orders"),
+                ),
+                3.0,
+            ),
+            SessionEndedRecord(
+                SessionEnded(
+                    session_id="3", outcome="success", answer="Quest Lumaflex™ Band, and more"
+                ),
+                4.0,
+            ),
+        ]
     )
-    thought = "In summary, the next action I will perform is ```Click Reports```"
-    rec.action("3", 0, "Click Reports", thought, "agent", 2.0)
-    rec.action(
-        "3",
-        1,
-        "Click Bestsellers",
-        "In summary, the next action I will perform is ```Click Orders```",
-        "agent",
-        3.0,
-    )
-    rec.session_ended("3", "success", "Quest Lumaflex™ Band, and more", 4.0)
     rec.close()
     gold = tmp_path / "gold.csv"
     gold.write_text("task_id,step,action\n" + "".join(f"{t},{n},{a}\n" for t, n, a in GOLD))
