@@ -64,7 +64,7 @@ def add_demo_parser(sub: Any) -> None:
     d.add_argument(
         "--model",
         default=None,
-        help="model id or folder (default: the tiny model, built on first use)",
+        help="model id or folder (default: the tiny judge shipped with the package)",
     )
     d.add_argument(
         "--vision",

@@ -27,7 +27,7 @@ def cmd_tiny_model(args: argparse.Namespace) -> int:
         return 0
     from webshepherd.daemon.dev.tiny_model import STEPS, build_tiny_model, ensure_tiny_model
 
-    if args.path is None:  # the default cache: build it once, before tests or demos need it
+    if args.path is None:  # the shipped judge (or $WEBSHEPHERD_TINY_MODEL, built if missing)
         print(ensure_tiny_model(progress=not args.quiet))
         return 0
     path = build_tiny_model(
@@ -55,14 +55,16 @@ def add_dev_parser(sub: Any) -> None:
     tm = dsub.add_parser(
         "tiny-model",
         help="build the tiny judge at PATH: generated shop episodes, then `webshepherd train` "
-        "for a fixed number of steps (the same judge on every machine)",
+        "for a fixed number of steps (the judge shipped in the package was built so)",
     )
     tm.add_argument(
         "path",
         type=Path,
         nargs="?",
         default=None,
-        help="where to build it (default: the cache the demo and tests use, built only if missing)",
+        help="where to build it (default: print where the judge the demo and tests use is: "
+        "the one shipped in the package, or $WEBSHEPHERD_TINY_MODEL, built there if missing; "
+        "with --vision the user cache, built if missing)",
     )
     tm.add_argument(
         "--vision",

@@ -63,7 +63,7 @@ def load_demo_engine(model: str | None, console: Console, vision: bool = False) 
             path = tiny_model.default_tiny_model_path()
             if not tiny_model.is_complete(path):
                 console.print(
-                    f"training the tiny judge at {path} (a few minutes on CPU, only once) ..."
+                    f"training the tiny judge at {path} (a quarter of an hour on CPU, once) ..."
                 )
             model = str(tiny_model.ensure_tiny_model(path, progress=True))
         print_noise_note(console, vision)

@@ -7,6 +7,10 @@ shop, and the shop's progress (:mod:`.progress`) before and after gives its chec
 distractor, so that the episodes also visit wrong pages and recover from them. Each candidate
 becomes one SFT row of the judge prompt the daemon serves; each episode also gives one row of
 the checklist prompt with the shop's reference checklist.
+
+The shop serves on an ephemeral port, which pages and URLs show. The rows give each episode's
+shop an address drawn from the seeded ``rng`` instead, so the same seed gives the same rows on
+every run and machine, and a judge trained on them learns that the port does not matter.
 """
 
 from __future__ import annotations
@@ -80,9 +84,12 @@ def episode(
     rng: random.Random,
     explore: float = 0.25,
     max_steps: int = 24,
+    linger: float = 0.5,
 ) -> Iterator[Judged]:
     """One episode in ``shop``, served by ``server``: every candidate of every step with its
-    labels. ``explore``: the chance that a distractor runs instead of the good action."""
+    labels. ``explore``: the chance that a distractor runs instead of the good action;
+    ``linger``: the chance that another one follows a distractor (detours of several steps,
+    so that a long history does not mean progress)."""
     server.use(shop)
     browser = Browser()
     browser.goto(server.url)
@@ -90,6 +97,7 @@ def episode(
     history: list[Turn] = []
     obs = browser.observe()
     progress = measure(shop, server.state, obs.url, obs.axtree, Progress())
+    wandering = False
     for step in range(max_steps):
         obs = browser.observe()
         if agent.done(obs.url):
@@ -102,7 +110,8 @@ def episode(
             yield Judged(step, obs.url, obs.axtree, tuple(history), p, labels, done_before)
         good = next(p for p in proposals if p.good)
         bad = [p for p in proposals if not p.good]
-        run = rng.choice(bad) if bad and rng.random() < explore else good
+        wandering = bool(bad) and rng.random() < (linger if wandering else explore)
+        run = rng.choice(bad) if wandering else good
         page = _try(browser, server, run.action)
         progress = after[run.action] if page is not None else progress
         history.append(Turn(run.thought, run.action))
@@ -111,28 +120,37 @@ def episode(
 def rows(
     server: ShopServer, shop: ShopVariant, rng: random.Random, explore: float = 0.25
 ) -> Iterator[dict[str, Any]]:
-    """SFT rows (sharegpt layout) of one episode in ``shop``, served by ``server``."""
+    """SFT rows (sharegpt layout) of one episode in ``shop``, served by ``server``, its address
+    replaced by one drawn from ``rng``."""
     task = f"shop-{shop.number}"
     server.use(shop)
+    served = server.url.rstrip("/")
+    shown = f"http://127.0.0.1:{rng.randrange(1024, 65536)}"
+
+    def at(msgs: list[dict[str, str]]) -> list[dict[str, str]]:
+        return [{**m, "content": m["content"].replace(served, shown)} for m in msgs]
+
     browser = Browser()
     browser.goto(server.url)
     first = browser.observe()
     titles = [it.title for it in parse_reference_checklist(shop.checklist).items]
     yield sft_row(
         "sharegpt",
-        checklist_messages(shop.intent, first.url, first.axtree),
+        at(checklist_messages(shop.intent, first.url, first.axtree)),
         checklist_target(shop.checklist, titles),
         {"task_id": task, "step_id": 0, "label": "reference"},
     )
     for j in episode(server, shop, rng, explore):
-        msgs = judge_messages(
-            shop.intent,
-            format_trajectory(j.history),
-            j.url,
-            j.axtree,
-            shop.checklist,
-            j.proposal.thought,
-            j.proposal.action,
+        msgs = at(
+            judge_messages(
+                shop.intent,
+                format_trajectory(j.history),
+                j.url,
+                j.axtree,
+                shop.checklist,
+                j.proposal.thought,
+                j.proposal.action,
+            )
         )
         labels: Any = j.labels
         target = judgement(labels, j.done_before)

@@ -8,10 +8,18 @@ made-up format rows, with a fixed seed and a fixed number of steps: the same jud
 machine of one CPU kind (across CPUs the float results, so the weights, differ slightly).
 It knows the shop's pattern, not the web; it is saved with ``save_pretrained`` and loaded
 back through ``from_pretrained`` like any checkpoint.
+
+The judge this recipe built ships with the package (:data:`SHIPPED`, 3 MB), so that the demo and
+the tests run the same judge everywhere, at once: training takes a quarter of an hour on a
+laptop's CPU, and float results differ between CPU kinds. Its marker records the digest of the
+recipe (:func:`recipe_digest`: training rows and settings); a test recomputes it, so a change to
+the shop, the prompts or the settings that would change the judge is caught until
+``make tiny-judge-rebuild`` ships the new one.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import random
@@ -22,7 +30,7 @@ from typing import Any
 
 from webshepherd.daemon.dev.model_cache import ModelCache
 
-TINY_MODEL_VERSION = 6
+TINY_MODEL_VERSION = 10
 MARKER = "webshepherd-tiny-model.json"
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 CHAT_TEMPLATE = (
@@ -34,25 +42,54 @@ CHAT_TEMPLATE = (
 HIDDEN = 128
 HEAD_DIM = 64  # vLLM's CPU attention takes 32 and up (not 16)
 LAYERS = 2
-STEPS = 800
+STEPS = 1000
 BATCH = 4
 PEAK_LR = 3e-3
 EPISODES = 200
 FORMAT_ROWS = 400
+#: the start page's judgement rows are given this many times: one page in eight of an episode,
+#: it is the one whose candidates differ least (an empty history, nothing done yet)
+START_COPIES = 2
 
 
 CACHE = ModelCache("WEBSHEPHERD_TINY_MODEL", "tiny-model", TINY_MODEL_VERSION, MARKER)
-#: ``$WEBSHEPHERD_TINY_MODEL`` or ``<user cache>/webshepherd/tiny-model-v<N>``.
-default_tiny_model_path = CACHE.default_path
 is_complete = CACHE.is_complete
+#: the judge built by this recipe, shipped inside the package
+SHIPPED = Path(__file__).with_name("tiny_judge")
+
+
+def default_tiny_model_path() -> Path:
+    """``$WEBSHEPHERD_TINY_MODEL``, else the shipped judge (:data:`SHIPPED`), else (a copy of
+    the package without it) ``<user cache>/webshepherd/tiny-model-v<N>``."""
+    if not os.environ.get(CACHE.env) and is_complete(SHIPPED):
+        return SHIPPED
+    return CACHE.default_path()
 
 
 def ensure_tiny_model(path: str | Path | None = None, *, progress: bool = True) -> Path:
-    """The cached tiny judge at ``path`` (default: :func:`default_tiny_model_path`)."""
+    """The tiny judge at ``path`` (default: :func:`default_tiny_model_path`), built if missing."""
     target = Path(path).expanduser() if path is not None else default_tiny_model_path()
     if is_complete(target):
         return target
     return build_tiny_model(target, progress=progress, replace=False)
+
+
+def recipe_digest(rows: list[Any], seed: int = 0, steps: int = STEPS) -> str:
+    """SHA-256 of what makes the judge: its training rows, seed, steps and settings."""
+    settings = {
+        "version": TINY_MODEL_VERSION,
+        "seed": seed,
+        "steps": steps,
+        "hidden": HIDDEN,
+        "head_dim": HEAD_DIM,
+        "layers": LAYERS,
+        "batch": BATCH,
+        "peak_lr": PEAK_LR,
+    }
+    digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode())
+    for row in rows:
+        digest.update(json.dumps(row, sort_keys=True).encode() + b"\n")
+    return digest.hexdigest()
 
 
 def _label_words() -> list[str]:
@@ -114,7 +151,8 @@ def build_tokenizer(texts: list[str], vocab_size: int = 1024) -> Any:
 
 def training_rows(seed: int = 0, episodes: int = EPISODES, formats: int = FORMAT_ROWS) -> list[Any]:
     """The tiny judge's training rows: ``episodes`` shop episodes (training variants, labelled
-    by the shop) and ``formats`` made-up format rows, in a seeded order."""
+    by the shop; the start page's judgements :data:`START_COPIES` times) and ``formats`` made-up
+    format rows, in a seeded order."""
     from webshepherd.daemon.demo.episodes import rows
     from webshepherd.daemon.demo.shop import ShopServer
     from webshepherd.daemon.demo.variants import training_variant
@@ -125,7 +163,9 @@ def training_rows(seed: int = 0, episodes: int = EPISODES, formats: int = FORMAT
     out: list[Any] = []
     with ShopServer() as server:
         for i in range(episodes):
-            out.extend(rows(server, training_variant(i), rng))
+            for row in rows(server, training_variant(i), rng):
+                start = row.get("step_id") == 0 and row.get("label") != "reference"
+                out.extend([row] * (START_COPIES if start else 1))
     for i in range(formats):
         e = example(rng)
         out.append(sft_row("sharegpt", e.messages, e.answer, {"task_id": f"format-{i}"}))
@@ -182,8 +222,13 @@ def build_tiny_model(
 
     model = AutoModelForCausalLM.from_pretrained(model_dir)
     card = json.loads((model_dir / "webshepherd-train.json").read_text("utf-8"))
-    meta = {"seed": seed, "steps": card["steps"], "final_loss": card["final_loss"]}
-    extras = [_CardFiles(model_dir)]
+    meta = {
+        "seed": seed,
+        "steps": card["steps"],
+        "final_loss": card["final_loss"],
+        "recipe": recipe_digest(rows, seed, steps),
+    }
+    extras = [_CardFiles(model_dir, base)]
     out = CACHE.save(tmp / "final", target, model, tok, extras, meta, started=started,
                      replace=replace)  # fmt: skip
     shutil.rmtree(tmp, ignore_errors=True)
@@ -223,14 +268,18 @@ def save_untrained_base(path: Path, seed: int = 0, rows: list[Any] | None = None
 
 
 class _CardFiles:
-    """Copies the training card beside the saved model (``save_pretrained``-like)."""
+    """Copies the training card beside the saved model (``save_pretrained``-like), the base's
+    temporary folder named by what it was."""
 
-    def __init__(self, source: Path) -> None:
-        self.source = source
+    BASE = "the tiny base (webshepherd.daemon.dev.tiny_model.save_untrained_base)"
+
+    def __init__(self, source: Path, base: Path) -> None:
+        self.source, self.base = source, base
 
     def save_pretrained(self, folder: Path) -> None:
         for name in ("webshepherd-train.json", "README.md"):
-            shutil.copy2(self.source / name, Path(folder) / name)
+            text = (self.source / name).read_text("utf-8")
+            (Path(folder) / name).write_text(text.replace(str(self.base), self.BASE), "utf-8")
 
 
 def tok_render(tok: Any, messages: list[dict[str, str]]) -> str:

@@ -70,3 +70,14 @@ def test_rows_are_the_served_prompts_with_targets_the_parsers_read() -> None:
     assert "## Agent's Response" in judge.messages[-1]["content"]
     assert judge.answer.rstrip().endswith("</answer>")
     assert judge.answer.count("Checklist ") >= 4
+
+
+def test_rows_do_not_depend_on_the_port_the_shop_serves_on() -> None:
+    """Two servers, two ephemeral ports: one seed gives the same rows, at a seeded address."""
+    with ShopServer() as a, ShopServer() as b:
+        assert a.url != b.url
+        rows_a = list(rows(a, training_variant(2), random.Random(5)))
+        rows_b = list(rows(b, training_variant(2), random.Random(5)))
+    assert rows_a == rows_b
+    text = repr(rows_a)
+    assert "http://127.0.0.1:" in text and a.url not in text and b.url not in text

@@ -33,21 +33,18 @@ def test_demo_runs_end_to_end(tiny_model_path: Path, tmp_path: Path) -> None:
     assert re.search(rf"order VW-\d+ placed in {len(steps)} steps", out)
     assert "knows only this shop" in out
     assert "reward per step" in out  # the terminal plot
-    # Real signal from the trained tiny judge (fixed seed and steps;
-    # its weights differ slightly between CPUs, so only wide margins are asserted).
+    # Real signal from the tiny judge that ships with the package (built by `train`).
     summary = json.loads((out_dir / "summary.json").read_text("utf-8"))
     t = summary["totals"]
     assert (t["steps"], t["candidates"]) == (7, 21)
     assert t["parsed"] >= 19, t
-    # Good action first in 5 of 7 steps (the issue asks for 6; bench/judge_training.py has the
-    # figures: the judge's weak steps are the decoy-like results page and the last checkout step)
-    assert t["agreed"] >= 5, t
+    # the good action first in 6 of 7 steps (bench/README.md, *The tiny judge*, has the figures)
+    assert t["agreed"] >= 6, t
     assert summary["outcome"]["status"] == "success" and "data_dir" not in summary
     # The executed (good) action's checklist verdicts move No -> In Progress -> Yes.
     rank = {"no": 0, "in_progress": 1, "yes": 2}
     trail = [[rank[s["checklist"][str(i)]] for s in summary["steps"]] for i in (1, 2, 3, 4)]
-    # (In Progress in between is the judge's: the tiny judge built on another machine with the
-    # same seed and steps showed it, the one built here says Yes at once; bench/README.md)
+    # (In Progress in between is the judge's to see: the tiny judge says Yes at once for some)
     assert trail[3][0] == 0 and trail[3][-1] == 2  # checkout: not begun, then done
     assert all(t == sorted(t) for t in (trail[0], trail[3]))  # search and checkout never regress
     assert all(t[-1] == 2 for t in trail)  # the order placed: every item done

@@ -6,7 +6,14 @@ import json
 from pathlib import Path
 
 import pytest
-from webshepherd.daemon.dev.tiny_model import MARKER, default_tiny_model_path, is_complete
+from webshepherd.daemon.dev.tiny_model import (
+    MARKER,
+    SHIPPED,
+    default_tiny_model_path,
+    is_complete,
+    recipe_digest,
+    training_rows,
+)
 from webshepherd.daemon.engine.labels import LABEL_VARIANTS, label_token_ids
 
 pytestmark = pytest.mark.model
@@ -60,3 +67,19 @@ def test_incomplete_folder_is_not_reused(tmp_path: Path, monkeypatch: pytest.Mon
     assert not is_complete(tmp_path / "m")
     (tmp_path / "m" / MARKER).write_text(json.dumps({"version": 0, "complete": True}))
     assert not is_complete(tmp_path / "m")
+
+
+def test_the_default_is_the_shipped_judge(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("WEBSHEPHERD_TINY_MODEL", raising=False)
+    assert is_complete(SHIPPED) and default_tiny_model_path() == SHIPPED
+
+
+def test_the_shipped_judge_is_what_the_recipe_builds() -> None:
+    """Its marker's digest is the current recipe's: rows, seed, steps and settings. A change to
+    the shop, the prompts or the settings fails here until the judge is rebuilt and shipped."""
+    meta = json.loads((SHIPPED / MARKER).read_text())
+    rows = training_rows(meta["seed"])
+    assert meta["recipe"] == recipe_digest(rows, meta["seed"], meta["steps"]), (
+        "the tiny judge's recipe changed: run `make tiny-judge-rebuild` and commit "
+        "daemon/dev/tiny_judge/"
+    )
