@@ -4,7 +4,7 @@
     .venv/bin/python bench/judge_training.py --judge "$(.venv/bin/webshepherd dev tiny-model)"
 
 Builds the tiny judge from scratch into a temporary folder (generated shop episodes, then
-``webshepherd train`` for ``--steps`` steps on CPU, as ``make demo`` does on first use) and
+``webshepherd train`` for ``--steps`` steps on CPU, as ``make tiny-judge-rebuild`` does) and
 times each phase. Then runs the text demo (``webshepherd demo --out``, the daemon in-process,
 two samples per candidate) with the untrained base and with the trained judge on the bundled
 shop, and with the trained judge on shop variants it never saw, and prints, per run, how many

@@ -4,8 +4,7 @@ judges the bundled shop, for tests and the demo.
 Its base (a tokenizer trained on the prompts, an untrained Qwen2 with head dimension 64, which
 vLLM's CPU attention takes) is fine-tuned by ``webshepherd train`` on the shop's generated
 episodes (:mod:`webshepherd.daemon.demo.episodes`: every candidate labelled by the shop) and on
-made-up format rows, with a fixed seed and a fixed number of steps: the same judge on every
-machine of one CPU kind (across CPUs the float results, so the weights, differ slightly).
+made-up format rows, with a fixed seed and a fixed number of steps (no time budget).
 It knows the shop's pattern, not the web; it is saved with ``save_pretrained`` and loaded
 back through ``from_pretrained`` like any checkpoint.
 
