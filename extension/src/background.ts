@@ -51,7 +51,8 @@ function onEvent(msg: ServerMessage) {
       pushView(views.checklist(msg.session_id, msg.items));
       break;
     case "score.progress": {
-      const text = views.progress(msg.session_id, msg.candidate, msg.delta);
+      const text = views.progress(msg.session_id, msg.candidate, msg.sample, msg.delta);
+      if (text === null) break;
       for (const tab of sessions.tabsOf(msg.session_id)) {
         sendToTab(tab, { kind: "progress", candidate: msg.candidate, text, origin: sessions.get(tab)?.origin });
       }

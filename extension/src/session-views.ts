@@ -43,7 +43,10 @@ export class SessionViews {
     return v;
   }
 
-  progress(sessionId: string, candidate: number, delta: string): string {
+  /** A candidate's streamed feedback: its first sample's text so far, or null for a delta of
+   * another sample (the samples of one candidate stream side by side; joined, they interleave). */
+  progress(sessionId: string, candidate: number, sample: number, delta: string): string | null {
+    if (sample !== 0) return null;
     const v = this.ensure(sessionId);
     v.progress[candidate] = (v.progress[candidate] ?? "") + delta;
     return v.progress[candidate]!;

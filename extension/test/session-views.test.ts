@@ -53,3 +53,13 @@ test("a tree search's branch: the node being tried, its parent and depth, what t
   v = views.treeNode(node(0, null, 0, "path", null));
   assert.equal(treeLine(v.tree!), "tree: node 0, depth 0, finished");
 });
+
+test("a candidate's streamed feedback is its first sample's: other samples' deltas do not interleave", () => {
+  const views = new SessionViews();
+  assert.equal(views.progress("s1", 0, 0, "The action does not move"), "The action does not move");
+  assert.equal(views.progress("s1", 0, 1, "The action does not move the task forward"), null);
+  assert.equal(views.progress("s1", 0, 0, " the task forward."), "The action does not move the task forward.");
+  assert.equal(views.progress("s1", 1, 0, "Yes"), "Yes");
+  views.scored(scored(1), undefined); // a new step starts afresh
+  assert.equal(views.progress("s1", 0, 0, "New"), "New");
+});
