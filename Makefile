@@ -20,9 +20,9 @@ $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 
 $(STAMP): pyproject.toml setup.py | $(VENV)/bin/python
-	$(PIP) install --upgrade pip setuptools wheel
-	$(PIP) install '$(TORCH_SPEC)'
-	$(PIP) install -e '.[all]'
+	$(PIP) install -q --upgrade pip setuptools wheel
+	$(PIP) install -q '$(TORCH_SPEC)'
+	$(PIP) install -q -e '.[all]'
 	touch $@
 
 setup: $(STAMP)

@@ -25,6 +25,9 @@ def _packages() -> tuple[list[str], dict[str, str]]:
         for sub in find_packages(folder):
             packages.append(f"{name}.{sub}")
             package_dir[f"{name}.{sub}"] = f"{folder}/{sub.replace('.', '/')}"
+    # data without Python: the tiny judge shipped with the package (daemon/dev/tiny_model.py)
+    packages.append("webshepherd.daemon.dev.tiny_judge")
+    package_dir["webshepherd.daemon.dev.tiny_judge"] = "daemon/dev/tiny_judge"
     return packages, package_dir
 
 
