@@ -185,14 +185,17 @@ def sse(url: str, body: dict) -> list[dict | str]:
 
 def test_streamed_chunks_add_up_to_the_whole_reply(server: OpenAIServer) -> None:
     body = {
-        "prompt": ["<|im_start|>user\nBuy shoes<|im_end|>\n<|im_start|>assistant\n", "x y"],
+        # both replies longer than the 8 characters "</answer>" holds back (the shipped judge
+        # answers "x y" with 6, which come, rightly, in one piece)
+        "prompt": [
+            "<|im_start|>user\nBuy shoes<|im_end|>\n<|im_start|>assistant\n",
+            "Checklist 1:",
+        ],
         "n": 1,
         "max_tokens": 40,
         "temperature": 0.0,
         "logprobs": 4,
-        # a stop string of two characters holds back one: with "</answer>" a reply shorter than
-        # eight characters (the tiny judge's to "x y") comes, rightly, in one piece
-        "stop": ["\n\n"],
+        "stop": ["</answer>", "\n\n"],
     }
     status, whole = post(f"{server.url}/completions", body)
     assert status == 200, whole
