@@ -81,7 +81,6 @@ UNMIRRORED: dict[str, str] = {
     "daemon/demo/browser_steps.py": "the browser demo: tests/e2e/test_demo_browser.py",
     "daemon/demo/demo_setup.py": "the demos' setup: tests/daemon/demo/test_run.py",
     "daemon/demo/shop.py": "the bundled shop: tests/daemon/demo/test_run.py, test_variants.py",
-    "daemon/demo/trap.py": "the trap shop: examples/tree_search.py in tests/examples/",
     "daemon/dev/model_cache.py": "the caches' paths: tests/daemon/dev/test_tiny_model.py",
     "daemon/dev/openai_completer.py": "the test endpoint: tests/daemon/engine/backends/",
     "daemon/dev/openai_server.py": "the test endpoint: tests/daemon/engine/backends/",

@@ -93,7 +93,7 @@ def add_demo_parser(sub: Any) -> None:
         "--trap",
         action="store_true",
         help="the shop with a trap (a sold-out cable listed as the cheapest), run by "
-        "--paradigm: step-by-step best-of-n falls in, tree search backtracks out",
+        "--paradigm: step-by-step best-of-n stalls, tree search backtracks out",
     )
     d.add_argument(
         "--paradigm",

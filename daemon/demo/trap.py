@@ -2,13 +2,17 @@
 
 The trap shop (:func:`~.variants.trap_variant`) lists a sold-out USB-C cable as the cheapest.
 The scripted policy reads the results, believes it and proposes it as "the cheapest", with the
-real cheapest as "the next cheapest"; the judge agrees (from the results nobody can tell). The
-product page then says "Sold out" and has no "Add to cart", and the policy proposes no way back
-(returning to an earlier state is the search's job), and it adds to the cart only the
-cheapest listed product it has not seen sold out. Step-by-step best-of-n takes the decoy and
-is stuck on its page; tree search, when its judge values everything there no higher than an
-unexplored sibling (within ``tie_margin``), resets the shop, replays the search to that
-sibling and orders the real cheapest cable.
+real cheapest as "the next cheapest". It adds to the cart only the cheapest listed product it
+has not seen sold out, and proposes no way back (returning to an earlier state is the search's
+job). The product page of the decoy says "Sold out" and has no "Add to cart".
+
+Step-by-step best-of-n is stuck whichever product page it opens: on the decoy's, nothing
+leads on; on the real cheapest's (the tiny judge that ships ranks that link a little higher,
+0.45 to 0.38: its training shops' decoys taught it that the cheapest listed is sometimes sold
+out), the policy, still believing the decoy cheaper, will not add it. Tree search, when its
+judge values everything on a page no higher than an unexplored sibling (within
+``tie_margin``), resets the shop and replays the search to that sibling: it tries the decoy,
+sees it sold out, and back on the real cheapest's page the policy adds it and checks out.
 
 The outcome is the shop's: ``success`` when the order holds the target, placed by the shopper.
 """

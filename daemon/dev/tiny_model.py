@@ -29,7 +29,7 @@ from typing import Any
 
 from webshepherd.daemon.dev.model_cache import ModelCache
 
-TINY_MODEL_VERSION = 10
+TINY_MODEL_VERSION = 11
 MARKER = "webshepherd-tiny-model.json"
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 CHAT_TEMPLATE = (
@@ -41,7 +41,7 @@ CHAT_TEMPLATE = (
 HIDDEN = 128
 HEAD_DIM = 64  # vLLM's CPU attention takes 32 and up (not 16)
 LAYERS = 2
-STEPS = 1000
+STEPS = 2000
 BATCH = 4
 PEAK_LR = 3e-3
 EPISODES = 200

@@ -23,7 +23,7 @@ from webshepherd.daemon.dev.model_cache import ModelCache
 from webshepherd.daemon.dev.tiny_model import ensure_tiny_model
 from webshepherd.daemon.dev.training import train_steps
 
-TINY_VISION_VERSION = 4  # one more with each new tiny text judge, its base
+TINY_VISION_VERSION = 5  # one more with each new tiny text judge, its base
 MARKER = "webshepherd-tiny-vision-model.json"
 VISION_TOKENS = ["<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>"]
 # ChatML; a list content's text parts as they are, an image part as the model's image markup

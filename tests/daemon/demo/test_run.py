@@ -38,16 +38,16 @@ def test_demo_runs_end_to_end(tiny_model_path: Path, tmp_path: Path) -> None:
     t = summary["totals"]
     assert (t["steps"], t["candidates"]) == (7, 21)
     assert t["parsed"] >= 19, t
-    # the good action first in 6 of 7 steps (bench/README.md, *The tiny judge*, has the figures)
+    # the good action first in 6 of 7 steps at least (bench/README.md, *The tiny judge*: 7/7)
     assert t["agreed"] >= 6, t
     assert summary["outcome"]["status"] == "success" and "data_dir" not in summary
     # The executed (good) action's checklist verdicts move No -> In Progress -> Yes.
     rank = {"no": 0, "in_progress": 1, "yes": 2}
     trail = [[rank[s["checklist"][str(i)]] for s in summary["steps"]] for i in (1, 2, 3, 4)]
-    # (In Progress in between is the judge's to see: the tiny judge says Yes at once for some)
-    assert trail[3][0] == 0 and trail[3][-1] == 2  # checkout: not begun, then done
-    assert all(t == sorted(t) for t in (trail[0], trail[3]))  # search and checkout never regress
+    assert all(t == sorted(t) for t in trail)  # no item ever regresses
     assert all(t[-1] == 2 for t in trail)  # the order placed: every item done
+    assert [t[0] for t in trail] == [1, 0, 0, 0]  # typing the query: the search under way
+    assert 1 in trail[3]  # checkout: under way (on its page, the name filled) before done
     assert f"ranked the scripted good action first in {t['agreed']} of 7" in out
     # Nothing of the user's was touched: the daemon used a temporary data dir, deleted at exit.
     assert not (tmp_path / "user-data").exists() and not (tmp_path / "user-config").exists()
