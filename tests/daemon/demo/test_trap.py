@@ -11,6 +11,7 @@ tests/protocol/agents/test_tree.py.
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -50,7 +51,7 @@ def test_tree_search_leaves_the_trap_and_orders_the_cheapest_cable(
     # the returned path runs root first, parent to child, and ends in the final answer
     path = [nodes[i] for i in tree["path"]]
     assert path[0]["parent"] is None
-    assert all(b["parent"] == a["id"] for a, b in zip(path, path[1:], strict=False))
+    assert all(b["parent"] == a["id"] for a, b in itertools.pairwise(path))
     assert path[-1]["action"].startswith("send_msg_to_user(") and path[-1]["status"] == "done"
     assert any(n["replayed"] for n in path)  # it went back: the prefix was replayed
     # the judge's values rise along the path to the order (checklist progress)
