@@ -9,7 +9,7 @@ It knows the shop's pattern, not the web; it is saved with ``save_pretrained`` a
 back through ``from_pretrained`` like any checkpoint.
 
 The judge this recipe built ships with the package (:data:`SHIPPED`, 3 MB), so that the demo and
-the tests run the same judge everywhere, at once: training takes a quarter of an hour on a
+the tests run the same judge everywhere, at once: training takes half an hour on a
 laptop's CPU, and float results differ between CPU kinds. Its marker records the digest of the
 recipe (:func:`recipe_digest`: training rows and settings); a test recomputes it, so a change to
 the shop, the prompts or the settings that would change the judge is caught until
