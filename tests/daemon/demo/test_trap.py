@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from webshepherd.daemon.demo.trap import BRANCHING, TrapOptions
 
 from tests.fixtures.demo_cli import DEMO, demo_env, run_demo
 
@@ -57,7 +58,7 @@ def test_tree_search_leaves_the_trap_and_orders_the_cheapest_cable(
     # the judge's values rise along the path to the order (checklist progress)
     rewards = [n["reward"] for n in path[1:-1]]
     assert rewards[0] < 0.2 and rewards[-1] > 0.9, rewards
-    assert s["model_calls"] == tree["model_calls"] <= 6 * 30
+    assert s["model_calls"] == tree["model_calls"] <= BRANCHING * TrapOptions().max_expansions
 
 
 def test_step_by_step_best_of_n_does_not_order(tiny_model_path: Path, tmp_path: Path) -> None:

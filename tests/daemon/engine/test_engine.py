@@ -169,7 +169,7 @@ def test_missing_model_says_what_was_tried(tmp_path: Path, monkeypatch: pytest.M
 
 
 def test_unparseable_checklist_is_a_clear_model_error(tiny_engine: Engine) -> None:
-    # one token: the shipped tiny judge (greedy) begins this checklist with a bare "-"
+    # one token: no "Checklist N:" line fits (the shipped judge begins with "[", of "[SUBGOAL")
     engine = Engine(tiny_engine.backend, EngineConfig(checklist_max_new_tokens=1))
     with pytest.raises(ModelError, match="could not be parsed: no 'Checklist N: …' line"):
         engine.make_checklist("Buy red shoes", "http://shop.example.com", TREE)

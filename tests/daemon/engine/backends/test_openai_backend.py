@@ -186,11 +186,8 @@ def sse(url: str, body: dict) -> list[dict | str]:
 def test_streamed_chunks_add_up_to_the_whole_reply(server: OpenAIServer) -> None:
     body = {
         # both replies longer than the 8 characters "</answer>" holds back (the shipped judge
-        # answers "x y" with 6, which come, rightly, in one piece)
-        "prompt": [
-            "<|im_start|>user\nBuy shoes<|im_end|>\n<|im_start|>assistant\n",
-            "Checklist 1:",
-        ],
+        # answers "Checklist 1:" with " Yes\n", 5, which come, rightly, in one piece)
+        "prompt": ["<|im_start|>user\nBuy shoes<|im_end|>\n<|im_start|>assistant\n", "x y"],
         "n": 1,
         "max_tokens": 40,
         "temperature": 0.0,
