@@ -35,7 +35,13 @@ Outcome = Literal["success", "failure", "unknown"]
 ApprovalMode = Literal["auto", "always", "never"]
 Decision = Literal["approve", "reject", "edit"]
 DecisionStatus = Literal["auto", "approved", "rejected", "edited", "timeout"]
-ApprovalReason = Literal["below_threshold", "reward_drop", "always"]
+#: Why a step waits for a person: the reward policy (below the threshold, a drop), the agent
+#: asked (``always``), or a guard held an action that commits (``guarded``; addition to v1).
+ApprovalReason = Literal["below_threshold", "reward_drop", "always", "guarded"]
+#: The guards' rules (addition to v1; sessions/guards.py): a form submitted with a method other
+#: than GET, an element whose name matches the configured words, a step that leaves the
+#: session's origin, a download.
+GuardRule = Literal["form_submit", "name_match", "leaves_origin", "download"]
 ChecklistSource = Literal["generated", "reference"]
 SessionState = Literal["running", "waiting_approval", "ended"]
 
@@ -80,6 +86,33 @@ Box = Annotated[list[float], Field(min_length=4, max_length=4)]
 MAX_BOXES = 20_000
 
 
+MAX_ELEMENTS = 20_000
+
+
+class ElementFacts(Model):
+    """What the page says of one element that an action may target, read from the DOM by the
+    capture, never from a model (addition to v1): the guards decide from these."""
+
+    tag: str = Field(max_length=64, description="The element's tag name, lower case.")
+    href: str | None = Field(
+        default=None, max_length=8192, description="A link's resolved target (absolute URL)."
+    )
+    download: bool = Field(default=False, description="A link with the `download` attribute.")
+    submits: bool = Field(
+        default=False,
+        description="Activating it submits a form (a submit button or input, or a control of a "
+        "form that Enter submits).",
+    )
+    form_method: str | None = Field(
+        default=None,
+        max_length=16,
+        description="The method of the form it submits (upper case; 'GET', 'POST', 'DIALOG').",
+    )
+    form_action: str | None = Field(
+        default=None, max_length=8192, description="Where that form submits (absolute URL)."
+    )
+
+
 class Observation(Model):
     url: str = Field(max_length=8192)
     axtree: str
@@ -89,6 +122,12 @@ class Observation(Model):
         max_length=MAX_BOXES,
         description="bid -> [left, top, width, height] on the screenshot, in its pixels "
         "(addition to v1; reports outline candidates' targets with them).",
+    )
+    elements: dict[str, ElementFacts] | None = Field(
+        default=None,
+        max_length=MAX_ELEMENTS,
+        description="bid -> what the page says of the element: link targets, downloads, which "
+        "form it submits with which method (addition to v1; the guards read them).",
     )
 
 
@@ -265,6 +304,49 @@ class ScoredCandidate:
 
     candidate: Candidate
     result: CandidateResult
+
+
+class GuardHit(Model):
+    """One guard rule an action met (addition to v1): the rule and what on the page met it."""
+
+    rule: GuardRule
+    detail: str = Field(max_length=1024, description="E.g. \"submits a POST form to /checkout\".")
+
+
+class CardTarget(Model):
+    """The element an action targets, as the step's observation shows it."""
+
+    bid: str = Field(max_length=64)
+    role: str | None = Field(default=None, max_length=128)
+    name: str | None = Field(default=None, max_length=1024)
+    box: Box | None = Field(default=None, description="Its box on the step's screenshot.")
+
+
+class CardCandidate(Model):
+    index: int = Field(ge=0)
+    action: str
+    reward: float | None
+
+
+class ApprovalCard(Model):
+    """What a person needs to judge a held step, read from the step's observation and results
+    by the daemon (addition to v1): the TUI and the extension show the same card."""
+
+    target: CardTarget | None = None
+    destination: str | None = Field(
+        default=None,
+        max_length=8192,
+        description="Where it leads: a goto's URL, a link's target or the submitted form's action.",
+    )
+    typed: str | None = Field(default=None, description="The text a fill or type action enters.")
+    thought: str = ""
+    feedback: str = Field(default="", description="The judge's parsed feedback, not its raw text.")
+    others: list[CardCandidate] = Field(
+        default_factory=list, description="The step's other candidates, best first."
+    )
+    screenshot: Screenshot | None = Field(
+        default=None, description="The step's screenshot, where the target's box is known."
+    )
 
 
 class DecisionInfo(Model):

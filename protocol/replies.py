@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import Field
 from webshepherd.protocol.common import (
     AgentInfo,
+    ApprovalCard,
     ApprovalReason,
     Candidate,
     CandidateResult,
@@ -20,11 +21,13 @@ from webshepherd.protocol.common import (
     DaemonInfo,
     DecisionInfo,
     DeviceStats,
+    GuardHit,
     JudgeUsage,
     Model,
     OtlpStats,
     Outcome,
     RequestId,
+    Role,
     Screenshot,
     SessionId,
     SessionSource,
@@ -41,6 +44,25 @@ class Welcome(Model):
     id: RequestId
     protocol: int
     daemon: DaemonInfo
+    role: Role = Field(
+        default="agent",
+        description="The role the daemon gave this connection: 'agent' unless `hello` carried "
+        "a valid approver credential, whose pairing set the role (addition to v1).",
+    )
+    approver: bool = Field(
+        default=False,
+        description="This connection may decide approvals and label as a person (addition to v1).",
+    )
+
+
+class Paired(Model):
+    """Reply to ``pair``: the approver credential, shown once (addition to v1)."""
+
+    type: Literal["paired"] = "paired"
+    id: RequestId
+    credential: str
+    role: Role
+    name: str
 
 
 class Error(Model):
@@ -115,6 +137,13 @@ class ApprovalRequest(Model):
     feedback: str = ""
     reason: ApprovalReason
     expires_in_s: float
+    guard: list[GuardHit] = Field(
+        default_factory=list,
+        description="The guard rules the action met (addition to v1); held whatever the reward.",
+    )
+    card: ApprovalCard | None = Field(
+        default=None, description="What a person needs to judge it (addition to v1)."
+    )
 
 
 class ApprovalResolved(Model):

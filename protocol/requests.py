@@ -38,6 +38,22 @@ class Hello(Model):
     protocol: int
     token: str = Field(max_length=512)
     client: ClientInfo
+    approver: str | None = Field(
+        default=None,
+        max_length=512,
+        description="A person's approver credential from pairing (addition to v1): the only "
+        "way a connection may decide approvals, label as a person or change the policy.",
+    )
+
+
+class Pair(Model):
+    """A person's tool pairs with a one-time code that `webshepherd pair` showed the person
+    (addition to v1; docs/protocol-additions.md, "Pairing")."""
+
+    type: Literal["pair"] = "pair"
+    id: RequestId
+    code: str = Field(min_length=1, max_length=64)
+    name: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9 ._-]*$")
 
 
 class SessionStart(Model):

@@ -18,6 +18,7 @@ from webshepherd.protocol.replies import (
     HookRedeemed,
     LabelRecorded,
     Observed,
+    Paired,
     Pong,
     Scored,
     ScoreProgress,
@@ -40,6 +41,7 @@ from webshepherd.protocol.requests import (
     HookRedeem,
     Label,
     Observe,
+    Pair,
     Ping,
     Score,
     SessionEnd,
@@ -65,6 +67,7 @@ ClientMessage = Annotated[
     | HookRedeem
     | Label
     | TreeNode
+    | Pair
     | Ping,
     Field(discriminator="type"),
 ]
@@ -92,6 +95,7 @@ ServerMessage = Annotated[
     | LabelRecorded
     | TreeNodeRecorded
     | TreeNodeEvent
+    | Paired
     | Pong,
     Field(discriminator="type"),
 ]

@@ -394,6 +394,8 @@ class DaemonServer:
             case rq.TreeNode():
                 self._check_agent_holds(conn, msg.session_id, "tree.node")
                 await self._step(msg.session_id, lambda: core.tree_node(conn.id, msg))
+            case rq.Pair():
+                raise ProtocolError("pair: pairing is not implemented yet")
             case rq.Ping():
                 conn.send(dump(Pong(id=msg.id)), reply=True)
             case _:

@@ -19,7 +19,12 @@ export type ClientMessage =
   | HookRedeem
   | Label
   | TreeNode
+  | Pair
   | Ping;
+/**
+ * A person's approver credential from pairing (addition to v1): the only way a connection may decide approvals, label as a person or change the policy.
+ */
+export type Approver = string | null;
 export type Name = string;
 export type Role = "agent" | "extension" | "monitor";
 export type Version = string | null;
@@ -57,6 +62,36 @@ export type Boxes = {
    */
   [k: string]: [number, number, number, number] | undefined;
 } | null;
+/**
+ * bid -> what the page says of the element: link targets, downloads, which form it submits with which method (addition to v1; the guards read them).
+ */
+export type Elements = {
+  [k: string]: ElementFacts | undefined;
+} | null;
+/**
+ * A link with the `download` attribute.
+ */
+export type Download = boolean;
+/**
+ * Where that form submits (absolute URL).
+ */
+export type FormAction = string | null;
+/**
+ * The method of the form it submits (upper case; 'GET', 'POST', 'DIALOG').
+ */
+export type FormMethod = string | null;
+/**
+ * A link's resolved target (absolute URL).
+ */
+export type Href = string | null;
+/**
+ * Activating it submits a form (a submit button or input, or a control of a form that Enter submits).
+ */
+export type Submits = boolean;
+/**
+ * The element's tag name, lower case.
+ */
+export type Tag = string;
 /**
  * Base64 image bytes; null in events sent to subscribers.
  */
@@ -257,11 +292,18 @@ export type Type13 = "tree.node";
  * The page it led to.
  */
 export type Url2 = string | null;
+export type Code = string;
 /**
  * Chosen by the sender, unique per connection.
  */
 export type Id14 = string;
-export type Type14 = "ping";
+export type Name2 = string;
+export type Type14 = "pair";
+/**
+ * Chosen by the sender, unique per connection.
+ */
+export type Id15 = string;
+export type Type15 = "ping";
 export type ServerMessage =
   | Welcome
   | Error1
@@ -285,16 +327,25 @@ export type ServerMessage =
   | LabelRecorded
   | TreeNodeRecorded
   | TreeNodeEvent
+  | Paired
   | Pong;
+/**
+ * This connection may decide approvals and label as a person (addition to v1).
+ */
+export type Approver1 = boolean;
 export type Backend = string;
 export type Model = string;
 export type Version1 = string;
 /**
  * Chosen by the sender, unique per connection.
  */
-export type Id15 = string;
+export type Id16 = string;
 export type Protocol1 = number;
-export type Type15 = "welcome";
+/**
+ * The role the daemon gave this connection: 'agent' unless `hello` carried a valid approver credential, whose pairing set the role (addition to v1).
+ */
+export type Role1 = "agent" | "extension" | "monitor";
+export type Type16 = "welcome";
 /**
  * Error codes of protocol v1 (protocol.md, "Envelope").
  */
@@ -308,16 +359,16 @@ export type ErrorCode =
   | "overloaded"
   | "timeout"
   | "internal";
-export type Id16 = string | null;
+export type Id17 = string | null;
 export type Message = string;
 export type Retryable = boolean;
-export type Type16 = "error";
-export type Id17 = string | null;
+export type Type17 = "error";
+export type Id18 = string | null;
 export type Intent1 = string | null;
 export type SessionId8 = string;
 export type Source3 = ("agent" | "human" | "import") | null;
 export type StartUrl1 = string | null;
-export type Type17 = "session.started";
+export type Type18 = "session.started";
 export type Goal = string | null;
 export type Index = number;
 export type Title = string;
@@ -325,19 +376,19 @@ export type Items1 = ChecklistItem[];
 export type SessionId9 = string;
 export type Source4 = "generated" | "reference";
 export type Text = string;
-export type Type18 = "checklist";
+export type Type19 = "checklist";
 export type Axtree2 = string | null;
-export type Id18 = string | null;
+export type Id19 = string | null;
 export type SessionId10 = string | null;
 export type Step3 = number;
-export type Type19 = "observed";
+export type Type20 = "observed";
 export type Url3 = string | null;
 export type Candidate1 = number;
 export type Delta = string;
 export type Request = string;
 export type Sample = number;
 export type SessionId11 = string;
-export type Type20 = "score.progress";
+export type Type21 = "score.progress";
 export type Best = number | null;
 /**
  * Echo of the scored candidates (events).
@@ -348,7 +399,7 @@ export type By = string | null;
 export type Index1 = number | null;
 export type Note2 = string | null;
 export type Status1 = "auto" | "approved" | "rejected" | "edited" | "timeout";
-export type Id19 = string | null;
+export type Id20 = string | null;
 export type Feedback = string;
 export type Index2 = number;
 export type InProgress = number;
@@ -385,44 +436,80 @@ export type SessionId12 = string;
 export type Step4 = number;
 export type ModelMs = number;
 export type QueueMs = number;
-export type Type21 = "scored";
+export type Type22 = "scored";
 export type CandidateIndex = number | null;
-export type ExpiresInS = number;
+/**
+ * Where it leads: a goto's URL, a link's target or the submitted form's action.
+ */
+export type Destination = string | null;
+/**
+ * The judge's parsed feedback, not its raw text.
+ */
 export type Feedback1 = string;
-export type Reason = "below_threshold" | "reward_drop" | "always";
-export type RequestId1 = string;
+export type Action7 = string;
+export type Index4 = number;
 export type Reward3 = number | null;
+/**
+ * The step's other candidates, best first.
+ */
+export type Others = CardCandidate[];
+export type Bid = string;
+/**
+ * Its box on the step's screenshot.
+ */
+export type Box = [number, number, number, number] | null;
+export type Name3 = string | null;
+export type Role2 = string | null;
+export type Thought3 = string;
+/**
+ * The text a fill or type action enters.
+ */
+export type Typed = string | null;
+export type ExpiresInS = number;
+export type Feedback2 = string;
+/**
+ * E.g. "submits a POST form to /checkout".
+ */
+export type Detail = string;
+export type Rule = "form_submit" | "name_match" | "leaves_origin" | "download";
+/**
+ * The guard rules the action met (addition to v1); held whatever the reward.
+ */
+export type Guard = GuardHit[];
+export type Reason = "below_threshold" | "reward_drop" | "always" | "guarded";
+export type RequestId1 = string;
+export type Reward4 = number | null;
 export type SessionId13 = string;
 export type Step5 = number;
-export type Type22 = "approval.request";
-export type Action7 = string | null;
+export type Type23 = "approval.request";
+export type Action8 = string | null;
 export type By1 = string | null;
 export type Decision1 = "approve" | "reject" | "edit" | "timeout";
-export type Id20 = string | null;
+export type Id21 = string | null;
 export type Note3 = string | null;
 export type RequestId2 = string;
 export type SessionId14 = string | null;
-export type Type23 = "approval.resolved";
+export type Type24 = "approval.resolved";
 /**
  * Chosen by the sender, unique per connection.
  */
-export type Id21 = string;
+export type Id22 = string;
 export type SessionId15 = string;
 export type Step6 = number;
-export type Type24 = "action.recorded";
-export type Action8 = string;
+export type Type25 = "action.recorded";
+export type Action9 = string;
 export type SessionId16 = string;
 export type Source5 = "agent" | "human";
 export type Step7 = number;
-export type Thought3 = string | null;
-export type Type25 = "action";
+export type Thought4 = string | null;
+export type Type26 = "action";
 export type Answer1 = string | null;
-export type Id22 = string | null;
+export type Id23 = string | null;
 export type Outcome1 = "success" | "failure" | "unknown";
 export type SessionId17 = string;
-export type Type26 = "session.ended";
-export type Action9 = string;
-export type Detail = string;
+export type Type27 = "session.ended";
+export type Action10 = string;
+export type Detail1 = string;
 export type Kind = "repeated_action" | "element_mismatch" | "plan_adherence" | "stalled";
 /**
  * False when the signal is a warning.
@@ -441,17 +528,17 @@ export type SessionId18 = string;
  */
 export type StalledSteps = number | null;
 export type Step8 = number;
-export type Type27 = "signal";
-/**
- * Chosen by the sender, unique per connection.
- */
-export type Id23 = string;
-export type Sessions1 = "*" | string[];
-export type Type28 = "subscribed";
+export type Type28 = "signal";
 /**
  * Chosen by the sender, unique per connection.
  */
 export type Id24 = string;
+export type Sessions1 = "*" | string[];
+export type Type29 = "subscribed";
+/**
+ * Chosen by the sender, unique per connection.
+ */
+export type Id25 = string;
 /**
  * Unix time, seconds.
  */
@@ -466,7 +553,7 @@ export type StartUrl2 = string | null;
 export type State = "running" | "waiting_approval" | "ended";
 export type Steps = number;
 export type Sessions3 = SessionSummary[];
-export type Type29 = "sessions";
+export type Type30 = "sessions";
 /**
  * The session's events in order, each shaped as the event a subscriber received.
  */
@@ -476,16 +563,16 @@ export type Events = {
 /**
  * Chosen by the sender, unique per connection.
  */
-export type Id25 = string;
+export type Id26 = string;
 /**
  * Set when the events did not fit one frame: ask again with `after` = `next` for the rest (every page carries at least one event). Addition to v1.
  */
 export type Next = number | null;
-export type Type30 = "session";
+export type Type31 = "session";
 export type Connections = number;
 export type MemoryTotalMb = number | null;
 export type MemoryUsedMb = number | null;
-export type Name2 = string;
+export type Name4 = string;
 /**
  * Percent, 0-100.
  */
@@ -585,7 +672,7 @@ export type StepLatencyMsP50 = number | null;
 export type StepLatencyMsP95 = number | null;
 export type Time = number;
 export type TokensPerS = number;
-export type Type31 = "stats";
+export type Type32 = "stats";
 /**
  * The key must be redeemed within this time.
  */
@@ -593,34 +680,34 @@ export type ExpiresInS1 = number;
 /**
  * Chosen by the sender, unique per connection.
  */
-export type Id26 = string;
+export type Id27 = string;
 export type Key1 = string;
 export type SessionId20 = string | null;
-export type Type32 = "hook.granted";
-/**
- * Chosen by the sender, unique per connection.
- */
-export type Id27 = string;
-export type SessionId21 = string | null;
-export type Type33 = "hook.redeemed";
+export type Type33 = "hook.granted";
 /**
  * Chosen by the sender, unique per connection.
  */
 export type Id28 = string;
-export type SessionId22 = string;
-export type Step9 = number;
-export type Type34 = "label.recorded";
+export type SessionId21 = string | null;
+export type Type34 = "hook.redeemed";
 /**
  * Chosen by the sender, unique per connection.
  */
 export type Id29 = string;
+export type SessionId22 = string;
+export type Step9 = number;
+export type Type35 = "label.recorded";
+/**
+ * Chosen by the sender, unique per connection.
+ */
+export type Id30 = string;
 export type Node1 = number;
 export type SessionId23 = string;
-export type Type35 = "tree.node.recorded";
+export type Type36 = "tree.node.recorded";
 /**
  * The action from its parent (null only for the root).
  */
-export type Action10 = string | null;
+export type Action11 = string | null;
 /**
  * Policy proposals of this action.
  */
@@ -657,30 +744,39 @@ export type Replays1 = number;
 /**
  * Its value: the judge's reward for it.
  */
-export type Reward4 = number | null;
+export type Reward5 = number | null;
 export type SessionId24 = string;
 export type Status2 = "frontier" | "expanded" | "leaf" | "done" | "failed" | "stale";
 /**
  * The scored step its action was a candidate of (the parent's expansion).
  */
 export type Step10 = number | null;
-export type Thought4 = string | null;
+export type Thought5 = string | null;
 /**
  * The node the search is trying now (its action runs once the environment is at its parent).
  */
 export type Trying1 = number | null;
-export type Type36 = "tree.node";
+export type Type37 = "tree.node";
 /**
  * The page it led to.
  */
 export type Url4 = string | null;
+export type Credential = string;
 /**
  * Chosen by the sender, unique per connection.
  */
-export type Id30 = string;
-export type Type37 = "pong";
+export type Id31 = string;
+export type Name5 = string;
+export type Role3 = "agent" | "extension" | "monitor";
+export type Type38 = "paired";
+/**
+ * Chosen by the sender, unique per connection.
+ */
+export type Id32 = string;
+export type Type39 = "pong";
 
 export interface Hello {
+  approver?: Approver;
   client: ClientInfo;
   id: Id;
   protocol: Protocol;
@@ -711,8 +807,21 @@ export interface AgentInfo {
 export interface Observation {
   axtree: Axtree;
   boxes?: Boxes;
+  elements?: Elements;
   screenshot?: Screenshot | null;
   url: Url;
+}
+/**
+ * What the page says of one element that an action may target, read from the DOM by the
+ * capture, never from a model (addition to v1): the guards decide from these.
+ */
+export interface ElementFacts {
+  download?: Download;
+  form_action?: FormAction;
+  form_method?: FormMethod;
+  href?: Href;
+  submits?: Submits;
+  tag: Tag;
 }
 export interface Screenshot {
   data?: Data;
@@ -837,17 +946,29 @@ export interface TreeNode {
   url?: Url2;
 }
 /**
+ * A person's tool pairs with a one-time code that `webshepherd pair` showed the person
+ * (addition to v1; docs/protocol-additions.md, "Pairing").
+ */
+export interface Pair {
+  code: Code;
+  id: Id14;
+  name: Name2;
+  type: Type14;
+}
+/**
  * Application-level keepalive (an MV3 service worker needs one about every 20 s). Addition to v1.
  */
 export interface Ping {
-  id: Id14;
-  type: Type14;
+  id: Id15;
+  type: Type15;
 }
 export interface Welcome {
+  approver?: Approver1;
   daemon: DaemonInfo;
-  id: Id15;
+  id: Id16;
   protocol: Protocol1;
-  type: Type15;
+  role?: Role1;
+  type: Type16;
 }
 export interface DaemonInfo {
   backend: Backend;
@@ -856,26 +977,26 @@ export interface DaemonInfo {
 }
 export interface Error1 {
   code: ErrorCode;
-  id?: Id16;
+  id?: Id17;
   message: Message;
   retryable?: Retryable;
-  type: Type16;
+  type: Type17;
 }
 export interface SessionStarted {
   agent?: AgentInfo | null;
-  id?: Id17;
+  id?: Id18;
   intent?: Intent1;
   session_id: SessionId8;
   source?: Source3;
   start_url?: StartUrl1;
-  type: Type17;
+  type: Type18;
 }
 export interface Checklist1 {
   items: Items1;
   session_id: SessionId9;
   source: Source4;
   text: Text;
-  type: Type18;
+  type: Type19;
 }
 export interface ChecklistItem {
   goal?: Goal;
@@ -884,14 +1005,14 @@ export interface ChecklistItem {
 }
 export interface Observed {
   axtree?: Axtree2;
-  id?: Id18;
+  id?: Id19;
   /**
    * Events carry the mime only (data null).
    */
   screenshot?: Screenshot | null;
   session_id?: SessionId10;
   step: Step3;
-  type: Type19;
+  type: Type20;
   url?: Url3;
 }
 export interface ScoreProgress {
@@ -900,18 +1021,18 @@ export interface ScoreProgress {
   request: Request;
   sample: Sample;
   session_id: SessionId11;
-  type: Type20;
+  type: Type21;
 }
 export interface Scored {
   best: Best;
   candidates?: Candidates1;
   decision: DecisionInfo;
-  id?: Id19;
+  id?: Id20;
   results: Results;
   session_id: SessionId12;
   step: Step4;
   timing?: Timing;
-  type: Type21;
+  type: Type22;
 }
 export interface DecisionInfo {
   action?: Action6;
@@ -953,48 +1074,90 @@ export interface Timing {
 export interface ApprovalRequest {
   candidate: Candidate;
   candidate_index?: CandidateIndex;
+  /**
+   * What a person needs to judge it (addition to v1).
+   */
+  card?: ApprovalCard | null;
   expires_in_s: ExpiresInS;
-  feedback?: Feedback1;
+  feedback?: Feedback2;
+  guard?: Guard;
   reason: Reason;
   request_id: RequestId1;
-  reward: Reward3;
+  reward: Reward4;
   session_id: SessionId13;
   step: Step5;
-  type: Type22;
+  type: Type23;
+}
+/**
+ * What a person needs to judge a held step, read from the step's observation and results
+ * by the daemon (addition to v1): the TUI and the extension show the same card.
+ */
+export interface ApprovalCard {
+  destination?: Destination;
+  feedback?: Feedback1;
+  others?: Others;
+  /**
+   * The step's screenshot, where the target's box is known.
+   */
+  screenshot?: Screenshot | null;
+  target?: CardTarget | null;
+  thought?: Thought3;
+  typed?: Typed;
+}
+export interface CardCandidate {
+  action: Action7;
+  index: Index4;
+  reward: Reward3;
+}
+/**
+ * The element an action targets, as the step's observation shows it.
+ */
+export interface CardTarget {
+  bid: Bid;
+  box?: Box;
+  name?: Name3;
+  role?: Role2;
+}
+/**
+ * One guard rule an action met (addition to v1): the rule and what on the page met it.
+ */
+export interface GuardHit {
+  detail: Detail;
+  rule: Rule;
 }
 export interface ApprovalResolved {
-  action?: Action7;
+  action?: Action8;
   by?: By1;
   decision: Decision1;
-  id?: Id20;
+  id?: Id21;
   note?: Note3;
   request_id: RequestId2;
   session_id?: SessionId14;
-  type: Type23;
+  type: Type24;
 }
 /**
  * Reply to ``action``; subscribers receive the ``action`` event instead.
  */
 export interface ActionRecorded {
-  id: Id21;
+  id: Id22;
   session_id: SessionId15;
   step: Step6;
-  type: Type24;
+  type: Type25;
 }
 export interface ActionEvent {
-  action: Action8;
+  action: Action9;
   session_id: SessionId16;
   source?: Source5;
   step: Step7;
-  thought?: Thought3;
-  type: Type25;
+  thought?: Thought4;
+  type: Type26;
 }
 export interface SessionEnded {
   answer?: Answer1;
-  id?: Id22;
+  id?: Id23;
   outcome: Outcome1;
   session_id: SessionId17;
-  type: Type26;
+  type: Type27;
 }
 /**
  * A live process signal about one executed action (addition to v1; see protocol-additions.md).
@@ -1007,8 +1170,8 @@ export interface SessionEnded {
  * least the session's ``agent.stalled_after``).
  */
 export interface Signal {
-  action: Action9;
-  detail?: Detail;
+  action: Action10;
+  detail?: Detail1;
   kind: Kind;
   ok: Ok;
   plan_step?: PlanStep;
@@ -1018,20 +1181,20 @@ export interface Signal {
   session_id: SessionId18;
   stalled_steps?: StalledSteps;
   step: Step8;
-  type: Type27;
+  type: Type28;
 }
 export interface Subscribed {
-  id: Id23;
+  id: Id24;
   sessions: Sessions1;
-  type: Type28;
+  type: Type29;
 }
 /**
  * Reply to ``sessions.list``: newest first.
  */
 export interface Sessions2 {
-  id: Id24;
+  id: Id25;
   sessions: Sessions3;
-  type: Type29;
+  type: Type30;
 }
 export interface SessionSummary {
   agent?: AgentInfo;
@@ -1052,10 +1215,10 @@ export interface SessionSummary {
 export interface Session {
   checklist?: Checklist1 | null;
   events?: Events;
-  id: Id25;
+  id: Id26;
   next?: Next;
   session: SessionSummary;
-  type: Type30;
+  type: Type31;
 }
 export interface Stats {
   connections?: Connections;
@@ -1080,12 +1243,12 @@ export interface Stats {
   step_latency_ms_p95?: StepLatencyMsP95;
   time: Time;
   tokens_per_s: TokensPerS;
-  type: Type31;
+  type: Type32;
 }
 export interface DeviceStats {
   memory_total_mb?: MemoryTotalMb;
   memory_used_mb?: MemoryUsedMb;
-  name: Name2;
+  name: Name4;
   utilization?: Utilization;
 }
 /**
@@ -1134,43 +1297,43 @@ export interface RemoteEngineStats {
  */
 export interface HookGranted {
   expires_in_s: ExpiresInS1;
-  id: Id26;
+  id: Id27;
   key: Key1;
   session_id?: SessionId20;
-  type: Type32;
+  type: Type33;
 }
 /**
  * Reply to ``hook.redeem``: the session the key follows (null: it may start one).
  */
 export interface HookRedeemed {
-  id: Id27;
+  id: Id28;
   session_id?: SessionId21;
-  type: Type33;
+  type: Type34;
 }
 /**
  * Reply to ``label`` (addition to v1): the labels are in the recording.
  */
 export interface LabelRecorded {
-  id: Id28;
+  id: Id29;
   session_id: SessionId22;
   step: Step9;
-  type: Type34;
+  type: Type35;
 }
 /**
  * Reply to ``tree.node`` (addition to v1): the node's update is in the recording.
  */
 export interface TreeNodeRecorded {
-  id: Id29;
+  id: Id30;
   node: Node1;
   session_id: SessionId23;
-  type: Type35;
+  type: Type36;
 }
 /**
  * A node of a session's search tree, as its agent reported it (addition to v1): to the
  * session's subscribers, and in its event log.
  */
 export interface TreeNodeEvent {
-  action?: Action10;
+  action?: Action11;
   count?: Count1;
   depth: Depth1;
   error?: Error2;
@@ -1180,16 +1343,26 @@ export interface TreeNodeEvent {
   node: Node2;
   parent?: Parent1;
   replays?: Replays1;
-  reward?: Reward4;
+  reward?: Reward5;
   session_id: SessionId24;
   status: Status2;
   step?: Step10;
-  thought?: Thought4;
+  thought?: Thought5;
   trying?: Trying1;
-  type: Type36;
+  type: Type37;
   url?: Url4;
 }
+/**
+ * Reply to ``pair``: the approver credential, shown once (addition to v1).
+ */
+export interface Paired {
+  credential: Credential;
+  id: Id31;
+  name: Name5;
+  role: Role3;
+  type: Type38;
+}
 export interface Pong {
-  id: Id30;
-  type: Type37;
+  id: Id32;
+  type: Type39;
 }
