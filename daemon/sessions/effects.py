@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel
 from webshepherd.daemon.records import Record
-from webshepherd.protocol.common import ApprovalMode, Turn
+from webshepherd.protocol.common import ApprovalMode, ElementFacts, Turn
 
 
 @dataclass(frozen=True)
@@ -60,6 +60,9 @@ class RunScore:
     approval: ApprovalMode
     screenshot: bytes | None = None  # the latest observation's (the judge may look at it)
     screenshot_mime: str | None = None
+    # the observation's element boxes and facts (the approval card, the guards read them)
+    boxes: dict[str, list[float]] | None = None
+    elements: dict[str, ElementFacts] | None = None
 
 
 @dataclass(frozen=True)

@@ -228,6 +228,7 @@ class SessionCore:
         st.url, st.axtree = obs.url, obs.axtree
         st.screenshot = blob
         st.screenshot_mime = obs.screenshot.mime if obs.screenshot and blob else None
+        st.boxes, st.elements = obs.boxes, obs.elements
         self.signals.observed(st.session_id, obs.url, obs.axtree)
         event = Observed(
             session_id=st.session_id,
@@ -381,6 +382,8 @@ class SessionCore:
                 msg.approval,
                 st.screenshot,
                 st.screenshot_mime,
+                st.boxes,
+                st.elements,
             )
         )
         return out

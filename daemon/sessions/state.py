@@ -11,6 +11,7 @@ from webshepherd.daemon.records import StoredSession
 from webshepherd.daemon.sessions.convert import parsed_checklist
 from webshepherd.protocol.common import (
     AgentInfo,
+    ElementFacts,
     Outcome,
     SessionSource,
     SessionState,
@@ -35,6 +36,9 @@ class LiveSession:
     # the latest observation's screenshot (kept in memory only: after a restart, text)
     screenshot: bytes | None = None
     screenshot_mime: str | None = None
+    # the latest observation's element boxes and facts (in memory only, like the screenshot)
+    boxes: dict[str, list[float]] | None = None
+    elements: dict[str, ElementFacts] | None = None
     checklist: ParsedChecklist | None = None
     # Set by the engine's worker thread as soon as the checklist exists, so a score
     # job queued behind the checklist job of the same session can read it.
