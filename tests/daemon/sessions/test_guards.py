@@ -1,0 +1,188 @@
+"""The guard policy, without sockets: each rule from the page's facts and the action string."""
+
+from __future__ import annotations
+
+import pytest
+from webshepherd.daemon.sessions.guards import (
+    ALL_RULES,
+    DEFAULT_WORDS,
+    GuardPolicy,
+    describe_guards,
+    guard_hits,
+    origin_of,
+    parse_rules,
+    session_origin,
+)
+from webshepherd.protocol.common import ElementFacts
+
+ORIGIN = "http://shop.test:8000"
+URL = f"{ORIGIN}/checkout"
+AXTREE = "\n".join(
+    [
+        "RootWebArea 'Checkout', focused, url='http://shop.test:8000/checkout'",
+        "\t[10] link 'Orders'",
+        "\t[11] textbox 'Name' value='Ada'",
+        "\t[12] button 'Place order'",
+        "\t[13] button 'Search'",
+        "\t[14] link 'Partner site'",
+        "\t[15] link 'Manual'",
+        "\t[16] link 'Report.csv'",
+        "\t[17] button 'Save'",
+        "\t[18] button 'Repay\u200bment'",
+        "\t[19] button 'PAY NOW'",
+        '\t[20] button "Don\'t cancel"',
+        "\t[21] button 'Sign in'",
+        "\t[22] button 'Sign   up'",
+        "\t[23] button 'P\u200bay'",
+        "\t[24] textbox 'Comment', focused",
+        "\t[25] button 'Go'",
+    ]
+)
+ELEMENTS = {
+    "10": ElementFacts(tag="a", href=f"{ORIGIN}/orders"),
+    "11": ElementFacts(tag="input", submits=True, form_method="POST", form_action=f"{ORIGIN}/o"),
+    "12": ElementFacts(tag="button", submits=True, form_method="POST", form_action=f"{ORIGIN}/o"),
+    "13": ElementFacts(
+        tag="button", submits=True, form_method="GET", form_action=f"{ORIGIN}/search"
+    ),
+    "14": ElementFacts(tag="a", href="https://partner.example/"),
+    "15": ElementFacts(tag="a", href=f"{ORIGIN}/files/manual.PDF"),
+    "16": ElementFacts(tag="a", href=f"{ORIGIN}/export", download=True),
+    "17": ElementFacts(tag="button", submits=True, form_method="DIALOG"),
+    "24": ElementFacts(tag="textarea"),
+    "25": ElementFacts(
+        tag="button", submits=True, form_method="GET", form_action="https://evil.example/q"
+    ),
+}
+
+
+def rules(action: str, policy: GuardPolicy | None = None, **kw: object) -> list[str]:
+    args: dict[str, object] = {
+        "url": URL,
+        "axtree": AXTREE,
+        "elements": ELEMENTS,
+        "origin": ORIGIN,
+    }
+    args.update(kw)
+    hits = guard_hits(policy or GuardPolicy(), action, **args)  # type: ignore[arg-type]
+    return [h.rule for h in hits]
+
+
+def test_post_form_submit_by_click_and_by_enter_in_its_field() -> None:
+    assert rules("click('12')") == ["name_match", "form_submit"]
+    assert rules("press('11', 'Enter')") == ["form_submit"]
+    assert rules("press('12', ' ')") == ["name_match", "form_submit"]
+
+
+def test_get_and_dialog_forms_are_not_form_submits() -> None:
+    assert rules("click('13')") == []
+    assert rules("click('17')") == []
+
+
+def test_typing_into_a_post_form_commits_nothing() -> None:
+    assert rules("fill('11', 'Ada')") == []
+    assert rules("press('11', 'a')") == []
+    assert rules("hover('12')") == []
+    assert rules("focus('12')") == []
+
+
+def test_the_focused_element_takes_keyboard_press_and_a_typed_newline() -> None:
+    focused = AXTREE.replace("\t[24] textbox 'Comment', focused", "\t[24] textbox 'Comment'")
+    focused = focused.replace("[11] textbox 'Name' value='Ada'", "[11] textbox 'Name', focused")
+    assert rules("keyboard_press('Enter')", axtree=focused) == ["form_submit"]
+    assert rules("keyboard_type('Ada\\n')", axtree=focused) == ["form_submit"]
+    assert rules("keyboard_type('Ada')", axtree=focused) == []
+    assert rules("keyboard_press('Enter')") == []  # the focused textarea submits nothing
+
+
+@pytest.mark.parametrize(
+    ("bid", "matched"),
+    [
+        ("10", False),  # "Orders": not the word "order"
+        ("18", False),  # "Repay\u200bment" folds to "repayment": no whole word
+        ("19", True),  # upper case
+        ("20", True),  # double-quoted name
+        ("21", False),  # "sign" alone is not a word of the default
+        ("22", True),  # "Sign   up": the phrase across any spaces
+        ("23", True),  # a zero-width space does not split "Pay"
+    ],
+)
+def test_name_match_whole_words_any_case(bid: str, matched: bool) -> None:
+    assert ("name_match" in rules(f"click('{bid}')")) is matched
+
+
+def test_words_are_configurable() -> None:
+    policy = GuardPolicy(words=("orders",))
+    assert rules("click('10')", policy) == ["name_match"]
+    assert rules("click('19')", policy) == []
+
+
+def test_leaving_the_origin_by_goto_link_or_form_action() -> None:
+    assert rules("goto('https://evil.example/pay')") == ["leaves_origin"]
+    assert rules("goto('/cart')") == []  # relative: the page's origin
+    assert rules("goto('http://shop.test:8000/cart')") == []
+    assert rules("goto('http://shop.test:8001/cart')") == ["leaves_origin"]  # another port
+    assert rules("goto('https://shop.test:8000/cart')") == ["leaves_origin"]  # another scheme
+    assert rules("click('14')") == ["leaves_origin"]
+    assert rules("click('25')") == ["leaves_origin"]
+    assert rules("click('10')") == []
+
+
+def test_downloads_by_attribute_or_extension() -> None:
+    assert rules("click('15')") == ["download"]  # .PDF, any case
+    assert rules("click('16')") == ["download"]
+    assert rules("goto('/files/setup.exe')") == ["download"]
+    assert rules("goto('https://evil.example/setup.exe')") == ["leaves_origin", "download"]
+
+
+def test_without_facts_only_the_name_decides() -> None:
+    assert rules("click('12')", elements=None) == ["name_match"]
+    assert rules("click('14')", elements={}) == []
+
+
+def test_an_unknown_origin_leaves_nothing() -> None:
+    assert rules("goto('https://evil.example/')", origin=None) == []
+
+
+def test_other_syntaxes_are_read_loosely() -> None:
+    assert rules("click [12]") == ["name_match", "form_submit"]
+    assert rules("goto [https://evil.example/]") == ["leaves_origin"]
+
+
+def test_rules_can_be_turned_off_one_by_one_or_all() -> None:
+    assert rules("click('12')", GuardPolicy().without("name_match")) == ["form_submit"]
+    assert rules("click('12')", GuardPolicy(rules=frozenset())) == []
+    with pytest.raises(ValueError, match="unknown guard rule 'forms'"):
+        GuardPolicy().without("forms")
+    with pytest.raises(ValueError, match="unknown guard rule"):
+        parse_rules(["download", "nope"])
+    assert parse_rules(["download"]) == frozenset({"download"})
+
+
+def test_hits_say_what_on_the_page_met_the_rule() -> None:
+    hits = guard_hits(
+        GuardPolicy(), "click('12')", url=URL, axtree=AXTREE, elements=ELEMENTS, origin=ORIGIN
+    )
+    assert [h.detail for h in hits] == [
+        "element 12 (button 'Place order') is named with 'order'",
+        "element 12 (button 'Place order') submits a POST form to http://shop.test:8000/o",
+    ]
+
+
+def test_origins() -> None:
+    assert origin_of("HTTP://Shop.Test:80/x?y") == "http://shop.test"
+    assert origin_of("https://a.test:443/") == "https://a.test"
+    assert origin_of("about:blank") is None
+    assert origin_of("http://[::1]:9/") == "http://[::1]:9"
+    assert session_origin("about:blank", "http://a.test/x") == "http://a.test"
+    assert session_origin(None, None) is None
+
+
+def test_the_policy_in_one_line() -> None:
+    line = describe_guards(GuardPolicy())
+    for word in DEFAULT_WORDS:
+        assert word in line
+    assert "GET" in line and "origin" in line and "downloads" in line
+    assert "refused at once" in line
+    assert describe_guards(GuardPolicy(rules=frozenset())).startswith("guards: off")
+    assert set(ALL_RULES) == {"form_submit", "name_match", "leaves_origin", "download"}
