@@ -70,7 +70,7 @@ _UNSAFE_MULTILINE = re.compile(f"(?![\n\t])[{_ESCAPED}]")
 # classes are spelled out (no \s, no \b) so that the TypeScript twin matches the same text.
 _STOP = "\\x00-\\x20/?#'\"<>\\\\`(){}\\[\\],;|"
 _URL = re.compile(f"(?<![A-Za-z0-9+.-])([A-Za-z][A-Za-z0-9+.-]*://)([^{_STOP}]*)")
-_GOTO = re.compile(r"(goto\(\s*)(['\"])((?:(?!\2)[^\\]|\\.)*)\2")
+_GOTO = re.compile(r"(goto\([ \t\r\n]*)(['\"])((?:(?!\2)[^\\]|\\.)*)\2", re.DOTALL)
 _DOTS = re.compile("[.\u3002\uff0e\uff61]")
 
 
