@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from webshepherd.daemon.server.approvers import Approver
 from webshepherd.protocol.common import Role
 from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
@@ -30,15 +31,22 @@ CLOSE_TRY_AGAIN_LATER = 1013
 
 @dataclass(eq=False)
 class Conn:
-    """One authenticated client connection."""
+    """One authenticated client connection.
+
+    ``declared`` is the role its ``hello`` declared: it only opens what is harmless (an
+    extension observes, draws the overlay, redeems page-hook keys, sees approval requests).
+    ``approver`` is the paired person tool whose credential the ``hello`` presented (or that
+    paired on this connection): only then may it decide, and :attr:`role` is its role.
+    """
 
     id: int
     ws: ServerConnection
-    role: Role
+    declared: Role
     client_name: str
     queue_frames: int
     slow_consumer_s: float
     queue_bytes: int = 16 * 1024 * 1024
+    approver: Approver | None = None
     subscriptions: set[str] | Literal["*"] = field(default_factory=set)
     closed: bool = False
     dropped: int = 0  # events dropped because the queue was over a bound
@@ -53,9 +61,27 @@ class Conn:
         self._room.set()
 
     @property
+    def role(self) -> Role:
+        """The role granted: the paired credential's, else ``agent`` (never the declared one)."""
+        return self.approver.role if self.approver is not None else "agent"
+
+    @property
     def label(self) -> str:
-        """Who decided, as ``approval.resolved.by`` shows it, e.g. ``monitor:tui``."""
-        return f"{self.role}:{self.client_name}"
+        """Who decided, as ``approval.resolved.by`` shows it: ``<role>:<paired name>``, e.g.
+        ``monitor:laptop-tui``; an unpaired connection's (logs only) ``<declared>:<name>``."""
+        if self.approver is not None:
+            return self.approver.label
+        return f"{self.declared}:{self.client_name}"
+
+    @property
+    def is_agent(self) -> bool:
+        """An agent's connection: declared so, and not a paired person tool."""
+        return self.approver is None and self.declared == "agent"
+
+    @property
+    def shows_approvals(self) -> bool:
+        """Gets approval requests: an approver, or an extension (display only, unpaired)."""
+        return self.approver is not None or self.declared == "extension"
 
     @property
     def queued(self) -> tuple[int, int]:
@@ -213,11 +239,7 @@ class Hub:
         for c in list(self.conns.values()):
             if c.id == exclude:
                 continue
-            if (
-                c.id == owner
-                or c.follows(session_id)
-                or (to_approvers and c.role in ("extension", "monitor"))
-            ):
+            if c.id == owner or c.follows(session_id) or (to_approvers and c.shows_approvals):
                 yield c
 
     def publish(
@@ -233,9 +255,9 @@ class Hub:
             c.send(frame)
 
     def people_present(self) -> bool:
-        """Whether a person can answer an approval request now: an extension or a monitor is
-        connected."""
-        return any(c.role in ("extension", "monitor") for c in self.conns.values())
+        """Whether a person can answer an approval request now: a paired person tool (an
+        approver credential's connection) is connected; a declared role counts for nothing."""
+        return any(c.approver is not None for c in self.conns.values())
 
     def subscribers(self) -> Iterable[Conn]:
         return [c for c in self.conns.values() if c.subscriptions == "*" or c.subscriptions]

@@ -24,6 +24,7 @@ from webshepherd.daemon.config import DaemonConfig, allowed_hosts, check_bind, i
 from webshepherd.daemon.engine.api import EngineAPI
 from webshepherd.daemon.recorder import History, Recorder
 from webshepherd.daemon.records import EventRecord, ScorerRecord, SessionStartedRecord
+from webshepherd.daemon.server.approvers import Approvers
 from webshepherd.daemon.server.engine_runner import EngineRunner
 from webshepherd.daemon.server.fanout import Conn, Hub
 from webshepherd.daemon.server.handshake import (
@@ -32,6 +33,7 @@ from webshepherd.daemon.server.handshake import (
     check_request,
     daemon_version,
     read_hello,
+    refuse,
 )
 from webshepherd.daemon.server.offload import InvalidFrame, Offload
 from webshepherd.daemon.server.payloads import PayloadConnection
@@ -67,6 +69,7 @@ from webshepherd.protocol.replies import (
     Error,
     HookGranted,
     HookRedeemed,
+    Paired,
     Pong,
     Session,
     Sessions,
@@ -94,9 +97,13 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: Roles whose connections carry a person's approval decisions: the extension (its side panel
-#: and popup; a page cannot reach them) and monitors (the TUI). An agent's may not decide.
-DECIDING_ROLES = frozenset({"extension", "monitor"})
+#: How long a connection waits after a wrong pairing code before its next request is read.
+PAIR_FAILURE_DELAY_S = 1.0
+#: What to do about a missing or refused approver credential.
+HOW_TO_PAIR = (
+    "a person pairs the tool first: run `webshepherd pair extension` (then enter the code in "
+    "the extension's options page) or `webshepherd pair tui` at a terminal"
+)
 
 
 class DaemonServer:
@@ -116,6 +123,7 @@ class DaemonServer:
         self.hub = Hub()
         self.core.person_present = self.hub.people_present  # who can answer an approval
         self.hook_grants = HookGrants()
+        self.approvers = Approvers(config.config_dir)  # paired person tools (approvers.py)
         self.quotas = Quotas(config.quotas)  # per connection and per session (quotas.py)
         self.stats = StatsCollector(price_in=config.price_in, price_out=config.price_out)
         self.telemetry: OtlpExport | None = None
@@ -268,6 +276,23 @@ class DaemonServer:
         )
         if msg is None:
             return None
+        approver = None
+        if msg.approver is not None:  # the role comes from the credential, never from hello
+            try:
+                approver = await asyncio.to_thread(self.approvers.verify, msg.approver)
+            except WebShepherdError as exc:
+                await refuse(ws, msg.id, exc)
+                return None
+            if approver is None:
+                await refuse(
+                    ws,
+                    msg.id,
+                    UnauthorizedError(
+                        "hello: unknown or revoked approver credential; pair again: "
+                        "`webshepherd pair extension` or `webshepherd pair tui`"
+                    ),
+                )
+                return None
         conn = Conn(
             next(self._ids),
             ws,
@@ -276,12 +301,20 @@ class DaemonServer:
             self.config.send_queue_size,
             self.config.slow_consumer_s,
             self.config.send_queue_bytes,
+            approver=approver,
         )
         self.hub.add(conn)
         info = DaemonInfo(
             version=daemon_version(), model=self.engine.model_id, backend=self.engine.backend_name
         )
-        conn.send(dump(Welcome(id=msg.id, protocol=PROTOCOL_VERSION, daemon=info)), reply=True)
+        welcome = Welcome(
+            id=msg.id,
+            protocol=PROTOCOL_VERSION,
+            daemon=info,
+            role=conn.role,
+            approver=approver is not None,
+        )
+        conn.send(dump(welcome), reply=True)
         return conn
 
     def _drop(self, conn: Conn) -> None:
@@ -362,12 +395,7 @@ class DaemonServer:
             case rq.Score():
                 await self._step(msg.session_id, lambda: core.score(conn.id, msg))
             case rq.ApprovalDecide():
-                if conn.role not in DECIDING_ROLES:
-                    raise UnauthorizedError(
-                        f"approval.decide: a connection with role {conn.role!r} may not decide "
-                        "approvals; a person decides in the extension's side panel or popup, "
-                        "or in the TUI"
-                    )
+                await self._check_approver(conn, "approval.decide", "decide approvals")
                 owner = core.approvals.session_of(msg.request_id)
                 by = conn.label if msg.via is None else f"{conn.label}/{msg.via}"
                 await self._step(owner, lambda: core.decide(conn.id, by, msg))
@@ -389,13 +417,13 @@ class DaemonServer:
             case rq.HookRedeem():
                 self._hook_redeem(conn, msg)
             case rq.Label():
-                self._check_labeller(conn, msg)
+                await self._check_labeller(conn, msg)
                 await self._step(msg.session_id, lambda: core.label(conn.id, conn.label, msg))
             case rq.TreeNode():
                 self._check_agent_holds(conn, msg.session_id, "tree.node")
                 await self._step(msg.session_id, lambda: core.tree_node(conn.id, msg))
             case rq.Pair():
-                raise ProtocolError("pair: pairing is not implemented yet")
+                await self._pair(conn, msg)
             case rq.Ping():
                 conn.send(dump(Pong(id=msg.id)), reply=True)
             case _:
@@ -430,28 +458,58 @@ class DaemonServer:
             )
         await self._step(None, lambda: self.core.start(conn.id, msg, checklist))
 
-    def _check_labeller(self, conn: Conn, msg: rq.Label) -> None:
-        """Person labels only from a person's connection (the extension, a monitor);
+    async def _check_approver(self, conn: Conn, request: str, verb: str) -> None:
+        """Raise unless ``conn`` holds an approver credential that is still paired (one
+        revoked since its hello no longer decides)."""
+        approver = conn.approver
+        if approver is None:
+            raise UnauthorizedError(
+                f"{request}: a connection with role {conn.role!r} may not {verb}: it presented "
+                f"no approver credential (a role declared in hello grants nothing); {HOW_TO_PAIR}"
+            )
+        paired = await asyncio.to_thread(self.approvers.paired)
+        if all(a.id != approver.id for a in paired):
+            conn.approver = None
+            raise UnauthorizedError(
+                f"{request}: may not {verb}: this tool's pairing ({approver.label}) was "
+                f"revoked; {HOW_TO_PAIR}"
+            )
+
+    async def _pair(self, conn: Conn, msg: rq.Pair) -> None:
+        """A one-time code from ``webshepherd pair``: a new approver credential, and this
+        connection is that approver from now on. A wrong code costs the connection
+        :data:`PAIR_FAILURE_DELAY_S` before its next request is read."""
+        try:
+            approver, credential = await asyncio.to_thread(
+                self.approvers.redeem, msg.code, msg.name
+            )
+        except WebShepherdError:
+            log.warning("connection %d (%s): wrong pairing code", conn.id, conn.label)
+            await asyncio.sleep(PAIR_FAILURE_DELAY_S)
+            raise
+        conn.approver = approver
+        log.info("paired %s (id %s) on connection %d", approver.label, approver.id, conn.id)
+        reply = Paired(id=msg.id, credential=credential, role=approver.role, name=approver.name)
+        conn.send(dump(reply), reply=True)
+
+    async def _check_labeller(self, conn: Conn, msg: rq.Label) -> None:
+        """Person labels only from a paired person tool (an approver credential);
         environment labels only from an agent's, for a session no other live connection
         holds."""
         if msg.source == "person":
-            if conn.role not in DECIDING_ROLES:
-                raise UnauthorizedError(
-                    f"label: a connection with role {conn.role!r} may not label as a person; "
-                    "an agent's environment labels with source 'environment'"
-                )
+            await self._check_approver(conn, "label", "label as a person")
             return
-        if conn.role != "agent":
+        if not conn.is_agent:
             raise UnauthorizedError(
-                f"label: source 'environment' comes from an agent's connection, not {conn.role!r}"
+                f"label: source 'environment' comes from an agent's connection, not {conn.label!r}"
             )
         self._check_agent_holds(conn, msg.session_id, "label")
 
     def _check_agent_holds(self, conn: Conn, session_id: str, what: str) -> None:
         """An agent's connection, for a session no other live connection holds."""
-        if conn.role != "agent":
+        if not conn.is_agent:
             raise UnauthorizedError(
-                f"{what}: only an agent's connection reports this, not {conn.role!r}"
+                f"{what}: only an agent's connection reports this, not {conn.label!r}"
             )
         st = self.core.sessions.get(session_id)
         if st is not None and st.owner not in (None, conn.id) and st.owner in self.hub.conns:
@@ -463,9 +521,9 @@ class DaemonServer:
     def _hook_grant(self, conn: Conn, msg: rq.HookGrant) -> None:
         """A key for an agent: for its own session (no other live connection holds it), or
         for one session start through the page hook."""
-        if conn.role != "agent":
+        if not conn.is_agent:
             raise UnauthorizedError(
-                f"hook.grant: only an agent's connection gets page-hook keys, not {conn.role!r}"
+                f"hook.grant: only an agent's connection gets page-hook keys, not {conn.label!r}"
             )
         if msg.session_id is not None:
             self._check_live(msg.session_id)
@@ -481,10 +539,11 @@ class DaemonServer:
         conn.send(dump(reply), reply=True)
 
     def _hook_redeem(self, conn: Conn, msg: rq.HookRedeem) -> None:
-        """The extension checks a key a page presented; the reply names its session."""
-        if conn.role != "extension":
+        """The extension (paired or not: a browser an agent framework launched redeems too)
+        checks a key a page presented; the reply names its session."""
+        if conn.declared != "extension" and conn.role != "extension":
             raise UnauthorizedError(
-                f"hook.redeem: only the extension redeems page-hook keys, not {conn.role!r}"
+                f"hook.redeem: only the extension redeems page-hook keys, not {conn.declared!r}"
             )
         sid = self.hook_grants.redeem(msg.key)
         if sid is not None:

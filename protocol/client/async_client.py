@@ -78,6 +78,7 @@ from webshepherd.protocol.replies import (
     HookGranted,
     LabelRecorded,
     Observed,
+    Paired,
     Pong,
     Scored,
     ScoreProgress,
@@ -95,6 +96,7 @@ from webshepherd.protocol.requests import (
     HookGrant,
     Label,
     Observe,
+    Pair,
     Ping,
     Score,
     SessionEnd,
@@ -133,6 +135,7 @@ class AsyncClient:
         name: str = "webshepherd-python",
         version: str | None = None,
         role: Role = "agent",
+        approver: str | None = None,
         reconnect: bool = True,
         backoff_initial_s: float = 0.1,
         backoff_max_s: float = 5.0,
@@ -145,6 +148,9 @@ class AsyncClient:
         self._token = token
         self._token_from_store = token is None
         self.info = ClientInfo(name=name, version=version or client_version(), role=role)
+        # a person's tool passes the approver credential it holds (the TUI: its own file);
+        # the SDK never looks one up: an agent's client has none
+        self._approver = approver
         self.reconnect = reconnect
         self.backoff_initial_s = backoff_initial_s
         self.backoff_max_s = backoff_max_s
@@ -243,7 +249,7 @@ class AsyncClient:
         self._ws = ws
         self._reader = asyncio.create_task(self._read_loop(ws), name="webshepherd-client-reader")
         try:
-            hello = self._core.hello(token)
+            hello = self._core.hello(token, self._approver)
             self.welcome = await self._roundtrip(ws, hello, Welcome, self.connect_timeout_s)
             for sub in list(self._subs):
                 if sub.started:
@@ -555,6 +561,14 @@ class AsyncClient:
             note=note,
         )
         return await self.call(msg, ApprovalResolved)
+
+    async def pair(self, code: str, name: str) -> Paired:
+        """Pair this connection with a one-time code from ``webshepherd pair`` (a person's
+        command): the reply holds the approver credential, which this client then presents
+        on every reconnect. Keep it where only the person's tool reads it."""
+        paired = await self.call(Pair(id=self._next_id("a"), code=code, name=name), Paired)
+        self._approver = paired.credential
+        return paired
 
     async def sessions(self, limit: int = 100) -> list[SessionSummary]:
         return (

@@ -108,8 +108,14 @@ class ClientCore:
     def next_id(self, prefix: str = "r") -> str:
         return f"{prefix}{next(self._ids)}"
 
-    def hello(self, token: str) -> Hello:
-        return Hello(id=self.next_id("h"), protocol=PROTOCOL_VERSION, token=token, client=self.info)
+    def hello(self, token: str, approver: str | None = None) -> Hello:
+        return Hello(
+            id=self.next_id("h"),
+            protocol=PROTOCOL_VERSION,
+            token=token,
+            client=self.info,
+            approver=approver,
+        )
 
     def sent(self, request: Any, expect: type[BaseModel]) -> None:
         """``request`` (with its ``id``) is on its way; its reply should be an ``expect``."""

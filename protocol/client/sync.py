@@ -118,6 +118,7 @@ class Client:
     label = _blocking(AsyncClient.label)
     tree_node = _blocking(AsyncClient.tree_node)
     decide = _blocking(AsyncClient.decide)
+    pair = _blocking(AsyncClient.pair)
     sessions = _blocking(AsyncClient.sessions)
     session = _blocking(AsyncClient.session)
     ping = _blocking(AsyncClient.ping)
