@@ -1,6 +1,6 @@
-"""Untrusted text made safe to show: the one home for it (the CLI, the TUI and the report use
-it; extension/src/display-text.ts is the same rules in TypeScript, both held to
-protocol/vectors/display.json).
+"""Untrusted text made safe to show: the one home for it (the CLI and the TUI use
+:func:`terminal_safe`, the report :func:`html_safe`; extension/src/display-text.ts is the same
+rules in TypeScript, both held to protocol/vectors/display.json).
 
 Intents, agent names, actions, thoughts, feedback, URLs and error messages come from pages,
 agents and models. Shown as they are, an ESC or a C1 control starts a terminal sequence (OSC 52
@@ -15,6 +15,7 @@ argument) as punycode, so a Cyrillic ``pаypal.com`` reads ``xn--pypal-4ve.com``
 from __future__ import annotations
 
 import re
+from html import escape
 
 # (first, last, class) of every code point shown as an escape; the display vectors name each
 # class and test its ends. The default-ignorable ones are Unicode's Default_Ignorable_Code_Point.
@@ -117,6 +118,12 @@ def terminal_safe(text: str, *, multiline: bool = False) -> str:
     text = punycode_hosts(text)
     pattern = _UNSAFE_MULTILINE if multiline else _UNSAFE
     return pattern.sub(lambda m: _visible(ord(m.group())), text)
+
+
+def html_safe(text: object, *, multiline: bool = False) -> str:
+    """``str(text)`` as :func:`terminal_safe` shows it, then HTML-escaped (quotes too): for
+    an HTML page's text and attributes (the report)."""
+    return escape(terminal_safe(str(text), multiline=multiline), quote=True)
 
 
 _JSON_UNSAFE = re.compile(f"(?![\\x00-\\x1f])[{_ESCAPED}]")

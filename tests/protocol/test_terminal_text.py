@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from webshepherd.protocol.terminal_text import (
     ESCAPED_RANGES,
+    html_safe,
     json_terminal_safe,
     punycode_hosts,
     terminal_safe,
@@ -87,3 +88,19 @@ def test_json_stays_json_without_terminal_controls() -> None:
     assert json.loads(safe) == {"intent": hostile}
     assert all(c.isprintable() or c == " " for c in safe)
     assert "é ✓" in safe  # other non-ASCII text stays readable
+
+
+def test_showing_twice_changes_nothing_more() -> None:
+    for case in CASES:
+        once = terminal_safe(case["input"], multiline=case.get("multiline", False))
+        assert terminal_safe(once, multiline=case.get("multiline", False)) == once
+
+
+def test_html_is_escaped_after_the_text_is_made_visible() -> None:
+    shown = html_safe("<b onclick='x'>\u202egoto('https://pаypal.com/')</b> & \U000e0041")
+    assert shown == (
+        "&lt;b onclick=&#x27;x&#x27;&gt;\\u202egoto(&#x27;https://xn--pypal-4ve.com/&#x27;)"
+        "&lt;/b&gt; &amp; \\U000e0041"
+    )
+    assert html_safe("a\nb", multiline=True) == "a\nb"
+    assert html_safe("a\nb") == "a\\x0ab"
