@@ -144,6 +144,11 @@ class ApprovalRequest(Model):
     card: ApprovalCard | None = Field(
         default=None, description="What a person needs to judge it (addition to v1)."
     )
+    threshold: float | None = Field(
+        default=None,
+        description="The approval threshold in force when the step was held (addition to v1): "
+        "a reward at or above it is high, below it low (judge-person agreement).",
+    )
 
 
 class ApprovalResolved(Model):

@@ -447,6 +447,7 @@ class SessionCore:
             feedback=results[index].feedback,
             reason=reason,
             expires_in_s=self.approval_timeout_s,
+            threshold=self.policy.threshold,
         )
         return [
             score,

@@ -481,6 +481,10 @@ export type RequestId1 = string;
 export type Reward4 = number | null;
 export type SessionId13 = string;
 export type Step5 = number;
+/**
+ * The approval threshold in force when the step was held (addition to v1): a reward at or above it is high, below it low (judge-person agreement).
+ */
+export type Threshold = number | null;
 export type Type23 = "approval.request";
 export type Action8 = string | null;
 export type By1 = string | null;
@@ -1086,6 +1090,7 @@ export interface ApprovalRequest {
   reward: Reward4;
   session_id: SessionId13;
   step: Step5;
+  threshold?: Threshold;
   type: Type23;
 }
 /**
