@@ -77,6 +77,9 @@ def _models_json(models: Iterable[BaseModel]) -> str:
 # Event bodies stored without these fields; the reader puts them back from their own table
 # (an observation's AX tree is stored once, in ``observations``).
 EVENT_REFERENCES = {"observed": ("axtree",)}
+# and without these, not put back: an approval card's screenshot bytes (the observation's
+# screenshot is stored once, in ``observations``; the history's card shows none)
+EVENT_DROPPED: dict[str, dict[str, Any]] = {"approval.request": {"card": {"screenshot": {"data"}}}}
 
 
 def _utf8_pieces(text: str) -> list[bytes]:
@@ -424,7 +427,8 @@ class Recorder:
         """Append one event to the session's ordered log, as subscribers get it (big fields
         by reference)."""
         session_id, kind = r.session_id, str(getattr(r.event, "type", None))
-        body = r.event.model_dump(mode="json", exclude=set(EVENT_REFERENCES.get(kind, ())))
+        exclude = {f: True for f in EVENT_REFERENCES.get(kind, ())} | EVENT_DROPPED.get(kind, {})
+        body = r.event.model_dump(mode="json", exclude=exclude)
         with self._transaction():
             seq = self._seq.get(session_id)
             if seq is None:

@@ -38,6 +38,7 @@ from webshepherd.daemon.sessions.approvals import (
     Resolution,
     approval_reason,
 )
+from webshepherd.daemon.sessions.cards import approval_card
 from webshepherd.daemon.sessions.effects import (
     ApprovalClosed,
     AwaitApproval,
@@ -448,6 +449,16 @@ class SessionCore:
             reason=reason,
             expires_in_s=self.approval_timeout_s,
             threshold=self.policy.threshold,
+            card=approval_card(
+                job.candidates,
+                results,
+                index,
+                axtree=job.axtree,
+                boxes=job.boxes,
+                elements=job.elements,
+                screenshot=job.screenshot,
+                screenshot_mime=job.screenshot_mime,
+            ),
         )
         return [
             score,
