@@ -1,17 +1,85 @@
 /**
  * The pending approvals with Approve / Reject / Edit, for the extension's own pages (side
  * panel, popup): pages no web page can script and page automation does not see, so a
- * decision made here is a person's. Keys on a focused card: `a`, `r`, `e`; Enter sends an
- * edit. Lists again whenever the worker says the approvals changed.
+ * decision made here is a person's. Each card shows what a person needs to judge the step
+ * (card-view.ts: the target, where it leads, what it types, why it waits, thought, feedback,
+ * the other candidates) and the target cut out of the step's screenshot on a canvas. Every
+ * untrusted string goes through `displayText` into `textContent`, never `innerHTML`. Keys on a
+ * focused card: `a`, `r`, `e`; Enter sends an edit. Lists again whenever the worker says the
+ * approvals changed.
  */
+import { cardLines, cropOf } from "./card-view.js";
+import { displayText } from "./display-text.js";
 import { sendToWorker, type Decision, type PendingApproval, type ToPages } from "./messages.js";
+import type { ApprovalRequest } from "./protocol.gen.js";
 import { stepLabel, stepNumber } from "./steps.js";
+
+const CROP_WIDTH = 320; // the most the cut-out takes, in CSS pixels
+const CROP_HEIGHT = 200;
+const MIMES = new Set(["image/png", "image/jpeg", "image/webp"]);
 
 function el<K extends keyof HTMLElementTagNameMap>(tag: K, props: Record<string, unknown> = {}, ...kids: (Node | string)[]): HTMLElementTagNameMap[K] {
   const e = document.createElement(tag);
   Object.assign(e, props);
   e.append(...kids);
   return e;
+}
+
+/** The target cut out of the step's screenshot, outlined, on a canvas (null: nothing to cut). */
+function cropCanvas(req: ApprovalRequest): HTMLCanvasElement | null {
+  const shot = req.card?.screenshot;
+  const box = req.card?.target?.box;
+  if (!shot?.data || !box || !MIMES.has(shot.mime ?? "image/png")) return null;
+  const canvas = el("canvas", { className: "crop", width: 1, height: 1 });
+  canvas.dataset.testid = "ws-card-crop";
+  canvas.setAttribute("role", "img");
+  canvas.setAttribute("aria-label", "The target on the page");
+  let bytes: Uint8Array<ArrayBuffer>;
+  try {
+    bytes = Uint8Array.from(atob(shot.data), (c) => c.charCodeAt(0)) as Uint8Array<ArrayBuffer>;
+  } catch {
+    return null;
+  }
+  void createImageBitmap(new Blob([bytes], { type: shot.mime ?? "image/png" }))
+    .then((img) => {
+      const crop = cropOf(box, img.width, img.height);
+      if (!crop) {
+        canvas.remove();
+        return;
+      }
+      const scale = Math.min(CROP_WIDTH / crop.sw, CROP_HEIGHT / crop.sh, 2);
+      canvas.width = Math.max(1, Math.round(crop.sw * scale));
+      canvas.height = Math.max(1, Math.round(crop.sh * scale));
+      const g = canvas.getContext("2d")!;
+      g.drawImage(img, crop.sx, crop.sy, crop.sw, crop.sh, 0, 0, canvas.width, canvas.height);
+      const [x, y, w, h] = crop.target.map((v) => v * scale) as [number, number, number, number];
+      g.strokeStyle = "#ffc800";
+      g.lineWidth = 2;
+      g.strokeRect(x - 1, y - 1, w + 2, h + 2);
+      canvas.dataset.drawn = "1";
+    })
+    .catch(() => canvas.remove());
+  return canvas;
+}
+
+/** The card's fields as a definition list (textContent only). */
+function cardFields(req: ApprovalRequest): HTMLElement {
+  const c = cardLines(req);
+  const dl = el("dl", { className: "card" });
+  dl.dataset.testid = "ws-card";
+  const row = (name: string, testid: string, value: Node | string) => {
+    const dd = el("dd", {}, value);
+    dd.dataset.testid = testid;
+    dl.append(el("dt", {}, name), dd);
+  };
+  if (c.target) row("Target", "ws-card-target", c.target);
+  if (c.destination) row("Leads to", "ws-card-destination", c.destination);
+  if (c.typed) row("Types", "ws-card-typed", c.typed);
+  row("Why it waits", "ws-card-why", el("ul", {}, ...c.why.map((w) => el("li", {}, w))));
+  row("Thought", "ws-card-thought", c.thought || "—");
+  row("Feedback", "ws-card-feedback", c.feedback || "—");
+  if (c.others.length > 0) row("Others", "ws-card-others", el("ol", {}, ...c.others.map((o) => el("li", {}, o))));
+  return dl;
 }
 
 export function mountApprovals(root: HTMLElement, via: "panel" | "popup"): void {
@@ -63,12 +131,14 @@ export function mountApprovals(root: HTMLElement, via: "panel" | "popup"): void 
       ev.preventDefault();
     };
     const reward = req.reward === null || req.reward === undefined ? "n/a" : req.reward.toFixed(2);
+    const crop = cropCanvas(req);
     c.append(
       el("h3", {}, `Step ${stepNumber(req.step)}: ${req.reason.replace(/_/g, " ")}`),
-      el("p", { className: "intent" }, intent),
-      el("code", {}, req.candidate.action),
+      el("p", { className: "intent" }, displayText(intent, { multiline: true })),
+      el("code", {}, displayText(req.candidate.action)),
       el("div", {}, `reward ${reward}`),
-      el("div", { className: "feedback" }, req.feedback ?? ""),
+      ...(crop ? [crop] : []),
+      cardFields(req),
       edit,
       el("div", { className: "buttons" }, approve, reject, editBtn),
     );

@@ -43,7 +43,7 @@ export class SessionViews {
     return v;
   }
 
-  /** A candidate's streamed feedback: its first sample's text so far, or null for a delta of
+  /** A candidate's streamed text so far (raw; shown through `streamedFeedback`): its first sample's text so far, or null for a delta of
    * another sample (the samples of one candidate stream side by side; joined, they interleave). */
   progress(sessionId: string, candidate: number, sample: number, delta: string): string | null {
     if (sample !== 0) return null;
@@ -94,6 +94,7 @@ export class SessionViews {
   approval(req: ApprovalRequest): SessionView {
     const v = this.ensure(req.session_id);
     if (!v.approvals.some((a) => a.request_id === req.request_id)) v.approvals.push(req);
+    v.progress = {}; // the step is scored: its feedback is the request's, parsed
     return v;
   }
 
@@ -121,4 +122,14 @@ export class SessionViews {
     this.views.delete(sessionId);
     this.trees.delete(sessionId);
   }
+}
+
+/** Where the judge's judgement starts (daemon/engine/labels.py's start markers). */
+const JUDGEMENT_MARKERS = ["<answer>", "CHECKLIST EVALUATION:"];
+
+/** The feedback paragraph of a judge's streamed text: what precedes its judgement region (the
+ * daemon's `feedback_text`), so the `<answer>` block never shows while it streams. */
+export function streamedFeedback(text: string): string {
+  const at = JUDGEMENT_MARKERS.map((m) => text.indexOf(m)).filter((i) => i >= 0);
+  return (at.length > 0 ? text.slice(0, Math.min(...at)) : text).trim();
 }

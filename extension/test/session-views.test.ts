@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { Scored, Signal, TreeNodeEvent } from "../src/protocol.gen.js";
-import { SessionViews, treeLine } from "../src/session-views.js";
+import { SessionViews, streamedFeedback, treeLine } from "../src/session-views.js";
 
 const scored = (step: number): Scored =>
   ({
@@ -62,4 +62,23 @@ test("a candidate's streamed feedback is its first sample's: other samples' delt
   assert.equal(views.progress("s1", 1, 0, "Yes"), "Yes");
   views.scored(scored(1), undefined); // a new step starts afresh
   assert.equal(views.progress("s1", 0, 0, "New"), "New");
+});
+
+test("streamed feedback stops where the judgement starts; a held step clears the stream", () => {
+  assert.equal(streamedFeedback("The cart is open.\n<answer>\nChecklist 1: Yes"), "The cart is open.");
+  assert.equal(streamedFeedback("Half a sentence CHECKLIST EVALUATION: 1 Yes"), "Half a sentence");
+  assert.equal(streamedFeedback("  still streaming "), "still streaming");
+  const views = new SessionViews();
+  views.progress("s1", 0, 0, "Feedback <answer>Yes");
+  const v = views.approval({
+    type: "approval.request",
+    request_id: "q1",
+    session_id: "s1",
+    step: 0,
+    candidate: { thought: "", action: "noop()" },
+    reward: 0.1,
+    reason: "always",
+    expires_in_s: 1,
+  } as unknown as Parameters<SessionViews["approval"]>[0]);
+  assert.deepEqual(v.progress, {});
 });

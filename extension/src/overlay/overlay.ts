@@ -11,7 +11,8 @@ import { approvalCard } from "./approval-card.js";
 import { drawOutlines } from "./outlines.js";
 import { rewardColour } from "./reward-colour.js";
 import { rewardCurvePoints } from "./reward-curve.js";
-import { treeLine } from "../session-views.js";
+import { streamedFeedback, treeLine } from "../session-views.js";
+import { displayText } from "../display-text.js";
 import { OVERLAY_CSS } from "./styles.js";
 import { stepLabel } from "../steps.js";
 
@@ -97,7 +98,14 @@ export class Overlay {
   showProgress(candidate: number, text: string): void {
     this.progress[candidate] = text;
     const box = this.root.querySelector<HTMLElement>("[data-testid=ws-feedback]");
-    if (box) box.textContent = Object.values(this.progress).join("\n—\n");
+    if (box) box.textContent = this.streaming();
+  }
+
+  /** The streamed feedback of each candidate so far, without the judgement block. */
+  private streaming(): string {
+    return Object.values(this.progress)
+      .map((t) => displayText(streamedFeedback(t), { multiline: true }))
+      .join("\n—\n");
   }
 
   private render(): void {
@@ -169,8 +177,12 @@ export class Overlay {
 
     const feedback = h("div", "feedback");
     feedback.dataset.testid = "ws-feedback";
+    // streaming: the feedback part of each candidate's text; scored: the best candidate's
+    // parsed feedback (a held step's: its request's, the held candidate being the best)
     const best = last?.scored.results.find((r) => r.index === last.scored.best);
-    feedback.textContent = Object.keys(this.progress).length > 0 ? Object.values(this.progress).join("\n—\n") : (best?.feedback ?? "");
+    const held = v.approvals.filter((a) => last === null || a.step > last.scored.step).at(-1);
+    const scoredFeedback = held ? (held.card?.feedback ?? held.feedback ?? "") : (best?.feedback ?? "");
+    feedback.textContent = Object.keys(this.progress).length > 0 ? this.streaming() : displayText(scoredFeedback, { multiline: true });
     const fb = h("div");
     fb.append(h("h3", "", "Feedback"), feedback);
     parts.push(fb);
