@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel
-from webshepherd.protocol.common import Candidate, ScoredCandidate
+from webshepherd.protocol.common import ApprovalCard, Candidate, GuardHit, ScoredCandidate
 from webshepherd.protocol.errors import ProtocolError
 from webshepherd.protocol.progress import FirstBadSteps, StepJudgement, first_bad_steps, item_levels
 from webshepherd.protocol.replies import Session, Stats
@@ -203,6 +203,10 @@ class ApprovalView:
     reason: str
     expires_in_s: float
     order: int = 0
+    # what a person needs to judge it (the daemon's card) and why it waits beyond the reason
+    card: ApprovalCard | None = None
+    guard: list[GuardHit] = field(default_factory=list)
+    threshold: float | None = None
 
 
 class MonitorState:
@@ -412,6 +416,9 @@ class MonitorState:
             reason=m.reason,
             expires_in_s=m.expires_in_s,
             order=self._order,
+            card=m.card,
+            guard=list(m.guard),
+            threshold=m.threshold,
         )
         v = self.session(m.session_id)
         if v.state != "ended":

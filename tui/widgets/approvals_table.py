@@ -1,19 +1,86 @@
-"""Pending approval requests of every session: action, reward, reason, feedback."""
+"""Pending approval requests of every session, and the highlighted one's card: what the action
+targets (role, name, bid), where it leads, what it types, why it waits, the candidate's thought
+and the judge's feedback, the other candidates, and the target cut out of the screenshot."""
 
 from __future__ import annotations
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import Vertical
+from textual.containers import Vertical, VerticalScroll
 from textual.widgets import DataTable, Static
 from webshepherd.protocol.steps import step_number
 from webshepherd.tui.plain import plain
 from webshepherd.tui.state import ApprovalView, MonitorState
 from webshepherd.tui.widgets.fit import Cell, fit, name_cell, room, shown
 from webshepherd.tui.widgets.session_detail import fmt_reward
+from webshepherd.tui.widgets.target_crop import target_crop
 
 COLUMNS = ("session", "step", "reward", "reason", "action")
 FLEX = "action"  # the rest of the width (tui/widgets/fit.py)
+LABEL_W = 10  # the card's field names
+CROP_COLS, CROP_ROWS = 72, 10  # the most the target's cut-out takes
+
+
+def why_it_waits(a: ApprovalView) -> list[Text]:
+    """Why the step waits for a person: the reward policy's reason, then each guard rule the
+    action met (held whatever its reward)."""
+    r = "—" if a.reward is None else f"{a.reward:.3f}"
+    if a.reason == "below_threshold":
+        limit = "" if a.threshold is None else f" {a.threshold:.2f}"
+        lines = [Text(f"reward {r} is below the threshold{limit}")]
+    elif a.reason == "reward_drop":
+        lines = [Text(f"reward {r} dropped from the previous step's")]
+    elif a.reason == "always":
+        lines = [Text("the agent asks a person at every step")]
+    elif a.reason == "guarded":
+        lines = [Text(f"a guard holds it whatever the reward ({r})", "bold red")]
+    else:
+        lines = [plain(a.reason)]
+    for hit in a.guard:
+        lines.append(Text.assemble(("⚠ ", "bold red"), (hit.rule, "bold"), ": ", plain(hit.detail)))
+    return lines
+
+
+def indented(text: str) -> Text:
+    """Untrusted text of several lines, its later lines under the first (past the labels)."""
+    return Text("\n" + " " * LABEL_W).join(plain(text, multiline=True).split("\n"))
+
+
+def card_text(a: ApprovalView, intent: str | None) -> Text:
+    """The card's text: every string from a page, agent or model through :func:`plain`."""
+    out = Text()
+
+    def field(name: str, *value: Text | str) -> None:
+        if out:
+            out.append("\n")
+        out.append(f"{name:<{LABEL_W}}", "bold")
+        out.append_text(Text.assemble(*value))
+
+    card = a.card
+    field("action", plain(a.action, "magenta"))
+    target = card.target if card else None
+    if target is not None:
+        said = [plain(target.role or "element", "cyan")]
+        if target.name:
+            said += [" '", plain(target.name, "bold"), "'"]
+        if target.role is None:
+            said.append(Text(" (not in the page's AX tree)", "yellow"))
+        field("target", *said, plain(f" [{target.bid}]", "dim"))
+    if card is not None and card.destination:
+        field("leads to", plain(card.destination, "underline"))
+    if card is not None and card.typed is not None:
+        field("types", "'", plain(card.typed, "bold"), "'")
+    for i, line in enumerate(why_it_waits(a)):
+        field("waits" if i == 0 else "", line)
+    thought = card.thought if card is not None else a.thought
+    field("thought", indented(thought or "—"))
+    feedback = card.feedback if card is not None else a.feedback
+    field("feedback", indented(feedback or "—"))
+    for i, o in enumerate(card.others if card else []):
+        field("others" if i == 0 else "", f"#{o.index} {fmt_reward(o.reward)}  ", plain(o.action))
+    if intent:
+        field("task", indented(intent))
+    return out
 
 
 class ApprovalsPanel(Vertical):
@@ -22,7 +89,8 @@ class ApprovalsPanel(Vertical):
     DEFAULT_CSS = """
     ApprovalsPanel { height: 1fr; }
     ApprovalsPanel > DataTable { height: 1fr; min-height: 4; }
-    ApprovalsPanel > #approval-detail { height: auto; max-height: 50%; padding: 0 1; }
+    ApprovalsPanel > #approval-card { height: auto; max-height: 70%; padding: 0 1; }
+    ApprovalsPanel #approval-detail, ApprovalsPanel #approval-crop { height: auto; }
     ApprovalsPanel > #approval-keys { height: 1; color: $text-muted; padding: 0 1; }
     """
 
@@ -39,7 +107,9 @@ class ApprovalsPanel(Vertical):
         for name in COLUMNS:  # now: a sync may come before mount
             table.add_column(name, key=name, width=self.widths[name])
         yield table
-        yield Static("", id="approval-detail")
+        with VerticalScroll(id="approval-card"):
+            yield Static("", id="approval-detail")
+            yield Static("", id="approval-crop")
         yield Static("a approve · r reject · e edit the action", id="approval-keys")
 
     @property
@@ -103,19 +173,22 @@ class ApprovalsPanel(Vertical):
     def show_selected(self) -> None:
         a = self.selected
         detail = self.query_one("#approval-detail", Static)
+        crop = self.query_one("#approval-crop", Static)
         if a is None:
             detail.update(Text("no pending approvals", style="dim"))
+            crop.update("")
+            crop.display = False
             return
-        detail.update(
-            Text.assemble(
-                ("action: ", "bold"),
-                plain(a.action, "magenta"),
-                ("\nthought: ", "bold"),
-                plain(a.thought or "—", multiline=True),
-                ("\nfeedback: ", "bold"),
-                plain(a.feedback or "—", multiline=True),
-            )
-        )
+        view = self._state.sessions.get(a.session_id) if self._state else None
+        detail.update(card_text(a, view.intent if view else None))
+        shot = a.card.screenshot if a.card else None
+        box = a.card.target.box if a.card and a.card.target else None
+        picture = None
+        if shot is not None and shot.data and box is not None:
+            cols = max(min(self.size.width - 4, CROP_COLS), 8)
+            picture = target_crop(shot.data, box, cols, CROP_ROWS)
+        crop.display = picture is not None
+        crop.update(picture if picture is not None else "")
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         event.stop()

@@ -167,14 +167,14 @@ class SessionDetail(VerticalScroll):
                 self.query_one(name, Static).update("")
             self.query_one("#tree", Static).display = False
             return
-        # the intent gives way first: the agent, state and step count stay on screen
+        # the intent in full (wrapped), then the agent, state and step count on a line
         room = max(self.size.width - 2, 10)
         agent = name_cell(view.agent).plain  # as long as the tables show it
-        meta = plain(f" · {agent} · {view.state_label} · {view.step_count} steps", "dim")
-        intent = plain(view.intent or view.session_id, "bold")
-        intent.truncate(max(room - len(meta), 8), overflow="ellipsis")
-        head = Text.assemble(intent, meta, no_wrap=True, overflow="ellipsis")
-        head.truncate(room, overflow="ellipsis")
+        meta = plain(f"{agent} · {view.state_label} · {view.step_count} steps", "dim")
+        meta.truncate(room, overflow="ellipsis")
+        head = Text.assemble(plain(view.intent or view.session_id, "bold", multiline=True))
+        head.append("\n")
+        head.append_text(meta)
         title.update(head)
         cur = view.current
         if steps_changed:  # streaming feedback alone leaves these as they are
