@@ -63,17 +63,15 @@ class Agreement:
     low_approved: int = 0  # ... approved (as they were)
 
     def line(self) -> str:
-        """The counts in one line, as the TUI and the report show them."""
+        """The counts in one line, as the TUI shows them (an edit counts as rejected)."""
         if not self.decisions:
             return "judge–person agreement: no decisions by a person yet"
-        parts = [
-            f"{self.decisions} decision{'s' if self.decisions != 1 else ''} by a person "
-            f"({self.approved} approved, {self.rejected} rejected, {self.edited} edited)",
-            f"top pick approved {self.top_approved}/{self.top_picks}",
-            f"high reward rejected {self.high_rejected}/{self.high}",
-            f"low reward approved {self.low_approved}/{self.low}",
-        ]
-        return "judge–person agreement: " + " · ".join(parts)
+        n = f"{self.decisions} decision{'s' if self.decisions != 1 else ''} by a person"
+        return (
+            f"judge–person agreement ({n}): top pick approved {self.top_approved}/"
+            f"{self.top_picks} · high reward rejected {self.high_rejected}/{self.high} · "
+            f"low reward approved {self.low_approved}/{self.low}"
+        )
 
 
 def agreement(decisions: Iterable[Decided]) -> Agreement:

@@ -16,6 +16,13 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel
+from webshepherd.protocol.agreement import (
+    Agreement,
+    Decided,
+    PersonDecision,
+    agreement,
+    by_person,
+)
 from webshepherd.protocol.common import ApprovalCard, Candidate, GuardHit, ScoredCandidate
 from webshepherd.protocol.errors import ProtocolError
 from webshepherd.protocol.progress import FirstBadSteps, StepJudgement, first_bad_steps, item_levels
@@ -209,6 +216,20 @@ class ApprovalView:
     threshold: float | None = None
 
 
+@dataclass
+class HeldStep:
+    """A held step as its ``approval.request`` said, and a person's decision on it (judge–person
+    agreement, protocol/agreement.py)."""
+
+    session_id: str
+    step: int
+    candidate_index: int | None
+    reward: float | None
+    threshold: float | None
+    top_pick: bool | None = None  # the held candidate was the judge's top pick
+    decision: PersonDecision | None = None  # a person's (a timeout or the daemon's: None)
+
+
 class MonitorState:
     """Sessions, pending approvals and the latest daemon stats, folded from events."""
 
@@ -217,6 +238,9 @@ class MonitorState:
         self.sessions: dict[str, SessionView] = {}
         self.approvals: dict[str, ApprovalView] = {}
         self.resolved: set[str] = set()
+        self.held: dict[str, HeldStep] = {}  # every approval request seen, by request id
+        self.decisions_version = 0  # grows when a person's decision or its top pick is known
+        self._decided_early: dict[str, PersonDecision] = {}  # resolved before its request came
         self.stats: Stats | None = None
         self.events = 0
         self.version = 0  # grows when the set or order of sessions changes
@@ -234,6 +258,14 @@ class MonitorState:
 
     def pending(self) -> list[ApprovalView]:
         return sorted(self.approvals.values(), key=lambda a: a.order)
+
+    def agreement(self, session_id: str | None = None) -> Agreement:
+        """Judge–person agreement over a person's decisions seen (one session's, or all)."""
+        return agreement(
+            Decided(h.decision, h.reward, h.top_pick, h.threshold)
+            for h in self.held.values()
+            if h.decision is not None and session_id in (None, h.session_id)
+        )
 
     # ------------------------------------------------------------------ folding
 
@@ -356,12 +388,23 @@ class MonitorState:
         ]
         s.best = m.best
         d = m.decision
+        if d.status in ("approved", "rejected", "edited") and d.index is not None:
+            self._top_pick(m.session_id, m.step, d.index, d.index == m.best)
         s.decision, s.decision_action = d.status, d.action
         s.chosen = d.index if d.index is not None else m.best
         if v.state == "waiting_approval":
             v.state = "running"
         v.progress_request, v.progress = None, {}
         v.touch_steps()
+
+    def _top_pick(self, sid: str, step: int, index: int, top: bool) -> None:
+        """The step's ``scored`` after a decision: whether the held candidate was the top pick."""
+        for h in reversed(self.held.values()):
+            if (h.session_id, h.step, h.candidate_index) == (sid, step, index):
+                if h.top_pick != top:
+                    h.top_pick = top
+                    self.decisions_version += 1
+                return
 
     def _action(self, m: Any) -> None:
         v = self.session(m.session_id)
@@ -402,6 +445,20 @@ class MonitorState:
         v.version += 1
 
     def _approval_request(self, m: Any) -> None:
+        held = self.held.get(m.request_id)
+        if held is None:
+            early = self._decided_early.pop(m.request_id, None)
+            held = self.held[m.request_id] = HeldStep(
+                m.session_id, m.step, m.candidate_index, m.reward, m.threshold, decision=early
+            )
+            others = m.card.others if m.card is not None else []
+            if others and held.top_pick is None:  # until the step's scored says
+                held.top_pick = all(
+                    o.reward is None or (m.reward is not None and m.reward >= o.reward)
+                    for o in others
+                )
+            if held.decision is not None:
+                self.decisions_version += 1
         if m.request_id in self.resolved:
             return
         self._order += 1
@@ -428,6 +485,13 @@ class MonitorState:
 
     def _approval_resolved(self, m: Any) -> None:
         self.resolved.add(m.request_id)
+        held = self.held.get(m.request_id)
+        if by_person(m.decision, m.by):
+            if held is None:
+                self._decided_early[m.request_id] = m.decision
+            elif held.decision is None:
+                held.decision = m.decision
+                self.decisions_version += 1
         gone = self.approvals.pop(m.request_id, None)
         sid = m.session_id or (gone.session_id if gone else None)
         if sid is not None and sid in self.sessions:

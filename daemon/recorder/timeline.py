@@ -7,11 +7,13 @@ import sqlite3
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
+from webshepherd.protocol.agreement import Decided, PersonDecision, by_person
 from webshepherd.protocol.common import (
     Candidate,
     CandidateResult,
+    GuardHit,
     ItemProbs,
     SampleResult,
     ScoredCandidate,
@@ -40,6 +42,8 @@ class Scoring:
 
 @dataclass
 class Approval:
+    """A held step's approval request and how it ended (``decision`` None while open)."""
+
     request_id: str
     candidate_index: int
     reward: float | None
@@ -52,6 +56,16 @@ class Approval:
     note: str | None
     created_at: float
     decided_at: float | None
+    threshold: float | None = None  # the approval threshold in force when it was held
+
+    @property
+    def by_person(self) -> bool:
+        """A person's approve, reject or edit: ground truth (docs/training.md); a timeout or
+        anything the daemon decided is not."""
+        return by_person(self.decision, self.decided_by)
+
+    # the guard rules that held it (sessions/guards.py; none in a recording made before guards)
+    guard: list[GuardHit] = field(default_factory=list)
 
 
 @dataclass
@@ -135,6 +149,23 @@ class Step:
         """The step's last scoring (a re-scored step shows its latest candidates)."""
         return self.scorings[-1] if self.scorings else None
 
+    @property
+    def person_decisions(self) -> list[Approval]:
+        """The approvals a person decided (approve, reject, edit), in recording order."""
+        return [a for a in self.approvals if a.by_person]
+
+    def held_by(self, approval: Approval) -> Scoring | None:
+        """The scoring whose candidate ``approval`` held: the last one recorded before it."""
+        before = [sc for sc in self.scorings if sc.created_at <= approval.created_at]
+        return before[-1] if before else self.scoring
+
+    def decided(self, approval: Approval) -> ScoredCandidate | None:
+        """The candidate ``approval`` held, as its scoring recorded it."""
+        sc = self.held_by(approval)
+        if sc is None:
+            return None
+        return next((c for c in sc.candidates if c.result.index == approval.candidate_index), None)
+
 
 @dataclass
 class Timeline:
@@ -148,6 +179,17 @@ class Timeline:
     # the judging settings the session was scored with (prompt style, temperature, sampling…)
     settings: dict[str, Any] = field(default_factory=dict)
     tree: SearchTree | None = None  # a tree search's nodes (paradigm "tree"), else None
+
+    def decisions(self) -> list[Decided]:
+        """A person's decisions on held steps with what the judge said of the held candidate
+        (its reward, whether it was the top pick), for ``protocol.agreement.agreement``."""
+        out = []
+        for st in self.steps:
+            for a in st.person_decisions:
+                sc = st.held_by(a)
+                top = None if sc is None or sc.best is None else sc.best == a.candidate_index
+                out.append(Decided(cast(PersonDecision, a.decision), a.reward, top, a.threshold))
+        return out
 
     def executed_path(self) -> list[Executed]:
         """The actions of the executed path: for a tree search the path it returned (its
@@ -283,6 +325,14 @@ def read_items(text: str) -> list[ItemProbs]:
 
 
 def _read_approvals(db: sqlite3.Connection, sid: str, at: Callable[[int], Step]) -> None:
+    """The approvals table, with each request's threshold from its recorded event."""
+    thresholds: dict[str, float | None] = {}
+    for e in db.execute(
+        "SELECT body FROM events WHERE session_id = ? AND type = 'approval.request'", (sid,)
+    ):
+        body = json.loads(e["body"])
+        got = body.get("threshold")
+        thresholds[str(body.get("request_id"))] = float(got) if got is not None else None
     for a in db.execute("SELECT * FROM approvals WHERE session_id = ? ORDER BY created_at", (sid,)):
         at(a["step"]).approvals.append(
             Approval(
@@ -298,8 +348,21 @@ def _read_approvals(db: sqlite3.Connection, sid: str, at: Callable[[int], Step])
                 a["note"],
                 a["created_at"],
                 a["decided_at"],
+                thresholds.get(a["request_id"]),
             )
         )
+    try:  # the guards' hits, by request (a recording made before guards has no such table)
+        rows = db.execute(
+            "SELECT g.request_id, g.hits, a.step FROM approval_guards g "
+            "JOIN approvals a ON a.request_id = g.request_id WHERE a.session_id = ?",
+            (sid,),
+        ).fetchall()
+    except sqlite3.OperationalError:
+        rows = []
+    for r in rows:
+        for approval in at(r["step"]).approvals:
+            if approval.request_id == r["request_id"]:
+                approval.guard = [GuardHit.model_validate(h) for h in json.loads(r["hits"])]
 
 
 def _read_actions(db: sqlite3.Connection, sid: str, at: Callable[[int], Step]) -> list[Executed]:

@@ -50,8 +50,8 @@ def test_counts():
         low_approved=2,
     )
     assert got.line() == (
-        "judge–person agreement: 7 decisions by a person (4 approved, 2 rejected, 1 edited) · "
-        "top pick approved 3/5 · high reward rejected 2/3 · low reward approved 2/3"
+        "judge–person agreement (7 decisions by a person): top pick approved 3/5 · "
+        "high reward rejected 2/3 · low reward approved 2/3"
     )
 
 

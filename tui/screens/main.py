@@ -21,6 +21,7 @@ from webshepherd.tui.plain import plain
 from webshepherd.tui.screens.edit_action import EditActionScreen
 from webshepherd.tui.screens.messages import DecisionMade, ReplayRequested
 from webshepherd.tui.state import MonitorState
+from webshepherd.tui.widgets.agreement_line import AgreementLine
 from webshepherd.tui.widgets.approvals_table import ApprovalsPanel
 from webshepherd.tui.widgets.device_panel import DevicePanel
 from webshepherd.tui.widgets.session_detail import SessionDetail
@@ -48,6 +49,7 @@ class MainScreen(Screen[None]):
         self.table = SessionsTable(id="sessions")
         self.detail = SessionDetail(id="detail")
         self.approvals = ApprovalsPanel(id="approvals-panel")
+        self.agreement = AgreementLine(id="agreement")
         self.device_panel = DevicePanel(id="device")
         self.status_bar = Static(id="status")
         self.composed = True
@@ -58,6 +60,7 @@ class MainScreen(Screen[None]):
                 yield self.detail
             with TabPane("Approvals", id="tab-approvals"):
                 yield self.approvals
+                yield self.agreement
             with TabPane("Device", id="tab-device"):
                 yield self.device_panel
         yield Footer()
@@ -118,6 +121,8 @@ class MainScreen(Screen[None]):
         sid = table.selected
         self.detail.show(self.state.sessions.get(sid) if sid else None)
         self.approvals.sync(self.state)
+        if self.agreement.is_mounted:
+            self.agreement.sync(self.state)
         n = len(self.state.approvals)
         tab = self.query_one(TabbedContent).get_tab("tab-approvals")
         label = f"Approvals ({n})" if n else "Approvals"

@@ -5,7 +5,9 @@ The chosen action of a step, in order of trust: a person's decision on an approv
 request (approved: the candidate, or the edited action), an action a person executed
 (``source: human``), else the executed action of a session that ended in success.
 Rejected: candidates a person rejected (or edited away), plus lower-scored candidates
-that the rule-based negative filter (negatives.py) calls clear negatives.
+that the rule-based negative filter (negatives.py) calls clear negatives. Only a person's
+decision counts (``Approval.by_person``): a timeout, or whatever the daemon decided with
+nobody there, is no preference (docs/training.md, "A person's decisions").
 
 A tree search's step (siblings.py) reads its trajectory from the tree's path, trusts the
 sibling the search kept (on its returned path, in a successful session) instead of the last
@@ -126,20 +128,11 @@ def _steps(tl: Timeline) -> Iterator[StepRecord]:
                 cands[c.candidate.action] = c  # a later scoring wins
         chosen: dict[str, str] | None = None
         rejected: list[dict[str, str]] = []
-        for a in st.approvals:
-            if a.decision is None:
+        for a in st.person_decisions:
+            held = st.decided(a)
+            if held is None:
                 continue
-            approved = next(
-                (
-                    c.candidate
-                    for scoring in reversed(st.scorings)
-                    for c in scoring.candidates
-                    if c.result.index == a.candidate_index
-                ),
-                None,
-            )
-            if approved is None:
-                continue
+            approved = held.candidate
             if a.decision == "approve":
                 chosen = {"thought": approved.thought, "action": a.action or approved.action}
             elif a.decision == "edit" and a.action:
@@ -328,25 +321,14 @@ def _truth(
     st: Step, cands: dict[str, ScoredCandidate], done_before: Sequence[bool]
 ) -> dict[str, tuple[list[Label], str]]:
     """Each candidate of ``st`` with ground truth: its item labels and their source. A
-    person's labels beat the environment's (the later of one source wins); a candidate a
-    person rejected or edited away, without labels, is labelled from what was done before
-    the step: those items Yes, the others No."""
-    truth = {
+    person's labels beat the environment's (the later of one source wins). A person's
+    approve, reject or edit gives no labels: it says which action should run, not where each
+    item stands (a rejected "Place order" would complete its item), so it makes preference
+    pairs (:func:`pick_rejected`), never a judgement target."""
+    return {
         a: (cast(list[Label], labels), source)
         for a, (labels, source) in labelled(st, cands, len(done_before)).items()
     }
-    for a in st.approvals:
-        if a.decision not in ("reject", "edit") or (a.decision == "edit" and not a.action):
-            continue
-        away = next(
-            (c.candidate.action for sc in reversed(st.scorings) for c in sc.candidates
-             if c.result.index == a.candidate_index),
-            None,
-        )  # fmt: skip
-        edited_to_itself = a.decision == "edit" and away == a.action
-        if away is not None and away in cands and away not in truth and not edited_to_itself:
-            truth[away] = ([("yes" if d else "no") for d in done_before], "person_rejected")
-    return truth
 
 
 def sft_rows(
@@ -364,7 +346,7 @@ def sft_rows(
     with truth (:func:`_truth`) the judge prompt it was scored with and as target the
     judgement written from its labels (``targets.judge_target``). A candidate without truth
     gives no row (``skipped_by_reason``: ``no_ground_truth``). ``label`` says where the
-    truth came from: ``reference``, ``environment``, ``person``, ``person_rejected``. At a
+    truth came from: ``reference``, ``environment``, ``person``. At a
     tree search's step the trajectory is the tree's path to it, and what was done before it
     the truth of the nearest labelled action on that path (siblings.py)."""
     summ = summary if summary is not None else Summary()

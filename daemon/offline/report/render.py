@@ -25,6 +25,7 @@ from webshepherd.daemon.offline.report.tree import tree_section
 from webshepherd.daemon.recorder.timeline import Step, Timeline
 from webshepherd.daemon.redact import Redactor, mask_password_lines
 from webshepherd.protocol.actions import read_recorded
+from webshepherd.protocol.agreement import Agreement, agreement
 from webshepherd.protocol.common import ItemProbs, ScoredCandidate
 from webshepherd.protocol.progress import (
     FirstBadSteps,
@@ -212,6 +213,8 @@ def render_report(
         parts.append(heat_strip(titles, [step_number(st.step) for st in scored], labels))
         parts.append("</div></section>")
     parts.append(_first_bad(first_bad_steps(judgements(tl)), red))
+    if any(st.approvals for st in tl.steps):
+        parts.append(agreement_section(tl))
     if tl.tree is not None:
         parts.append(tree_section(tl.tree, red))
     parts.append('<nav class="steps">steps: ')
@@ -254,6 +257,41 @@ def _first_bad(bad: FirstBadSteps, red: Redactor) -> str:
     return (
         '<section class="figure" id="first-bad"><h2>First bad step</h2>'
         f'<dl class="meta">{"".join(rows)}</dl></section>'
+    )
+
+
+def agreement_section(tl: Timeline) -> str:
+    """Judge–person agreement over the session's decided approvals (protocol/agreement.py):
+    only a person's decisions count; the others are named as not counted."""
+    got: Agreement = agreement(tl.decisions())
+    held = [a for st in tl.steps for a in st.approvals]
+    others = sum(1 for a in held if a.decision is not None and not a.by_person)
+    pending = sum(1 for a in held if a.decision is None)
+    thresholds = sorted({a.threshold for a in held if a.threshold is not None})
+    at = ", ".join(f"{t:g}" for t in thresholds) if thresholds else "none recorded"
+
+    def of(k: int, n: int) -> str:
+        return f"{k} of {n}"
+
+    rows = [
+        (
+            "decisions by a person",
+            f"{got.decisions} ({got.approved} approved, {got.rejected} rejected, "
+            f"{got.edited} edited)",
+        ),
+        ("judge's top pick approved", of(got.top_approved, got.top_picks)),
+        ("high reward rejected or edited", of(got.high_rejected, got.high)),
+        ("low reward approved", of(got.low_approved, got.low)),
+        ("approval threshold", at),
+        ("not a person's (not counted)", f"{others} (timeouts, the daemon's), {pending} pending"),
+    ]
+    body = "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in rows)
+    return (
+        '<section class="figure" id="agreement"><h2>Judge–person agreement</h2>'
+        f'<dl class="meta">{body}</dl>'
+        '<p class="muted">high: a held reward at or above the approval threshold in force; '
+        "low: below it, or none parsed. A person's decisions are ground truth for training "
+        "(docs/training.md).</p></section>"
     )
 
 
@@ -369,6 +407,7 @@ def _step(st: Step, red: Redactor, titles: Sequence[str], taken: bool = True) ->
             f"<b>approval</b> of #{a.candidate_index} (reward {_r(a.reward)}, "
             f"{_e(a.reason)}): <b>{_e(a.decision or 'pending')}</b>"
             f" by {_e(red.text(a.decided_by or '—'))}{edited}"
+            f"{' · ground truth' if a.by_person else ''}"
             f"{'; note: ' + _e(red.text(a.note)) if a.note else ''}"
             f' <span class="muted">{_e(_when(a.decided_at))}</span></div>'
         )

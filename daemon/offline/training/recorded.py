@@ -28,7 +28,6 @@ def export_sft(data_dir: Path, out: Path, quiet: bool = False) -> int:
     if n == 0:
         raise WebShepherdError(
             f"{data_dir}: no training rows: no session has a reference checklist or ground "
-            "truth (labels from the environment or a person, or a person's rejections; "
-            "docs/training.md)"
+            "truth (labels from the environment or a person; docs/training.md)"
         )
     return n

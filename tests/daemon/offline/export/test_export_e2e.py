@@ -340,8 +340,9 @@ async def test_export_load_and_rewardbench(daemon, tmp_path, capsys, tiny_model_
     )
 
     # sft rows: targets from ground truth only, never from the judge's recorded output: each
-    # session's reference checklist, the candidates labelled at session 1's step 1, and the
-    # candidate a person edited away at its step 0 (No for every item: nothing was done yet)
+    # session's reference checklist and the candidates labelled at session 1's step 1; the
+    # candidate a person edited away at its step 0 gives a preference pair, not a judgement
+    # (a decision labels no checklist item: docs/training.md)
     sft = tmp_path / "sft.jsonl"
     capsys.readouterr()  # what the harness printed
     args = ["export", "--format", "sft", "--out", str(sft), "--data-dir", data_dir, "--quiet"]
@@ -355,11 +356,11 @@ async def test_export_load_and_rewardbench(daemon, tmp_path, capsys, tiny_model_
         (s1, 0, "reference"),
         (s2, 0, "reference"),
         (s3, 0, "reference"),
-        (s1, 0, "person_rejected"),
         (s1, 1, "environment"),
         (s1, 1, "person"),
     }
-    assert info["rows"] == 6 and info["skipped_by_reason"] == {"no_ground_truth": 2 + 1 + 4 + 2}
+    # the edited-away candidate at session 1's step 0 is among those without truth
+    assert info["rows"] == 5 and info["skipped_by_reason"] == {"no_ground_truth": 3 + 1 + 4 + 2}
     checklist = got[(s2, 0, "reference")]["conversations"]
     assert checklist[1]["value"].endswith("[CHECKLISTS]\n" + CHECKLIST)
     assert "Open my orders" in checklist[0]["value"]
@@ -367,10 +368,6 @@ async def test_export_load_and_rewardbench(daemon, tmp_path, capsys, tiny_model_
     def answer(row):
         return row["conversations"][1]["value"]
 
-    assert answer(got[(s1, 0, "person_rejected")]) == (
-        "The action does not move the task forward.\n\n<answer>\nChecklist 1: No\n"
-        "Checklist 2: No\n</answer>"
-    )
     assert answer(got[(s1, 1, "environment")]) == (
         "The action completes Checklist 1.\n\n<answer>\nChecklist 1: Yes\n"
         "Checklist 2: No\n</answer>"

@@ -1,7 +1,8 @@
-"""SFT targets come from ground truth in its order (a person's labels, the environment's, a
-person's rejection), what was done before a step comes from earlier truth, and a candidate
-without truth gives no row. The judge is scripted (its judgements are the same for every
-candidate): these tests are about the export's rule, not about judgements."""
+"""SFT targets come from ground truth in its order (a person's labels, the environment's),
+what was done before a step comes from earlier truth, and a candidate without truth gives no
+row: a person's rejection labels no item, so it gives none. The judge is scripted (its
+judgements are the same for every candidate): these tests are about the export's rule, not
+about judgements."""
 
 from __future__ import annotations
 
@@ -81,12 +82,12 @@ async def test_targets_follow_the_truth_in_its_order(tmp_path: Path) -> None:
     assert set(by_label) == {
         (0, "reference"),
         (0, "environment"),
-        (1, "person_rejected"),
         (1, "person"),
         (1, "environment"),
     }
-    assert summary.rows == 5 and dict(summary.skipped) == {"no_ground_truth": 1}
-    assert summary.per_session == {sid: 5}
+    # no truth: STEP0[1], and STEP1[0], which a person rejected without labelling it
+    assert summary.rows == 4 and dict(summary.skipped) == {"no_ground_truth": 2}
+    assert summary.per_session == {sid: 4}
     assert all("whatever the judge wrote" not in _answer(r) for r in rows)
     assert _answer(by_label[(0, "environment")]) == judge_target(
         ["yes", "no"], "The action completes Checklist 1."
@@ -100,9 +101,6 @@ async def test_targets_follow_the_truth_in_its_order(tmp_path: Path) -> None:
     assert _answer(by_label[(1, "environment")]) == judge_target(
         ["yes", "in_progress"], "The action makes progress on Checklist 2."
     )
-    assert _answer(by_label[(1, "person_rejected")]) == judge_target(
-        ["yes", "no"], "The action does not move the task forward."
-    )
     prompts = json.dumps([r["conversations"][0]["value"] for r in rows])
-    for action in (STEP0[0], *STEP1):  # each row is the judge prompt of its own candidate
+    for action in (STEP0[0], *STEP1[1:]):  # each row is the judge prompt of its own candidate
         assert action in prompts

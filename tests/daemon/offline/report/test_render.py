@@ -114,3 +114,67 @@ def test_unknown_session_is_a_clear_error(tmp_path, capsys):
     assert "no recorded session 'nope'" in capsys.readouterr().err
     assert main(["report", "x", "--data-dir", str(tmp_path / "missing")]) == 1
     assert "no recording at" in capsys.readouterr().err
+
+
+async def test_report_shows_judge_person_agreement(tmp_path):
+    """A person's four decisions (tests/fixtures/decisions.py) counted against the judge's
+    rewards; the timeout is named, not counted; each person's decision is marked as truth."""
+    from html.parser import HTMLParser
+
+    from webshepherd.daemon.config import DB_NAME
+    from webshepherd.daemon.offline.report.render import render_report
+    from webshepherd.daemon.recorder import History
+    from webshepherd.protocol.agreement import Agreement, agreement
+
+    from tests.fixtures.decisions import record_decisions
+
+    rec = await record_decisions(tmp_path)
+    history = History.open(rec.data_dir / DB_NAME)
+    try:
+        tl = history.timeline(rec.session_id)
+    finally:
+        history.close()
+    assert tl is not None
+    assert agreement(tl.decisions()) == Agreement(
+        decisions=4, approved=2, rejected=1, edited=1, top_picks=4, top_approved=2,
+        high=2, high_rejected=1, low=2, low_approved=1,
+    )  # fmt: skip
+    page = render_report(tl, generated_at=0.0)
+
+    class Section(HTMLParser):
+        """The text of the agreement section, its <dt>/<dd> pairs in order."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.inside, self.cell, self.cells, self.text = False, False, [], []
+
+        def handle_starttag(self, tag, attrs):
+            if tag == "section" and ("id", "agreement") in attrs:
+                self.inside = True
+            if self.inside and tag in ("dt", "dd"):
+                self.cell = True
+                self.cells.append("")
+
+        def handle_endtag(self, tag):
+            self.inside = self.inside and tag != "section"
+            self.cell = self.cell and tag not in ("dt", "dd")
+
+        def handle_data(self, data):
+            if self.inside:
+                self.text.append(data)
+                if self.cell:
+                    self.cells[-1] += data
+
+    parsed = Section()
+    parsed.feed(page)
+    pairs = dict(zip(parsed.cells[::2], parsed.cells[1::2], strict=True))
+    assert pairs == {
+        "decisions by a person": "4 (2 approved, 1 rejected, 1 edited)",
+        "judge's top pick approved": "2 of 4",
+        "high reward rejected or edited": "1 of 2",
+        "low reward approved": "1 of 2",
+        "approval threshold": "0.3",
+        "not a person's (not counted)": "1 (timeouts, the daemon's), 0 pending",
+    }
+    assert "Judge–person agreement" in "".join(parsed.text)
+    assert page.count(" · ground truth") == 4  # the four approvals a person decided

@@ -1,0 +1,83 @@
+"""A person's decisions become preference truth in the exports, and nothing else does: recorded
+through a real daemon over sockets into real SQLite (tests/fixtures/decisions.py), read back
+through History and the Timeline. docs/training.md, "A person's decisions"."""
+
+from __future__ import annotations
+
+from webshepherd.daemon.config import DB_NAME
+from webshepherd.daemon.offline.export.trl import trl_preference_rows
+from webshepherd.daemon.offline.export.webprm import Summary, sft_rows, webprm_rows
+from webshepherd.daemon.recorder import History
+
+from tests.fixtures.decisions import (
+    EDITED,
+    STEP0,
+    STEP1,
+    STEP2,
+    STEP2_AGAIN,
+    STEP3,
+    THRESHOLD,
+    record_decisions,
+)
+
+
+async def test_decisions_are_preference_truth(tmp_path):
+    rec = await record_decisions(tmp_path)
+    history = History.open(rec.data_dir / DB_NAME)
+    try:
+        tl = history.timeline(rec.session_id)
+        assert tl is not None
+        steps = {st.step: st for st in tl.steps}
+        # the timeline: who decided, and which of them is a person's
+        decided = [(a.decision, a.decided_by, a.by_person) for st in tl.steps for a in st.approvals]
+        assert decided == [
+            ("approve", "monitor:tui", True),
+            ("edit", "monitor:tui", True),
+            ("reject", "monitor:tui", True),
+            ("approve", "monitor:tui", True),
+            ("timeout", None, False),
+        ]
+        assert [len(steps[n].person_decisions) for n in range(4)] == [1, 1, 2, 0]
+        assert {a.threshold for st in tl.steps for a in st.approvals} == {THRESHOLD}
+        # a re-scored step: each decision's candidate is the one its own scoring held
+        first, second = steps[2].person_decisions
+        assert steps[2].decided(first).candidate.action == STEP2[0][0]  # type: ignore[union-attr]
+        assert steps[2].decided(second).candidate.action == STEP2_AGAIN[0][0]  # type: ignore[union-attr]
+
+        summary = Summary()
+        rows = {r["step_id"]: r for r in webprm_rows(history, [tl.summary], summary=summary)}
+        sessions = [tl.summary]
+        pref = list(trl_preference_rows(history, sessions))
+        sft = list(sft_rows(history, sessions))
+    finally:
+        history.close()
+
+    def actions(turns):
+        return [t["action"] for t in turns]
+
+    # approve: the held candidate is chosen; of the others, only the paper's clear negatives
+    # are rejected (click('2') after fill('2', ...) is a reordering, not a negative)
+    assert rows["0"]["chosen"]["action"] == STEP0[0][0]
+    assert actions(rows["0"]["rejected"]) == [STEP0[2][0]]
+    # edit: the edited action is chosen, the held candidate rejected first, then negatives
+    assert rows["1"]["chosen"] == {"thought": f"t {STEP1[0][0]}", "action": EDITED}
+    assert actions(rows["1"]["rejected"]) == [STEP1[0][0], STEP1[1][0]]
+    # reject, then approve at the re-scored step: the rejected one is the person's pair
+    assert rows["2"]["chosen"]["action"] == STEP2_AGAIN[0][0]
+    assert actions(rows["2"]["rejected"])[0] == STEP2[0][0]
+    # a timeout that applied "approve" is no person's choice: in a failed session, no row
+    assert "3" not in rows
+    assert summary.rows == 3 and summary.skipped["no_trustworthy_chosen"] == 1
+    assert STEP3[0][0] not in str(rows)
+
+    why = {
+        (r["step_id"], r["rejected"][-1]["content"].split("\nAction: ")[1]): r["rejected_by"]
+        for r in pref
+    }
+    assert why[(1, STEP1[0][0])] == "person"
+    assert why[(2, STEP2[0][0])] == "person"
+    assert why[(0, STEP0[2][0])] == "negative"
+    assert {s for s, _ in why} == {0, 1, 2}
+
+    # no judgement target comes from a decision (a decision labels no checklist item)
+    assert [r["label"] for r in sft] == ["reference"]
