@@ -81,3 +81,58 @@ async def test_decisions_are_preference_truth(tmp_path):
 
     # no judgement target comes from a decision (a decision labels no checklist item)
     assert [r["label"] for r in sft] == ["reference"]
+
+
+async def test_a_guards_refusal_with_nobody_there_is_no_persons_decision(tmp_path):
+    """No person is connected: the guard refuses a POST form's submit button at once (the
+    daemon decides, not a person). The refusal is recorded, and it is not ground truth: no
+    pair rejects the refused action as a person's choice, and agreement counts nothing."""
+    from webshepherd.daemon.build import running_daemon
+    from webshepherd.protocol.agreement import agreement
+
+    from tests.fixtures.daemon import REFERENCE, DaemonHandle, make_settings
+    from tests.fixtures.scripted_judge import ScriptedJudge
+
+    page = {
+        "url": "http://shop.local/cart",
+        "axtree": "[1] RootWebArea 'Cart'\n\t[5] button 'Place order'",
+        "elements": {"5": {"tag": "button", "submits": True, "form_method": "POST",
+                           "form_action": "http://shop.local/checkout"}},
+    }  # fmt: skip
+    submit, other = "click('5')", "scroll(0, 300)"
+    judge = ScriptedJudge({(page["url"], submit): (0.9, (2, 2), "it orders"),
+                           (page["url"], other): (0.1, (0, 0), "it scrolls")})  # fmt: skip
+    settings = make_settings(tmp_path)
+    async with running_daemon(settings, judge) as server:
+        d = DaemonHandle(server, settings.daemon)
+        agent = await d.client(name="agent")
+        r = await agent.request({"type": "session.start", "intent": "Order the cable",
+                                 "start_url": page["url"], "observation": page,
+                                 "checklist": REFERENCE})  # fmt: skip
+        sid = r["session_id"]
+        cands = [{"thought": "", "action": a} for a in (submit, other)]
+        scored = await agent.request({"type": "score", "session_id": sid, "candidates": cands,
+                                      "samples": 1, "approval": "never"})  # fmt: skip
+        decision = scored["decision"]
+        assert decision["status"] == "rejected" and decision["action"] is None, decision
+        assert decision["by"] == "daemon" and decision["guard"], decision
+        await agent.request({"type": "action", "session_id": sid, "action": other})
+        await agent.request({"type": "session.end", "session_id": sid, "outcome": "success"})
+        await d.close_clients()
+
+    history = History.open(settings.daemon.data_dir / DB_NAME)
+    try:
+        tl = history.timeline(sid)
+        assert tl is not None
+        (st,) = [st for st in tl.steps if st.scorings]
+        assert [(a.decision, a.by_person) for a in st.approvals] == [("reject", False)]
+        assert st.person_decisions == [] and agreement(tl.decisions()).decisions == 0
+        summary = Summary()
+        rows = list(webprm_rows(history, [tl.summary], summary=summary))
+        pref = list(trl_preference_rows(history, [tl.summary]))
+    finally:
+        history.close()
+    # the successful session's executed scroll is chosen; the refused submit scored higher,
+    # so only a person's rejection could have paired it, and there was none
+    assert rows == [] and summary.skipped["no_rejected"] == 1
+    assert all(r["rejected_by"] != "person" for r in pref)
