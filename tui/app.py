@@ -44,6 +44,7 @@ class WebShepherdApp(App[None]):
         backoff_max_s: float = 2.0,
         data_dir: Path | None = None,
         report_dir: Path | None = None,
+        approver: str | None = None,
     ) -> None:
         super().__init__()
         self.data_dir = data_dir
@@ -61,6 +62,7 @@ class WebShepherdApp(App[None]):
             on_change=self.mark_dirty,
             on_status=self.set_status,
             backoff_max_s=backoff_max_s,
+            approver=approver,
         )
         self.main = MainScreen(self.state)
 
@@ -100,6 +102,14 @@ class WebShepherdApp(App[None]):
 
     @work(group="decide")
     async def send_decision(self, request_id: str, decision: Decision, action: str | None) -> None:
+        if not self.link.paired:
+            self.notify(
+                f"{decision}: this TUI is not paired, so it decides nothing; a person runs "
+                "`webshepherd pair tui` at a terminal, then restarts the TUI",
+                severity="error",
+                markup=False,
+            )
+            return
         try:
             await self.link.decide(request_id, decision, action)
         except WebShepherdError as exc:

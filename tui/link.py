@@ -33,6 +33,7 @@ class DaemonLink:
         on_status: Callable[[str, bool], None] = lambda text, ok: None,
         history_limit: int = 50,
         backoff_max_s: float = 2.0,
+        approver: str | None = None,
     ) -> None:
         self.state = state
         self.url = url
@@ -40,16 +41,28 @@ class DaemonLink:
         self.on_status = on_status
         self.history_limit = history_limit
         self.catch_ups = 0
-        self.client = AsyncClient(
-            url,
-            token,
+        self._token = token
+        self._backoff_max_s = backoff_max_s
+        self.client = self._client(approver)
+        self.refused_approver = False  # the credential was refused: monitoring unpaired
+
+    def _client(self, approver: str | None) -> AsyncClient:
+        return AsyncClient(
+            self.url,
+            self._token,
             name="webshepherd-tui",
             role="monitor",
+            approver=approver,
             reconnect=True,
             backoff_initial_s=0.1,
-            backoff_max_s=backoff_max_s,
+            backoff_max_s=self._backoff_max_s,
         )
-        self._backoff_max_s = backoff_max_s
+
+    @property
+    def paired(self) -> bool:
+        """The daemon took this TUI's approver credential: it may decide approvals."""
+        welcome = self.client.welcome
+        return welcome is not None and welcome.approver
 
     async def run(self) -> None:
         """Connect (retrying), subscribe, catch up, then fold events until cancelled."""
@@ -60,8 +73,13 @@ class DaemonLink:
                 await client.connect()
                 break
             except UnauthorizedError as exc:
-                self.on_status(f"refused: {exc.message}", False)
-                return
+                if "approver" not in exc.message or self.refused_approver:
+                    self.on_status(f"refused: {exc.message}", False)
+                    return
+                # a revoked or stale pairing: monitor unpaired, say how to pair again
+                log.warning("approver credential refused (%s); monitoring unpaired", exc.message)
+                self.refused_approver = True
+                client = self.client = self._client(None)
             except WebShepherdError as exc:
                 self.on_status(f"cannot reach {self.url}; retrying ({exc.code.value})", False)
                 await asyncio.sleep(delay)
@@ -88,7 +106,13 @@ class DaemonLink:
     def _connected(self) -> None:
         daemon = self.client.welcome.daemon if self.client.welcome else None
         model = f" · {daemon.model} ({daemon.backend})" if daemon else ""
-        self.on_status(f"connected to {self.url}{model}", True)
+        if self.paired:
+            paired = " · paired: decides approvals"
+        elif self.refused_approver:
+            paired = " · pairing refused (revoked?): run `webshepherd pair tui` to decide"
+        else:
+            paired = " · not paired: run `webshepherd pair tui` to decide approvals"
+        self.on_status(f"connected to {self.url}{model}{paired}", True)
 
     async def _watch(self) -> None:
         seen, was = self.client.reconnects, True

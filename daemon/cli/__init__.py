@@ -1,5 +1,5 @@
 """The ``webshepherd`` command: ``main`` and ``build_parser``; each command's module adds its
-own sub-parser (serve, token, schema, demo, tui, observe, export, eval, report, rescore,
+own sub-parser (serve, token, pair, schema, demo, tui, observe, export, eval, report, rescore,
 train, prompt, dev).
 
 Heavy modules (torch, transformers, the server) are imported inside the
@@ -18,6 +18,7 @@ from webshepherd.daemon.cli.dev import add_dev_parser
 from webshepherd.daemon.cli.eval import add_eval_parser
 from webshepherd.daemon.cli.export import add_export_parser
 from webshepherd.daemon.cli.observe import add_observe_parser
+from webshepherd.daemon.cli.pair import add_pair_parser
 from webshepherd.daemon.cli.prompt import add_prompt_parser
 from webshepherd.daemon.cli.report import add_report_parser
 from webshepherd.daemon.cli.rescore import add_rescore_parser
@@ -31,6 +32,7 @@ from webshepherd.daemon.cli.tui import add_tui_parser
 COMMANDS = (
     add_serve_parser,
     add_token_parser,
+    add_pair_parser,
     add_schema_parser,
     add_demo_parser,
     add_tui_parser,

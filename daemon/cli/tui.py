@@ -33,7 +33,15 @@ def cmd_tui(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 1
-    WebShepherdApp(args.url, token, data_dir=args.data_dir, report_dir=args.report_dir).run()
+    from webshepherd.tui.credential import read_credential
+
+    WebShepherdApp(
+        args.url,
+        token,
+        data_dir=args.data_dir,
+        report_dir=args.report_dir,
+        approver=read_credential(),  # the TUI's own, from `webshepherd pair tui`
+    ).run()
     return 0
 
 

@@ -31,6 +31,7 @@ class Daemon:
     url: str
     token: str
     data_dir: Path
+    monitor_code: str  # a one-time pairing code for a monitor (a person's tool)
 
 
 @pytest.fixture
@@ -56,7 +57,8 @@ def daemon(tmp_path: Path) -> Iterator[Daemon]:
         proc.wait(30)
         raise RuntimeError(f"the daemon exited ({proc.returncode}) before listening")
     try:
-        yield Daemon(json.loads(line)["url"], TEST_TOKEN, tmp_path / "daemon" / "data")
+        info = json.loads(line)
+        yield Daemon(info["url"], TEST_TOKEN, tmp_path / "daemon" / "data", info["monitor_code"])
     finally:
         proc.stdin.close()
         try:

@@ -83,6 +83,7 @@ def decide_every_request(daemon: Daemon, decision: str, done: threading.Event) -
     """A monitor that answers every approval request with ``decision``."""
     client = Client(daemon.url, daemon.token, role="monitor", name="test-monitor")
     client.connect()
+    client.pair(daemon.monitor_code, "test-monitor")  # a person's tool: paired to decide
     sub = client.subscribe()
 
     def run() -> None:

@@ -21,8 +21,10 @@ from tests.tui.helpers import FixedProbe, screen_text, wait_until
 pytestmark = pytest.mark.model
 
 
-def tui(url: str) -> WebShepherdApp:
-    return WebShepherdApp(url, TEST_TOKEN, probe=FixedProbe(), refresh_s=0.1, backoff_max_s=0.5)
+def tui(url: str, approver: str | None = None) -> WebShepherdApp:
+    return WebShepherdApp(
+        url, TEST_TOKEN, probe=FixedProbe(), refresh_s=0.1, backoff_max_s=0.5, approver=approver
+    )
 
 
 async def step(agent, sid: str, n: int, approval: str = "never") -> dict:
@@ -122,9 +124,10 @@ async def test_approval_keys_resolve_real_requests(daemon):
     agent = await daemon.client(name="agent-1")
     other = await daemon.client(role="extension", name="ext")
     sid = await start_session(agent)
-    app = tui(daemon.url)
+    app = tui(daemon.url, await daemon.approver("monitor", "webshepherd-tui"))  # paired
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_until(pilot, lambda: app.link.catch_ups >= 1, what="connected")
+        assert app.link.paired
         panel = app.screen.query_one(ApprovalsPanel)
         await pilot.press("2")
         scored_by_key = {}
@@ -221,3 +224,49 @@ async def test_a_daemon_restart_is_survived(start_daemon, tmp_path):
         assert "connected to" in screen_text(app)
         assert app.screen.query_one(DataTable).row_count == 1
         await asyncio.sleep(0)
+
+
+@pytest.mark.parametrize("credential", ["none", "revoked"])
+async def test_an_unpaired_tui_monitors_but_decides_nothing(daemon, credential):
+    """Without a credential, or with one revoked since `webshepherd pair tui`, the TUI still
+    shows the request (and says how to pair), but `a` sends no decision: a person's paired
+    extension decides it."""
+    agent = await daemon.client(name="agent-1")
+    person = await daemon.client(role="extension", name="ext")
+    sid = await start_session(agent)
+    approver = None
+    if credential == "revoked":
+        approver = await daemon.approver("monitor", "old-tui")
+        (entry,) = [a for a in daemon.server.approvers.paired() if a.name == "old-tui"]
+        daemon.server.approvers.revoke(entry.id)
+    app = tui(daemon.url, approver)
+    async with app.run_test(size=(140, 30)) as pilot:
+        await wait_until(pilot, lambda: app.link.catch_ups >= 1, what="connected")
+        assert not app.link.paired
+        assert app.link.refused_approver is (credential == "revoked")
+        assert "webshepherd pair tui" in screen_text(app)
+        panel = app.screen.query_one(ApprovalsPanel)
+        await pilot.press("2")
+        await agent.send(
+            {
+                "type": "score",
+                "id": "c1",
+                "session_id": sid,
+                "candidates": CANDS,
+                "samples": 1,
+                "approval": "always",
+            }
+        )
+        req = await person.wait_for("approval.request", timeout=60)
+        await wait_until(pilot, lambda: panel.table.row_count == 1, what="the request")
+        await pilot.press("a")
+        await pilot.pause(0.5)
+        assert panel.table.row_count == 1  # nothing was decided
+        assert app.state.sessions[sid].state == "waiting_approval"
+        reply = await person.request(
+            {"type": "approval.decide", "request_id": req["request_id"], "decision": "reject"}
+        )
+        assert reply["type"] == "approval.resolved", reply
+        scored = await agent.wait_for(lambda m: m.get("id") == "c1", timeout=30)
+        assert scored["decision"]["by"] == "extension:ext"
+        await wait_until(pilot, lambda: panel.table.row_count == 0, what="resolved by the person")

@@ -135,7 +135,12 @@ async def _decide_next_request(
 @pytest.mark.model
 @pytest.mark.parametrize("decision", ["approve", "edit", "reject"])
 async def test_a_persons_decision_is_honoured(daemon: DaemonHandle, decision: str) -> None:
-    async with client(daemon, role="monitor", name="tui") as mon, client(daemon) as agent:
+    async with (
+        client(
+            daemon, role="monitor", name="tui", approver=await daemon.approver("monitor", "tui")
+        ) as mon,
+        client(daemon) as agent,
+    ):
         sub = await mon.subscribe("*").start()
         session = await agent.start_session("Buy a cable", checklist=CHECKLIST, observation=OBS)
         edit = "click('77')" if decision == "edit" else None

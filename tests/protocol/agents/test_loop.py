@@ -73,7 +73,15 @@ async def test_step_by_step_with_best_of_n(daemon: DaemonHandle, shop: ShopServe
 
 
 async def test_full_plan_in_advance_with_refinement(daemon: DaemonHandle, shop: ShopServer) -> None:
-    async with client(daemon, role="monitor", name="watcher") as mon, client(daemon) as c:
+    async with (
+        client(
+            daemon,
+            role="monitor",
+            name="watcher",
+            approver=await daemon.approver("monitor", "watcher"),
+        ) as mon,
+        client(daemon) as c,
+    ):
         sub = await mon.subscribe("*").start()
         result = await run_episode(
             c, TextEnvironment(shop.url), ShopPolicy(seed=4), TASK,
@@ -161,8 +169,15 @@ async def test_a_rejected_action_is_not_run_and_the_policy_proposes_again(
 ) -> None:
     """On a session another client started (as the browser extension would)."""
     async with (
-        client(daemon, role="monitor", name="person") as mon,
-        client(daemon, role="extension", name="ext") as ext,
+        client(
+            daemon,
+            role="monitor",
+            name="person",
+            approver=await daemon.approver("monitor", "person"),
+        ) as mon,
+        client(
+            daemon, role="extension", name="ext", approver=await daemon.approver("extension", "ext")
+        ) as ext,
         client(daemon) as agent,
     ):
         sub = await mon.subscribe("*").start()

@@ -148,7 +148,13 @@ async def test_refine_against_the_daemon(daemon: DaemonHandle) -> None:
 @pytest.mark.model
 async def test_a_person_decides_on_the_kept_candidate(daemon: DaemonHandle) -> None:
     async with (
-        AsyncClient(daemon.url, token=TEST_TOKEN, role="monitor", name="tui") as mon,
+        AsyncClient(
+            daemon.url,
+            token=TEST_TOKEN,
+            role="monitor",
+            name="tui",
+            approver=await daemon.approver("monitor", "tui"),
+        ) as mon,
         AsyncClient(daemon.url, token=TEST_TOKEN) as client,
     ):
         sub = await mon.subscribe("*").start()

@@ -130,7 +130,12 @@ async def test_errors_are_typed_and_the_connection_survives(daemon: DaemonHandle
 
 
 async def test_subscription_sees_another_clients_session(daemon: DaemonHandle) -> None:
-    async with client(daemon, role="monitor", name="mon") as mon, client(daemon) as agent:
+    async with (
+        client(
+            daemon, role="monitor", name="mon", approver=await daemon.approver("monitor", "mon")
+        ) as mon,
+        client(daemon) as agent,
+    ):
         sub = await mon.subscribe("*").start()
         session = await agent.start_session("Buy a cable", checklist=CHECKLIST, observation=OBS)
         await session.score(CANDIDATES, samples=1, approval="never")
@@ -203,7 +208,12 @@ async def test_sync_client(daemon: DaemonHandle) -> None:
 
 
 async def test_a_monitor_edits_an_action_through_approval(daemon: DaemonHandle) -> None:
-    async with client(daemon, role="monitor", name="tui") as mon, client(daemon) as agent:
+    async with (
+        client(
+            daemon, role="monitor", name="tui", approver=await daemon.approver("monitor", "tui")
+        ) as mon,
+        client(daemon) as agent,
+    ):
         sub = await mon.subscribe("*").start()
         session = await agent.start_session("Buy a cable", checklist=CHECKLIST, observation=OBS)
         scoring = asyncio.create_task(session.score(CANDIDATES, samples=1, approval="always"))

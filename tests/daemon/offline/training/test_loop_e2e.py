@@ -26,7 +26,7 @@ from webshepherd.daemon.recorder import History
 from webshepherd.protocol.client import AsyncClient
 from webshepherd.protocol.common import Turn
 
-from tests.fixtures.daemon import TEST_TOKEN, make_settings
+from tests.fixtures.daemon import TEST_TOKEN, make_settings, pairing_code
 
 pytestmark = pytest.mark.model
 CONFIG = EngineConfig(max_new_tokens=96, checklist_max_new_tokens=48)
@@ -77,6 +77,7 @@ async def _person_labels(data_dir: Path, base: Path, engine: Engine, sid: str, s
         running_daemon(settings, engine) as server,
         AsyncClient(server.url, token=TEST_TOKEN, role="monitor", name="tui") as c,
     ):
+        await c.pair(pairing_code(settings.daemon.config_dir, "monitor"), "tui")  # as a person does
         await c.label(sid, step, action, ["no"] * 4, source="person", note="goes nowhere")
 
 
