@@ -58,13 +58,14 @@ function borderWidth(best: boolean): number {
  */
 export function drawOutlines(layer: HTMLElement, specs: OutlineSpec[]): void {
   layer.replaceChildren();
-  const found: { spec: OutlineSpec; outline: Box }[] = [];
+  const found: { spec: OutlineSpec; outline: Box; target: Box }[] = [];
   for (const spec of specs) {
     const el = findByBid(document, spec.bid);
     if (!el) continue;
     const r = topRect(el);
-    const outline = grow({ left: r.left, top: r.top, width: r.width, height: r.height }, borderWidth(spec.best));
-    found.push({ spec, outline });
+    const target = { left: r.left, top: r.top, width: r.width, height: r.height };
+    const outline = grow(target, borderWidth(spec.best));
+    found.push({ spec, outline, target });
     const box = document.createElement("div");
     box.className = spec.best ? "outline best" : "outline";
     box.dataset.testid = "ws-outline";
@@ -74,7 +75,8 @@ export function drawOutlines(layer: HTMLElement, specs: OutlineSpec[]): void {
   }
   const taken: Box[] = found.map((f) => f.outline);
   const viewport = { width: window.innerWidth, height: window.innerHeight };
-  for (const { spec, outline } of found) {
+  const text = found.length > 0 ? textBoxes(document, viewport) : [];
+  for (const { spec, outline, target } of found) {
     const tag = document.createElement("span");
     tag.className = "badge";
     tag.dataset.testid = "ws-badge";
@@ -83,10 +85,35 @@ export function drawOutlines(layer: HTMLElement, specs: OutlineSpec[]): void {
     tag.style.cssText = `left:0;top:0;visibility:hidden;background:${spec.colour}`;
     layer.append(tag);
     const size = tag.getBoundingClientRect();
-    const at = placeBadge(outline, { width: size.width, height: size.height }, viewport, taken);
+    const badge = { width: size.width, height: size.height };
+    const at = placeBadge(outline, badge, viewport, taken, text, target);
     taken.push(at);
     tag.style.left = `${at.left}px`;
     tag.style.top = `${at.top}px`;
     tag.style.visibility = "";
   }
+}
+
+/** Text nodes read at most per drawing (a huge page's text beyond them is not avoided). */
+const MAX_TEXT_NODES = 20000;
+
+/**
+ * The page's visible text, one box per line box of each text node, in the viewport's
+ * coordinates (the overlay's own text lives in its shadow root, which this walk skips).
+ */
+export function textBoxes(doc: Document, viewport: { width: number; height: number }): Box[] {
+  const out: Box[] = [];
+  const walker = doc.createTreeWalker(doc.body ?? doc.documentElement, NodeFilter.SHOW_TEXT);
+  const range = doc.createRange();
+  for (let n = 0, node = walker.nextNode(); node && n < MAX_TEXT_NODES; n++, node = walker.nextNode()) {
+    if (!node.nodeValue?.trim()) continue;
+    range.selectNodeContents(node);
+    for (const r of Array.from(range.getClientRects())) {
+      const inView = r.bottom > 0 && r.right > 0 && r.top < viewport.height && r.left < viewport.width;
+      if (r.width > 0 && r.height > 0 && inView) {
+        out.push({ left: r.left, top: r.top, width: r.width, height: r.height });
+      }
+    }
+  }
+  return out;
 }
