@@ -7,7 +7,8 @@ import re
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
-from html import escape
+
+from webshepherd.protocol.terminal_text import html_safe
 
 LABEL_COLOURS = {"yes": "#2e9e5b", "in_progress": "#e0a526", "no": "#d0483f", None: "#d9dce1"}
 LABEL_NAMES = {"yes": "Yes", "in_progress": "In Progress", "no": "No", None: "not scored"}
@@ -96,7 +97,7 @@ def reward_curve(points: Sequence[CurvePoint], width: int = 880, height: int = 2
         colour = DECISION_COLOURS.get(p.approval, "#8a8f98")
         out.append(
             f'<path class="approval" d="M{_fmt(cx)} {_fmt(cy - 14)} l6 6 l-6 6 l-6 -6 z" '
-            f'fill="{colour}"><title>step {p.step}: approval {escape(p.approval)}</title></path>'
+            f'fill="{colour}"><title>step {p.step}: approval {html_safe(p.approval)}</title></path>'
         )
     lx = left + 8
     for label, colour, dash in (
@@ -143,7 +144,7 @@ def heat_strip(
             out.append(
                 f'<rect class="cell cell-{lab or "none"}" x="{title_w + j * (cell + gap)}" '
                 f'y="{yy}" width="{cell}" height="{cell}" rx="3" fill="{LABEL_COLOURS[lab]}">'
-                f"<title>{escape(title)} · step {s}: {LABEL_NAMES[lab]}</title></rect>"
+                f"<title>{html_safe(title)} · step {s}: {LABEL_NAMES[lab]}</title></rect>"
             )
     out.append("</svg>")
     return "".join(out)
@@ -218,9 +219,9 @@ def outlines_svg(size: tuple[int, int], outlines: Sequence[Outline]) -> str:
             f'<rect class="target" x="{_fmt(left)}" y="{_fmt(top)}" '
             f'width="{_fmt(max(right - left, 1))}" height="{_fmt(max(bottom - top, 1))}" '
             f'fill="none" stroke="{o.colour}" stroke-width="{4 if o.chosen else 2}" '
-            f'vector-effect="non-scaling-stroke"><title>{escape(o.label)}</title></rect>'
+            f'vector-effect="non-scaling-stroke"><title>{html_safe(o.label)}</title></rect>'
             f'<text x="{_fmt(left + 2)}" y="{_fmt(max(top - 4, 12))}" fill="{o.colour}" '
-            f'class="target-label">{escape(o.label.split(" ", 1)[0])}</text>'
+            f'class="target-label">{html_safe(o.label.split(" ", 1)[0])}</text>'
         )
     out.append("</svg>")
     return "".join(out)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import base64
 import time
 from collections.abc import Iterable, Sequence
-from html import escape
 
 from webshepherd.daemon.offline.report.figures import (
     CANDIDATE_COLOURS,
@@ -34,6 +33,7 @@ from webshepherd.protocol.progress import (
     item_levels,
 )
 from webshepherd.protocol.steps import step_label, step_number
+from webshepherd.protocol.terminal_text import html_safe
 
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 
@@ -80,8 +80,9 @@ ol.items { margin: 4px 0 0; padding-left: 22px; font-size: 0.88rem; }
 """
 
 
-def _e(text: object) -> str:
-    return escape(str(text), quote=True)
+def _e(text: object, *, multiline: bool = False) -> str:
+    """Untrusted text shown (invisible characters as escapes, hosts as punycode), HTML-escaped."""
+    return html_safe(text, multiline=multiline)
 
 
 def _r(v: float | None) -> str:
@@ -386,7 +387,7 @@ def _step(st: Step, red: Redactor, titles: Sequence[str], taken: bool = True) ->
             out.append(
                 f"<details{' open' if is_main else ''}><summary>feedback on #{c.result.index}"
                 f"{' (executed)' if c is done else ''}</summary>"
-                f'<div class="feedback">{_e(red.text(c.result.feedback))}</div>'
+                f'<div class="feedback">{_e(red.text(c.result.feedback), multiline=True)}</div>'
                 f"{_item_list(c.result.items, titles)}</details>"
             )
     elif sc is None:
@@ -431,7 +432,7 @@ def _step(st: Step, red: Redactor, titles: Sequence[str], taken: bool = True) ->
         tree = red.text(mask_password_lines(st.axtree))
         out.append(
             f"<details><summary>AX tree ({len(tree.splitlines())} lines)</summary>"
-            f'<pre class="axtree">{_e(tree)}</pre></details>'
+            f'<pre class="axtree">{_e(tree, multiline=True)}</pre></details>'
         )
     out.append("</section>")
     return "\n".join(out)

@@ -4,11 +4,10 @@ from an agent: every one is redacted and escaped."""
 
 from __future__ import annotations
 
-from html import escape
-
 from webshepherd.daemon.recorder.timeline import SearchTree, TreeNode
 from webshepherd.daemon.redact import Redactor
 from webshepherd.protocol.steps import step_label, step_number
+from webshepherd.protocol.terminal_text import html_safe
 
 CSS = """
 ul.tree, ul.tree ul { list-style: none; margin: 0; padding-left: 22px;
@@ -27,7 +26,7 @@ MARK = {"frontier": "○", "expanded": "●", "leaf": "·", "done": "✓", "fail
 
 
 def _e(text: object) -> str:
-    return escape(str(text), quote=True)
+    return html_safe(text)
 
 
 def tree_section(tree: SearchTree, red: Redactor) -> str:

@@ -116,6 +116,91 @@ def test_unknown_session_is_a_clear_error(tmp_path, capsys):
     assert "no recording at" in capsys.readouterr().err
 
 
+# One hostile string per character class (the shared display vectors cover every range).
+HOSTILE = {
+    "bidi control": (
+        "fill('2', '\u202e91\u202c')",
+        "fill(&#x27;2&#x27;, &#x27;\\u202e91\\u202c&#x27;)",
+    ),
+    "zero-width": ("click('1\u200b3')", "click(&#x27;1\\u200b3&#x27;)"),
+    "tag": ("usb-c cable\U000e0049\U000e0067", "usb-c cable\\U000e0049\\U000e0067"),
+    "variation selector": ("cheap\ufe0f", "cheap\\ufe0f"),
+    "soft hyphen": ("Pay\u00adPal", "Pay\\xadPal"),
+    "C0 control": ("Buy \x1b[2J now", "Buy \\x1b[2J now"),
+    "C1 control": ("\x9b2J", "\\x9b2J"),
+    "Hangul filler": ("\u3164", "\\u3164"),
+    "url host": ("goto('https://pаypal.com/')", "goto(&#x27;https://xn--pypal-4ve.com/&#x27;)"),
+}
+
+
+async def test_untrusted_text_is_shown_escaped_in_the_report(daemon, tmp_path):
+    """Every class of invisible character an agent, page or checklist carries is shown as an
+    escape in the report (HTML-escaped too), and a non-ASCII host as punycode, in the file and
+    in what Chromium renders."""
+    from webshepherd.protocol.terminal_text import ESCAPED_RANGES
+
+    texts = [raw for raw, _ in HOSTILE.values()]
+    agent = await daemon.client()
+    r = await agent.request(
+        {
+            "type": "session.start",
+            "intent": "Pay " + " ".join(texts),
+            "start_url": "https://pаypal.com/",
+            "observation": {"url": "https://pаypal.com/", "axtree": "[2] textbox 'amount\u200b'"},
+            "checklist": "Checklist 1: Open " + texts[2] + "\nChecklist 2: " + texts[0],
+            "agent": {"name": "bot\u202e", "planning": "step", "plan": None},
+        }
+    )
+    assert r["type"] == "session.started", r
+    sid = r["session_id"]
+    cands = [{"thought": t, "action": t} for t in texts[:2]] + [
+        {"thought": " ".join(texts), "action": texts[-1]}
+    ]
+    scored = await agent.request(
+        {
+            "type": "score",
+            "session_id": sid,
+            "candidates": cands,
+            "samples": 1,
+            "approval": "never",
+        },
+        timeout=120,
+    )
+    assert scored["type"] == "scored", scored
+    a = await agent.request(
+        {"type": "action", "session_id": sid, "action": texts[-1], "thought": " ".join(texts)}
+    )
+    assert a["type"] == "action.recorded", a
+    out = tmp_path / "hostile.html"
+    data_dir = str(daemon.config.data_dir)
+    assert (
+        await asyncio.to_thread(main, ["report", sid, "--out", str(out), "--data-dir", data_dir])
+        == 0
+    )
+    html = out.read_text(encoding="utf-8")
+    escaped = {c for lo, hi, _ in ESCAPED_RANGES for c in range(lo, hi + 1)} - {0x0A}
+    assert [f"U+{ord(c):04X}" for c in html if ord(c) in escaped] == []
+    assert "pаypal" not in html
+    for cls, (_, shown) in HOSTILE.items():
+        assert shown in html, f"{cls}: {shown!r} not in the report"
+
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            page = await browser.new_page()
+            await page.goto(out.as_uri())
+            shown_text = await page.locator("body").inner_text()
+            codes = await page.locator("tr.cand code").all_inner_texts()
+        finally:
+            await browser.close()
+    assert "fill('2', '\\u202e91\\u202c')" in codes and "click('1\\u200b3')" in codes
+    assert "goto('https://xn--pypal-4ve.com/')" in codes
+    assert "https://xn--pypal-4ve.com/" in shown_text and "bot\\u202e" in shown_text
+    assert "Open usb-c cable\\U000e0049\\U000e0067" in shown_text  # a checklist title
+
+
 async def test_report_shows_judge_person_agreement(tmp_path):
     """A person's four decisions (tests/fixtures/decisions.py) counted against the judge's
     rewards; the timeout is named, not counted; each person's decision is marked as truth."""
