@@ -91,7 +91,7 @@ export function mountApprovals(root: HTMLElement, via: "panel" | "popup"): void 
 
   const decide = async (requestId: string, decision: Decision, action: string | null) => {
     const r = await sendToWorker({ kind: "approval.decide", requestId, decision, action, via });
-    status.textContent = r.ok ? "" : (r.error ?? "failed");
+    status.textContent = r.ok ? "" : displayText(r.error ?? "failed");
     await render();
   };
 
@@ -100,7 +100,7 @@ export function mountApprovals(root: HTMLElement, via: "panel" | "popup"): void 
     c.dataset.testid = "ws-decide";
     c.dataset.requestId = req.request_id;
     c.setAttribute("aria-label", `Approval needed: ${stepLabel(req.step)}`);
-    const edit = el("input", { value: req.candidate.action, hidden: true });
+    const edit = el("input", { value: displayText(req.candidate.action), hidden: true });
     edit.setAttribute("aria-label", "Edited action");
     const approve = el("button", { type: "button", title: "Approve (A)" }, "Approve");
     const reject = el("button", { type: "button", title: "Reject (R)" }, "Reject");
@@ -133,7 +133,7 @@ export function mountApprovals(root: HTMLElement, via: "panel" | "popup"): void 
     const reward = req.reward === null || req.reward === undefined ? "n/a" : req.reward.toFixed(2);
     const crop = cropCanvas(req);
     c.append(
-      el("h3", {}, `Step ${stepNumber(req.step)}: ${req.reason.replace(/_/g, " ")}`),
+      el("h3", {}, `Step ${stepNumber(req.step)}: ${displayText(req.reason.replace(/_/g, " "))}`),
       el("p", { className: "intent" }, displayText(intent, { multiline: true })),
       el("code", {}, displayText(req.candidate.action)),
       el("div", {}, `reward ${reward}`),

@@ -5,6 +5,7 @@
  * Opened as a page, `popup.html?tab=ID` names the tab (tests drive it that way).
  */
 import { mountApprovals } from "./approvals-ui.js";
+import { displayText } from "./display-text.js";
 import { sendToWorker } from "./messages.js";
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
@@ -17,13 +18,13 @@ async function targetTab(): Promise<number | undefined> {
 }
 
 async function render(tabId: number | undefined) {
-  $("state").textContent = await chrome.action.getTitle(tabId === undefined ? {} : { tabId });
+  $("state").textContent = displayText(await chrome.action.getTitle(tabId === undefined ? {} : { tabId }));
   if (tabId === undefined) return;
   const st = await sendToWorker({ kind: "demonstration.state", tabId });
   const demonstration = st.session?.demonstration ? st.session : null;
   $("start-form").hidden = demonstration !== null || st.session !== null || !st.connected;
   $("stop-form").hidden = demonstration === null;
-  $("recording").textContent = demonstration ? `Recording: ${demonstration.intent}` : st.session ? "This tab follows an agent's session." : "";
+  $("recording").textContent = demonstration ? `Recording: ${displayText(demonstration.intent)}` : st.session ? "This tab follows an agent's session." : "";
 }
 
 async function main() {
@@ -36,7 +37,7 @@ async function main() {
     ev.preventDefault();
     if (tabId === undefined) return;
     const r = await sendToWorker({ kind: "demonstration.start", tabId, intent: $<HTMLInputElement>("intent").value });
-    $("error").textContent = r.ok ? "" : (r.error ?? "failed");
+    $("error").textContent = r.ok ? "" : displayText(r.error ?? "failed");
     await render(tabId);
   });
   $<HTMLFormElement>("stop-form").addEventListener("submit", async (ev) => {
@@ -44,7 +45,7 @@ async function main() {
     if (tabId === undefined) return;
     const outcome = $<HTMLSelectElement>("outcome").value as "success" | "failure" | "unknown";
     const r = await sendToWorker({ kind: "demonstration.stop", tabId, outcome });
-    $("error").textContent = r.ok ? "Saved." : (r.error ?? "failed");
+    $("error").textContent = r.ok ? "Saved." : displayText(r.error ?? "failed");
     await render(tabId);
   });
   await render(tabId);

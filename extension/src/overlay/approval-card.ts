@@ -2,10 +2,12 @@
  * The overlay's approval card: the held action, its reward and feedback, and where to
  * decide. It has no decision controls: the overlay lives in the page, where the page's own
  * script and an agent driving the page could press them. A person decides in the
- * extension's side panel or popup (extension pages) or in the TUI.
+ * extension's side panel or popup (extension pages) or in the TUI. Every untrusted string goes
+ * through `displayText` into a text node.
  */
 import type { ApprovalRequest } from "../protocol.gen.js";
 import { rewardColour } from "./reward-colour.js";
+import { displayText } from "../display-text.js";
 import { stepLabel } from "../steps.js";
 
 export const WHERE_TO_DECIDE = "Decide in webshepherd's side panel or its toolbar popup, or in the TUI.";
@@ -26,10 +28,10 @@ export function approvalCard(req: ApprovalRequest): HTMLElement {
   const rewardEl = el("strong", {}, reward);
   rewardEl.style.color = rewardColour(req.reward);
   card.append(
-    el("h3", {}, `Waiting for a person: ${stepLabel(req.step)} (${req.reason.replace(/_/g, " ")})`),
-    el("code", {}, req.candidate.action),
+    el("h3", {}, `Waiting for a person: ${stepLabel(req.step)} (${displayText(req.reason.replace(/_/g, " "))})`),
+    el("code", {}, displayText(req.candidate.action)),
     el("div", {}, "reward ", rewardEl),
-    el("div", { className: "feedback" }, req.feedback ?? ""),
+    el("div", { className: "feedback" }, displayText(req.feedback ?? "", { multiline: true })),
     el("p", { className: "where" }, WHERE_TO_DECIDE),
   );
   return card;

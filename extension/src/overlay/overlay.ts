@@ -110,19 +110,19 @@ export class Overlay {
 
   private render(): void {
     const v = this.view!;
-    this.title.textContent = v.intent ? `webshepherd · ${v.intent}` : "webshepherd";
+    this.title.textContent = v.intent ? `webshepherd · ${displayText(v.intent)}` : "webshepherd";
     const parts: HTMLElement[] = [];
     for (const req of v.approvals) parts.push(approvalCard(req));
 
     if (v.tree) {
-      const line = h("div", "tree", treeLine(v.tree));
+      const line = h("div", "tree", displayText(treeLine(v.tree)));
       line.dataset.testid = "ws-tree";
       line.setAttribute("role", "status");
       parts.push(line);
     }
 
     if (v.stalled) {
-      const note = h("div", "stalled", `Stalled · ${v.stalled.detail}`);
+      const note = h("div", "stalled", `Stalled · ${displayText(v.stalled.detail)}`);
       note.dataset.testid = "ws-stalled";
       note.setAttribute("role", "status");
       parts.push(note);
@@ -135,7 +135,7 @@ export class Overlay {
     for (const item of v.checklist) {
       const probs = scoredItems.find((p) => p.index === item.index);
       const li = h("li");
-      li.append(h("div", "", `${item.index}. ${item.title}`));
+      li.append(h("div", "", `${item.index}. ${displayText(item.title)}`));
       const bar = h("div", "bar");
       bar.setAttribute("role", "img");
       const label = probs
@@ -166,7 +166,7 @@ export class Overlay {
         li.dataset.testid = "ws-candidate";
         const reward = h("span", "reward", res.reward === null ? "n/a" : res.reward.toFixed(2));
         reward.style.color = rewardColour(res.reward);
-        const action = h("code", "action", last.candidates[res.index]?.action ?? `#${res.index}`);
+        const action = h("code", "action", displayText(last.candidates[res.index]?.action ?? `#${res.index}`));
         li.append(reward, action);
         cands.append(li);
       }
@@ -215,7 +215,7 @@ export class Overlay {
     const specs = [];
     for (const req of v.approvals) {
       const bid = targetBid(req.candidate.action);
-      if (bid) specs.push({ bid, colour: rewardColour(req.reward), label: `approve? ${req.candidate.action}`, best: true });
+      if (bid) specs.push({ bid, colour: rewardColour(req.reward), label: `approve? ${displayText(req.candidate.action)}`, best: true });
     }
     if (v.last) {
       for (const res of v.last.scored.results) {
