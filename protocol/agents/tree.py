@@ -5,9 +5,19 @@ an action reached; its value is the reward the judge gave that action (checklist
 Expanding a node runs its action, observes the page it leads to, and scores the policy's top
 ``branching`` candidates there in one request: they become its children, on the frontier.
 The search always expands the frontier node of highest value (values within
-``tie_margin`` of the best count as equal; ties: proposed more often, then created first),
-so a branch whose continuations score lower than an unexplored sibling is left for that
-sibling, and a plateau of equal progress is searched breadth first.
+``tie_margin`` of the best count as equal; ties: the answer, then proposed more often, then
+created first), so a branch whose continuations score lower than an unexplored sibling is left
+for that sibling, and a plateau of equal progress is searched breadth first.
+
+A finished task is recognised by the answer's tie-break. Once the task is done, the judge gives
+the answer (``send_msg_to_user``) the top value, but it gives the same top value to the action
+that finished the task and to such actions left on other branches (a "place the order" node
+scored before). Oldest-first would expand those, each with a reset and a replay; the answer
+goes first and ends the search with the task's result. An answer never overtakes a node
+valued above it, so a judge that values a premature answer low is not led astray. (The
+other way, a goal-value stop as the planning paper describes Koh et al., ends the search at
+V = 1; here V is the reward of the action that reached a node, so it would stop at the action
+that finished the task, before the answer that reports it.)
 
 Going back to an earlier node resets the environment and replays the node's action prefix,
 as Koh et al. do; a replay that fails or lands on another page than the recorded one marks
@@ -28,6 +38,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from webshepherd.protocol.actions import parse_action
 from webshepherd.protocol.agents.best_of_n import group_proposals
 from webshepherd.protocol.agents.environment import ActionError, ActionResult, PageState
 from webshepherd.protocol.agents.policy import PolicyContext
@@ -170,12 +181,12 @@ class TreeSearch:
 
     def _pick(self, frontier: list[SearchNode]) -> SearchNode:
         """The frontier node to expand: the highest value, values within ``tie_margin`` of it
-        counting as equal; among equals the one proposed more often, then the first scored
-        (so a plateau is searched breadth first, not down the branch with the luckiest
-        noise)."""
+        counting as equal; among equals the answer (``send_msg_to_user``), then the one
+        proposed more often, then the first scored (so a plateau is searched breadth first,
+        not down the branch with the luckiest noise)."""
         top = max(n.value for n in frontier)
         tied = [n for n in frontier if n.value >= top - self.opts.tie_margin]
-        return max(tied, key=lambda n: (n.count, -n.id))
+        return max(tied, key=lambda n: (_is_answer(n.action), n.count, -n.id))
 
     async def _try(self, node: SearchNode) -> ActionResult | None:
         """Return to ``node``'s parent, run its action, and expand it (unless it ended the
@@ -217,7 +228,9 @@ class TreeSearch:
         ep = self.ep
         node.status = "expanded"
         history = self._history(node.id)
-        observed = await ep.handle.observe(state.url, state.axtree, _shot(state.screenshot))
+        observed = await ep.handle.observe(
+            state.url, state.axtree, _shot(state.screenshot), state.elements
+        )
         node.step = observed.step
         context = PolicyContext(ep.intent, history, ep.plan, self.opts.samples)
         proposals = await ep.policy.propose(state, context)
@@ -322,6 +335,16 @@ class TreeSearch:
             n.status, n.error = "stale", n.error or why
             await self._report(n, "stale")
             todo += [c.id for c in self.tree.children(nid)]
+
+
+def _is_answer(action: str | None) -> bool:
+    """Whether ``action`` is the agent's answer to the user (``send_msg_to_user``)."""
+    if action is None:
+        return False
+    try:
+        return parse_action(action).name == "send_msg_to_user"
+    except ActionError:
+        return False
 
 
 def _shot(png: bytes | None) -> Screenshot | None:

@@ -184,9 +184,13 @@ class _Episode:
         self.opts = EpisodeOptions(paradigm="tree", tie_margin=margin)
 
 
-def _pick(margin: float, *nodes: tuple[float, int]) -> int:
-    """The id of the node the search expands next among ``(reward, count)`` nodes, ids 1.."""
-    frontier = [SearchNode(i, 0, 1, reward=r, count=c) for i, (r, c) in enumerate(nodes, 1)]
+def _pick(margin: float, *nodes: tuple[float, int] | tuple[float, int, str]) -> int:
+    """The id of the node the search expands next among ``(reward, count[, action])`` nodes,
+    ids 1.."""
+    frontier = [
+        SearchNode(i, 0, 1, action=n[2] if len(n) > 2 else "click('1')", reward=n[0], count=n[1])
+        for i, n in enumerate(nodes, 1)
+    ]
     return TreeSearch(_Episode(margin))._pick(frontier).id  # type: ignore[arg-type]
 
 
@@ -197,3 +201,15 @@ def test_values_within_the_margin_are_a_tie_broken_breadth_first() -> None:
     # within the margin, proposed more often wins; beyond it, the value does
     assert _pick(0.02, (0.50, 1), (0.49, 2)) == 2
     assert _pick(0.02, (0.50, 1), (0.45, 2)) == 1
+
+
+def test_the_answer_goes_first_among_equals_and_never_past_a_better_node() -> None:
+    place, answer = "click('24')", "send_msg_to_user('Order VW-1001 is placed.')"
+    # the task is done: the answer ties an older "place the order" left on another branch
+    assert _pick(0.02, (1.0, 2, place), (0.99, 1, answer)) == 2
+    assert _pick(0.02, (0.99, 2, place), (1.0, 1, answer), (1.0, 1, "scroll(0, 400)")) == 2
+    # an answer valued below the best (a premature one) waits
+    assert _pick(0.02, (0.90, 1, place), (0.75, 2, answer)) == 1
+    # giving up is not the answer; an unparseable action is not either
+    assert _pick(0.02, (1.0, 1, place), (1.0, 1, "report_infeasible('no')")) == 1
+    assert _pick(0.02, (1.0, 1, place), (1.0, 1, "send_msg_to_user(")) == 1
