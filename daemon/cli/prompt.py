@@ -17,6 +17,7 @@ from webshepherd.daemon.engine.engine import (
 )
 from webshepherd.daemon.engine.prompts import PROMPT_STYLES
 from webshepherd.daemon.offline.evaluation.rows import DataError, need_str, read_rows
+from webshepherd.daemon.offline.files import loads
 from webshepherd.protocol.errors import WebShepherdError
 from webshepherd.protocol.terminal_text import json_terminal_safe
 
@@ -71,7 +72,7 @@ def read_one_row(path: Path) -> dict[str, Any]:
     """The single row of ``path``: a JSON object, or a file of rows holding exactly one."""
     if path.suffix.lower() == ".json" and path.exists():
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = loads(path.read_text(encoding="utf-8"), path)
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise DataError(path, None, None, f"not valid JSON ({e})") from None
         if isinstance(data, dict):

@@ -1,7 +1,9 @@
 """``webshepherd rescore PATH``: score a finished run made without webshepherd (a browser-use
 history, an AgentLab folder, a JSONL run, or a webshepherd recording) and say where it went
 wrong. Runs against the daemon at ``--url`` / ``$WEBSHEPHERD_URL`` (default address), or one
-started in this process with ``--model``, as the demo does."""
+started in this process with ``--model``, as the demo does. Files the run names are read only
+under its own folder or one named with ``--allow-dir``; the token comes from
+``--token-file``, ``$WEBSHEPHERD_TOKEN`` or the local store, never from argv."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from webshepherd.daemon.cli.progress import ProgressBar
+from webshepherd.daemon.cli.secrets import add_token_arguments, token_from_args
 from webshepherd.daemon.config import DB_NAME
 from webshepherd.protocol.steps import step_label, step_number
 from webshepherd.protocol.terminal_text import terminal_safe
@@ -47,7 +50,16 @@ def add_rescore_parser(sub: Any) -> None:
     )
     r.add_argument("--vision", action="store_true", help="the judge reads screenshots")
     r.add_argument("--url", default=None, help="daemon URL (default $WEBSHEPHERD_URL or local)")
-    r.add_argument("--token", default=None, help="pairing token (default: the local store)")
+    add_token_arguments(r)
+    r.add_argument(
+        "--allow-dir",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a folder the run's files (screenshots) may also be read from; default: only "
+        "the run's own folder (repeatable)",
+    )
     r.add_argument("--samples", type=int, default=None, help="completions per step")
     r.add_argument(
         "--stalled-after",
@@ -81,13 +93,14 @@ def cmd_rescore(args: argparse.Namespace) -> int:
     from webshepherd.daemon.config import default_data_dir
     from webshepherd.daemon.offline.imports import load_run
 
-    run = load_run(args.path, args.session)
+    run = load_run(args.path, args.session, args.allow_dir)
+    token = token_from_args(args)
     if args.intent:
         run.intent = args.intent
     data_dir = args.data_dir or default_data_dir()
     bar = ProgressBar("rescore", "step", total=len(run.steps), quiet=args.quiet)
     try:
-        result = asyncio.run(_score(run, args, data_dir, bar))
+        result = asyncio.run(_score(run, args, token, data_dir, bar))
     finally:
         bar.close()
     result.report = _report(data_dir, result.session_id, args.out)
@@ -100,7 +113,7 @@ def cmd_rescore(args: argparse.Namespace) -> int:
 
 
 async def _score(
-    run: ImportedRun, args: argparse.Namespace, data_dir: Path, bar: ProgressBar
+    run: ImportedRun, args: argparse.Namespace, token: str | None, data_dir: Path, bar: ProgressBar
 ) -> RescoreResult:
     from webshepherd.daemon.offline.rescore import rescore
 
@@ -112,7 +125,7 @@ async def _score(
         on_step=lambda done, total: bar.reached(done, total),
     )
     if args.model is None:
-        return await rescore(run, args.url, args.token, **kw)
+        return await rescore(run, args.url, token, **kw)
     from rich.console import Console
     from webshepherd.daemon.demo.demo_setup import in_process_daemon, load_demo_engine
 
@@ -163,6 +176,7 @@ def summary_lines(result: RescoreResult, path: Path) -> list[str]:
         out.append(line + (f"   (skipped: {s.skipped})" if s.skipped else ""))
     for n, why in run.skipped:
         out.append(f"  entry {n} of the run not replayed: {terminal_safe(why)}")
+    out += [f"  warning: {terminal_safe(w)}" for w in run.warnings]
     for label, bad in (("progress", result.bad.progress), ("reward", result.bad.reward)):
         if bad is None:
             out.append(f"first bad step ({label}): none")

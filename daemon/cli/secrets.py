@@ -34,6 +34,11 @@ class _Refused(argparse.Action):
         )
 
 
+def refuse_flag(p: argparse.ArgumentParser, flag: str, where: str) -> None:
+    """Add ``flag``, an old way to pass a secret in argv, refused with ``where`` it goes now."""
+    p.add_argument(flag, action=_Refused, where=where)
+
+
 def add_token_arguments(p: argparse.ArgumentParser, what: str = "the daemon's") -> None:
     """``--token-file`` (and a refused ``--token``)."""
     p.add_argument(
@@ -44,11 +49,7 @@ def add_token_arguments(p: argparse.ArgumentParser, what: str = "the daemon's") 
         help=f"a file holding {what} pairing token (default: $WEBSHEPHERD_TOKEN, else the "
         "local store, as `webshepherd token` prints)",
     )
-    p.add_argument(
-        "--token",
-        action=_Refused,
-        where="set WEBSHEPHERD_TOKEN or pass --token-file FILE instead",
-    )
+    refuse_flag(p, "--token", "set WEBSHEPHERD_TOKEN or pass --token-file FILE instead")
 
 
 def token_from_args(args: argparse.Namespace) -> str | None:

@@ -31,6 +31,7 @@ from functools import partial
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from webshepherd.daemon.cli.secrets import refuse_flag
 from webshepherd.daemon.dev.openai_completer import (
     MAX_LOGPROBS,
     Completer,
@@ -211,9 +212,9 @@ def main(argv: list[str] | None = None) -> int:
         metavar="VAR",
         help="require 'Authorization: Bearer KEY', KEY read from this environment variable",
     )
-    ap.add_argument("--api-key", default=None, help="the key itself (visible to `ps`)")
+    refuse_flag(ap, "--api-key", "name the environment variable holding it with --api-key-env VAR")
     args = ap.parse_args(argv)
-    api_key = args.api_key
+    api_key = None
     if args.api_key_env:
         api_key = os.environ.get(args.api_key_env)
         if not api_key:

@@ -62,6 +62,7 @@ class RescoreResult:
                 if s.skipped is not None
             ]
             + [{"step": None, "entry": n, "why": why} for n, why in self.run.skipped],
+            "warnings": self.run.warnings,
             "rewards": [s.reward for s in self.steps],
             "first_bad_steps": self.bad.as_dict(),
             "signals": self.signals,

@@ -50,6 +50,7 @@ from webshepherd.daemon.offline.evaluation.rows import (
     need_str_list,
     read_rows,
 )
+from webshepherd.daemon.offline.files import loads
 from webshepherd.protocol.common import Turn
 from webshepherd.protocol.errors import WebShepherdError
 
@@ -99,7 +100,7 @@ def _turns(path: Path, row: int, data: dict[str, Any], field: str) -> list[Turn]
         raise DataError(path, row, field, "missing")
     if isinstance(v, str):
         try:
-            v = json.loads(v)
+            v = loads(v, f"{path} row {row} field {field!r}")
         except json.JSONDecodeError:
             raise DataError(path, row, field, "expected {thought, action} objects") from None
     if isinstance(v, dict):
@@ -372,7 +373,7 @@ def run(
     }
     if out.exists():
         try:
-            old = json.loads(out.read_text(encoding="utf-8"))
+            old = loads(out.read_text(encoding="utf-8"), f"--json {out}")
         except (OSError, json.JSONDecodeError) as e:
             raise WebShepherdError(f"--json {out}: exists but is not a report ({e})") from None
         same = old.get("samples") == samples and old.get("settings", {}) == report["settings"]

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from webshepherd.daemon.offline.files import lines, loads
 from webshepherd.protocol.errors import ErrorCode, WebShepherdError
 
 
@@ -33,7 +34,7 @@ def read_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         yield from _jsonl(path)
     elif suffix == ".json":
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = loads(path.read_text(encoding="utf-8"), path)
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise DataError(path, None, None, f"not valid JSON ({e})") from None
         if not isinstance(data, list):
@@ -58,11 +59,11 @@ def read_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
 
 def _jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     with path.open(encoding="utf-8") as f:
-        for i, line in enumerate(f, 1):
+        for i, line in lines(f, path):
             if not line.strip():
                 continue
             try:
-                row = json.loads(line)
+                row = loads(line, f"{path} row {i}")
             except json.JSONDecodeError as e:
                 raise DataError(path, i, None, f"not valid JSON ({e.msg})") from None
             if not isinstance(row, dict):
@@ -147,7 +148,7 @@ def need_str_list(
         return []
     if isinstance(v, str):
         try:
-            v = json.loads(v)
+            v = loads(v, f"{path} row {row} field {field!r}")
         except json.JSONDecodeError:
             raise DataError(path, row, field, "expected a list of strings") from None
     if isinstance(v, list) and none_as is not None:

@@ -18,6 +18,7 @@ from webshepherd.daemon.offline.evaluation.planning import (
     task_metrics,
 )
 from webshepherd.daemon.offline.evaluation.rows import DataError, need_int, need_str, read_rows
+from webshepherd.daemon.offline.files import loads
 from webshepherd.daemon.recorder import History
 from webshepherd.daemon.sessions.plans import planned_from_thought
 
@@ -108,8 +109,8 @@ def read_sessions(db: Path, session_ids: Sequence[str]) -> dict[str, AgentTrajec
 def load_references(path: Path) -> dict[str, dict[str, Any]]:
     """WebArena's test.raw.json: task id → ``{"intent", "must_include"}``."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as e:
+        data = loads(path.read_text(encoding="utf-8"), path)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise DataError(path, None, None, f"cannot read the references ({e})") from None
     if not isinstance(data, list):
         raise DataError(path, None, None, "expected WebArena's list of task configs")

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from webshepherd.daemon.offline.files import loads
 from webshepherd.protocol.errors import WebShepherdError
 
 DATASET_NAME = "webshepherd_sft"
@@ -44,8 +45,8 @@ def write_dataset_info(folder: Path, file_name: str, layout: str, name: str = DA
     info: dict[str, Any] = {}
     if path.exists():
         try:
-            info = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as e:
+            info = loads(path.read_text(encoding="utf-8"), path)
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise WebShepherdError(f"{path}: not valid JSON ({e}); fix or remove it") from e
         if not isinstance(info, dict):
             raise WebShepherdError(f"{path}: expected a JSON object of dataset entries")

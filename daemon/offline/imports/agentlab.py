@@ -3,6 +3,10 @@
 ``.jpg``) beside them, ``goal_object.pkl.gz`` and ``summary_info.json``
 (browsergym.experiments.loop's ``StepInfo.save_step_info`` and ``ExpResult``).
 
+Only files under the allowed folders are read (a symlink out of the folder is refused), each
+step file inflated with a cap (:mod:`webshepherd.daemon.offline.files`); a screenshot that is
+not an image, too big or outside is left out with a warning.
+
 The pickles are read without AgentLab or BrowserGym installed, and without running anything
 they name: :class:`SafeUnpickler` builds plain attribute holders for every class, and takes
 only a few constructors for real (numpy arrays, containers). The observation text is
@@ -14,15 +18,21 @@ not a step.
 from __future__ import annotations
 
 import copyreg
-import gzip
-import io
 import json
 import pickle
 import re
 from pathlib import Path
 from typing import Any, ClassVar
 
+from webshepherd.daemon.offline.files import (
+    GZIP_ERRORS,
+    FileLimitError,
+    Folders,
+    open_gzip,
+    read_json,
+)
 from webshepherd.daemon.offline.imports.run import (
+    ImageMime,
     ImportedRun,
     ImportedStep,
     ImportFormatError,
@@ -89,11 +99,21 @@ class SafeUnpickler(pickle.Unpickler):
         return self._stands[key]
 
 
-def safe_load(path: Path) -> Any:
+def safe_load(path: Path, folders: Folders | None = None) -> Any:
+    """A gzip'd pickle, inflated with a cap and unpickled by :class:`SafeUnpickler` (with
+    ``folders``: only when it lies under one of them)."""
+    if folders is not None:
+        path = folders.check(path)
     try:
-        with gzip.open(path, "rb") as f:
-            return SafeUnpickler(io.BytesIO(f.read())).load()
-    except (OSError, EOFError, pickle.UnpicklingError, ValueError, TypeError) as exc:
+        with open_gzip(path) as f:
+            return SafeUnpickler(f).load()
+    except FileLimitError:
+        raise
+    except MemoryError:
+        raise ImportFormatError(
+            f"{path}: not a readable pickle (it claims more memory than there is)"
+        ) from None
+    except (*GZIP_ERRORS, pickle.UnpicklingError, ValueError, TypeError) as exc:
         raise ImportFormatError(f"{path}: not a readable pickle ({exc})") from None
 
 
@@ -101,27 +121,45 @@ def is_agentlab_folder(path: Path) -> bool:
     return path.is_dir() and any(STEP_FILE.search(p.name) for p in path.glob("step_*.pkl.gz"))
 
 
-def _goal(obs: dict[str, Any], folder: Path) -> str | None:
-    if isinstance(obs.get("goal"), str) and obs["goal"].strip():
+def _text(value: Any) -> str:
+    """A text field of a pickle ("": anything but a string, which is never stringified: a
+    pickle can nest or share containers past what ``str`` survives)."""
+    return value if isinstance(value, str) else ""
+
+
+def _goal(obs: dict[str, Any], folder: Path, folders: Folders) -> str | None:
+    if _text(obs.get("goal")).strip():
         return str(obs["goal"])
     goal = obs.get("goal_object")
     if goal is None and (folder / "goal_object.pkl.gz").is_file():
-        goal = safe_load(folder / "goal_object.pkl.gz")
-    texts = [
-        str(g.get("text")) for g in goal or [] if isinstance(g, dict) and g.get("type") == "text"
-    ]
-    return "\n".join(texts) or None
+        goal = safe_load(folder / "goal_object.pkl.gz", folders)
+    if not isinstance(goal, (list, tuple)):
+        return None
+    texts = [_text(g.get("text")) for g in goal if isinstance(g, dict) and g.get("type") == "text"]
+    return "\n".join(t for t in texts if t) or None
 
 
-def _screenshot(folder: Path, step: int) -> tuple[bytes | None, str]:
-    for ext, mime in ((".png", "image/png"), (".jpg", "image/jpeg"), (".jpeg", "image/jpeg")):
+def _screenshot(
+    folder: Path, step: int, folders: Folders, warnings: list[str]
+) -> tuple[bytes | None, ImageMime]:
+    for ext in (".png", ".jpg", ".jpeg"):
         p = folder / f"screenshot_step_{step}{ext}"
         if p.is_file():
-            return p.read_bytes(), mime
+            try:
+                return folders.read_screenshot(p)
+            except FileLimitError as exc:
+                warnings.append(f"screenshot left out: {exc.message}")
+            except OSError as exc:
+                warnings.append(f"screenshot left out: {p}: {exc.strerror}")
+            return None, "image/png"
     return None, "image/png"
 
 
-def load_agentlab(folder: Path) -> ImportedRun:
+def load_agentlab(folder: Path, folders: Folders | None = None) -> ImportedRun:
+    """The run in an AgentLab folder (files read only under ``folders``: default, the
+    folder itself)."""
+    folders = folders or Folders.of(folder)
+    warnings: list[str] = []
     files = sorted(
         (int(m.group(1)), p)
         for p in folder.glob("step_*.pkl.gz")
@@ -134,32 +172,33 @@ def load_agentlab(folder: Path) -> ImportedRun:
     intent: str | None = None
     start_url: str | None = None
     for n, path in files:
-        info = safe_load(path)
+        info = safe_load(path, folders)
         obs = getattr(info, "obs", None)
         action = getattr(info, "action", None)
         if not isinstance(obs, dict):
             skipped.append((n, "no observation in the step file"))
             continue
-        intent = intent or _goal(obs, folder)
-        url = str(obs.get("url") or "")
+        intent = intent or _goal(obs, folder, folders)
+        url = _text(obs.get("url"))
         start_url = start_url or url or None
-        if not isinstance(action, str) or not action.strip():
+        if not _text(action).strip():
             if n != files[-1][0]:
                 skipped.append((n, "no action (the step failed)"))
             continue
         agent_info = getattr(info, "agent_info", None)
-        think = agent_info.get("think") if agent_info is not None else None
-        text = obs.get("axtree_txt") or obs.get("pruned_html")
-        shot, mime = _screenshot(folder, n)
+        think = agent_info.get("think") if isinstance(agent_info, (dict, Stand)) else None
+        tree = _text(obs.get("axtree_txt"))
+        text = tree or _text(obs.get("pruned_html"))
+        shot, mime = _screenshot(folder, n, folders, warnings)
         steps.append(
             ImportedStep(
                 url=url,
-                action=action,
-                thought=str(think or ""),
-                axtree=str(text) if text else None,
+                action=str(action),
+                thought=_text(think),
+                axtree=text or None,
                 screenshot=shot,
-                screenshot_mime=mime,  # type: ignore[arg-type]
-                note=None if obs.get("axtree_txt") or not text else "pruned HTML (no axtree_txt)",
+                screenshot_mime=mime,
+                note=None if tree or not text else "pruned HTML (no axtree_txt)",
             )
         )
     if intent is None:
@@ -168,11 +207,12 @@ def load_agentlab(folder: Path) -> ImportedRun:
     summary = folder / "summary_info.json"
     if summary.is_file():
         try:
-            info = json.loads(summary.read_text(encoding="utf-8"))
-            if isinstance(info, dict) and (info.get("cum_reward") or 0) > 0:
-                outcome = "success"
-        except (OSError, json.JSONDecodeError):
-            pass
+            info = read_json(folders.check(summary))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            info = None
+        reward = info.get("cum_reward") if isinstance(info, dict) else None
+        if isinstance(reward, (int, float)) and reward > 0:
+            outcome = "success"
     return ImportedRun(
         kind="agentlab",
         intent=intent,
@@ -181,4 +221,5 @@ def load_agentlab(folder: Path) -> ImportedRun:
         agent="agentlab",
         outcome=outcome,
         skipped=skipped,
+        warnings=warnings,
     )

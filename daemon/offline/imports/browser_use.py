@@ -9,6 +9,11 @@ observation text given to the judge, and the actions' element indices refer to i
 first action of a step is scored, mapped as the live integration maps it
 (:func:`webshepherd.integrations.browser_use_actions.to_browsergym`, the index as the bid).
 The task is the ``<user_request>`` of the first state message (or ``--intent``).
+
+A ``screenshot_path`` is read only when, symlinks resolved, it lies under the history's folder
+or a folder named with ``--allow-dir``, and is an image (PNG, JPEG, WebP) within the size
+limit; otherwise the step keeps no screenshot and the run a warning that says why. A path that
+is not there is looked for by its name beside the history.
 """
 
 from __future__ import annotations
@@ -18,7 +23,9 @@ import re
 from pathlib import Path
 from typing import Any
 
+from webshepherd.daemon.offline.files import FileLimitError, Folders, read_json
 from webshepherd.daemon.offline.imports.run import (
+    ImageMime,
     ImportedRun,
     ImportedStep,
     ImportFormatError,
@@ -30,8 +37,8 @@ NOTE = "browser-use's page text (its <browser_state>), not a BrowserGym AX tree"
 _BLOCK = r"<{0}>\s*(.*?)\s*</{0}>"
 
 
-def _block(tag: str, text: str | None) -> str | None:
-    found = re.search(_BLOCK.format(tag), text or "", re.S)
+def _block(tag: str, text: Any) -> str | None:
+    found = re.search(_BLOCK.format(tag), text if isinstance(text, str) else "", re.S)
     return found.group(1) if found else None
 
 
@@ -43,11 +50,17 @@ def looks_like_browser_use(data: Any) -> bool:
     )
 
 
+def _first(output: dict[str, Any]) -> dict[str, Any]:
+    """The step's first action (``{name: params}``; empty when there is none)."""
+    actions = output.get("action")
+    first = actions[0] if isinstance(actions, list) and actions else None
+    return first if isinstance(first, dict) else {}
+
+
 def _action(output: dict[str, Any]) -> tuple[str, str]:
     """The step's first action as a BrowserGym action, and the thought."""
     thought = " ".join(str(x) for x in (output.get("thinking"), output.get("next_goal")) if x)
-    actions = output.get("action") or []
-    first = actions[0] if actions and isinstance(actions[0], dict) else {}
+    first = _first(output)
     (name, params), *_ = list(first.items()) or [("noop", {})]
     params = params if isinstance(params, dict) else {}
     index = params.get("index")
@@ -58,20 +71,42 @@ def _action(output: dict[str, Any]) -> tuple[str, str]:
     return action, thought
 
 
-def _screenshot(state: dict[str, Any], base: Path) -> bytes | None:
-    path = state.get("screenshot_path")
-    if not isinstance(path, str) or not path:
-        return None
-    for candidate in (Path(path), base / path, base / Path(path).name):
-        if candidate.is_file():
-            return candidate.read_bytes()
-    return None
+def _screenshot(
+    state: dict[str, Any], base: Path, folders: Folders, warnings: list[str]
+) -> tuple[bytes | None, ImageMime]:
+    """The step's screenshot when an allowed image file (else None, and a warning)."""
+    given = state.get("screenshot_path")
+    if not isinstance(given, str) or not given or "\0" in given:
+        return None, "image/png"
+    path = Path(given)
+    found = [p for p in dict.fromkeys((base / path, base / path.name)) if p.is_file()]
+    refused = ""
+    for candidate in found:
+        try:
+            return folders.read_screenshot(candidate)
+        except FileLimitError as exc:
+            refused = refused or exc.message
+        except OSError as exc:
+            refused = refused or f"{candidate}: {exc.strerror}"
+    warnings.append(f"screenshot left out: {refused or f'{given}: not found'}")
+    return None, "image/png"
 
 
-def read_browser_use(path: Path, data: dict[str, Any]) -> ImportedRun:
+def read_browser_use(
+    path: Path, data: dict[str, Any], folders: Folders | None = None
+) -> ImportedRun:
+    """The run of a parsed history (``folders``: where screenshots may be read; default, the
+    history's folder)."""
+    folders = folders or Folders.of(path)
+    warnings: list[str] = []
     history = data["history"]
     intent = next(
-        (t for h in history if (t := _block("user_request", h.get("state_message")))), None
+        (
+            t
+            for h in history
+            if isinstance(h, dict) and (t := _block("user_request", h.get("state_message")))
+        ),
+        None,
     )
     steps: list[ImportedStep] = []
     skipped: list[tuple[int, str]] = []
@@ -79,30 +114,35 @@ def read_browser_use(path: Path, data: dict[str, Any]) -> ImportedRun:
     outcome: Outcome = "unknown"
     answer: str | None = None
     for n, h in enumerate(history):
-        output = h.get("model_output")
-        state = h.get("state") or {}
+        output = h.get("model_output") if isinstance(h, dict) else None
+        state = h.get("state") if isinstance(h, dict) else None
+        state = state if isinstance(state, dict) else {}
         if not isinstance(output, dict):
             skipped.append((n, "no model output (the step failed before the model answered)"))
             continue
         action, thought = _action(output)
-        first = (output.get("action") or [{}])[0]
-        if start_url is None and isinstance(first, dict) and "navigate" in first:
-            start_url = (first["navigate"] or {}).get("url")
+        first = _first(output)
+        if start_url is None and isinstance(first.get("navigate"), dict):
+            to = first["navigate"].get("url")
+            start_url = to if isinstance(to, str) else None
         page = _block("browser_state", h.get("state_message"))
+        shot, mime = _screenshot(state, path.parent, folders, warnings)
         steps.append(
             ImportedStep(
-                url=str(state.get("url") or ""),
+                url=state["url"] if isinstance(state.get("url"), str) else "",
                 action=action,
                 thought=thought,
                 axtree=page,
-                screenshot=_screenshot(state, path.parent),
+                screenshot=shot,
+                screenshot_mime=mime,
                 note=NOTE if page else None,
             )
         )
         for r in h.get("result") or []:
             if isinstance(r, dict) and r.get("is_done"):
                 outcome = "success" if r.get("success") else "failure"
-                answer = r.get("extracted_content")
+                said = r.get("extracted_content")
+                answer = said if isinstance(said, str) else None
     if intent is None:
         raise ImportFormatError(
             f"{path}: no task in the history (no <user_request> in any state_message): "
@@ -117,14 +157,15 @@ def read_browser_use(path: Path, data: dict[str, Any]) -> ImportedRun:
         outcome=outcome,
         answer=answer,
         skipped=skipped,
+        warnings=warnings,
     )
 
 
-def load_browser_use(path: Path) -> ImportedRun:
+def load_browser_use(path: Path, folders: Folders | None = None) -> ImportedRun:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_json(path)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ImportFormatError(f"{path}: not a JSON file ({exc})") from None
     if not looks_like_browser_use(data):
         raise ImportFormatError(f"{path}: not a browser-use history (no 'history' list)")
-    return read_browser_use(path, data)
+    return read_browser_use(path, data, folders)

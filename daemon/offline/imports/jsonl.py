@@ -1,5 +1,6 @@
 """The plain JSONL run format (docs/rescore.md): a first line with the task, then one line
-per executed step."""
+per executed step. Lines are read bounded (length, JSON depth); a screenshot that is not an
+image (PNG, JPEG, WebP) or is too big is left out with a warning."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import json
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from webshepherd.daemon.offline.files import FileLimitError, check_image, lines, loads
 from webshepherd.daemon.offline.imports.run import ImportedRun, ImportedStep, ImportFormatError
 
 
@@ -33,12 +35,13 @@ def read_jsonl(path: Path) -> ImportedRun:
     """Read a JSONL run; a line that is not JSON or misses a field is an error naming it."""
     header: _Header | None = None
     steps: list[ImportedStep] = []
+    warnings: list[str] = []
     with path.open(encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
+        for n, line in lines(f, path):
             if not line.strip():
                 continue
             try:
-                data = json.loads(line)
+                data = loads(line, f"{path}:{n}")
             except json.JSONDecodeError as exc:
                 raise ImportFormatError(f"{path}:{n}: not JSON ({exc.msg})") from None
             try:
@@ -50,12 +53,17 @@ def read_jsonl(path: Path) -> ImportedRun:
                 first = exc.errors()[0]
                 where = ".".join(str(p) for p in first["loc"]) or "line"
                 raise ImportFormatError(f"{path}:{n}: {where}: {first['msg']}") from None
-            shot = None
+            shot, mime = None, None
             if step.screenshot:
                 try:
                     shot = base64.b64decode(step.screenshot, validate=True)
                 except (binascii.Error, ValueError):
                     raise ImportFormatError(f"{path}:{n}: screenshot: not base64") from None
+                try:
+                    mime = check_image(shot, f"{path}:{n}")
+                except FileLimitError as exc:
+                    warnings.append(f"screenshot left out: {exc.message}")
+                    shot = None
             steps.append(
                 ImportedStep(
                     url=step.url,
@@ -63,6 +71,7 @@ def read_jsonl(path: Path) -> ImportedRun:
                     thought=step.thought or "",
                     axtree=step.axtree or None,
                     screenshot=shot,
+                    screenshot_mime=mime or "image/png",
                 )
             )
     if header is None:
@@ -74,4 +83,5 @@ def read_jsonl(path: Path) -> ImportedRun:
         steps=steps,
         checklist=header.checklist,
         agent=header.agent or "jsonl",
+        warnings=warnings,
     )

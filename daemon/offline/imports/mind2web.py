@@ -4,7 +4,8 @@ writes, and what WebJudge-style judges read): ``result.json`` (``task``, ``websi
 ``trajectory/<n>_screenshot.<ext>``. It keeps no page text: the steps are scored from their
 screenshots by a judge that reads images (``--vision``), else skipped. Action ``n`` is
 matched with the screenshot numbered ``n`` (as the export names them for one action per
-step)."""
+step). Files are read only under the folder (and ``--allow-dir`` folders); a screenshot that
+is not an image or is too big is left out with a warning."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from webshepherd.daemon.offline.files import FileLimitError, Folders, read_json
 from webshepherd.daemon.offline.imports.run import (
     ImageMime,
     ImportedRun,
@@ -22,21 +24,32 @@ from webshepherd.daemon.offline.imports.run import (
 )
 
 _SHOT = re.compile(r"^(\d+)_screenshot\.(png|jpe?g|webp)$")
-_MIME: dict[str, ImageMime] = {
-    "png": "image/png",
-    "jpg": "image/jpeg",
-    "jpeg": "image/jpeg",
-    "webp": "image/webp",
-}
 
 
 def is_mind2web_folder(path: Path) -> bool:
     return path.is_dir() and (path / "result.json").is_file()
 
 
-def load_mind2web(folder: Path) -> ImportedRun:
+def _screenshot(
+    shot: Path | None, folders: Folders, warnings: list[str]
+) -> tuple[bytes | None, ImageMime]:
+    if shot is None:
+        return None, "image/png"
     try:
-        data: Any = json.loads((folder / "result.json").read_text(encoding="utf-8"))
+        return folders.read_screenshot(shot)
+    except FileLimitError as exc:
+        warnings.append(f"screenshot left out: {exc.message}")
+    except OSError as exc:
+        warnings.append(f"screenshot left out: {shot}: {exc.strerror}")
+    return None, "image/png"
+
+
+def load_mind2web(folder: Path, folders: Folders | None = None) -> ImportedRun:
+    """The trajectory in ``folder`` (files read only under ``folders``: default, itself)."""
+    folders = folders or Folders.of(folder)
+    warnings: list[str] = []
+    try:
+        data: Any = read_json(folders.check(folder / "result.json"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ImportFormatError(f"{folder / 'result.json'}: not JSON ({exc})") from None
     if not isinstance(data, dict) or not isinstance(data.get("action_history"), list):
@@ -50,18 +63,19 @@ def load_mind2web(folder: Path) -> ImportedRun:
         m = _SHOT.match(p.name)
         if m:
             shots[int(m.group(1))] = p
-    thoughts = data.get("thoughts") or []
-    website = str(data.get("website") or "")
+    thoughts = data.get("thoughts") if isinstance(data.get("thoughts"), list) else []
+    website = data["website"] if isinstance(data.get("website"), str) else ""
     steps = []
     for n, action in enumerate(data["action_history"]):
-        shot = shots.get(n)
+        shot, mime = _screenshot(shots.get(n), folders, warnings)
+        thought = thoughts[n] if n < len(thoughts) else None
         steps.append(
             ImportedStep(
                 url=website,
                 action=str(action),
-                thought=str(thoughts[n]) if n < len(thoughts) and thoughts[n] else "",
-                screenshot=shot.read_bytes() if shot else None,
-                screenshot_mime=_MIME[shot.suffix.lstrip(".").lower()] if shot else "image/png",
+                thought=thought if isinstance(thought, str) else "",
+                screenshot=shot,
+                screenshot_mime=mime,
             )
         )
     ours: dict[str, Any] = data["webshepherd"] if isinstance(data.get("webshepherd"), dict) else {}
@@ -77,4 +91,5 @@ def load_mind2web(folder: Path) -> ImportedRun:
         agent=str(ours.get("agent") or "mind2web"),
         outcome=outcome,
         answer=str(data.get("final_result_response") or "") or None,
+        warnings=warnings,
     )

@@ -9,6 +9,7 @@ import sqlite3
 from pathlib import Path
 
 from webshepherd.daemon.config import DB_NAME
+from webshepherd.daemon.offline.files import Folders
 from webshepherd.daemon.offline.imports.run import ImportedRun, ImportedStep, ImportFormatError
 
 
@@ -23,9 +24,15 @@ def recording_file(path: Path) -> Path | None:
     return None
 
 
-def load_recording(db_path: Path, session_id: str | None) -> ImportedRun:
+def load_recording(
+    db_path: Path, session_id: str | None, folders: Folders | None = None
+) -> ImportedRun:
+    """One session of the recording (``folders``: where it may be read from; default, its
+    folder). A recording whose rows do not read back (JSON nested past what Python parses,
+    a damaged file) is an error, never a traceback."""
     from webshepherd.daemon.recorder import History
 
+    db_path = (folders or Folders.of(db_path)).check(db_path)
     try:
         history = History.open(db_path)
     except (sqlite3.Error, OSError) as exc:
@@ -40,6 +47,11 @@ def load_recording(db_path: Path, session_id: str | None) -> ImportedRun:
                 )
             session_id = sessions[0].session_id
         tl = history.timeline(session_id)
+    except (sqlite3.Error, ValueError, TypeError, KeyError, RecursionError, MemoryError) as exc:
+        what = type(exc).__name__
+        raise ImportFormatError(
+            f"{db_path}: a recording that does not read back ({what})"
+        ) from None
     finally:
         history.close()
     if tl is None:

@@ -5,10 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from webshepherd.daemon.offline.files import ImageMime
 from webshepherd.protocol.errors import WebShepherdError
 
+__all__ = ["ImageMime", "ImportFormatError", "ImportedRun", "ImportedStep", "Outcome"]
+
 Outcome = Literal["success", "failure", "unknown"]
-ImageMime = Literal["image/png", "image/jpeg", "image/webp"]
 
 
 class ImportFormatError(WebShepherdError):
@@ -44,3 +46,4 @@ class ImportedRun:
     outcome: Outcome = "unknown"
     answer: str | None = None
     skipped: list[tuple[int, str]] = field(default_factory=list)  # (index, why) not stepped
+    warnings: list[str] = field(default_factory=list)  # what was left out (a refused screenshot)

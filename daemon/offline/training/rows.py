@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from webshepherd.daemon.offline.files import lines, loads
 from webshepherd.protocol.errors import WebShepherdError
 
 
@@ -83,10 +84,10 @@ def read_rows(path: Path) -> Iterator[dict[str, Any]]:
         yield from pq.read_table(path).to_pylist()
         return
     with path.open(encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
+        for n, line in lines(fh, path):
             if line.strip():
                 try:
-                    yield json.loads(line)
+                    yield loads(line, f"{path}:{n}")
                 except json.JSONDecodeError as e:
                     raise WebShepherdError(f"{path}:{n}: not JSON ({e.msg})") from e
 

@@ -31,6 +31,13 @@ CHECKLIST = "Checklist 1: Search the shop for USB-C cables\nChecklist 2: Open a 
 PLANTED = "Deals lists no cables: the agent left the search results"
 
 
+def token_file(tmp: Path) -> str:
+    """The tests' token in a file (no command takes a secret in argv)."""
+    path = tmp / "token"
+    path.write_text(TEST_TOKEN)
+    return str(path)
+
+
 def scripted_daemon(base: Path, table: Table) -> Any:
     return judged_by(base, ScriptedJudge(table))
 
@@ -85,7 +92,15 @@ async def test_rescore_names_the_planted_bad_step(tmp_path, capsys):
     argv = [
         "rescore",
         str(tmp_path / "run.jsonl"),
-        *("--token", TEST_TOKEN, "--quiet", "--data-dir", str(data_dir), "--stalled-after", "2"),
+        *(
+            "--token-file",
+            token_file(tmp_path),
+            "--quiet",
+            "--data-dir",
+            str(data_dir),
+            "--stalled-after",
+            "2",
+        ),
         *("--json", str(tmp_path / "summary.json"), "--out", str(tmp_path / "report.html")),
     ]
     async with scripted_daemon(tmp_path, table) as daemon:
@@ -133,7 +148,7 @@ async def test_steps_without_a_page_are_skipped_with_a_reason(tmp_path):
         {"url": "http://shop.local/3", "axtree": "[3] link 'Next'", "action": "click('3')"},
     ]
     run.write_text("\n".join(json.dumps(r) for r in rows))
-    argv = ["rescore", str(run), "--token", TEST_TOKEN, "--quiet"]
+    argv = ["rescore", str(run), "--token-file", token_file(tmp_path), "--quiet"]
     argv += ["--data-dir", str(tmp_path / "elsewhere"), "--json", str(tmp_path / "s.json")]
     async with scripted_daemon(tmp_path, table) as daemon:
         assert await asyncio.to_thread(main, [*argv, "--url", daemon.url]) == 0
@@ -149,13 +164,19 @@ async def test_a_webshepherd_recording_is_rescored(tmp_path):
     judge scripted: what is checked is the replay of the recorded steps)."""
     with ShopServer() as shop:
         table = write_run(shop, tmp_path / "run.jsonl")
-    first = ["rescore", str(tmp_path / "run.jsonl"), "--token", TEST_TOKEN, "--quiet"]
+    first = [
+        "rescore",
+        str(tmp_path / "run.jsonl"),
+        "--token-file",
+        token_file(tmp_path),
+        "--quiet",
+    ]
     first += ["--data-dir", str(tmp_path / "a" / "data"), "--json", str(tmp_path / "first.json")]
     async with scripted_daemon(tmp_path / "a", table) as daemon:
         assert await asyncio.to_thread(main, [*first, "--url", daemon.url]) == 0
     recorded = json.loads((tmp_path / "first.json").read_text())["session_id"]
     recording = tmp_path / "a" / "data"  # the daemon's data dir (tests' config)
-    again = ["rescore", str(recording), "--session", recorded, "--token", TEST_TOKEN]
+    again = ["rescore", str(recording), "--session", recorded, "--token-file", token_file(tmp_path)]
     again += [
         "--quiet",
         "--data-dir",
@@ -188,7 +209,7 @@ async def test_a_mind2web_export_is_rescored_from_its_screenshots(tmp_path):
         )
     (tmp_path / "run.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
     table = {("http://a/", f"click('{n + 1}')"): (0.6, (1,), "ok") for n in range(2)}
-    argv = ["rescore", str(tmp_path / "run.jsonl"), "--token", TEST_TOKEN, "--quiet"]
+    argv = ["rescore", str(tmp_path / "run.jsonl"), "--token-file", token_file(tmp_path), "--quiet"]
     argv += ["--json", str(tmp_path / "a.json")]
     async with scripted_daemon(tmp_path / "a", table) as daemon:
         assert await asyncio.to_thread(main, [*argv, "--url", daemon.url]) == 0
@@ -201,7 +222,7 @@ async def test_a_mind2web_export_is_rescored_from_its_screenshots(tmp_path):
     folder = tmp_path / "export" / sid
     judge = ScriptedJudge(table)
     argv = ["rescore", str(folder), "--checklist", "Checklist 1: Go on"]  # mind2web keeps none
-    argv += ["--token", TEST_TOKEN, "--quiet", "--json"]
+    argv += ["--token-file", token_file(tmp_path), "--quiet", "--json"]
     async with judged_by(tmp_path / "b", judge) as daemon:
         base = [*argv[:-1], "--url", daemon.url, "--json"]
         assert await asyncio.to_thread(main, [*base, str(tmp_path / "text.json")]) == 0

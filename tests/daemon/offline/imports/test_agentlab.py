@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from webshepherd.daemon.dev.screenshots import axtree_png
 from webshepherd.daemon.offline.imports import ImportFormatError, load_run
 from webshepherd.daemon.offline.imports.agentlab import safe_load
 
@@ -35,12 +36,12 @@ def test_steps_come_from_the_pickles_and_screenshots(tmp_path: Path) -> None:
     obs["elapsed_time"] = np.array([1.5])
     dump(tmp_path / "step_0.pkl.gz", StepInfo(0, obs, "click('1')", "Open it."))
     dump(tmp_path / "step_1.pkl.gz", StepInfo(1, {**obs, "url": "http://a/x"}, None, ""))
-    (tmp_path / "screenshot_step_0.png").write_bytes(b"png bytes")
+    (tmp_path / "screenshot_step_0.png").write_bytes(axtree_png("[1] link 'x'"))
     run = load_run(tmp_path)
     assert (run.kind, run.intent, run.start_url) == ("agentlab", "Find a cable", "http://a/")
     [step] = run.steps  # the final observation has no action
     assert (step.action, step.thought, step.axtree) == ("click('1')", "Open it.", "[1] link 'x'")
-    assert step.screenshot == b"png bytes"
+    assert step.screenshot == axtree_png("[1] link 'x'")
 
 
 def test_a_pickle_that_calls_something_runs_nothing(tmp_path: Path, monkeypatch) -> None:
