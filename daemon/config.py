@@ -19,6 +19,7 @@ from webshepherd.daemon.engine.engine import EngineConfig
 from webshepherd.daemon.server.extension_id import EXTENSION_ID
 from webshepherd.daemon.server.quotas import QuotaLimits
 from webshepherd.daemon.sessions import approvals
+from webshepherd.daemon.sessions.guards import GuardPolicy
 from webshepherd.protocol.errors import WebShepherdError
 from webshepherd.protocol.token_store import APP_NAME, default_config_dir
 from webshepherd.protocol.version import DEFAULT_HOST, DEFAULT_PATH, DEFAULT_PORT, MAX_FRAME_BYTES
@@ -66,6 +67,8 @@ class DaemonConfig:
     approval_drop: float | None = approvals.DEFAULT_DROP
     approval_timeout_s: float = approvals.DEFAULT_TIMEOUT_S
     approval_default: str = approvals.DEFAULT_ON_TIMEOUT  # "reject" or "approve"
+    # actions held for a person whatever their reward (sessions/guards.py; on by default)
+    guards: GuardPolicy = field(default_factory=GuardPolicy)
     request_timeout_s: float = 300.0
     queue_limit: int = 64
     batch_sessions: int = 8  # score jobs of up to this many sessions share one model call; 1: off

@@ -355,6 +355,12 @@ class DecisionInfo(Model):
     action: str | None = None
     by: str | None = None
     note: str | None = None
+    guard: list[GuardHit] = Field(
+        default_factory=list,
+        description="The guard rules the candidate met (addition to v1): a person decided it "
+        "whatever its reward, or, with nobody paired to decide, the daemon refused it at once "
+        "(status 'rejected', by 'daemon').",
+    )
 
 
 class Timing(Model):

@@ -10,6 +10,7 @@ from webshepherd.protocol.common import (
     MAX_ANSWER_CHARS,
     MAX_BOXES,
     MAX_CHECKLIST_CHARS,
+    MAX_ELEMENTS,
     MAX_NOTE_CHARS,
     ActionText,
     AgentInfo,
@@ -18,6 +19,7 @@ from webshepherd.protocol.common import (
     Candidate,
     ClientInfo,
     Decision,
+    ElementFacts,
     Intent,
     Model,
     Observation,
@@ -81,10 +83,20 @@ class Observe(Model):
     boxes: dict[str, Box] | None = Field(
         default=None, max_length=MAX_BOXES, description="As in Observation (addition to v1)."
     )
+    elements: dict[str, ElementFacts] | None = Field(
+        default=None,
+        max_length=MAX_ELEMENTS,
+        description="bid -> what the page says of the element: link targets, downloads, which "
+        "form it submits with which method (addition to v1; the guards read them).",
+    )
 
     def observation(self) -> Observation:
         return Observation(
-            url=self.url, axtree=self.axtree, screenshot=self.screenshot, boxes=self.boxes
+            url=self.url,
+            axtree=self.axtree,
+            screenshot=self.screenshot,
+            boxes=self.boxes,
+            elements=self.elements,
         )
 
 

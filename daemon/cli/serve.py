@@ -28,6 +28,7 @@ from webshepherd.daemon.engine.prompts import PROMPT_STYLES
 from webshepherd.daemon.engine.types import JUDGE_INPUTS
 from webshepherd.daemon.server.quotas import MIB
 from webshepherd.daemon.sessions.approvals import ApprovalPolicy, describe_policy
+from webshepherd.daemon.sessions.guards import ALL_RULES, GuardPolicy, describe_guards
 from webshepherd.protocol.errors import ModelUnavailableError
 
 if TYPE_CHECKING:
@@ -144,6 +145,26 @@ def add_serve_parser(sub: Any) -> None:
         choices=["reject", "approve"],
         default=_daemon("approval_default"),
         help="what applies when nobody decides in time (default %(default)s)",
+    )
+    s.add_argument(
+        "--guard-words",
+        default=None,
+        metavar="WORDS",
+        help="comma-separated words whose presence in a target's name holds the step for a "
+        "person whatever its reward (replaces the default list that serve prints; '' for none)",
+    )
+    s.add_argument(
+        "--no-guard",
+        action="append",
+        default=[],
+        choices=ALL_RULES,
+        metavar="RULE",
+        help=f"turn one guard rule off (repeatable): {', '.join(ALL_RULES)}",
+    )
+    s.add_argument(
+        "--no-guards",
+        action="store_true",
+        help="hold no action for its kind, only for its reward (the guards are on by default)",
     )
     s.add_argument(
         "--queue-limit",
@@ -291,6 +312,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     daemon["approval_threshold"] = None if threshold is None or threshold < 0 else threshold
     if args.data_dir is not None:
         daemon["data_dir"] = args.data_dir
+    daemon["guards"] = guards_from_args(args)
     if args.otlp_endpoint:
         from webshepherd.daemon.server.telemetry import parse_headers, traces_url
 
@@ -309,6 +331,17 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         inputs_from_model=args.judge_inputs is None,
     )
     return Settings(DaemonConfig(**daemon), engine, model)
+
+
+def guards_from_args(args: argparse.Namespace) -> GuardPolicy:
+    """The guard policy of ``--guard-words``, ``--no-guard`` and ``--no-guards``."""
+    if args.no_guards:
+        return GuardPolicy(rules=frozenset())
+    policy = GuardPolicy()
+    if args.guard_words is not None:
+        words = tuple(w.strip() for w in args.guard_words.split(",") if w.strip())
+        policy = GuardPolicy(policy.rules, words, policy.extensions)
+    return policy.without(*args.no_guard)
 
 
 def config_from_args(args: argparse.Namespace) -> DaemonConfig:
@@ -335,6 +368,7 @@ def serve(args: argparse.Namespace) -> int:
     policy = ApprovalPolicy(config.approval_threshold, config.approval_drop)
     line = describe_policy(policy, config.approval_timeout_s, config.approval_default)
     print(f"webshepherd: {line}", file=sys.stderr, flush=True)
+    print(f"webshepherd: {describe_guards(config.guards)}", file=sys.stderr, flush=True)
 
     from webshepherd.daemon.build import REMOTE_BACKENDS, build_engine, run_until_signal
 

@@ -83,6 +83,10 @@ CREATE TABLE IF NOT EXISTS approvals (
     note TEXT,
     decided_at REAL
 );
+CREATE TABLE IF NOT EXISTS approval_guards (
+    request_id TEXT PRIMARY KEY REFERENCES approvals(request_id),
+    hits TEXT NOT NULL              -- JSON list of GuardHit: the guard rules that held the step
+);
 CREATE TABLE IF NOT EXISTS actions (
     id INTEGER PRIMARY KEY,
     session_id TEXT NOT NULL REFERENCES sessions(session_id),

@@ -311,7 +311,17 @@ class Recorder:
                         e.feedback,
                         r.created_at,
                     ),
-                )
+                ),
+                *(
+                    [
+                        (
+                            "INSERT INTO approval_guards VALUES (?, ?)",
+                            (e.request_id, _models_json(e.guard)),
+                        )
+                    ]
+                    if e.guard
+                    else []
+                ),
             ]
         )
 

@@ -119,6 +119,7 @@ class DaemonServer:
             default_samples=config.default_samples,
             approval_timeout_s=config.approval_timeout_s,
             approval_default=config.approval_default,
+            guards=config.guards,
         )
         self.hub = Hub()
         self.core.person_present = self.hub.people_present  # who can answer an approval

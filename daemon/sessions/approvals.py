@@ -42,13 +42,17 @@ def approval_reason(
     policy: ApprovalPolicy,
     *,
     person_present: bool = True,
+    guarded: bool = False,
 ) -> ApprovalReason | None:
     """Why a person must decide, or None. No reward at all counts as below the threshold.
 
     A score that did not ask (``auto``) is held by the policy only while a person can answer
     (``person_present``: an extension or a monitor is connected); one that asked (``always``)
-    is held regardless.
+    is held regardless. A ``guarded`` action (sessions/guards.py) is held whatever the mode
+    (``never`` included) and the reward: the caller refuses it when nobody can answer.
     """
+    if guarded:
+        return "guarded"
     if mode == "never":
         return None
     if mode == "always":
@@ -104,6 +108,9 @@ class OpenRequest:
     candidate_index: int
     action: str
     resolution: Resolution | None = None
+    guarded: bool = (
+        False  # a guard held it: nobody deciding in time rejects it, whatever the default
+    )
 
 
 class ApprovalBook:
@@ -129,11 +136,31 @@ class ApprovalBook:
     def restore(self, snapshot: tuple[dict[str, OpenRequest], dict[str, Resolution]]) -> None:
         self._open, self._closed = dict(snapshot[0]), dict(snapshot[1])
 
-    def open(self, session_id: str, step: int, candidate_index: int, action: str) -> OpenRequest:
+    def open(
+        self,
+        session_id: str,
+        step: int,
+        candidate_index: int,
+        action: str,
+        *,
+        guarded: bool = False,
+    ) -> OpenRequest:
         rid = f"a{next(self._ids)}-{session_id[:8]}"
-        req = OpenRequest(rid, session_id, step, candidate_index, action)
+        req = OpenRequest(rid, session_id, step, candidate_index, action, guarded=guarded)
         self._open[rid] = req
         return req
+
+    def refuse(
+        self, session_id: str, step: int, candidate_index: int, action: str, note: str
+    ) -> tuple[OpenRequest, Resolution]:
+        """A guarded request nobody can decide: opened and rejected by the daemon at once."""
+        req = self.open(session_id, step, candidate_index, action, guarded=True)
+        del self._open[req.request_id]
+        res = Resolution(
+            req.request_id, session_id, "reject", "rejected", None, "daemon", note, False
+        )
+        self._closed[req.request_id] = res
+        return req, res
 
     def decide(
         self,
@@ -164,7 +191,8 @@ class ApprovalBook:
         req = self._open.pop(request_id, None)
         if req is None:
             return None
-        approved = self.default_on_timeout == "approve"
+        default = "reject" if req.guarded else self.default_on_timeout
+        approved = default == "approve"
         res = Resolution(
             request_id,
             req.session_id,
@@ -172,7 +200,8 @@ class ApprovalBook:
             "timeout",
             req.action,
             None,
-            f"no decision in time; default {self.default_on_timeout!r} applied",
+            f"no decision in time; default {default!r} applied"
+            + (" (a guarded step is never approved by default)" if req.guarded else ""),
             approved=approved,
         )
         self._closed[request_id] = res

@@ -63,6 +63,7 @@ class RunScore:
     # the observation's element boxes and facts (the approval card, the guards read them)
     boxes: dict[str, list[float]] | None = None
     elements: dict[str, ElementFacts] | None = None
+    origin: str | None = None  # the session's origin (the guards: sessions/guards.py)
 
 
 @dataclass(frozen=True)

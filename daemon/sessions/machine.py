@@ -14,7 +14,7 @@ import binascii
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from webshepherd.daemon.engine.types import ParsedChecklist, StepScore
 from webshepherd.daemon.records import (
@@ -49,6 +49,7 @@ from webshepherd.daemon.sessions.effects import (
     RunScore,
     reply_and_publish,
 )
+from webshepherd.daemon.sessions.guards import GuardPolicy, guard_hits, session_origin
 from webshepherd.daemon.sessions.signals import SignalBook
 from webshepherd.daemon.sessions.state import LiveSession
 from webshepherd.protocol import requests as rq
@@ -56,6 +57,7 @@ from webshepherd.protocol.common import (
     Candidate,
     ChecklistSource,
     DecisionInfo,
+    GuardHit,
     Observation,
     Screenshot,
     Timing,
@@ -87,6 +89,7 @@ class PendingScore:
     job: RunScore
     score: ScoreRecord
     best: int
+    guard: list[GuardHit] = field(default_factory=list)  # the guard rules it met
 
 
 class SessionCore:
@@ -96,6 +99,7 @@ class SessionCore:
         self,
         policy: ApprovalPolicy,
         *,
+        guards: GuardPolicy | None = None,
         default_samples: int = 5,
         approval_timeout_s: float = 120.0,
         approval_default: str = "reject",
@@ -103,6 +107,7 @@ class SessionCore:
         new_id: Callable[[], str] = lambda: uuid.uuid4().hex,
     ):
         self.policy = policy
+        self.guards = guards if guards is not None else GuardPolicy()  # on unless told
         self.default_samples = default_samples
         self.approval_timeout_s = approval_timeout_s
         self.clock = clock
@@ -179,6 +184,7 @@ class SessionCore:
             sid, msg.intent, msg.start_url, msg.agent, msg.source, self.clock(), owner=conn
         )
         self.sessions[sid] = st
+        st.origin = session_origin(msg.start_url)
         event = SessionStarted(
             session_id=sid,
             intent=msg.intent,
@@ -230,6 +236,8 @@ class SessionCore:
         st.screenshot = blob
         st.screenshot_mime = obs.screenshot.mime if obs.screenshot and blob else None
         st.boxes, st.elements = obs.boxes, obs.elements
+        if st.origin is None:  # no start_url: the first observation's origin
+            st.origin = session_origin(obs.url)
         self.signals.observed(st.session_id, obs.url, obs.axtree)
         event = Observed(
             session_id=st.session_id,
@@ -385,6 +393,7 @@ class SessionCore:
                 st.screenshot_mime,
                 st.boxes,
                 st.elements,
+                st.origin,
             )
         )
         return out
@@ -406,12 +415,23 @@ class SessionCore:
                 if r.items
             ],
         )
+        index = best if best is not None else 0
+        guard = guard_hits(
+            self.guards,
+            job.candidates[index].action,
+            url=job.url,
+            axtree=job.axtree,
+            elements=job.elements,
+            origin=job.origin,
+        )
+        present = self.person_present()
         reason = approval_reason(
             job.approval,
             best_reward,
             st.previous_reward(job.step),
             self.policy,
-            person_present=self.person_present(),
+            person_present=present,
+            guarded=bool(guard),
         )
         if best_reward is not None:
             st.step_rewards[job.step] = best_reward
@@ -433,10 +453,11 @@ class SessionCore:
             action = score.candidates[best].action if best is not None else None
             decision = DecisionInfo(status="auto", index=best, action=action)
             return [score, *self._scored(job, score, best, decision)]
-        index = best if best is not None else 0
         cand = score.candidates[index]
-        req = self.approvals.open(job.session_id, job.step, index, cand.action)
-        self._pending[req.request_id] = PendingScore(job, score, index)
+        if guard and not present:
+            return [score, *self._refuse(job, score, index, guard)]
+        req = self.approvals.open(job.session_id, job.step, index, cand.action, guarded=bool(guard))
+        self._pending[req.request_id] = PendingScore(job, score, index, guard)
         st.waiting_approvals += 1
         event = ApprovalRequest(
             request_id=req.request_id,
@@ -448,6 +469,7 @@ class SessionCore:
             feedback=results[index].feedback,
             reason=reason,
             expires_in_s=self.approval_timeout_s,
+            guard=guard,
             threshold=self.policy.threshold,
             card=approval_card(
                 job.candidates,
@@ -465,6 +487,47 @@ class SessionCore:
             ApprovalRequestedRecord(event, self.clock()),
             Publish(job.session_id, event, to_approvers=True),
             AwaitApproval(req.request_id, self.approval_timeout_s),
+        ]
+
+    def _refuse(
+        self, job: RunScore, score: ScoreRecord, index: int, guard: list[GuardHit]
+    ) -> list[Effect]:
+        """A guarded candidate with nobody connected to decide: refused at once, not held
+        until a timeout whose default is the same refusal, never approved silently. Recorded
+        as an approval request rejected by the daemon, so the recording keeps why."""
+        rules = ", ".join(h.rule for h in guard)
+        note = (
+            f"guarded ({rules}): {'; '.join(h.detail for h in guard)}; no person is connected "
+            "to decide, so the daemon refused it (pair the extension or the TUI to decide)"
+        )[:4000]
+        cand, result = score.candidates[index], score.results[index]
+        req, res = self.approvals.refuse(job.session_id, job.step, index, cand.action, note)
+        asked = ApprovalRequest(
+            request_id=req.request_id,
+            session_id=job.session_id,
+            step=job.step,
+            candidate=cand,
+            candidate_index=index,
+            reward=result.reward,
+            feedback=result.feedback,
+            reason="guarded",
+            expires_in_s=0.0,
+            guard=guard,
+        )
+        resolved = ApprovalResolved(
+            request_id=req.request_id,
+            session_id=job.session_id,
+            decision="reject",
+            by=res.by,
+            note=note,
+        )
+        decision = DecisionInfo(
+            status="rejected", index=index, action=None, by=res.by, note=note, guard=guard
+        )
+        return [
+            ApprovalRequestedRecord(asked, self.clock()),
+            ApprovalDecidedRecord(resolved, res.status, self.clock()),
+            *self._scored(job, score, index, decision),
         ]
 
     def _scored(
@@ -540,6 +603,7 @@ class SessionCore:
             action=res.action if res.approved else None,
             by=res.by,
             note=res.note,
+            guard=pending.guard,
         )
         return out + self._scored(pending.job, pending.score, pending.best, decision)
 

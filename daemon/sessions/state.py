@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, fields, replace
 from webshepherd.daemon.engine.types import ParsedChecklist
 from webshepherd.daemon.records import StoredSession
 from webshepherd.daemon.sessions.convert import parsed_checklist
+from webshepherd.daemon.sessions.guards import session_origin
 from webshepherd.protocol.common import (
     AgentInfo,
     ElementFacts,
@@ -39,6 +40,8 @@ class LiveSession:
     # the latest observation's element boxes and facts (in memory only, like the screenshot)
     boxes: dict[str, list[float]] | None = None
     elements: dict[str, ElementFacts] | None = None
+    # the session's origin: its start_url's, else its first observation's (sessions/guards.py)
+    origin: str | None = None
     checklist: ParsedChecklist | None = None
     # Set by the engine's worker thread as soon as the checklist exists, so a score
     # job queued behind the checklist job of the same session can read it.
@@ -161,6 +164,8 @@ def restored(stored: StoredSession) -> LiveSession:
         st.set_checklist(parsed_checklist(stored.checklist))
     if stored.observation is not None:
         st.step, st.url, st.axtree = stored.observation
+    # the first observation's URL is not read back: the latest stands in for it
+    st.origin = session_origin(stored.start_url, st.url)
     st.history.extend(turn for _, turn in stored.actions)
     st.tree = {node: (parent, depth, action) for node, parent, depth, action in stored.tree}
     st.acted_steps.update(step for step, _ in stored.actions)

@@ -113,6 +113,12 @@ export type Boxes1 = {
   [k: string]: [number, number, number, number] | undefined;
 } | null;
 /**
+ * bid -> what the page says of the element: link targets, downloads, which form it submits with which method (addition to v1; the guards read them).
+ */
+export type Elements1 = {
+  [k: string]: ElementFacts | undefined;
+} | null;
+/**
  * Chosen by the sender, unique per connection.
  */
 export type Id2 = string;
@@ -396,6 +402,15 @@ export type Best = number | null;
 export type Candidates1 = Candidate[] | null;
 export type Action6 = string | null;
 export type By = string | null;
+/**
+ * E.g. "submits a POST form to /checkout".
+ */
+export type Detail = string;
+export type Rule = "form_submit" | "name_match" | "leaves_origin" | "download";
+/**
+ * The guard rules the candidate met (addition to v1): a person decided it whatever its reward, or, with nobody paired to decide, the daemon refused it at once (status 'rejected', by 'daemon').
+ */
+export type Guard = GuardHit[];
 export type Index1 = number | null;
 export type Note2 = string | null;
 export type Status1 = "auto" | "approved" | "rejected" | "edited" | "timeout";
@@ -468,14 +483,9 @@ export type Typed = string | null;
 export type ExpiresInS = number;
 export type Feedback2 = string;
 /**
- * E.g. "submits a POST form to /checkout".
- */
-export type Detail = string;
-export type Rule = "form_submit" | "name_match" | "leaves_origin" | "download";
-/**
  * The guard rules the action met (addition to v1); held whatever the reward.
  */
-export type Guard = GuardHit[];
+export type Guard1 = GuardHit[];
 export type Reason = "below_threshold" | "reward_drop" | "always" | "guarded";
 export type RequestId1 = string;
 export type Reward4 = number | null;
@@ -834,6 +844,7 @@ export interface Screenshot {
 export interface Observe {
   axtree: Axtree1;
   boxes?: Boxes1;
+  elements?: Elements1;
   id: Id2;
   screenshot?: Screenshot | null;
   session_id: SessionId;
@@ -1041,9 +1052,17 @@ export interface Scored {
 export interface DecisionInfo {
   action?: Action6;
   by?: By;
+  guard?: Guard;
   index?: Index1;
   note?: Note2;
   status: Status1;
+}
+/**
+ * One guard rule an action met (addition to v1): the rule and what on the page met it.
+ */
+export interface GuardHit {
+  detail: Detail;
+  rule: Rule;
 }
 export interface CandidateResult {
   feedback?: Feedback;
@@ -1084,7 +1103,7 @@ export interface ApprovalRequest {
   card?: ApprovalCard | null;
   expires_in_s: ExpiresInS;
   feedback?: Feedback2;
-  guard?: Guard;
+  guard?: Guard1;
   reason: Reason;
   request_id: RequestId1;
   reward: Reward4;
@@ -1122,13 +1141,6 @@ export interface CardTarget {
   box?: Box;
   name?: Name3;
   role?: Role2;
-}
-/**
- * One guard rule an action met (addition to v1): the rule and what on the page met it.
- */
-export interface GuardHit {
-  detail: Detail;
-  rule: Rule;
 }
 export interface ApprovalResolved {
   action?: Action8;

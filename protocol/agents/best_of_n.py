@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from webshepherd.protocol.client.session import CandidateLike, to_candidates
-from webshepherd.protocol.common import Candidate, DecisionInfo, Observation
+from webshepherd.protocol.common import Candidate, DecisionInfo, GuardHit, Observation
 from webshepherd.protocol.replies import Scored
 
 if TYPE_CHECKING:
@@ -100,6 +100,12 @@ class BestOfN:
     def rejected(self) -> bool:
         """A person rejected the action (or a timeout rejected it): the caller re-plans."""
         return self.chosen is None
+
+    @property
+    def guard(self) -> list[GuardHit]:
+        """The guard rules the daemon held the pick for (empty: none). With ``rejected``
+        and ``decision.by == 'daemon'``, nobody was connected to decide and it was refused."""
+        return self.scored.decision.guard
 
     @property
     def edited(self) -> bool:

@@ -6,10 +6,12 @@ browser. Actions are BrowserGym action strings such as ``click('12')``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from webshepherd.protocol.actions import ActionError
+from webshepherd.protocol.common import ElementFacts
 
 __all__ = ["ActionError", "ActionResult", "Environment", "PageState"]
 
@@ -22,6 +24,9 @@ class PageState:
     axtree: str
     screenshot: bytes | None = None  # PNG
     last_action_error: str | None = None
+    # bid -> what the page says of the element (links, the form it submits and its method):
+    # sent with the observation, the daemon's guards read them
+    elements: Mapping[str, ElementFacts] | None = None
 
 
 @dataclass(frozen=True)

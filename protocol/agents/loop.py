@@ -40,6 +40,7 @@ from webshepherd.protocol.common import (
     DEFAULT_STALLED_AFTER,
     AgentInfo,
     Candidate,
+    GuardHit,
     Observation,
     Outcome,
     Screenshot,
@@ -68,6 +69,8 @@ class StepResult:
     chosen: Candidate | None  # what ran; None when a person rejected it
     reward: float | None  # reward of what ran (None: edited by a person, or no label)
     decision: str  # the daemon's decision status: auto, approved, edited, rejected, timeout
+    # the guard rules that held the step for a person (or refused it, nobody being connected)
+    guard: list[GuardHit] = field(default_factory=list)
     refined: int = 0  # refinement rounds
     error: str | None = None  # the ActionError text when the action could not run
     latency_ms: float = 0.0  # observe → action reported (proposal, scoring, decision)
@@ -276,7 +279,11 @@ async def _session(
         intent,
         start_url=opts.start_url or state.url,
         checklist=opts.checklist,
-        observation=Observation(url=state.url, axtree=state.axtree),
+        observation=Observation(
+            url=state.url,
+            axtree=state.axtree,
+            elements=dict(state.elements) if state.elements is not None else None,
+        ),
         agent=AgentInfo(
             name=opts.agent_name,
             planning=opts.paradigm,
@@ -344,7 +351,9 @@ class _Episode:
         if self.last_error and not state.last_action_error:
             state = replace(state, last_action_error=self.last_error)
         t0 = time.perf_counter()
-        observed = await self.handle.observe(state.url, state.axtree, _screenshot(state.screenshot))
+        observed = await self.handle.observe(
+            state.url, state.axtree, _screenshot(state.screenshot), state.elements
+        )
         context = PolicyContext(
             self.intent, tuple(self.history), self.plan, self.opts.samples, tuple(self.rejected)
         )
@@ -424,6 +433,7 @@ class _Episode:
             chosen=chosen,
             reward=reward,
             decision=decision.status,
+            guard=list(decision.guard),
             refined=rounds,
             model_ms=model_ms,
         )

@@ -33,7 +33,7 @@ import contextlib
 import logging
 import random
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from importlib import metadata
 from typing import Any, Literal, TypeVar
 
@@ -57,6 +57,7 @@ from webshepherd.protocol.client.session import (
 from webshepherd.protocol.common import (
     AgentInfo,
     ClientInfo,
+    ElementFacts,
     Observation,
     Role,
     Screenshot,
@@ -445,13 +446,20 @@ class AsyncClient:
         url: str,
         axtree: str,
         screenshot: Screenshot | dict[str, Any] | None = None,
+        elements: Mapping[str, ElementFacts | dict[str, Any]] | None = None,
     ) -> Observed:
+        """One observation of the session's page; ``elements`` (bid -> what the page says of
+        the element: links, downloads, the form it submits and its method) let the daemon's
+        guards hold an action that commits (docs/protocol-additions.md)."""
         msg = Observe(
             id=self._next_id("o"),
             session_id=session_id,
             url=url,
             axtree=axtree,
             screenshot=to_model(Screenshot, screenshot),
+            elements=None
+            if elements is None
+            else {bid: ElementFacts.model_validate(f) for bid, f in elements.items()},
         )
         return await self.call(msg, Observed)
 

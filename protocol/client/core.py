@@ -180,6 +180,8 @@ class ClientCore:
                 )
             ]
         out: list[Outcome] = [Resolved(rid, message)]
+        if isinstance(message, Scored) and (refused := guard_refusal_line(message)):
+            log.warning("%s", refused)
         event = own_request_event(request, message)
         if event is not None:
             out.append(Event(event))
@@ -204,18 +206,36 @@ _WHY_HELD = {
     "always": "the score asked for approval (approval='always')",
     "below_threshold": "the best reward ({reward}) is below the daemon's approval threshold",
     "reward_drop": "the best reward ({reward}) fell sharply from the previous step's",
+    "guarded": "a guard holds it whatever its reward ({guard})",
 }
 
 
 def held_score_line(request: ApprovalRequest) -> str:
     """What the SDK logs when one of its scores waits for a person: why, and how it ends."""
     reward = "none parsed" if request.reward is None else f"{request.reward:.3f}"
-    why = _WHY_HELD.get(request.reason, request.reason).format(reward=reward)
+    guard = "; ".join(f"{h.rule}: {h.detail}" for h in request.guard)
+    why = _WHY_HELD.get(request.reason, request.reason).format(reward=reward, guard=guard)
     return (
         f"webshepherd: the score of {step_label(request.step)} waits for a person: {why}. "
         f"Decide in the extension's side panel or `webshepherd tui` (Approvals tab) within "
         f"{request.expires_in_s:g} s, else the daemon's default applies; "
-        "score with approval='never' not to wait."
+        + (
+            "approval='never' does not skip a guard (nobody deciding in time rejects it)."
+            if request.reason == "guarded"
+            else "score with approval='never' not to wait."
+        )
+    )
+
+
+def guard_refusal_line(scored: Scored) -> str | None:
+    """What the SDK logs when the daemon refused its best candidate for a guard with nobody
+    connected to decide (None: not such a refusal)."""
+    d = scored.decision
+    if not d.guard or d.status != "rejected" or d.by != "daemon":
+        return None
+    return (
+        f"webshepherd: the daemon refused the action of {step_label(scored.step)}: {d.note} "
+        "(decision.guard lists the rules; do not run it)"
     )
 
 

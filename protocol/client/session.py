@@ -72,8 +72,10 @@ class SessionHandle(SessionRef["AsyncClient"]):
     async def checklist(self, timeout: float | None = 60.0) -> Checklist:
         return await self.client.checklist(self.session_id, timeout)
 
-    async def observe(self, url: str, axtree: str, screenshot: Any = None) -> Observed:
-        return await self.client.observe(self.session_id, url, axtree, screenshot)
+    async def observe(
+        self, url: str, axtree: str, screenshot: Any = None, elements: Any = None
+    ) -> Observed:
+        return await self.client.observe(self.session_id, url, axtree, screenshot, elements)
 
     async def score(
         self,

@@ -270,3 +270,36 @@ def test_prompt_flag_chooses_the_judge_prompt(tiny_model_path: Path) -> None:
         assert engine.config.prompt == "baseline" and engine.settings["prompt"] == "baseline"
     finally:
         engine.close()
+
+
+def test_serve_shows_the_guard_policy_beside_the_approval_policy(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from webshepherd.daemon.cli import main
+
+    url = f"http://127.0.0.1:{closed_port()}/v1"
+    assert main(["serve", "--port", "0", "--backend", "openai", "--base-url", url]) == 2
+    err = capsys.readouterr().err
+    guards = next(line for line in err.splitlines() if line.startswith("webshepherd: guards:"))
+    assert "submits a form by a method other than GET" in guards
+    assert "named with one of: buy, pay, purchase, order," in guards
+    assert "leaves the session's origin" in guards and "downloads a file" in guards
+    assert "nobody paired to decide: refused at once" in guards
+    assert err.index("approvals:") < err.index("guards:") < err.index("cannot reach")
+
+
+def test_guard_flags() -> None:
+    from webshepherd.daemon.sessions.guards import ALL_RULES, DEFAULT_WORDS
+
+    default = config_from_args(build_parser().parse_args(["serve"])).guards
+    assert default.rules == frozenset(ALL_RULES) and default.words == DEFAULT_WORDS
+    args = ["serve", "--guard-words", "Wire, pay now ,", "--no-guard", "download"]
+    guards = config_from_args(build_parser().parse_args(args)).guards
+    assert guards.words == ("Wire", "pay now")
+    assert guards.rules == frozenset(ALL_RULES) - {"download"}
+    off = config_from_args(build_parser().parse_args(["serve", "--no-guards"])).guards
+    assert not off.enabled
+    none = config_from_args(build_parser().parse_args(["serve", "--guard-words", ""])).guards
+    assert none.words == ()
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["serve", "--no-guard", "forms"])
