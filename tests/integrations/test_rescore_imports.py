@@ -41,11 +41,12 @@ def rescore(daemon: Daemon, path: Path, out: Path, *extra: str) -> tuple[str, di
     done = subprocess.run(
         [
             *(PYTHON, "-m", "webshepherd.daemon.cli", "rescore", str(path)),
-            *("--url", daemon.url, "--token", daemon.token, "--checklist", CHECKLIST),
+            *("--url", daemon.url, "--checklist", CHECKLIST),
             *("--data-dir", str(daemon.data_dir), "--json", str(out / "summary.json")),
             *("--out", str(out / "report.html"), "--samples", "1", *extra),
         ],
         cwd=ROOT,
+        env={**os.environ, "WEBSHEPHERD_TOKEN": daemon.token},  # never a secret in argv
         capture_output=True,
         text=True,
         timeout=600,
