@@ -25,28 +25,29 @@ from __future__ import annotations
 
 import base64
 import inspect
-from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
 from webshepherd.daemon.browser.chromium import (
-    CAPTURE_EXACT,
     DEFAULT_DIST,
-    WAIT_READY,
+    READY_TIMEOUT_S,
+    CaptureError,
+    Steps,
+    capture_steps,
+    drive,
+    drive_async,
     find_chromium,
     launch_args,
+    ready_steps,
+    worker_message,
 )
+from webshepherd.daemon.server.extension_id import EXTENSION_ID
 from webshepherd.protocol.common import Observation, Screenshot
 
 __all__ = ["CaptureError", "launch", "page_observation"]
 
-#: The extension's id (pinned by its manifest key): its service worker's URL starts with this.
+#: The extension's pages and its service worker have URLs under this (then its pinned id).
 _WORKER_PREFIX = "chrome-extension://"
-_CAPTURE_ANY = "([url, flags]) => self.webshepherd.captureUrl(url, flags)"
-
-
-class CaptureError(RuntimeError):
-    """The page could not be captured (no extension in its browser, an ambiguous tab, ...)."""
 
 
 def launch(
@@ -82,9 +83,9 @@ def launch(
     options.setdefault("viewport", {"width": 1280, "height": 720})
     steps = _launch(playwright, profile, binary, headless, options)
     return (
-        _drive_async(steps)
+        drive_async(steps)
         if _is_async(playwright.chromium.launch_persistent_context)
-        else _drive(steps)
+        else drive(steps)
     )
 
 
@@ -99,82 +100,78 @@ def page_observation(page: Any, *, flags: str = "default", screenshot: bool = Fa
     if flags not in ("default", "visible"):
         raise ValueError(f"flags: 'default' or 'visible', not {flags!r}")
     steps = _observe(page, flags, screenshot)
-    return _drive_async(steps) if _is_async(page.evaluate) else _drive(steps)
+    return drive_async(steps) if _is_async(page.evaluate) else drive(steps)
 
 
-# -- the steps, shared by the sync and async APIs ------------------------------------------
-# Each step yields what a Playwright call returned (a value, or an awaitable under the async
-# API) and is sent back its result.
-Steps = Generator[Any, Any, Any]
+# -- the steps, shared by the sync and async APIs (webshepherd.daemon.browser.chromium) -----
 
 
 def _launch(pw: Any, profile: str, binary: str, headless: bool, options: dict[str, Any]) -> Steps:
-    context = yield pw.chromium.launch_persistent_context(
-        profile, executable_path=binary, headless=headless, **options
-    )
-    worker = yield from _worker(context)
-    yield worker.evaluate(WAIT_READY)
+    try:
+        context = yield pw.chromium.launch_persistent_context(
+            profile, executable_path=binary, headless=headless, **options
+        )
+    except Exception as exc:
+        raise CaptureError(f"Chromium ({binary}) did not start: {worker_message(exc)}") from None
+    try:
+        worker = yield from _worker(context)
+        yield from ready_steps(worker)
+    except Exception:
+        yield context.close()  # no browser left running behind the error
+        raise
     return context
 
 
 def _observe(page: Any, flags: str, screenshot: bool) -> Steps:
     worker = yield from _worker(page.context)
-    yield worker.evaluate(WAIT_READY)
-    url = page.url
-    cap = yield worker.evaluate(CAPTURE_EXACT, [url, flags])
-    if cap.get("tabs") == 0:  # the tab's URL differs slightly (a fragment, a redirect under way)
-        cap = yield worker.evaluate(_CAPTURE_ANY, [url, flags])
-    if "axtree" not in cap:
-        raise CaptureError(
-            f"{cap['tabs']} tabs show {url}: the capture cannot tell them apart; close the others"
-        )
+    cap = yield from capture_steps(worker, page.url, flags)
     shot = None
     if screenshot:
         png = yield page.screenshot(type="png")
         shot = Screenshot(mime="image/png", data=base64.b64encode(png).decode("ascii"))
-    return Observation(url=cap["url"], axtree=cap["axtree"], screenshot=shot)
+    # elements: what the page says of each target (links, forms and their methods; the guards)
+    elements = cap.get("elements") or None
+    return Observation(url=cap["url"], axtree=cap["axtree"], screenshot=shot, elements=elements)
 
 
 def _worker(context: Any) -> Steps:
-    """The extension's service worker in ``context`` (waits a few seconds for it to start)."""
+    """The extension's service worker in ``context``. When none is listed (Chromium stops a
+    worker that answers too slowly on a loaded machine, and starts it again on the next
+    extension event), the extension's popup is opened in a new page: its messages start the
+    worker; that page failing to load means the browser has no extension."""
     for worker in context.service_workers:
         if worker.url.startswith(_WORKER_PREFIX):
             return worker
+    no_extension = CaptureError(
+        "this page's browser has no webshepherd extension: open it with "
+        "webshepherd.integrations.playwright.launch(...), or launch a persistent context "
+        "with the flags of webshepherd.daemon.browser.chromium.launch_args(extension/dist)"
+    )
     try:
-        worker = yield context.wait_for_event("serviceworker", timeout=5_000)
-    except Exception:
-        raise CaptureError(
-            "this page's browser has no webshepherd extension: open it with "
-            "webshepherd.integrations.playwright.launch(...), or launch a persistent context "
-            "with the flags of webshepherd.daemon.browser.chromium.launch_args(extension/dist)"
-        ) from None
-    return worker
+        page = yield context.new_page()
+    except Exception:  # a page of browser.new_page(): its context takes no other page
+        raise no_extension from None
+    try:
+        try:
+            yield page.goto(f"{_WORKER_PREFIX}{EXTENSION_ID}/popup.html")
+        except Exception:
+            raise no_extension from None
+        for worker in context.service_workers:
+            if worker.url.startswith(_WORKER_PREFIX):
+                return worker
+        try:
+            worker = yield context.wait_for_event(
+                "serviceworker", timeout=int(READY_TIMEOUT_S * 1000)
+            )
+        except Exception as exc:
+            raise CaptureError(
+                f"the extension's service worker did not start within {READY_TIMEOUT_S:g} s: "
+                f"{worker_message(exc)}"
+            ) from None
+        return worker
+    finally:
+        yield page.close()
 
 
 def _is_async(method: Any) -> bool:
     return inspect.iscoroutinefunction(method)
-
-
-def _drive(steps: Steps) -> Any:
-    """Run the steps with Playwright's sync API (each yield is already a result)."""
-    try:
-        result = next(steps)
-        while True:
-            result = steps.send(result)
-    except StopIteration as done:
-        return done.value
-
-
-async def _drive_async(steps: Steps) -> Any:
-    """Run the steps with Playwright's async API (each yield is awaited)."""
-    try:
-        pending = next(steps)
-        while True:
-            try:
-                result = await pending
-            except Exception as exc:  # the step sees the error where it made the call
-                pending = steps.throw(exc)
-            else:
-                pending = steps.send(result)
-    except StopIteration as done:
-        return done.value

@@ -25,9 +25,10 @@ import contextlib
 import re
 from typing import Any
 
-from webshepherd.daemon.browser.chromium import CAPTURE_EXACT, capture
+from webshepherd.daemon.browser.chromium import CaptureError, capture
 from webshepherd.protocol.actions import ParsedAction, parse_action
 from webshepherd.protocol.agents.environment import ActionError, ActionResult, PageState
+from webshepherd.protocol.common import ElementFacts
 
 _BID = re.compile(r"[A-Za-z]*[0-9]*")
 _TEXT_INPUTS = {
@@ -155,20 +156,20 @@ class PlaywrightEnvironment:
         if self.start_url is None:
             self.start_url = url
         try:
-            cap = await self.worker.evaluate(CAPTURE_EXACT, [url, self.flags])
-            if cap.get("tabs") == 0:  # the tab's URL differs slightly (redirect, fragment)
-                cap = await capture(self.worker, url, self.flags)
-        except Exception as exc:  # the worker's error, as text
-            raise ActionError(f"capture of {url} failed: {_first_line(exc)}") from None
-        if "axtree" not in cap:
-            raise ActionError(
-                f"{cap['tabs']} tabs show {url}: the capture cannot tell them apart; "
-                "close the others"
-            )
+            cap = await capture(self.worker, url, self.flags, exact=True)
+        except CaptureError as exc:  # what happened, with the worker's message
+            raise ActionError(exc.message) from None
         shot = await self.page.screenshot(type="png") if self.screenshot else None
         error, self._last_error = self._last_error, None
+        facts = cap.get("elements") or None  # the guards read them (sessions/guards.py)
         return PageState(
-            url=cap["url"], axtree=cap["axtree"], screenshot=shot, last_action_error=error
+            url=cap["url"],
+            axtree=cap["axtree"],
+            screenshot=shot,
+            last_action_error=error,
+            elements=None
+            if facts is None
+            else {bid: ElementFacts.model_validate(f) for bid, f in facts.items()},
         )
 
     async def execute(self, action: str) -> ActionResult:

@@ -16,9 +16,10 @@ from pathlib import Path
 from webshepherd.daemon.browser.chromium import (
     CHROMIUM_ARGS,
     DEFAULT_DIST,
+    CaptureError,
     capture,
     extension_context,
-    wait_extension_ready,
+    worker_message,
 )
 from webshepherd.protocol.terminal_text import terminal_safe
 
@@ -36,12 +37,16 @@ def add_observe_parser(sub: argparse._SubParsersAction) -> None:
 
 
 async def observe(url: str, flags: str, dist: Path, chromium: str) -> dict[str, object]:
+    """The extension's capture of ``url`` in a fresh profile; ``CaptureError`` saying why not
+    (the page did not load, the extension's worker failed, ...)."""
     with tempfile.TemporaryDirectory(prefix="webshepherd-observe-") as profile:
         async with extension_context(profile, dist, chromium) as (ctx, worker):
             page = await ctx.new_page()
-            await page.goto(url, wait_until="load")
-            await wait_extension_ready(worker)
-            return await capture(worker, page.url, flags)
+            try:
+                await page.goto(url, wait_until="load")
+            except Exception as exc:
+                raise CaptureError(f"{url} did not load: {worker_message(exc)}") from None
+            return await capture(worker, page.url, flags, exact=True)
 
 
 def cmd_observe(args: argparse.Namespace) -> int:
@@ -64,9 +69,13 @@ def cmd_observe(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
-    result = asyncio.run(
-        observe(args.url, "visible" if args.visible else "default", dist, chromium)
-    )
+    try:
+        result = asyncio.run(
+            observe(args.url, "visible" if args.visible else "default", dist, chromium)
+        )
+    except CaptureError as exc:
+        print(f"webshepherd: {terminal_safe(exc.message)}", file=sys.stderr)
+        return 1
     sys.stdout.write(terminal_safe(str(result["axtree"]), multiline=True) + "\n")
     for w in result.get("warnings") or []:  # type: ignore[attr-defined]
         print(f"webshepherd: warning: {terminal_safe(str(w))}", file=sys.stderr)
