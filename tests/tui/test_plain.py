@@ -84,3 +84,99 @@ async def test_a_candidate_action_with_click_markup_approves_nothing(daemon):
         await pilot.press("r")
         scored = await agent.wait_for(lambda m: m.get("id") == "s1", timeout=30)
         assert scored["decision"]["status"] == "rejected"
+
+
+# One hostile string per character class: where each is shown, the screen must carry its
+# escape (protocol/terminal_text.py) and none of its characters.
+CLASSES = {
+    "bidi control": "\u202e91\u202c\u2066",
+    "zero-width": "1\u200b3\u2060\ufeff",
+    "tag": "\U000e0049\U000e0067",
+    "variation selector": "ok\ufe0f\U000e0100",
+    "soft hyphen": "Pay\u00adPal",
+    "combining grapheme joiner": "a\u034fb",
+    "Hangul filler": "\u3164\u115f",
+    "Mongolian vowel separator": "m\u180en",
+    "interlinear annotation": "\ufff9x\ufffb",
+    "C0 control": "\x1b[2J\x07",
+    "C1 control": "\x9b\x85",
+    "line separator": "l\u2028s",
+}
+GOTO = "goto('https://pаypal.com/')"  # a Cyrillic а
+
+
+def hostile_events() -> list[dict[str, object]]:
+    """A session whose texts carry every class: the intent and agent, checklist titles, the
+    candidates' actions and thoughts, and a held step's action, card, thought and feedback."""
+    from tests.tui.events import session_events
+
+    values = list(CLASSES.values())
+    ev = session_events(
+        "s-hostile",
+        2,
+        seed=3,
+        agent="bot\u202e",
+        intent="Buy\u200b a lamp \u202egnp.exe",
+        approval_at=2,
+        resolve_approval=False,
+        outcome=None,
+    )
+    for e in ev:
+        if e["type"] == "checklist":
+            for k, item in enumerate(e["items"]):
+                item["title"] = f"item {k} " + " ".join(values[k * 3 : k * 3 + 3])
+        if e["type"] == "scored":
+            for k, c in enumerate(e["candidates"]):
+                c["action"] = GOTO if k == 0 else f"click('{values[k]}')"
+            e["decision"]["action"] = GOTO
+        if e["type"] == "approval.request":
+            e["candidate"] = {"thought": "t " + values[0], "action": f"fill('14', '{values[0]}')"}
+            e["feedback"] = "f " + values[1]
+            e["card"] = {
+                "target": {"bid": "14", "role": "textbox", "name": "amount " + values[2]},
+                "destination": "https://pаypal.com/pay",
+                "typed": " ".join(values),
+                "thought": "thought " + values[3],
+                "feedback": "feedback " + values[4],
+                "others": [{"index": 1, "action": GOTO, "reward": 0.5}],
+            }
+    return ev
+
+
+def hidden(text: str) -> list[str]:
+    from webshepherd.protocol.terminal_text import ESCAPED_RANGES
+
+    inside = {c for lo, hi, _ in ESCAPED_RANGES for c in range(lo, hi + 1)} - {0x0A}
+    return [f"U+{ord(c):04X}" for c in text if ord(c) in inside]
+
+
+async def test_every_character_class_is_shown_as_an_escape():
+    from webshepherd.protocol.terminal_text import terminal_safe
+    from webshepherd.tui.state import MonitorState
+
+    state = MonitorState()
+    for e in hostile_events():
+        state.fold_raw(e)
+    app = WebShepherdApp(connect=False, state=state, probe=FixedProbe())
+    async with app.run_test(size=(220, 60)) as pilot:
+        await wait_until(pilot, lambda: app.main.ready, what="the main screen")
+        table = app.main.query_one(SessionsTable)
+        await wait_until(pilot, lambda: table.row_count == 1, what="the session's row")
+        await wait_until(pilot, lambda: "\\u202egnp.exe" in screen_text(app), what="the intent")
+        main = screen_text(app)
+        assert hidden(main) == []
+        assert "Buy\\u200b a lamp \\u202egnp.exe" in main and "bot\\u202e" in main
+        assert "goto('https://xn--pypal-4ve.com/')" in main and "pаypal" not in main
+        for raw in list(CLASSES.values())[:12]:  # the checklist titles carry all twelve
+            assert terminal_safe(raw) in main, f"{raw!a} not shown as {terminal_safe(raw)!r}"
+        await pilot.press("2")
+        panel = app.screen.query_one(ApprovalsPanel)
+        await wait_until(pilot, lambda: panel.table.row_count == 1, what="the held step")
+        await wait_until(pilot, lambda: "types" in screen_text(app), what="the card")
+        card = screen_text(app)
+        assert hidden(card) == []
+        assert "fill('14', '\\u202e91\\u202c\\u2066')" in card  # not fill('14', '19')
+        assert "https://xn--pypal-4ve.com/pay" in card and "pаypal" not in card
+        flat = " ".join(line.strip() for line in card.splitlines())
+        for cls, raw in CLASSES.items():  # the typed text carries every class
+            assert terminal_safe(raw) in flat, f"{cls}: {terminal_safe(raw)!r} not in the card"
