@@ -78,9 +78,15 @@ async def episode(
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     from rich.console import Console
-    from webshepherd.daemon.demo.demo_setup import demo_servers, load_demo_engine
+    from webshepherd.daemon.demo.demo_setup import (
+        demo_guards,
+        demo_servers,
+        load_demo_engine,
+        print_guards_note,
+    )
     from webshepherd.daemon.demo.variants import variant, with_decoy
 
+    print_guards_note(Console(file=sys.stderr), args.guards)
     engine, _ = load_demo_engine(args.model, Console(file=sys.stderr))
     shops = []
     for n in args.variants:
@@ -88,7 +94,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         shops.append(("trap", n, with_decoy(variant(n), random.Random(n), cheapest=True)))
     runs: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
-        async with demo_servers(engine, Path(tmp), args.samples) as (srv, token, server):
+        async with demo_servers(
+            engine, Path(tmp), args.samples, guards=demo_guards(args.guards)
+        ) as (srv, token, server):
             for seed in args.seeds:
                 for group, n, shop in shops:
                     for paradigm in PARADIGMS:
@@ -130,6 +138,11 @@ def main() -> None:
         "--seeds", type=int, nargs="*", default=[0], help="the noisy policy's seeds (each a run)"
     )
     ap.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    ap.add_argument(
+        "--guards",
+        action="store_true",
+        help="the daemon's guards on (off by default: the episodes order unattended)",
+    )
     args = ap.parse_args()
     out = asyncio.run(run(args))
     print(f"{'group':6} {'paradigm':8} {'success':>9} {'model calls':>12} {'s/episode':>10}")

@@ -23,6 +23,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             samples=args.samples,
             max_steps=min(args.max_steps, 15),
             keep=args.keep,
+            guards=args.guards,
         )
     if args.browser and args.vision:
         print("webshepherd demo: --vision runs the terminal demo (not --browser)")
@@ -39,6 +40,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             policy=args.policy,
             approval_timeout_s=args.approval_timeout,
             keep=args.keep,
+            guards=args.guards,
         )
         return run_browser_demo(opts, model=args.model)
     from webshepherd.daemon.demo.run import run_demo
@@ -54,6 +56,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         plot=not args.no_plot,
         shop_variant=args.variant,
         out=Path(args.out) if args.out else None,
+        guards=args.guards,
     )
 
 
@@ -126,5 +129,11 @@ def add_demo_parser(sub: Any) -> None:
         default=300.0,
         help="with --browser: seconds the held action waits for a decision, then it is "
         "rejected (default 300)",
+    )
+    d.add_argument(
+        "--guards",
+        action="store_true",
+        help="the daemon's guards on (off in the demos: their agent places the order "
+        "unattended); with nobody paired, the first step that commits is refused",
     )
     d.set_defaults(func=cmd_demo)

@@ -16,8 +16,10 @@ from dataclasses import dataclass
 from urllib.parse import urlencode, urljoin
 
 from webshepherd.daemon.demo.axtree import Node, Page, parse_html, role_of, to_axtree
+from webshepherd.daemon.demo.element_facts import element_facts
 from webshepherd.protocol.actions import ParsedAction, parse_action
 from webshepherd.protocol.agents.environment import ActionError
+from webshepherd.protocol.common import ElementFacts
 
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never a proxy
 
@@ -67,6 +69,11 @@ class Browser:
     def observe(self) -> Observation:
         assert self.page is not None, "load a page first"
         return Observation(self.page.url, self.page.title, to_axtree(self.page, self.values))
+
+    def elements(self) -> dict[str, ElementFacts]:
+        """What the page says of its links and form submitters, by bid (the guards read it)."""
+        assert self.page is not None, "load a page first"
+        return element_facts(self.page)
 
     # -- acting ------------------------------------------------------------
     def _element(self, bid: object) -> Node:

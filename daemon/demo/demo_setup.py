@@ -9,8 +9,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.panel import Panel
 from webshepherd.daemon.demo.shop import ShopServer
+from webshepherd.daemon.sessions.guards import GuardPolicy, describe_guards
 
 if TYPE_CHECKING:
     from webshepherd.daemon.demo.variants import ShopVariant
@@ -83,16 +85,38 @@ def load_demo_engine(model: str | None, console: Console, vision: bool = False) 
     return build_engine(settings), tiny
 
 
+def demo_guards(on: bool) -> GuardPolicy:
+    """The guards of a demo's own daemon: the daemon's default with ``--guards``, else none
+    (a demo's agent places its order unattended, and nobody is paired to decide)."""
+    return GuardPolicy() if on else GuardPolicy(rules=frozenset())
+
+
+def print_guards_note(console: Console, on: bool) -> None:
+    """The one line a demo prints about its guards."""
+    if on:
+        console.print(
+            escape(describe_guards(demo_guards(True)))
+            + "; nobody is paired in this demo, so the first step that commits is refused"
+        )
+    else:
+        console.print(
+            "guards: off in this demo (its agent places the order unattended); --guards "
+            "turns them on (`webshepherd serve` has them on)"
+        )
+
+
 @contextlib.asynccontextmanager
 async def in_process_daemon(
     engine: Any, data_dir: Path, config_dir: Path, samples: int, **config: Any
 ) -> AsyncIterator[tuple[DaemonServer, str]]:
     """The daemon in this process on an ephemeral loopback port (a fresh token, no approval
-    rules; ``config``: more ``DaemonConfig`` fields); yields ``(daemon, token)`` and stops it.
-    The demos and ``webshepherd rescore --model`` start it."""
+    rules, no guards unless ``config`` has ``guards``; ``config``: more ``DaemonConfig``
+    fields); yields ``(daemon, token)`` and stops it. The demos and ``webshepherd rescore
+    --model`` start it."""
     from webshepherd.daemon.build import running_daemon
     from webshepherd.daemon.config import Settings
 
+    config.setdefault("guards", demo_guards(False))
     settings = Settings.local(
         data_dir,
         data_dir=data_dir,

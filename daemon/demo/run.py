@@ -34,15 +34,29 @@ from rich.console import Console
 from rich.markup import escape
 from webshepherd.daemon.demo.agent import Proposal, ShopAgent
 from webshepherd.daemon.demo.browser import Browser
-from webshepherd.daemon.demo.demo_setup import demo_servers, load_demo_engine, print_noise_note
+from webshepherd.daemon.demo.demo_setup import (
+    demo_guards,
+    demo_servers,
+    load_demo_engine,
+    print_guards_note,
+    print_noise_note,
+)
 from webshepherd.daemon.demo.shop import ShopServer
 from webshepherd.daemon.demo.variants import ShopVariant, variant
 from webshepherd.daemon.dev.screenshots import HEIGHT, WIDTH, axtree_png
 from webshepherd.protocol.agents.environment import ActionError
 from webshepherd.protocol.common import Screenshot
 from webshepherd.protocol.steps import step_number
+from webshepherd.protocol.terminal_text import terminal_safe
 
 MARKS = {"yes": "[green]✓[/]", "in_progress": "[yellow]~[/]", "no": "[red]✗[/]"}
+
+
+def shown(text: object) -> str:
+    """Untrusted text for a Rich console: every invisible, bidi and control character as a
+    visible escape, a URL's non-ASCII host as punycode (protocol/terminal_text.py), then
+    markup-escaped."""
+    return escape(terminal_safe(str(text)))
 
 
 @dataclass
@@ -102,6 +116,7 @@ async def _drive(
     vision: bool = False,
     shop: ShopVariant | None = None,
     shop_server: ShopServer | None = None,
+    guards: bool = False,
 ) -> tuple[list[StepRecord], bool, str | None, str]:
     """Run the scripted agent through the shop, scoring each step; with ``shop_server`` (the
     shop in this process) the shop's labels of every scored candidate go to the recording
@@ -130,7 +145,10 @@ async def _drive(
             start_url=first.url,
             checklist=shop.checklist,
             observation=Observation(
-                url=first.url, axtree=first.axtree, screenshot=shot(first.axtree)
+                url=first.url,
+                axtree=first.axtree,
+                screenshot=shot(first.axtree),
+                elements=browser.elements(),
             ),
             agent="demo-agent",
         )
@@ -141,7 +159,7 @@ async def _drive(
         titles = {it.index: it.title for it in checklist.items}
         console.print(f"session [bold]{session.session_id}[/], checklist ({checklist.source}):")
         for i, title in sorted(titles.items()):
-            console.print(f"  {i}. {title}")
+            console.print(f"  {i}. {shown(title)}")
         console.print(
             "Per step: the candidates ([green]good[/]/[red]bad[/] as the script made them), "
             "their rewards, Web-Shepherd's pick ([bold yellow]★[/]), the one run "
@@ -155,7 +173,7 @@ async def _drive(
             if agent.done(obs.url):
                 break
             if records:  # the start page is already step 1's (index 0's) observation
-                await session.observe(obs.url, obs.axtree, shot(obs.axtree))
+                await session.observe(obs.url, obs.axtree, shot(obs.axtree), browser.elements())
             proposals = agent.propose(obs.url, obs.axtree)
             scored = await session.score(
                 [(p.thought, p.action) for p in proposals], samples=samples, approval="never"
@@ -184,12 +202,16 @@ async def _drive(
             records.append(rec)
             inputs = scored.results[0].judge_inputs if vision else None
             _print_step(console, rec, titles, scored.timing.model_ms, inputs)
+            if guards and scored.decision.guard and scored.decision.action is None:
+                rec.error = scored.decision.note
+                console.print(f"  [red]refused by the guards:[/] {shown(rec.error or '')}")
+                break  # the daemon refused the step that commits; nobody is here to decide
             action = proposals[chosen]
             try:
                 await asyncio.to_thread(browser.act, action.action)
             except ActionError as exc:
                 rec.error = str(exc)
-                console.print(f"  [red]action failed:[/] {escape(str(exc))}")
+                console.print(f"  [red]action failed:[/] {shown(str(exc))}")
             await session.act(action.action, action.thought)
             if shop_server is not None:
                 progress = after[action.action]
@@ -221,8 +243,8 @@ def _print_step(
         room = max(16, width - 58)  # what is left after the action, verdict and reward
         thought = p.thought if len(p.thought) <= room else p.thought[: room - 1] + "…"
         console.print(
-            f"  {mark}{star}{escape(f'{p.action:<28.28}')} {verdict}  {_bar(r)}  "
-            f"[dim]{escape(thought)}[/]",
+            f"  {mark}{star}{shown(f'{p.action:<28.28}')} {verdict}  {_bar(r)}  "
+            f"[dim]{shown(thought)}[/]",
             highlight=False,
             soft_wrap=True,
         )
@@ -231,10 +253,10 @@ def _print_step(
     elif rec.best == rec.chosen:
         how = "Web-Shepherd agrees"
     else:
-        how = f"Web-Shepherd preferred {escape(rec.proposals[rec.best].action)}"
+        how = f"Web-Shepherd preferred {shown(rec.proposals[rec.best].action)}"
     marks = " ".join(f"{MARKS.get(rec.items.get(i, ''), '[dim]·[/]')}{i}" for i in sorted(titles))
     console.print(
-        f"    chose {escape(rec.proposals[rec.chosen].action)} ({how});  checklist {marks}",
+        f"    chose {shown(rec.proposals[rec.chosen].action)} ({how});  checklist {marks}",
         highlight=False,
     )
 
@@ -279,6 +301,7 @@ def run_demo(
     console: Console | None = None,
     shop_variant: int = 0,
     out: Path | None = None,
+    guards: bool = False,
 ) -> int:
     """Run the demo; returns the process exit code (0 when the pipeline ran end to end).
     ``shop_variant``: the shop (0 the original; others drawn, see :mod:`.variants`); ``out``:
@@ -287,12 +310,13 @@ def run_demo(
     t0 = time.monotonic()
     shop = variant(shop_variant)
     console.rule("[bold]webshepherd demo")
-    console.print(f"task: [bold]{escape(shop.intent)}[/]")
+    console.print(f"task: [bold]{shown(shop.intent)}[/]")
     if shop_variant:
         console.print(
-            f"shop variant {shop_variant}: {escape(shop.shop)}, a shop the judge never saw"
+            f"shop variant {shop_variant}: {shown(shop.shop)}, a shop the judge never saw"
         )
 
+    print_guards_note(console, guards)
     engine, tiny = load_demo_engine(model, console, vision=vision)
     if vision:
         console.print(
@@ -303,7 +327,7 @@ def run_demo(
     try:
         records, done, answer, session_id = asyncio.run(
             _serve_and_drive(
-                engine, workdir, samples, max_steps, seed, console, policy, vision, shop
+                engine, workdir, samples, max_steps, seed, console, policy, vision, shop, guards
             )
         )
     finally:
@@ -389,8 +413,13 @@ async def _serve_and_drive(
     policy: str,
     vision: bool,
     shop: ShopVariant,
+    guards: bool = False,
 ) -> tuple[list[StepRecord], bool, str | None, str]:
-    async with demo_servers(engine, workdir, samples, shop=shop) as (server, token, shop_server):
+    async with demo_servers(engine, workdir, samples, shop=shop, guards=demo_guards(guards)) as (
+        server,
+        token,
+        shop_server,
+    ):
         console.print(
             f"daemon on {server.url} (temporary data dir {workdir}); shop on {shop_server.url}"
         )
@@ -406,4 +435,5 @@ async def _serve_and_drive(
             vision,
             shop,
             shop_server,
+            guards,
         )

@@ -35,7 +35,13 @@ from webshepherd.daemon.demo.agent import CHECKLIST, TASK, ShopAgent
 from webshepherd.daemon.demo.browser_page import DemoBrowserError, hook, pair
 from webshepherd.daemon.demo.browser_report import build_summary, print_totals, write_summary
 from webshepherd.daemon.demo.browser_steps import DemoRun
-from webshepherd.daemon.demo.demo_setup import demo_servers, load_demo_engine, print_noise_note
+from webshepherd.daemon.demo.demo_setup import (
+    demo_guards,
+    demo_servers,
+    load_demo_engine,
+    print_guards_note,
+    print_noise_note,
+)
 
 APPROVAL_STEP = 3  # the search results: wrong products are tempting there
 
@@ -53,6 +59,7 @@ class BrowserDemoOptions:
     approval_step: int = APPROVAL_STEP  # the step whose worst bad candidate is held
     approval_timeout_s: float = 300.0  # a person's time to decide (headed)
     keep: bool = False  # keep the temporary data dir (the recording), named in summary.json
+    guards: bool = False  # the daemon's guards on (off by default: the demo orders unattended)
 
 
 def check_requirements(headless: bool) -> tuple[str, Path]:
@@ -172,6 +179,7 @@ def run_browser_demo(
     if opts.out is not None:
         opts.out.mkdir(parents=True, exist_ok=True)
     console.print(f"task: [bold]{TASK}[/]")
+    print_guards_note(console, opts.guards)
     engine, tiny = load_demo_engine(model, console)
     workdir = Path(tempfile.mkdtemp(prefix="webshepherd-demo-"))
     try:
@@ -218,6 +226,7 @@ async def _serve_and_drive(
         opts.samples,
         allowed_extension_ids=(EXTENSION_ID,),
         approval_timeout_s=opts.approval_timeout_s,
+        guards=demo_guards(opts.guards),
     ) as (server, token, shop):
         console.print(
             f"daemon on {server.url} (temporary data dir); shop on {shop.url}; "

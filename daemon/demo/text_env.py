@@ -47,7 +47,10 @@ class TextEnvironment:
             await asyncio.to_thread(self.browser.goto, self.start_url)
             self._started = True
         obs = await asyncio.to_thread(self.browser.observe)
-        return PageState(url=obs.url, axtree=obs.axtree, last_action_error=self.last_error)
+        elements = await asyncio.to_thread(self.browser.elements)
+        return PageState(
+            url=obs.url, axtree=obs.axtree, last_action_error=self.last_error, elements=elements
+        )
 
     async def execute(self, action: str) -> ActionResult:
         try:

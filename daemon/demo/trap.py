@@ -209,17 +209,26 @@ def run_trap_demo(
     samples: int = 1,
     max_steps: int = 12,
     keep: bool = False,
+    guards: bool = False,
 ) -> int:
     """``webshepherd demo --trap``: exit 0 whatever the outcome (the run is the point)."""
-    from webshepherd.daemon.demo.demo_setup import demo_servers, load_demo_engine
+    from webshepherd.daemon.demo.demo_setup import (
+        demo_guards,
+        demo_servers,
+        load_demo_engine,
+        print_guards_note,
+    )
 
     console = Console()
+    print_guards_note(console, guards)
     engine, _ = load_demo_engine(model, console)
     workdir = Path(tempfile.mkdtemp(prefix="webshepherd-trap-"))
     opts = TrapOptions(paradigm=paradigm, seed=seed, samples=samples, max_steps=max_steps)
 
     async def go() -> dict[str, Any]:
-        async with demo_servers(engine, workdir, samples, trap_variant()) as (srv, token, shop):
+        async with demo_servers(
+            engine, workdir, samples, trap_variant(), guards=demo_guards(guards)
+        ) as (srv, token, shop):
             result = await run_trap(srv.url, token, shop, opts)
             return trap_summary(result, shop, opts)
 

@@ -312,7 +312,13 @@ chrome.tabs.onRemoved.addListener((tabId) => {
 async function captureTab(tabId: number, flags?: Settings["flags"]) {
   await ready;
   const { observation, capture } = await observeTab(tabId, flags ?? settings.flags, false);
-  return { url: observation.url, axtree: observation.axtree, warnings: capture.warnings, timing: capture.timing };
+  return {
+    url: observation.url,
+    axtree: observation.axtree,
+    elements: observation.elements,
+    warnings: capture.warnings,
+    timing: capture.timing,
+  };
 }
 
 async function captureUrl(urlPrefix: string, flags?: Settings["flags"]) {

@@ -62,7 +62,7 @@ export function observeTab(tabId: number, flags: ObservationFlags, withScreensho
       // the tab as it is after the capture: a navigation under way during it must not pair the new tree with the old URL
       tab = await chrome.tabs.get(tabId);
       const t = performance.now();
-      observation = { url: tab.url ?? "", axtree: observationText(capture, flags) };
+      observation = { url: tab.url ?? "", axtree: observationText(capture, flags), elements: capture.elements };
       capture.timing.flattenMs = performance.now() - t;
     } finally {
       await capture.settled; // unmarked while flattening

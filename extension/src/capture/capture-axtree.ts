@@ -5,6 +5,7 @@
  */
 import type { AXNode, AXTree, ExtraProperties } from "../axtree/types.js";
 import type { CdpSend } from "./cdp.js";
+import { MAX_ELEMENTS, collectElementFacts, type ElementFactsWire } from "./element-facts.js";
 import { extraPropertiesFromSnapshot, type DomSnapshot } from "./extra-properties.js";
 import { callOn, frameDocument, frameOwner, listFrames, type FrameInfo } from "./frames.js";
 import { BID_ATTR, OVERLAY_HOST_ATTR, markFrameElements, unmarkFrameElements } from "./mark-elements.js";
@@ -14,6 +15,8 @@ export interface AxtreeCapture {
   tree: AXTree;
   /** BrowserGym's extra properties; empty when the capture was asked not to take the DOM snapshot. */
   extraProperties: ExtraProperties;
+  /** bid -> what the page says of the element (links, downloads, the form it submits): the guards read it. */
+  elements: Record<string, ElementFactsWire>;
   warnings: string[];
   timing: CaptureTiming;
   /** Resolves once every frame is unmarked and released: the tab's next capture waits for it. */
@@ -138,6 +141,16 @@ export async function captureAxtree(send: CdpSend, options: CaptureOptions = {})
   try {
     // Sent together: Chromium answers them in order while this worker handles each result as it comes.
     const overlayIds = overlayBackendIds(send, docs.get(frames[0]!.frameId));
+    const facts = Promise.all(
+      [...docs.values()].map((doc) =>
+        callOn<Record<string, ElementFactsWire>>(send, doc, collectElementFacts, [BID_ATTR, OVERLAY_HOST_ATTR, MAX_ELEMENTS]).catch(
+          (err) => {
+            warnings.push(`element facts: ${String(err)}`);
+            return {};
+          },
+        ),
+      ),
+    );
     const snapshot = withExtra
       ? send<DomSnapshot>("DOMSnapshot.captureSnapshot", {
           computedStyles: [],
@@ -181,10 +194,18 @@ export async function captureAxtree(send: CdpSend, options: CaptureOptions = {})
     if (overlay.size > 0) tree = pruneBackendNodes(tree, overlay);
     timing.mergeMs = performance.now() - t2;
     const extraProperties = await snapshot;
+    const elements: Record<string, ElementFactsWire> = {};
+    let kept = 0;
+    for (const frameFacts of await facts) {
+      for (const [bid, f] of Object.entries(frameFacts)) {
+        if (kept++ >= MAX_ELEMENTS) break;
+        elements[bid] = f;
+      }
+    }
     // the caller flattens while the page is still being unmarked
     const settled = cleanUp(unmarking);
     cleaned = true;
-    return { tree, extraProperties, warnings, timing, settled };
+    return { tree, extraProperties, elements, warnings, timing, settled };
   } finally {
     if (!cleaned) await cleanUp(unmarking);
   }
