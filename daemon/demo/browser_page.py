@@ -11,6 +11,7 @@ where a person decides (the overlay in the page has no decision controls).
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 from webshepherd.protocol.errors import ErrorCode, WebShepherdError
@@ -56,6 +57,25 @@ async def pair(worker: Any, url: str, token: str, timeout_s: float = 20.0) -> No
         if loop.time() > end:
             raise DemoBrowserError(f"the extension did not connect to {url} (state {state!r})")
         await asyncio.sleep(0.1)
+
+
+async def pair_person(ctx: Any, worker: Any, config_dir: Path, timeout_s: float = 20.0) -> None:
+    """Pair the extension as a person does: a one-time code as ``webshepherd pair extension``
+    makes it (in the daemon's config dir), entered in the extension's options page. Only then
+    does its side panel decide approvals."""
+    from webshepherd.daemon.server.approvers import Approvers
+
+    code = Approvers(config_dir).create_code("extension").code
+    ext_id = worker.url.split("/")[2]
+    page = await ctx.new_page()
+    try:
+        await page.goto(f"chrome-extension://{ext_id}/options.html", wait_until="load")
+        await page.get_by_label("Pairing code").fill(code)
+        await page.get_by_role("button", name="Pair", exact=True).click()
+        status = page.get_by_test_id("ws-pairing")
+        await status.get_by_text("Paired as extension:").wait_for(timeout=timeout_s * 1000)
+    finally:
+        await page.close()
 
 
 async def overlay_shows_step(page: Any, step: int, candidates: int, timeout_s: float = 30) -> None:

@@ -30,9 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 from webshepherd.daemon.demo.agent import CHECKLIST, TASK, ShopAgent
-from webshepherd.daemon.demo.browser_page import DemoBrowserError, hook, pair
+from webshepherd.daemon.demo.browser_page import DemoBrowserError, hook, pair, pair_person
 from webshepherd.daemon.demo.browser_report import build_summary, print_totals, write_summary
 from webshepherd.daemon.demo.browser_steps import DemoRun
 from webshepherd.daemon.demo.demo_setup import (
@@ -42,6 +41,7 @@ from webshepherd.daemon.demo.demo_setup import (
     print_guards_note,
     print_noise_note,
 )
+from webshepherd.daemon.demo.run import shown
 
 APPROVAL_STEP = 3  # the search results: wrong products are tempting there
 
@@ -104,6 +104,7 @@ async def _drive(
     workdir: Path,
     console: Console,
     opts: BrowserDemoOptions,
+    config_dir: Path,
 ) -> tuple[DemoRun, dict[str, Any]]:
     from webshepherd.daemon.browser.chromium import extension_context, wait_extension_ready
     from webshepherd.daemon.browser.playwright_env import PlaywrightEnvironment
@@ -115,6 +116,8 @@ async def _drive(
     ):
         await wait_extension_ready(worker)
         await pair(worker, server_url, token)
+        # the demo stands in for the person who decides in the side panel: it pairs it
+        await pair_person(ctx, worker, config_dir)
         page = ctx.pages[0] if ctx.pages else await ctx.new_page()
         await page.goto(shop_url, wait_until="load")
         async with AsyncClient(server_url, token=token, name="demo-agent") as agent_conn:
@@ -172,7 +175,7 @@ def run_browser_demo(
     try:
         chromium, dist = check_requirements(opts.headless)
     except DemoBrowserError as exc:
-        console.print(f"[red]error:[/] {escape(exc.message)}")
+        console.print(f"[red]error:[/] {shown(exc.message)}")
         return 2
     if opts.headless and opts.out is None:
         opts = replace(opts, out=Path("webshepherd-demo"))
@@ -185,12 +188,12 @@ def run_browser_demo(
     try:
         run, outcome = asyncio.run(_serve_and_drive(engine, workdir, console, opts, chromium, dist))
     except DemoBrowserError as exc:
-        console.print(f"[red]error:[/] {escape(exc.message)}")
+        console.print(f"[red]error:[/] {shown(exc.message)}")
         return 1
     except Exception as exc:  # Playwright's: most often the window was closed
         if type(exc).__module__.startswith("playwright"):
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-            console.print(f"[red]the browser stopped before the demo finished:[/] {escape(first)}")
+            console.print(f"[red]the browser stopped before the demo finished:[/] {shown(first)}")
             return 1
         raise
     finally:
@@ -200,7 +203,7 @@ def run_browser_demo(
     summary = build_summary(run, outcome, opts.headless, time.monotonic() - t0)
     if opts.keep:
         summary["data_dir"] = str(workdir / "data")
-        console.print(f"the recording is kept in {escape(str(workdir / 'data'))}")
+        console.print(f"the recording is kept in {shown(str(workdir / 'data'))}")
     console.rule()
     print_totals(console, summary, opts.out)
     if opts.out is not None:
@@ -232,4 +235,14 @@ async def _serve_and_drive(
             f"daemon on {server.url} (temporary data dir); shop on {shop.url}; "
             f"Chromium {'headless' if opts.headless else 'headed'} with the extension"
         )
-        return await _drive(server.url, token, shop.url, chromium, dist, workdir, console, opts)
+        return await _drive(
+            server.url,
+            token,
+            shop.url,
+            chromium,
+            dist,
+            workdir,
+            console,
+            opts,
+            server.config.config_dir,
+        )

@@ -74,6 +74,11 @@ class Conn:
         return f"{self.declared}:{self.client_name}"
 
     @property
+    def who(self) -> Role:
+        """The role an error names: the granted one of a paired tool, else the declared one."""
+        return self.approver.role if self.approver is not None else self.declared
+
+    @property
     def is_agent(self) -> bool:
         """An agent's connection: declared so, and not a paired person tool."""
         return self.approver is None and self.declared == "agent"

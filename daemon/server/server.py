@@ -502,7 +502,7 @@ class DaemonServer:
             return
         if not conn.is_agent:
             raise UnauthorizedError(
-                f"label: source 'environment' comes from an agent's connection, not {conn.label!r}"
+                f"label: source 'environment' comes from an agent's connection, not {conn.who!r}"
             )
         self._check_agent_holds(conn, msg.session_id, "label")
 
@@ -510,7 +510,7 @@ class DaemonServer:
         """An agent's connection, for a session no other live connection holds."""
         if not conn.is_agent:
             raise UnauthorizedError(
-                f"{what}: only an agent's connection reports this, not {conn.label!r}"
+                f"{what}: only an agent's connection reports this, not {conn.who!r}"
             )
         st = self.core.sessions.get(session_id)
         if st is not None and st.owner not in (None, conn.id) and st.owner in self.hub.conns:
@@ -524,7 +524,7 @@ class DaemonServer:
         for one session start through the page hook."""
         if not conn.is_agent:
             raise UnauthorizedError(
-                f"hook.grant: only an agent's connection gets page-hook keys, not {conn.label!r}"
+                f"hook.grant: only an agent's connection gets page-hook keys, not {conn.who!r}"
             )
         if msg.session_id is not None:
             self._check_live(msg.session_id)

@@ -10,7 +10,7 @@
  */
 import { cardLines, cropOf } from "./card-view.js";
 import { displayText } from "./display-text.js";
-import { sendToWorker, type Decision, type PendingApproval, type ToPages } from "./messages.js";
+import { HOW_TO_PAIR, sendToWorker, type Decision, type PendingApproval, type ToPages } from "./messages.js";
 import type { ApprovalRequest } from "./protocol.gen.js";
 import { stepLabel, stepNumber } from "./steps.js";
 
@@ -87,7 +87,10 @@ export function mountApprovals(root: HTMLElement, via: "panel" | "popup"): void 
   status.setAttribute("role", "status");
   const list = el("div", { className: "approvals" });
   list.dataset.testid = "ws-approvals";
-  root.append(list, status);
+  const unpaired = el("p", { className: "unpaired", hidden: true }, HOW_TO_PAIR);
+  unpaired.dataset.testid = "ws-unpaired";
+  root.append(unpaired, list, status);
+  let paired = false; // only a paired browser gets decision controls
 
   const decide = async (requestId: string, decision: Decision, action: string | null) => {
     const r = await sendToWorker({ kind: "approval.decide", requestId, decision, action, via });
@@ -132,6 +135,7 @@ export function mountApprovals(root: HTMLElement, via: "panel" | "popup"): void 
     };
     const reward = req.reward === null || req.reward === undefined ? "n/a" : req.reward.toFixed(2);
     const crop = cropCanvas(req);
+    if (!paired) c.onkeydown = null;
     c.append(
       el("h3", {}, `Step ${stepNumber(req.step)}: ${displayText(req.reason.replace(/_/g, " "))}`),
       el("p", { className: "intent" }, displayText(intent, { multiline: true })),
@@ -139,13 +143,16 @@ export function mountApprovals(root: HTMLElement, via: "panel" | "popup"): void 
       el("div", {}, `reward ${reward}`),
       ...(crop ? [crop] : []),
       cardFields(req),
-      edit,
-      el("div", { className: "buttons" }, approve, reject, editBtn),
+      ...(paired ? [edit, el("div", { className: "buttons" }, approve, reject, editBtn)] : []),
     );
     return c;
   };
 
   const render = async () => {
+    const pairing = await sendToWorker({ kind: "pairing.state" });
+    paired = pairing.paired;
+    unpaired.hidden = paired;
+    unpaired.textContent = `${pairing.note ? `${pairing.note} ` : ""}${HOW_TO_PAIR}`;
     const pending = await sendToWorker({ kind: "approvals.list" });
     list.replaceChildren(...(pending.length > 0 ? pending.map(card) : [el("p", {}, "No approval is waiting.")]));
   };

@@ -7,14 +7,14 @@ import { showBadge } from "./badge.js";
 import { detachTab } from "./capture/cdp.js";
 import { DaemonConnection, type ConnState } from "./connection.js";
 import { NavHistory } from "./demonstration-nav.js";
-import type { SessionView, ToPages, ToWorker } from "./messages.js";
+import type { PairingState, SessionView, ToPages, ToWorker } from "./messages.js";
 import { sendToTab } from "./messages.js";
 import { observeTab } from "./observe-tab.js";
 import { handleHook, type HookContext } from "./hook-handler.js";
 import { originOf } from "./page-hook.js";
 import type { ServerMessage } from "./protocol.gen.js";
 import { SessionViews } from "./session-views.js";
-import { loadSettings, type Settings } from "./settings.js";
+import { loadSettings, saveSettings, type Settings } from "./settings.js";
 import { TabSessions } from "./tab-sessions.js";
 
 const sessions = new TabSessions();
@@ -22,6 +22,8 @@ const views = new SessionViews();
 let settings: Settings;
 let conn: DaemonConnection | null = null;
 let connState: ConnState = "disconnected";
+/** Why this browser is not paired though it was (its credential was refused), for its pages. */
+let pairingNote: string | null = null;
 /** The last AX-tree text sent per tab, so `score` re-sends `observe` only when the page changed. */
 const lastSent = new Map<number, string>();
 
@@ -100,11 +102,18 @@ function connect() {
   conn = new DaemonConnection({
     url: settings.url,
     token: settings.token,
+    approver: () => settings.approver,
     version: chrome.runtime.getManifest().version,
     onEvent,
     onState: (state, detail) => {
       connState = state;
       refreshBadge(detail);
+      if (state === "unauthorized" && settings.approver && detail?.includes("approver credential")) {
+        // revoked (or from another daemon): forget it, say so, and reconnect unpaired
+        pairingNote = `The daemon refused this browser's pairing (${detail}).`;
+        void saveSettings({ approver: "", approverName: "" });
+      }
+      approvalsChanged();
     },
     onOpen: () => {
       void resubscribe();
@@ -225,12 +234,35 @@ const ready = (async () => {
 })();
 
 chrome.storage.onChanged.addListener((changes, area) => {
-  if (area !== "local" || !(changes.url || changes.token || changes.flags || changes.pageHook)) return;
+  if (area !== "local" || !(changes.url || changes.token || changes.flags || changes.pageHook || changes.approver)) return;
   void ready.then(async () => {
     settings = await loadSettings();
-    if (changes.url || changes.token) connect();
+    // a new credential is already in force on this connection (the `paired` reply); one removed is not
+    if (changes.url || changes.token || (changes.approver && !settings.approver)) connect();
   });
 });
+
+function pairingState(): PairingState {
+  const paired = conn?.paired === true;
+  return { paired, name: paired ? settings.approverName || null : null, note: paired ? null : pairingNote };
+}
+
+/** Pair this browser with a person's one-time code: the credential goes to chrome.storage.local. */
+async function pair(code: string): Promise<{ ok: boolean; error?: string }> {
+  if (!conn || conn.state !== "connected") return { ok: false, error: "not connected to the daemon: set the URL and token first" };
+  try {
+    const r = await conn.request({ type: "pair", code, name: "webshepherd-extension" });
+    if (r.type !== "paired") return { ok: false, error: `unexpected ${r.type}` };
+    await saveSettings({ approver: r.credential, approverName: r.name });
+    settings = { ...settings, approver: r.credential, approverName: r.name };
+    conn.paired = true;
+    pairingNote = null;
+    approvalsChanged();
+    return { ok: true };
+  } catch (err) {
+    return { ok: false, error: (err as Error).message };
+  }
+}
 
 chrome.runtime.onMessage.addListener((msg: ToWorker, sender, sendResponse) => {
   const tabId = sender.tab?.id;
@@ -248,6 +280,13 @@ chrome.runtime.onMessage.addListener((msg: ToWorker, sender, sendResponse) => {
       }
       if (msg.kind === "approvals.list") {
         return sendResponse(fromOwnPage(sender) ? views.pending() : []);
+      }
+      if (msg.kind === "pairing.state") {
+        return sendResponse(fromOwnPage(sender) ? pairingState() : { paired: false, name: null, note: null });
+      }
+      if (msg.kind === "pair") {
+        if (!fromOwnPage(sender)) return sendResponse({ ok: false, error: "pairing happens only in the extension's options page" });
+        return sendResponse(await pair(String(msg.code)));
       }
       if (msg.kind === "demonstration.action") {
         if (tabId !== undefined && isDemonstration(tabId)) void recordHumanAction(tabId, msg.action);

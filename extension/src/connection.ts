@@ -12,6 +12,9 @@ type Outgoing = ClientMessage extends infer M ? (M extends { id: string } ? Omit
 export interface ConnectionOptions {
   url: string;
   token: string;
+  /** The person's approver credential from pairing, read at each hello ("": none; this
+   *  browser then decides nothing). */
+  approver?: () => string;
   version: string;
   onEvent: (msg: ServerMessage) => void;
   onState: (state: ConnState, detail?: string) => void;
@@ -29,6 +32,8 @@ export class DaemonConnection {
   private retry: ReturnType<typeof setTimeout> | undefined;
   private stopped = false;
   state: ConnState = "disconnected";
+  /** The daemon took this browser's approver credential (welcome.approver, or a `paired` reply). */
+  paired = false;
 
   constructor(private readonly opts: ConnectionOptions) {}
 
@@ -97,6 +102,7 @@ export class DaemonConnection {
           id: helloId,
           protocol: 1,
           token: this.opts.token,
+          ...(this.opts.approver?.() ? { approver: this.opts.approver() } : {}),
           client: { name: "webshepherd-extension", version: this.opts.version, role: "extension" },
         }),
       );
@@ -112,6 +118,7 @@ export class DaemonConnection {
       if (id === helloId) {
         if (msg.type === "welcome") {
           this.attempt = 0;
+          this.paired = msg.approver === true;
           this.setState("connected");
           this.keepalive = setInterval(() => void this.request({ type: "ping" }, 10_000).catch(() => undefined), this.opts.keepaliveMs ?? 20_000);
           this.opts.onOpen();
@@ -139,6 +146,7 @@ export class DaemonConnection {
 
   private teardown(why: string) {
     clearInterval(this.keepalive);
+    this.paired = false;
     this.ws = null;
     for (const p of this.pending.values()) p.reject(new Error(`connection ${why}`));
     this.pending.clear();

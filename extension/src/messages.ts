@@ -29,6 +29,16 @@ export interface TreeBranch {
   doing: string;
 }
 
+/** Whether this browser decides approvals: paired (under `name`), or why not (`note`). */
+export interface PairingState {
+  paired: boolean;
+  name: string | null;
+  note: string | null;
+}
+
+/** What the extension's pages say when this browser is not paired. */
+export const HOW_TO_PAIR = "This browser is not paired, so it decides nothing here: run `webshepherd pair extension` in a terminal and enter the code in the extension's options page.";
+
 /** A pending approval as the extension's own pages list it. */
 export interface PendingApproval {
   request: ApprovalRequest;
@@ -44,6 +54,10 @@ export type ToWorker =
   /** side panel / popup -> worker (refused from anything but the extension's own pages) */
   | { kind: "approval.decide"; requestId: string; decision: Decision; action: string | null; via: "panel" | "popup" }
   | { kind: "approvals.list" }
+  /** options page -> worker: pair with a one-time code from `webshepherd pair extension` */
+  | { kind: "pair"; code: string }
+  /** own pages -> worker: whether this browser may decide */
+  | { kind: "pairing.state" }
   /** popup -> worker: a demonstration in a tab */
   | { kind: "demonstration.start"; tabId: number; intent: string }
   | { kind: "demonstration.stop"; tabId: number; outcome: "success" | "failure" | "unknown" }
@@ -57,6 +71,8 @@ export type WorkerReply<M extends ToWorker> = M extends { kind: "hook" }
     ? { session: TabSession | null; view: SessionView | null; hook: boolean }
     : M extends { kind: "approvals.list" }
       ? PendingApproval[]
+      : M extends { kind: "pairing.state" }
+        ? PairingState
       : M extends { kind: "demonstration.state" }
         ? { connected: boolean; session: TabSession | null }
         : { ok: boolean; error?: string; sessionId?: string };

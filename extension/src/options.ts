@@ -1,4 +1,9 @@
-/** The options page: daemon URL, pairing token, observation flags, the page hook (off by default). */
+/**
+ * The options page: daemon URL, token, observation flags, the page hook (off by default), and
+ * "Pair with this computer": the one-time code of `webshepherd pair extension`, sent by the
+ * worker in `pair`; the credential it gets is kept in chrome.storage.local.
+ */
+import { HOW_TO_PAIR, sendToWorker } from "./messages.js";
 import { loadSettings, parsePairing, saveSettings } from "./settings.js";
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
@@ -23,6 +28,24 @@ async function main() {
     $<HTMLInputElement>("token").value = pairing.token ?? "";
     $("status").textContent = "Saved; the extension reconnects now (the badge shows the state).";
   });
+  const showPairing = async () => {
+    const st = await sendToWorker({ kind: "pairing.state" });
+    $("pairing").textContent = st.paired
+      ? `Paired as extension:${st.name ?? "?"}: this browser's side panel and popup decide approvals.`
+      : `${st.note ? `${st.note} ` : ""}${HOW_TO_PAIR}`;
+  };
+  $<HTMLFormElement>("pair-form").addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const code = $<HTMLInputElement>("pairCode").value.trim();
+    const r = await sendToWorker({ kind: "pair", code });
+    $<HTMLInputElement>("pairCode").value = "";
+    if (!r.ok) {
+      $("pairing").textContent = `Not paired: ${r.error ?? "failed"}`;
+      return;
+    }
+    await showPairing();
+  });
+  await showPairing();
 }
 
 void main();

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from webshepherd.daemon.browser.chromium import capture, extension_context, wait_extension_ready
+from webshepherd.daemon.demo.browser_page import pair_person
 
 from tests.fixtures.data import AXTREE_GOLDEN
 
@@ -62,6 +63,11 @@ class Browser:
 
     async def capture(self, url_prefix: str, flags: str = "default") -> dict[str, Any]:
         return await capture(self.worker, url_prefix, flags)
+
+    async def pair_as_person(self, config_dir: Path) -> None:
+        """Pair this browser as a person does: a code as ``webshepherd pair extension`` makes
+        it, entered in the options page's "Pair with this computer"."""
+        await pair_person(self.ctx, self.worker, config_dir)
 
     async def open_panel(self) -> Any:
         """The extension's side panel page (where a person decides approvals), in a tab."""

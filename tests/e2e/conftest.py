@@ -21,10 +21,12 @@ async def browser(tmp_path: Path) -> AsyncIterator[Browser]:
 
 @pytest_asyncio.fixture(loop_scope="function")
 async def paired(start_daemon, browser: Browser):
-    """A daemon that allows the extension's origin, and the browser paired with it."""
+    """A daemon that allows the extension's origin, and the browser connected to it (URL and
+    token set) and paired by a person (a code in its options page): it decides approvals."""
     daemon = await start_daemon(allowed_extension_ids=(EXTENSION_ID,))
     await browser.configure(daemon.url, TEST_TOKEN)
     await wait_connected(browser)
+    await browser.pair_as_person(daemon.config.config_dir)
     return daemon, browser
 
 

@@ -191,3 +191,42 @@ async def test_approval_timeout_dismisses_the_card(start_daemon, browser, site):
 
     scored = await _approval_scenario((daemon, browser), site, decide)
     assert scored["decision"]["status"] == "timeout"
+
+
+async def test_an_unpaired_browser_shows_requests_but_decides_only_once_a_person_pairs_it(
+    start_daemon, browser, site
+):
+    """A browser an agent framework launched (URL and token set, page hook on, not paired):
+    the overlay and the side panel show the request, the panel offers no decision and says
+    how to pair; once a person enters a code from `webshepherd pair extension` in the options
+    page, the same card gets its buttons and the decision is recorded under the pairing."""
+    from webshepherd.daemon.server.extension_id import EXTENSION_ID
+
+    from tests.e2e.conftest import wait_connected
+    from tests.fixtures.daemon import TEST_TOKEN
+
+    daemon = await start_daemon(allowed_extension_ids=(EXTENSION_ID,))
+    await browser.configure(daemon.url, TEST_TOKEN)
+    await wait_connected(browser)
+
+    async def decide(daemon, browser, card, sid):
+        request_id = await card.get_attribute("data-request-id")
+        panel, decide_card = await panel_card(browser, request_id)
+        unpaired = panel.get_by_test_id("ws-unpaired")
+        await unpaired.wait_for()
+        assert "webshepherd pair extension" in await unpaired.inner_text()
+        assert "fill('14', 'lamp')" in await decide_card.inner_text()
+        assert await decide_card.get_by_role("button").count() == 0
+        await decide_card.focus()
+        await panel.keyboard.press("a")  # no key decides either
+        await asyncio.sleep(0.5)
+        assert daemon.server.core.approvals.session_of(request_id) == sid  # still open
+        await browser.pair_as_person(daemon.config.config_dir)
+        await unpaired.wait_for(state="hidden", timeout=10_000)
+        await decide_card.get_by_role("button", name="Reject").click()
+
+    scored = await _approval_scenario((daemon, browser), site, decide)
+    assert scored["decision"]["status"] == "rejected"
+    assert scored["decision"]["by"] == "extension:webshepherd-extension/panel"
+    state = await browser.worker.evaluate("() => chrome.storage.local.get(['approver'])")
+    assert len(state["approver"]) == 43  # kept where no page reaches it
