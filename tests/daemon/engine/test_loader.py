@@ -17,6 +17,8 @@ from webshepherd.daemon.engine.loader import (
     load_engine,
     load_openai_backend,
     load_vllm_backend,
+    model_positions,
+    vllm_reason,
 )
 from webshepherd.protocol.errors import ModelUnavailableError
 
@@ -93,3 +95,53 @@ def test_vllm_options_are_checked_before_vllm_is_needed() -> None:
     args = build_parser().parse_args(["serve", "--model", "m", "--vllm-memory", "0.2"])
     with pytest.raises(ModelUnavailableError, match="--vllm-memory only applies to --backend vllm"):
         engine_from_args(args, config_from_args(args))
+    with pytest.raises(ModelUnavailableError, match=r"--dtype float64: one of auto, float32"):
+        load_vllm_backend("m", dtype="float64")
+    args = build_parser().parse_args(["serve", "--model", "m", "--dtype", "float32"])
+    with pytest.raises(ModelUnavailableError, match="--dtype only applies to --backend vllm"):
+        engine_from_args(args, config_from_args(args))
+
+
+def test_model_positions_come_from_the_checkpoints_config(
+    tiny_model_path: Path, tmp_path: Path
+) -> None:
+    """The vllm backend's context is at most these (``--max-context`` defaults to 10000)."""
+    assert model_positions(str(tiny_model_path)) == 4096
+    vision = tmp_path / "vision"
+    vision.mkdir()
+    (vision / "config.json").write_text(
+        json.dumps({"text_config": {"max_position_embeddings": 128}})
+    )
+    assert model_positions(str(vision)) == 128
+    (vision / "config.json").write_text("{not json")
+    assert model_positions(str(vision)) is None
+    assert model_positions(str(tmp_path / "missing")) is None
+    assert model_positions("nobody/no-such-model-in-the-cache") is None
+
+
+def test_vllm_reason_is_the_refusal_not_pydantics_header() -> None:
+    """vLLM refuses a ModelConfig with a pydantic ValidationError whose first line is only
+    "1 validation error for ModelConfig"; the reason is its error's message."""
+    from pydantic import BaseModel, field_validator
+
+    class ModelConfig(BaseModel):
+        max_model_len: int
+
+        @field_validator("max_model_len")
+        @classmethod
+        def fits(cls, v: int) -> int:
+            raise ValueError(
+                f"User-specified max_model_len ({v}) is greater than the derived max_model_len "
+                "(max_position_embeddings=4096.0). To allow overriding this maximum, set ..."
+            )
+
+    with pytest.raises(ValueError) as refused:
+        ModelConfig(max_model_len=10000)
+    assert str(refused.value).startswith("1 validation error for ModelConfig")
+    assert vllm_reason(refused.value) == (
+        "ValidationError: User-specified max_model_len (10000) is greater than the derived "
+        "max_model_len (max_position_embeddings=4096.0)"
+    )
+    assert vllm_reason(
+        RuntimeError("Engine core initialization failed. See root cause above.")
+    ) == ("RuntimeError: Engine core initialization failed")
