@@ -102,7 +102,7 @@ def lines(f: IO[str], path: Path, limit: int = MAX_LINE_BYTES) -> Iterator[tuple
 class _Capped(io.RawIOBase):
     """A gzip stream read through, refused once more than ``limit`` bytes came out."""
 
-    def __init__(self, raw: IO[bytes], path: Path, limit: int) -> None:
+    def __init__(self, raw: gzip.GzipFile, path: Path, limit: int) -> None:
         self._raw, self._path, self._limit, self._out = raw, path, limit, 0
 
     def readable(self) -> bool:

@@ -63,7 +63,8 @@ def load_mind2web(folder: Path, folders: Folders | None = None) -> ImportedRun:
         m = _SHOT.match(p.name)
         if m:
             shots[int(m.group(1))] = p
-    thoughts = data.get("thoughts") if isinstance(data.get("thoughts"), list) else []
+    said_thoughts = data.get("thoughts")
+    thoughts: list[Any] = said_thoughts if isinstance(said_thoughts, list) else []
     website = data["website"] if isinstance(data.get("website"), str) else ""
     steps = []
     for n, action in enumerate(data["action_history"]):
