@@ -86,8 +86,8 @@ def _destination(name: str, args: Mapping[str, object], facts: ElementFacts | No
 def _typed(name: str, args: Mapping[str, object]) -> str | None:
     value = {"fill": args.get("value"), "keyboard_type": args.get("text")}.get(name)
     if name == "select_option":
-        options = args.get("options")
-        value = options if isinstance(options, str) else ", ".join(map(str, options or ()))
+        opts = args.get("options")
+        value = ", ".join(str(o) for o in opts) if isinstance(opts, tuple | list) else opts
     return value if isinstance(value, str) else None
 
 

@@ -55,13 +55,14 @@ def crop_image(data: bytes, box: Sequence[float], cols: int, rows: int) -> Image
 def half_blocks(img: Image) -> Text:
     """An RGB image as lines of ``▀`` cells, two pixels a cell."""
     out = Text(no_wrap=True, overflow="crop")
-    px = img.load()
-    for y in range(0, img.height, 2):
+    rgb = list(img.convert("RGB").getdata())  # row by row, (r, g, b) each
+    w, h = img.width, img.height
+    for y in range(0, h, 2):
         if y:
             out.append("\n")
-        for x in range(img.width):
-            top = Color.from_rgb(*px[x, y])
-            below = Color.from_rgb(*px[x, y + 1]) if y + 1 < img.height else None
+        for x in range(w):
+            top = Color.from_rgb(*rgb[y * w + x])
+            below = Color.from_rgb(*rgb[(y + 1) * w + x]) if y + 1 < h else None
             out.append("▀", Style(color=top, bgcolor=below))
     return out
 
