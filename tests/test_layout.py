@@ -73,7 +73,6 @@ UNMIRRORED: dict[str, str] = {
     "daemon/cli/train.py": "`webshepherd train`: tests/daemon/offline/training/test_train.py",
     "daemon/cli/tui.py": "`webshepherd tui`: tests/tui/test_cli_device.py",
     "daemon/browser/actions.py": _REEXPORT,
-    "daemon/browser/chromium.py": "Chromium discovery: every tests/e2e/ test launches through it",
     "daemon/browser/playwright_env.py": "the Playwright harness: tests/e2e/test_harness.py",
     "daemon/demo/browser.py": "the browser demo: tests/e2e/test_demo_browser.py",
     "daemon/demo/browser_page.py": "the browser demo: tests/e2e/test_demo_browser.py",
@@ -122,7 +121,6 @@ UNMIRRORED: dict[str, str] = {
     "tui/widgets/sessions_table.py": "tests/tui/test_live.py and test_snapshots.py",
     # -- integrations --------------------------------------------------------------------------
     "integrations/browser_use_actions.py": "tests/integrations/test_browser_use.py",
-    "integrations/playwright.py": "tests/e2e/test_playwright_observation.py",
 }
 
 
