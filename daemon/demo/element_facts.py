@@ -44,7 +44,7 @@ def _facts(node: Node, url: str) -> ElementFacts | None:
     if target is not None and target.tag == "a":
         return ElementFacts(
             tag=node.tag,
-            href=urljoin(url, target.attrs["href"]),
+            href=_absolute(url, target.attrs["href"]),
             download="download" in target.attrs,
         )
     if target is not None:  # a submit button
@@ -72,8 +72,15 @@ def _submits(tag: str, form: Node, submitter: Node | None, url: str) -> ElementF
         tag=tag,
         submits=True,
         form_method=_METHODS.get((method or "").strip().lower(), "GET"),
-        form_action=urljoin(url, action or ""),
+        form_action=_absolute(url, action or ""),
     )
+
+
+def _absolute(base: str, ref: str) -> str:
+    """``ref`` resolved against ``base`` as a browser resolves it (an empty fragment, ``#``,
+    is kept, as the URL standard keeps it)."""
+    joined = urljoin(base, ref.strip())
+    return joined + "#" if ref.strip().endswith("#") and not joined.endswith("#") else joined
 
 
 def _activates(node: Node) -> Node | None:

@@ -113,7 +113,7 @@ class GuardPolicy:
         for r in rules:
             if r not in ALL_RULES:
                 raise ValueError(f"unknown guard rule {r!r}; known: {', '.join(ALL_RULES)}")
-        return GuardPolicy(self.rules - set(rules), self.words, self.extensions)  # type: ignore[arg-type]
+        return GuardPolicy(self.rules - set(rules), self.words, self.extensions)
 
     @cached_property
     def _words(self) -> re.Pattern[str] | None:
@@ -340,5 +340,5 @@ def parse_rules(names: Iterable[str]) -> frozenset[GuardRule]:
     for n in names:
         if n not in ALL_RULES:
             raise ValueError(f"unknown guard rule {n!r}; known: {', '.join(ALL_RULES)}")
-        out.add(n)  # type: ignore[arg-type]
+        out.add(n)
     return frozenset(out)

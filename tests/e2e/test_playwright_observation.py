@@ -50,6 +50,18 @@ def test_sync_page_gives_the_golden_text_and_a_screenshot(golden_site, tmp_path:
         shot = page_observation(page, screenshot=True).screenshot
         assert shot is not None and shot.data is not None
         assert base64.b64decode(shot.data).startswith(b"\x89PNG")
+        # what the page says of each target comes with it (the daemon's guards read it): the
+        # form's submit button (GET: the form names no method), its text fields (Enter submits)
+        obs = page_observation(page)
+        assert obs.elements is not None
+        submit = re.search(r"\[(\w+)\] button 'Submit application'", obs.axtree)
+        assert submit is not None
+        facts = obs.elements[submit.group(1)]
+        assert (facts.tag, facts.submits, facts.form_method) == ("button", True, "GET")
+        assert facts.form_action == f"{golden_site}/p1-form.html#"  # action="#", resolved
+        assert all(f.submits for f in obs.elements.values())  # no link on this page
+        for bid in obs.elements:
+            assert page.locator(f'[bid="{bid}"]').count() == 1
         # the capture leaves the bids in the page: a BrowserGym action's target is a selector
         bid = re.search(r"\[(\w+)\] textbox", page_observation(page).axtree)
         assert bid is not None
@@ -65,6 +77,9 @@ async def test_async_page_gives_the_golden_text(golden_site) -> None:
             await page.goto(f"{golden_site}/{name}.html", wait_until="load")
             obs = await page_observation(page)
             assert obs.axtree == golden(name, "default"), name
+            assert obs.elements  # links, with their absolute targets
+            hrefs = {f.href for f in obs.elements.values() if f.href}
+            assert f"{golden_site}/{name}.html#cart" in hrefs or name != "p2-shop", hrefs
         await context.close()
 
 
