@@ -17,6 +17,7 @@ import gzip
 import io
 import json
 import re
+import sys
 import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -67,7 +68,13 @@ def loads(text: str, where: object) -> Any:
         raise FileLimitError(
             f"{where}: JSON nested deeper than {MAX_JSON_DEPTH} levels (the limit)"
         )
-    return json.loads(text)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        raise
+    except ValueError:  # an integer past Python's digit limit for str -> int
+        digits = sys.get_int_max_str_digits()
+        raise FileLimitError(f"{where}: a number longer than {digits} digits (the limit)") from None
 
 
 def read_text(path: Path, limit: int = MAX_JSON_FILE_BYTES) -> str:

@@ -65,7 +65,10 @@ def _action(output: dict[str, Any]) -> tuple[str, str]:
     params = params if isinstance(params, dict) else {}
     index = params.get("index")
     bids = {index: str(index)} if isinstance(index, int) else {}
-    action = to_browsergym(name, params, bids)
+    try:
+        action = to_browsergym(name, params, bids)
+    except (KeyError, TypeError, ValueError, OverflowError):  # parameters of the wrong shape
+        action = None
     if action is None:
         return "noop()", f"{thought} (browser-use action {first} has no BrowserGym form)".strip()
     return action, thought
@@ -138,7 +141,8 @@ def read_browser_use(
                 note=NOTE if page else None,
             )
         )
-        for r in h.get("result") or []:
+        results = h.get("result") if isinstance(h, dict) else None
+        for r in results if isinstance(results, list) else []:
             if isinstance(r, dict) and r.get("is_done"):
                 outcome = "success" if r.get("success") else "failure"
                 said = r.get("extracted_content")

@@ -101,3 +101,8 @@ def test_a_screenshot_is_an_image_by_its_bytes(tmp_path: Path) -> None:
     big = png() + b"\0" * files.MAX_SCREENSHOT_BYTES
     with pytest.raises(FileLimitError, match="larger than 16 MiB"):
         files.check_image(big, "big.png")
+
+
+def test_a_number_past_the_digit_limit_is_a_limit_not_a_traceback() -> None:
+    with pytest.raises(FileLimitError, match=r"^row 2: a number longer than \d+ digits"):
+        files.loads("[" + "1" * 5000 + "]", "row 2")
