@@ -34,6 +34,7 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
     ("argv", "where"),
     [
         (["tui", "--token", SECRET], "WEBSHEPHERD_TOKEN or pass --token-file"),
+        (["rescore", "run.jsonl", "--token", SECRET], "WEBSHEPHERD_TOKEN or pass --token-file"),
         (
             ["eval", "rewardbench", "--data", "x.jsonl", "--url", "ws://x", "--token", SECRET],
             "WEBSHEPHERD_TOKEN or pass --token-file",
@@ -50,6 +51,20 @@ def test_a_secret_flag_is_refused_with_where_it_goes(argv: list[str], where: str
     assert "would put a secret in the process arguments" in done.stderr
     assert where in done.stderr
     assert SECRET not in done.stderr + done.stdout
+
+
+def test_the_dev_server_takes_no_key_in_argv() -> None:
+    server = [sys.executable, "-m", "webshepherd.daemon.dev.openai_server", "--model", "x"]
+    done = subprocess.run(
+        [*server, "--api-key", SECRET],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 2, done
+    assert "would put a secret in the process arguments" in done.stderr
+    assert "--api-key-env VAR" in done.stderr and SECRET not in done.stderr + done.stdout
 
 
 def test_the_token_comes_from_a_file(tmp_path: Path) -> None:
