@@ -11,6 +11,7 @@ from webshepherd.daemon.sessions.approvals import (
     approval_reason,
     describe_policy,
 )
+from webshepherd.protocol.common import ApprovalMode
 from webshepherd.protocol.errors import ProtocolError
 
 POLICY = ApprovalPolicy(threshold=0.3, drop=0.3)
@@ -100,3 +101,36 @@ def test_the_default_policy_is_described_in_one_line():
     )
     off = describe_policy(ApprovalPolicy(None, None), 30, "approve")
     assert "waits for a person when never by itself" in off and "30 s, then 'approve'" in off
+
+
+def test_a_guard_holds_whatever_the_mode_and_the_reward() -> None:
+    modes: tuple[ApprovalMode, ...] = ("auto", "always", "never")
+    for mode in modes:
+        for present in (True, False):
+            got = approval_reason(mode, 0.99, None, POLICY, person_present=present, guarded=True)
+            assert got == "guarded"
+
+
+def test_a_guarded_request_is_never_approved_by_the_timeout() -> None:
+    book = ApprovalBook(default_on_timeout="approve")
+    plain = book.open("s1", 0, 0, "click('1')")
+    guarded = book.open("s1", 1, 0, "click('2')", guarded=True)
+    assert book.expire(plain.request_id).approved  # type: ignore[union-attr]
+    res = book.expire(guarded.request_id)
+    assert res is not None and not res.approved and res.status == "timeout"
+    assert res.note is not None and "'reject'" in res.note and "guarded" in res.note
+
+
+def test_a_refusal_is_closed_at_once_and_a_later_decision_is_refused() -> None:
+    book = ApprovalBook()
+    req, res = book.refuse("s1", 2, 1, "click('4')", "guarded (form_submit): ...")
+    assert (res.decision, res.status, res.by, res.action, res.approved) == (
+        "reject",
+        "rejected",
+        "daemon",
+        None,
+        False,
+    )
+    assert len(book) == 0
+    with pytest.raises(ProtocolError, match="already resolved"):
+        book.decide(req.request_id, "approve", None, "monitor:tui", None)

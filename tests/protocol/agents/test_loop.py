@@ -262,3 +262,31 @@ async def test_a_stalled_signal_stops_or_refines_the_loop(shop: ShopServer, tmp_
     # k = 1: the first step stalls, so the second goes through refinement whatever its reward
     assert refine.stopped is None and [s.refined for s in refine.steps] == [0, 1]
     assert refine.steps[1].candidates[-1].action == "scroll(0, 300)"
+
+
+async def test_a_guarded_step_with_nobody_paired_is_refused_and_not_run(
+    shop: ShopServer, tmp_path
+) -> None:
+    """The daemon's guards are on (its default); nobody is paired to decide. Setup: the judge
+    is scripted (every action 0.9, far above the approval threshold), so only a guard can stop
+    a step. The text browser sends its element facts: the product page's "Add to cart" submits
+    a POST form, and the daemon refuses it at once; the loop never runs it."""
+    judge = ScriptedJudge(default=(0.9, (1, 1, 1, 1), "looks right"))
+    async with (
+        scripted_daemon(tmp_path, judge) as server,
+        AsyncClient(server.url, TEST_TOKEN) as c,
+    ):
+        result = await run_episode(
+            c, TextEnvironment(shop.url), ShopPolicy(seed=0, bad_per_step=0), TASK,
+            EpisodeOptions(max_steps=6, reward_samples=1, approval="never", checklist=CHECKLIST),
+        )  # fmt: skip
+    refused = [s for s in result.steps if s.guard]
+    assert refused, [(s.url, s.decision, s.chosen) for s in result.steps]
+    first = refused[0]
+    assert first.decision == "rejected" and first.chosen is None
+    assert [h.rule for h in first.guard] == ["form_submit"]
+    assert "/product/" in first.url
+    assert shop.state.cart == [] and shop.state.orders == []  # nothing was added, nothing ordered
+    ran = [s.chosen.action for s in result.steps if s.chosen is not None]
+    assert all(s.decision == "auto" and not s.guard for s in result.steps if s.chosen is not None)
+    assert ran  # the search and the product's link ran (GET, same origin)
