@@ -322,6 +322,11 @@ class HookGranted(Model):
     key: str
     session_id: SessionId | None = None
     expires_in_s: float = Field(description="The key must be redeemed within this time.")
+    reply_key: str | None = Field(
+        default=None,
+        description="The key of the MAC on the extension's page-hook replies (addition to v1): "
+        "the agent keeps it out of the page and checks each reply with it.",
+    )
 
 
 class HookRedeemed(Model):
@@ -330,6 +335,11 @@ class HookRedeemed(Model):
     type: Literal["hook.redeemed"] = "hook.redeemed"
     id: RequestId
     session_id: SessionId | None = None
+    reply_key: str | None = Field(
+        default=None,
+        description="The key the extension signs this key's page-hook replies with "
+        "(addition to v1; the same as hook.granted.reply_key).",
+    )
 
 
 class LabelRecorded(Model):

@@ -14,6 +14,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+from webshepherd.protocol.client.page_hook import hook_request
 from webshepherd.protocol.errors import ErrorCode, WebShepherdError
 from webshepherd.protocol.steps import step_label
 
@@ -36,9 +37,18 @@ class DemoBrowserError(WebShepherdError):
     code = ErrorCode.INTERNAL
 
 
-async def hook(page: Any, type_: str, timeout_s: float = 300.0, **body: Any) -> dict[str, Any]:
-    """One page-hook request and its reply; an ``error`` reply raises ``DemoBrowserError``."""
-    reply: dict[str, Any] = await page.evaluate(_HOOK, [type_, body, timeout_s * 1000])
+async def hook(
+    page: Any, type_: str, timeout_s: float = 300.0, reply_key: str | None = None, **body: Any
+) -> dict[str, Any]:
+    """One page-hook request and its reply; an ``error`` reply raises ``DemoBrowserError``.
+    With ``reply_key`` (``hook.granted.reply_key``) only a reply the extension signed counts
+    (``protocol.client.page_hook``); a page script's forgery is dropped."""
+    if reply_key is not None:
+        reply = await hook_request(
+            page, type_, key=body.pop("key"), reply_key=reply_key, timeout_s=timeout_s, **body
+        )
+    else:
+        reply = await page.evaluate(_HOOK, [type_, body, timeout_s * 1000])
     if reply.get("type") == "error":
         raise DemoBrowserError(f"the extension refused {type_}: {reply.get('message')}")
     return reply

@@ -55,9 +55,11 @@ class DemoRun:
         opts: BrowserDemoOptions,
         key: str,
         worker: Any = None,
+        reply_key: str | None = None,
     ) -> None:
         self.page, self.env, self.console, self.opts = page, env, console, opts
         self.key = key  # the page hook's key (the daemon gave it to the agent)
+        self.reply_key = reply_key  # checks the extension's replies (never in the page)
         self.worker = worker  # the extension's service worker (its side panel's address)
         self.steps: list[dict[str, Any]] = []
         self.approvals: list[dict[str, Any]] = []
@@ -86,6 +88,7 @@ class DemoRun:
             samples=self.opts.samples,
             approval="never",
             key=self.key,
+            reply_key=self.reply_key,
         )
         score_ms = (time.perf_counter() - t_score) * 1000
         results = sorted(scored["results"], key=lambda r: r["index"])
@@ -107,7 +110,14 @@ class DemoRun:
             action, thought = await self.ask_approval(shown, proposals, rewards, action, thought)
             wait_ms = (time.perf_counter() - t_wait) * 1000
         t_exec = time.perf_counter()
-        await hook(self.page, "action", action=action, thought=thought, key=self.key)
+        await hook(
+            self.page,
+            "action",
+            action=action,
+            thought=thought,
+            key=self.key,
+            reply_key=self.reply_key,
+        )
         error = None
         try:
             await self.env.execute(action)
@@ -161,6 +171,7 @@ class DemoRun:
                 approval="always",
                 timeout_s=self.opts.approval_timeout_s + 60,
                 key=self.key,
+                reply_key=self.reply_key,
             )
         )
         card = await approval_card(self.page)

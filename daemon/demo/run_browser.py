@@ -121,7 +121,8 @@ async def _drive(
         page = ctx.pages[0] if ctx.pages else await ctx.new_page()
         await page.goto(shop_url, wait_until="load")
         async with AsyncClient(server_url, token=token, name="demo-agent") as agent_conn:
-            key = await agent_conn.hook_key()  # the agent's own connection: the page hook's key
+            grant = await agent_conn.hook_grant()  # the agent's own connection: the hook's key
+        key, reply_key = grant.key, grant.reply_key
         started = await hook(
             page,
             "session.start",
@@ -130,10 +131,11 @@ async def _drive(
             start_url=shop_url,
             agent="demo-agent",
             key=key,
+            reply_key=reply_key,
         )
         console.print(f"session [bold]{started['session_id']}[/] started through the page hook")
         env = PlaywrightEnvironment(page, worker, screenshot=False)
-        run = DemoRun(page, env, console, opts, key, worker)
+        run = DemoRun(page, env, console, opts, key, worker, reply_key)
         agent = ShopAgent(seed=opts.seed)
         for n in range(1, opts.max_steps + 1):
             if not await run.step(n, agent):
@@ -147,6 +149,7 @@ async def _drive(
             outcome="success" if done else "failure",
             answer=answer,
             key=key,
+            reply_key=reply_key,
         )
         outcome = {
             "status": "success" if done else "failure",

@@ -535,7 +535,11 @@ class DaemonServer:
                 )
         key = self.hook_grants.grant(msg.session_id)
         reply = HookGranted(
-            id=msg.id, key=key, session_id=msg.session_id, expires_in_s=self.hook_grants.ttl_s
+            id=msg.id,
+            key=key,
+            session_id=msg.session_id,
+            expires_in_s=self.hook_grants.ttl_s,
+            reply_key=self.hook_grants.reply_key(key),
         )
         conn.send(dump(reply), reply=True)
 
@@ -553,7 +557,10 @@ class DaemonServer:
             except (UnknownSessionError, SessionClosedError):
                 self.hook_grants.drop_session(sid)
                 raise
-        conn.send(dump(HookRedeemed(id=msg.id, session_id=sid)), reply=True)
+        reply = HookRedeemed(
+            id=msg.id, session_id=sid, reply_key=self.hook_grants.reply_key(msg.key)
+        )
+        conn.send(dump(reply), reply=True)
 
     def _check_live(self, session_id: str) -> None:
         """Raise unless ``session_id`` is a session that has not ended (loaded if evicted)."""

@@ -9,7 +9,9 @@ Unredeemed keys expire; the book holds at most ``limit`` (the oldest go first).
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import hmac
 import secrets
 import time
 from collections import OrderedDict
@@ -45,6 +47,14 @@ class HookGrants:
         self.limit = limit
         self.clock = clock
         self._grants: OrderedDict[bytes, Grant] = OrderedDict()
+        self._secret = secrets.token_bytes(32)  # reply keys: derived, never sent to a page
+
+    def reply_key(self, key: str) -> str:
+        """The key of the MAC on the page-hook replies to ``key``'s requests: given to the
+        agent with the key (``hook.granted``) and to the extension when it redeems it; not
+        derivable from the key alone, so a page that overhears the key cannot forge a reply."""
+        mac = hmac.new(self._secret, _digest(key), hashlib.sha256).digest()
+        return base64.urlsafe_b64encode(mac).rstrip(b"=").decode()
 
     def __len__(self) -> int:
         return len(self._grants)

@@ -5,7 +5,7 @@
 import type { DaemonConnection } from "./connection.js";
 import type { SessionView } from "./messages.js";
 import { observeTab } from "./observe-tab.js";
-import { CHANNEL, hookError, hookKey, keyDigest, type HookReply, type HookRequest } from "./page-hook.js";
+import { CHANNEL, hookError, hookKey, keyDigest, signReply, type HookReply, type HookRequest } from "./page-hook.js";
 import type { Candidate } from "./protocol.gen.js";
 import type { SessionViews } from "./session-views.js";
 import type { Settings } from "./settings.js";
@@ -42,13 +42,26 @@ function boundSession(s: TabSession | undefined, digest: string | null, origin: 
   return s && digest !== null && s.keyDigest === digest && s.origin === origin ? s : undefined;
 }
 
-async function redeem(conn: DaemonConnection, key: string): Promise<string | null> {
+/** The reply key of the request's key, once known (a bound session's, or a redeemed key's). */
+interface Signing {
+  replyKey: string | null;
+}
+
+async function redeem(conn: DaemonConnection, key: string, signing: Signing): Promise<string | null> {
   const r = await conn.request({ type: "hook.redeem", key });
   if (r.type !== "hook.redeemed") throw new Error(`unexpected ${r.type}`);
+  signing.replyKey = r.reply_key ?? null;
   return r.session_id ?? null;
 }
 
+/** Answers one request, signed (page-hook.ts) once its key's reply key is known. */
 export async function handleHook(ctx: HookContext, from: HookSender, req: HookRequest): Promise<HookReply | null> {
+  const signing: Signing = { replyKey: null };
+  const r = await answer(ctx, from, req, signing);
+  return r !== null && signing.replyKey ? signReply(r, signing.replyKey) : r;
+}
+
+async function answer(ctx: HookContext, from: HookSender, req: HookRequest, signing: Signing): Promise<HookReply | null> {
   if (!ctx.settings().pageHook) return null;
   const { tabId, url: tabUrl, origin } = from;
   const conn = ctx.connection();
@@ -56,6 +69,7 @@ export async function handleHook(ctx: HookContext, from: HookSender, req: HookRe
   const digest = key === null ? null : await keyDigest(key);
   const current = ctx.sessions.get(tabId);
   const session = boundSession(current, digest, origin);
+  if (current && digest !== null && current.keyDigest === digest) signing.replyKey = current.replyKey ?? null;
   if (req.type === "status") {
     return reply(req.id, "status", { connected: conn?.state === "connected", session_id: session?.sessionId ?? null });
   }
@@ -72,7 +86,7 @@ export async function handleHook(ctx: HookContext, from: HookSender, req: HookRe
     switch (req.type) {
       case "session.start": {
         if (typeof req.intent !== "string" || req.intent.trim() === "") return hookError(req.id, "invalid_message", "intent: a non-empty string is required");
-        if ((await redeem(conn, key)) !== null) return hookError(req.id, "invalid_message", "key: this key follows a session: send attach");
+        if ((await redeem(conn, key, signing)) !== null) return hookError(req.id, "invalid_message", "key: this key follows a session: send attach");
         const { observation } = await observeTab(tabId, ctx.settings().flags);
         const started = await conn.request({
           type: "session.start",
@@ -85,7 +99,7 @@ export async function handleHook(ctx: HookContext, from: HookSender, req: HookRe
         });
         if (started.type !== "session.started") throw new Error(`unexpected ${started.type}`);
         ctx.remember(tabId, observation.axtree);
-        await ctx.sessions.set(tabId, { sessionId: started.session_id, intent: req.intent, demonstration: false, step: 0, origin, keyDigest: digest! });
+        await ctx.sessions.set(tabId, { sessionId: started.session_id, intent: req.intent, demonstration: false, step: 0, origin, keyDigest: digest!, replyKey: signing.replyKey ?? undefined });
         ctx.views.ensure(started.session_id, req.intent);
         await ctx.resubscribe();
         ctx.pushView(ctx.views.get(started.session_id));
@@ -93,10 +107,10 @@ export async function handleHook(ctx: HookContext, from: HookSender, req: HookRe
       }
       case "attach": {
         // the same key again in this tab (the agent re-attaches on a new origin), or one the daemon names a session for
-        const sessionId = current && current.keyDigest === digest ? current.sessionId : await redeem(conn, key);
+        const sessionId = current && current.keyDigest === digest ? current.sessionId : await redeem(conn, key, signing);
         if (sessionId === null) return hookError(req.id, "invalid_message", "key: this key starts a session: send session.start");
         if (req.session_id !== undefined && req.session_id !== sessionId) return hookError(req.id, "invalid_message", "session_id: not the session of this key");
-        await ctx.sessions.set(tabId, { sessionId, intent: "", demonstration: false, step: 0, origin, keyDigest: digest! });
+        await ctx.sessions.set(tabId, { sessionId, intent: "", demonstration: false, step: 0, origin, keyDigest: digest!, replyKey: signing.replyKey ?? undefined });
         ctx.views.ensure(sessionId);
         ctx.forget(tabId);
         await ctx.resubscribe();

@@ -16,6 +16,13 @@
  * tab navigates to gets nothing; the agent may `attach` there again with its key). `status`
  * says whether the extension is connected, and the session only to the key's holder.
  * A failure replies `{type: "error", code, message}`.
+ *
+ * Replies are signed, so that the agent can tell them from a page script's forgery (a script
+ * of the same origin overhears the request and its key): once the key is redeemed, a reply
+ * also carries `signed` (the reply's JSON text, without `signed` and `mac`) and `mac`
+ * (HMAC-SHA256 of `signed`, hex) under the reply key the daemon gave the agent with its key
+ * (`hook.granted.reply_key`) and the extension when it redeemed it. The page never sees that
+ * key; the agent trusts only `signed`, and only when `mac` checks out.
  */
 export const CHANNEL = "webshepherd";
 
@@ -62,6 +69,16 @@ export function hookKey(req: HookRequest): string | null {
 export async function keyDigest(key: string): Promise<string> {
   const bytes = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(key)));
   return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** `reply` with `signed` and `mac` (HMAC-SHA256 under `replyKey`, WebCrypto) added. */
+export async function signReply(reply: HookReply, replyKey: string): Promise<HookReply> {
+  const { signed: _s, mac: _m, ...body } = reply;
+  const text = JSON.stringify(body);
+  const enc = new TextEncoder();
+  const k = await crypto.subtle.importKey("raw", enc.encode(replyKey), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+  const sig = new Uint8Array(await crypto.subtle.sign("HMAC", k, enc.encode(text)));
+  return { ...body, signed: text, mac: Array.from(sig, (b) => b.toString(16).padStart(2, "0")).join("") } as HookReply;
 }
 
 /** The origin of a URL ("null" when it has none, e.g. about:blank or data:). */

@@ -696,12 +696,20 @@ export type ExpiresInS1 = number;
  */
 export type Id27 = string;
 export type Key1 = string;
+/**
+ * The key of the MAC on the extension's page-hook replies (addition to v1): the agent keeps it out of the page and checks each reply with it.
+ */
+export type ReplyKey = string | null;
 export type SessionId20 = string | null;
 export type Type33 = "hook.granted";
 /**
  * Chosen by the sender, unique per connection.
  */
 export type Id28 = string;
+/**
+ * The key the extension signs this key's page-hook replies with (addition to v1; the same as hook.granted.reply_key).
+ */
+export type ReplyKey1 = string | null;
 export type SessionId21 = string | null;
 export type Type34 = "hook.redeemed";
 /**
@@ -1316,6 +1324,7 @@ export interface HookGranted {
   expires_in_s: ExpiresInS1;
   id: Id27;
   key: Key1;
+  reply_key?: ReplyKey;
   session_id?: SessionId20;
   type: Type33;
 }
@@ -1324,6 +1333,7 @@ export interface HookGranted {
  */
 export interface HookRedeemed {
   id: Id28;
+  reply_key?: ReplyKey1;
   session_id?: SessionId21;
   type: Type34;
 }

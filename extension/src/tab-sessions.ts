@@ -12,6 +12,8 @@ export interface TabSession {
   origin?: string;
   /** Page hook: SHA-256 (hex) of the key the agent's page presented; every hook request repeats the key. */
   keyDigest?: string;
+  /** Page hook: the key (from the daemon's hook.redeemed) of the MAC on this session's replies. */
+  replyKey?: string;
 }
 
 const KEY = "tabSessions";

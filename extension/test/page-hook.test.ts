@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { HookContext } from "../src/hook-handler.js";
-import { hookKey, keyDigest, originOf, parseHookRequest, type HookRequest } from "../src/page-hook.js";
+import { createHmac } from "node:crypto";
+import { hookKey, keyDigest, originOf, parseHookRequest, signReply, type HookReply, type HookRequest } from "../src/page-hook.js";
 import type { TabSession } from "../src/tab-sessions.js";
 
 // the handler's imports reach the capture code, which registers chrome listeners at load
@@ -87,4 +88,13 @@ test("only the key's holder on the session's origin reaches the session", async 
   const ok = await handleHook(ctx, on(A), request("action", { key: KEY, action: "click('1')" }));
   assert.equal(ok?.type, "action.recorded");
   assert.deepEqual(sent, [{ type: "action", session_id: "s1", action: "click('1')", thought: null, source: "agent" }]);
+});
+
+test("replies are signed: signed is the reply's JSON without signed and mac, mac its HMAC-SHA256", async () => {
+  const reply: HookReply = { channel: "webshepherd", dir: "reply", id: "ws-1", type: "scored", best: 0, signed: "old", mac: "old" };
+  const out = await signReply(reply, "reply-key");
+  const body = JSON.parse(out.signed as string) as Record<string, unknown>;
+  assert.deepEqual(body, { channel: "webshepherd", dir: "reply", id: "ws-1", type: "scored", best: 0 });
+  assert.equal(out.mac, createHmac("sha256", "reply-key").update(out.signed as string).digest("hex"));
+  assert.notEqual(out.mac, createHmac("sha256", "other").update(out.signed as string).digest("hex"));
 });

@@ -594,6 +594,12 @@ class AsyncClient:
             events += reply.events
         return first.model_copy(update={"events": events, "next": None})
 
+    async def hook_grant(self, session_id: str | None = None) -> HookGranted:
+        """:meth:`hook_key`'s grant whole: the key, and ``reply_key``, which checks the
+        extension's replies (``protocol.client.page_hook.hook_request``); keep it out of the
+        page."""
+        return await self.call(HookGrant(id=self._next_id("k"), session_id=session_id), HookGranted)
+
     async def hook_key(self, session_id: str | None = None) -> str:
         """A key for the extension's page hook (docs/protocol-additions.md): with
         ``session_id``, a page may ``attach`` to this client's session; without, it may start

@@ -123,6 +123,7 @@ class Client:
     session = _blocking(AsyncClient.session)
     ping = _blocking(AsyncClient.ping)
     hook_key = _blocking(AsyncClient.hook_key)
+    hook_grant = _blocking(AsyncClient.hook_grant)
     checklist = _blocking(AsyncClient.checklist)
 
     def subscribe(self, sessions: Literal["*"] | Iterable[str] = "*") -> SyncSubscription:

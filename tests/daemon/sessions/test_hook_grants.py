@@ -54,3 +54,13 @@ def test_the_book_is_bounded() -> None:
     assert len(book) == 3
     with pytest.raises(UnauthorizedError):
         book.redeem(first)
+
+
+def test_a_keys_reply_key_is_its_own_and_not_derivable_from_it() -> None:
+    """The reply key is the same for a key each time (the agent's grant, the extension's
+    redeem), differs between keys and between daemons, and is not the key."""
+    book, other = HookGrants(), HookGrants()
+    a, b = book.grant(None), book.grant(None)
+    assert book.reply_key(a) == book.reply_key(a) != book.reply_key(b)
+    assert book.reply_key(a) != other.reply_key(a)  # a per-daemon secret, not a hash of the key
+    assert a not in book.reply_key(a) and len(book.reply_key(a)) == 43
