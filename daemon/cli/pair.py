@@ -16,10 +16,11 @@ import time
 from typing import Any
 
 from webshepherd.daemon.cli.secrets import add_token_arguments, token_from_args
+from webshepherd.daemon.server.approvers import ApproverRole
 from webshepherd.protocol.version import DEFAULT_URL
 
 #: ``pair`` names the tools; the daemon knows their roles
-ROLES = {"extension": "extension", "tui": "monitor"}
+ROLES: dict[str, ApproverRole] = {"extension": "extension", "tui": "monitor"}
 
 
 def _err(text: str) -> int:
