@@ -42,7 +42,10 @@ class GoodOnly:
         return [Candidate(thought=good.thought, action=good.action)]
 
 
-async def test_run_episode_places_the_order_in_chromium(daemon, browser, shop):
+async def test_run_episode_places_the_order_in_chromium(start_daemon, browser, shop):
+    from tests.fixtures.scripted_judge import NO_GUARDS
+
+    daemon = await start_daemon(guards=NO_GUARDS)  # the order is placed unattended
     page = await browser.ctx.new_page()
     await page.goto(shop.url, wait_until="load")
     env = PlaywrightEnvironment(page, browser.worker)

@@ -27,7 +27,7 @@ from webshepherd.protocol.client.sync import Client
 from webshepherd.protocol.common import Candidate
 
 from tests.fixtures.daemon import TEST_TOKEN, DaemonHandle
-from tests.fixtures.scripted_judge import ScriptedJudge, scripted_daemon
+from tests.fixtures.scripted_judge import NO_GUARDS, ScriptedJudge, scripted_daemon
 from tests.protocol.client.test_async_client import client
 
 pytestmark = pytest.mark.model
@@ -116,9 +116,8 @@ async def test_full_plan_in_advance_with_refinement(daemon: DaemonHandle, shop: 
     assert live[0].ok == any(follows(PLAN[k], chosen.action, chosen.thought) for k in (0, 1))
 
 
-async def test_the_episode_ends_when_the_agent_answers(
-    daemon: DaemonHandle, shop: ShopServer
-) -> None:
+async def test_the_episode_ends_when_the_agent_answers(start_daemon, shop: ShopServer) -> None:
+    daemon = await start_daemon(guards=NO_GUARDS)  # the order is placed unattended
     async with client(daemon) as c:
         result = await run_episode(
             c, TextEnvironment(shop.url), ShopPolicy(seed=0, bad_per_step=0), TASK,

@@ -22,7 +22,7 @@ from webshepherd.protocol.agents.tree import ResetUnsupported, SearchNode, TreeS
 from webshepherd.protocol.client import AsyncClient
 
 from tests.fixtures.daemon import TEST_TOKEN
-from tests.fixtures.scripted_judge import ScriptedJudge, Table, scripted_daemon
+from tests.fixtures.scripted_judge import NO_GUARDS, ScriptedJudge, Table, scripted_daemon
 
 SHOP = trap_variant()
 LOW = (0.25, (2, 0, 0, 0), "only the search is done")
@@ -65,7 +65,10 @@ async def test_tree_search_backtracks_from_the_trap_and_step_by_step_does_not(
 ) -> None:
     judge = ScriptedJudge(trap_values(shop), default=LOW)
     policy = dict(bad_per_step=8, shop=SHOP, backtrack=False)
-    async with scripted_daemon(tmp_path, judge) as server, AsyncClient(server.url, TEST_TOKEN) as c:
+    async with (
+        scripted_daemon(tmp_path, judge, guards=NO_GUARDS) as server,
+        AsyncClient(server.url, TEST_TOKEN) as c,
+    ):
         step = await run_episode(
             c, TextEnvironment(shop.url, on_reset=lambda: shop.use(SHOP)),
             ShopPolicy(seed=1, **policy), SHOP.intent, options("step", top_n=8),
@@ -104,7 +107,10 @@ async def test_budgets_stop_the_search_with_the_best_path_found(
     judge = ScriptedJudge(trap_values(shop), default=LOW)
     policy = ShopPolicy(seed=1, bad_per_step=8, shop=SHOP, backtrack=False)
     env = TextEnvironment(shop.url, on_reset=lambda: shop.use(SHOP))
-    async with scripted_daemon(tmp_path, judge) as server, AsyncClient(server.url, TEST_TOKEN) as c:
+    async with (
+        scripted_daemon(tmp_path, judge, guards=NO_GUARDS) as server,
+        AsyncClient(server.url, TEST_TOKEN) as c,
+    ):
         few = await run_episode(c, env, policy, SHOP.intent, options("tree", max_expansions=3))
         shop.use(SHOP)
         env = TextEnvironment(shop.url, on_reset=lambda: shop.use(SHOP))
@@ -153,7 +159,10 @@ async def test_a_replay_that_diverges_marks_the_node_stale(
     judge = ScriptedJudge(trap_values(shop), default=LOW)
     policy = ShopPolicy(seed=1, bad_per_step=8, shop=SHOP, backtrack=False)
     env = _Drifting(shop.url, on_reset=lambda: shop.use(SHOP))
-    async with scripted_daemon(tmp_path, judge) as server, AsyncClient(server.url, TEST_TOKEN) as c:
+    async with (
+        scripted_daemon(tmp_path, judge, guards=NO_GUARDS) as server,
+        AsyncClient(server.url, TEST_TOKEN) as c,
+    ):
         result = await run_episode(c, env, policy, SHOP.intent, options("tree", max_expansions=8))
         with pytest.raises(ResetUnsupported, match="reset"):
             shop.use(SHOP)
