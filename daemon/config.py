@@ -16,8 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from webshepherd.daemon.engine.engine import EngineConfig
-from webshepherd.daemon.server.extension_id import EXTENSION_ID
-from webshepherd.daemon.server.quotas import QuotaLimits
+from webshepherd.daemon.extension_id import EXTENSION_ID
 from webshepherd.daemon.sessions import approvals
 from webshepherd.daemon.sessions.guards import GuardPolicy
 from webshepherd.protocol.errors import WebShepherdError
@@ -28,6 +27,18 @@ log = logging.getLogger(__name__)
 
 #: the recording's file in a data dir
 DB_NAME = "webshepherd.sqlite3"
+MIB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class QuotaLimits:
+    """What one connection may ask and one session may record (enforced by server/quotas.py;
+    0: no limit)."""
+
+    session_starts: int = 1200  # per connection, in any 60 s
+    observations: int = 6000  # per connection, in any 60 s
+    model_jobs: int = 32  # per connection, queued or running
+    session_bytes: int = 1024 * MIB  # per session, recorded
 
 
 def output_dir(data_dir: Path, kind: str) -> Path:

@@ -41,7 +41,7 @@ from webshepherd.daemon.browser.chromium import (
     ready_steps,
     worker_message,
 )
-from webshepherd.daemon.server.extension_id import EXTENSION_ID
+from webshepherd.daemon.extension_id import EXTENSION_ID
 from webshepherd.protocol.common import Observation, Screenshot
 
 __all__ = ["CaptureError", "launch", "page_observation"]

@@ -54,3 +54,16 @@ def test_a_planted_violation_breaks_them(tmp_path):
     assert "sessions and recorder are independent" in run.stdout
     assert "webshepherd.daemon.recorder.planted" in run.stdout
     assert "1 broken" in run.stdout
+
+
+def test_a_planted_server_import_in_config_breaks_them(tmp_path):
+    root = _layout(tmp_path, copy=True)
+    config = root / "webshepherd" / "daemon" / "config.py"
+    config.write_text(
+        config.read_text() + "\nfrom webshepherd.daemon.server.quotas import Quotas  # noqa\n"
+    )
+    run = _lint_imports(root)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "config imports no server BROKEN" in run.stdout
+    assert "webshepherd.daemon.config -> webshepherd.daemon.server.quotas" in run.stdout
+    assert "1 broken" in run.stdout

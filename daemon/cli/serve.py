@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from webshepherd.daemon.cli.secrets import add_otlp_header_arguments, otlp_headers
 from webshepherd.daemon.config import (
     DEFAULT_MODEL,
+    MIB,
     DaemonConfig,
     ModelSettings,
     Settings,
@@ -26,7 +27,6 @@ from webshepherd.daemon.engine.labels import UNPARSED_RULES
 from webshepherd.daemon.engine.loader import BACKENDS, VLLM_DTYPES
 from webshepherd.daemon.engine.prompts import PROMPT_STYLES
 from webshepherd.daemon.engine.types import JUDGE_INPUTS
-from webshepherd.daemon.server.quotas import MIB
 from webshepherd.daemon.sessions.approvals import ApprovalPolicy, describe_policy
 from webshepherd.daemon.sessions.guards import ALL_RULES, GuardPolicy, describe_guards
 from webshepherd.protocol.errors import ModelUnavailableError

@@ -225,7 +225,7 @@ async def _serve_and_drive(
     chromium: str,
     dist: Path,
 ) -> tuple[DemoRun, dict[str, Any]]:
-    from webshepherd.daemon.server.extension_id import EXTENSION_ID
+    from webshepherd.daemon.extension_id import EXTENSION_ID
 
     async with demo_servers(
         engine,

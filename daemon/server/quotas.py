@@ -15,23 +15,14 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
 from typing import Any
 
+from webshepherd.daemon.config import MIB, QuotaLimits
 from webshepherd.protocol import requests as rq
 from webshepherd.protocol.common import Observation
 from webshepherd.protocol.errors import OverloadedError
 
 WINDOW_S = 60.0
-MIB = 1024 * 1024
-
-
-@dataclass(frozen=True)
-class QuotaLimits:
-    session_starts: int = 1200  # per connection, in any 60 s
-    observations: int = 6000  # per connection, in any 60 s
-    model_jobs: int = 32  # per connection, queued or running
-    session_bytes: int = 1024 * MIB  # per session, recorded
 
 
 class _Window:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from webshepherd.daemon.server.extension_id import EXTENSION_ID, extension_id_from_key
+from webshepherd.daemon.extension_id import EXTENSION_ID, extension_id_from_key
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_manifest_key_gives_the_pinned_id():

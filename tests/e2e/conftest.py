@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest_asyncio
-from webshepherd.daemon.server.extension_id import EXTENSION_ID
+from webshepherd.daemon.extension_id import EXTENSION_ID
 
 from tests.e2e.browser import Browser, open_browser
 from tests.fixtures.daemon import TEST_TOKEN

@@ -177,7 +177,7 @@ async def test_approval_by_another_client_dismisses_the_card(paired, site):
 
 
 async def test_approval_timeout_dismisses_the_card(start_daemon, browser, site):
-    from webshepherd.daemon.server.extension_id import EXTENSION_ID
+    from webshepherd.daemon.extension_id import EXTENSION_ID
 
     from tests.e2e.conftest import wait_connected
     from tests.fixtures.daemon import TEST_TOKEN
@@ -200,7 +200,7 @@ async def test_an_unpaired_browser_shows_requests_but_decides_only_once_a_person
     the overlay and the side panel show the request, the panel offers no decision and says
     how to pair; once a person enters a code from `webshepherd pair extension` in the options
     page, the same card gets its buttons and the decision is recorded under the pairing."""
-    from webshepherd.daemon.server.extension_id import EXTENSION_ID
+    from webshepherd.daemon.extension_id import EXTENSION_ID
 
     from tests.e2e.conftest import wait_connected
     from tests.fixtures.daemon import TEST_TOKEN

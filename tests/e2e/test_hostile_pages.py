@@ -172,7 +172,7 @@ async def test_another_origin_neither_reads_nor_drives_the_session(paired, site)
 
 
 async def test_no_session_without_the_launchers_opt_in(start_daemon, browser, site):
-    from webshepherd.daemon.server.extension_id import EXTENSION_ID
+    from webshepherd.daemon.extension_id import EXTENSION_ID
 
     daemon = await start_daemon(allowed_extension_ids=(EXTENSION_ID,))
     await browser.configure(daemon.url, TEST_TOKEN, page_hook=False)

@@ -12,7 +12,7 @@ import subprocess
 from pathlib import Path
 
 from webshepherd.daemon.browser.chromium import launch_args
-from webshepherd.daemon.server.extension_id import EXTENSION_ID
+from webshepherd.daemon.extension_id import EXTENSION_ID
 from websockets.asyncio.client import connect
 
 from tests.e2e.browser import CHROMIUM, DIST, require_browser

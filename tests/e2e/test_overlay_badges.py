@@ -16,7 +16,7 @@ from webshepherd.daemon.build import build_daemon
 from webshepherd.daemon.demo.agent import TASK
 from webshepherd.daemon.demo.shop import ShopServer
 from webshepherd.daemon.demo.variants import variant
-from webshepherd.daemon.server.extension_id import EXTENSION_ID
+from webshepherd.daemon.extension_id import EXTENSION_ID
 
 from tests.e2e.browser import Browser, hook_key, require_browser, serve_dir
 from tests.e2e.conftest import wait_connected

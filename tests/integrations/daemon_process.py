@@ -17,7 +17,7 @@ from pathlib import Path
 from webshepherd.daemon.build import running_daemon
 from webshepherd.daemon.config import ModelSettings
 from webshepherd.daemon.dev.tiny_model import ensure_tiny_model
-from webshepherd.daemon.server.extension_id import EXTENSION_ID  # the built extension's
+from webshepherd.daemon.extension_id import EXTENSION_ID  # the built extension's
 
 from tests.fixtures.daemon import make_settings, pairing_code
 

@@ -79,7 +79,7 @@ def test_flags_override(tmp_path: Path) -> None:
 
 
 def test_the_bundled_extension_is_allowed_by_default() -> None:
-    from webshepherd.daemon.server.extension_id import EXTENSION_ID
+    from webshepherd.daemon.extension_id import EXTENSION_ID
 
     cfg = config_from_args(build_parser().parse_args(["serve"]))
     assert cfg.allowed_origins == {f"chrome-extension://{EXTENSION_ID}"}
