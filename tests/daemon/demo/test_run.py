@@ -32,6 +32,7 @@ def test_demo_runs_end_to_end(tiny_model_path: Path, tmp_path: Path) -> None:
     assert "checklist" in out and "1. Search for USB-C cables" in out
     assert re.search(rf"order VW-\d+ placed in {len(steps)} steps", out)
     assert "knows only this shop" in out
+    assert "guards: off in this demo" in out  # said in one line; the order goes through
     assert "reward per step" in out  # the terminal plot
     # Real signal from the tiny judge that ships with the package (built by `train`).
     summary = json.loads((out_dir / "summary.json").read_text("utf-8"))
@@ -90,6 +91,53 @@ def test_demo_vision_is_the_terminal_demo(tiny_model_path: Path, tmp_path: Path)
         [*DEMO, "--vision", "--browser"], demo_env(tmp_path, tiny_model_path), timeout=60
     )
     assert result.returncode == 2 and "--vision runs the terminal demo" in result.stdout
+
+
+def test_the_printed_step_shows_untrusted_text_escaped():
+    """An action, thought or title with markup, a bidi override, a zero-width space or a tag
+    prints as escapes (the terminal gets no control, Rich no markup)."""
+    import io
+
+    from rich.console import Console
+    from webshepherd.daemon.demo.agent import Proposal
+    from webshepherd.daemon.demo.run import StepRecord, _print_step, console_safe
+
+    console = Console(file=io.StringIO(), width=160, record=True, color_system=None)
+    held = Proposal("[b]go\u202e", "click('1\u200b3')", good=False)
+    ok = Proposal("fine\U000e0041", "goto('https://pаypal.com/')", good=True)
+    rec = StepRecord(1, "http://shop.local/", [held, ok], [0.9, 0.1], chosen=1, best=0)
+    _print_step(console, rec, {1: "Pay\u00ad\x1b[2J"}, 1.0)
+    console.print("  1. " + console_safe("Pay[/b]\u00ad"))
+    text = console.export_text()
+    assert "click('1\\u200b3')" in text and "[b]go\\u202e" in text and "fine\\U000e0041" in text
+    assert "goto('https://xn--pypal-4ve.com/')" in text
+    assert "Pay[/b]\\xad" in text
+    assert not {"\u200b", "\u202e", "\U000e0041", "\u00ad", "\x1b"} & set(text)
+
+
+def test_demo_with_guards_refuses_the_first_step_that_commits(
+    tiny_model_path: Path, tmp_path: Path
+) -> None:
+    """With ``--guards`` and nobody paired, the daemon refuses the first step that commits at
+    once: the product page's "Add to cart" submits a POST form (the checkout's "Place order",
+    a POST form named with "order", would be refused the same way), and the demo stops there
+    without running it."""
+    out_dir = tmp_path / "out"
+    args = [*DEMO, "--guards", "--no-plot", "--out", str(out_dir)]
+    result = run_demo(args, demo_env(tmp_path, tiny_model_path), timeout=400)
+    out = result.stdout
+    assert result.returncode == 0, result.stderr[-3000:] + out[-3000:]
+    assert "guards: whatever its reward, a person must decide a step that" in out
+    refused = re.search(r"refused by the guards: (.*)", out)
+    assert refused, out[-3000:]
+    assert refused.group(1).startswith("guarded (form_submit): element")
+    flat = " ".join(out.split())  # the console wraps long lines
+    assert re.search(r"submits a POST form to http://127\.0\.0\.1:\d+/cart/add", flat), flat
+    assert "no person is connected to decide" in flat
+    assert "placed" not in out and "task not finished" in out
+    summary = json.loads((out_dir / "summary.json").read_text("utf-8"))
+    assert summary["outcome"]["status"] != "success"
+    assert "/product/" in summary["steps"][-1]["url"]  # the refused step: on the product page
 
 
 def test_the_printed_step_shows_untrusted_text_escaped():
