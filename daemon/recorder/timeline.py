@@ -14,7 +14,6 @@ from webshepherd.protocol.common import (
     Candidate,
     CandidateResult,
     GuardHit,
-    GuardHit,
     ItemProbs,
     SampleResult,
     ScoredCandidate,
@@ -64,9 +63,6 @@ class Approval:
         """A person's approve, reject or edit: ground truth (docs/training.md); a timeout or
         anything the daemon decided is not."""
         return by_person(self.decision, self.decided_by)
-
-    # the guard rules that held it (sessions/guards.py; none in a recording made before guards)
-    guard: list[GuardHit] = field(default_factory=list)
 
     # the guard rules that held it (sessions/guards.py; none in a recording made before guards)
     guard: list[GuardHit] = field(default_factory=list)
@@ -355,18 +351,6 @@ def _read_approvals(db: sqlite3.Connection, sid: str, at: Callable[[int], Step])
                 thresholds.get(a["request_id"]),
             )
         )
-    try:  # the guards' hits, by request (a recording made before guards has no such table)
-        rows = db.execute(
-            "SELECT g.request_id, g.hits, a.step FROM approval_guards g "
-            "JOIN approvals a ON a.request_id = g.request_id WHERE a.session_id = ?",
-            (sid,),
-        ).fetchall()
-    except sqlite3.OperationalError:
-        rows = []
-    for r in rows:
-        for approval in at(r["step"]).approvals:
-            if approval.request_id == r["request_id"]:
-                approval.guard = [GuardHit.model_validate(h) for h in json.loads(r["hits"])]
     try:  # the guards' hits, by request (a recording made before guards has no such table)
         rows = db.execute(
             "SELECT g.request_id, g.hits, a.step FROM approval_guards g "
