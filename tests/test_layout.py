@@ -93,6 +93,9 @@ UNMIRRORED: dict[str, str] = {
     "daemon/offline/export/mind2web.py": "tests/daemon/offline/export/test_formats.py",
     "daemon/offline/export/negatives.py": "tests/daemon/offline/export/test_rules.py",
     "daemon/offline/export/redact.py": _REEXPORT,
+    "daemon/offline/export/sessions.py": (
+        "the per-session loop: tests/daemon/offline/export/test_redaction_everywhere.py"
+    ),
     "daemon/offline/export/trl.py": "tests/daemon/offline/export/test_formats.py",
     "daemon/offline/export/webprm.py": "tests/daemon/offline/export/test_export_e2e.py",
     "daemon/offline/export/writers.py": "tests/daemon/offline/export/test_export_e2e.py",

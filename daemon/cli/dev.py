@@ -42,7 +42,7 @@ def cmd_tiny_model(args: argparse.Namespace) -> int:
 
 def cmd_shop_episodes(args: argparse.Namespace) -> int:
     from webshepherd.daemon.dev.tiny_model import training_rows
-    from webshepherd.daemon.offline.training.rows import write_jsonl
+    from webshepherd.daemon.offline.export.writers import write_jsonl
 
     n = write_jsonl(args.out, training_rows(args.seed, episodes=args.episodes, formats=0))
     print(f"wrote {n} SFT rows of {args.episodes} shop episodes to {args.out}")

@@ -1,10 +1,10 @@
-"""``webshepherd export``: recorded sessions as WebPRM preference pairs or SFT rows."""
+"""``webshepherd export``: recorded sessions as training data, in the formats of
+offline/export/formats.py's table (this module only reads it)."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
@@ -12,6 +12,7 @@ from typing import Any
 
 from webshepherd.daemon.cli.progress import ProgressBar
 from webshepherd.daemon.config import DB_NAME
+from webshepherd.daemon.offline.export.formats import EXPORTERS, ExportOptions
 from webshepherd.protocol.errors import WebShepherdError
 
 
@@ -23,11 +24,10 @@ def add_export_parser(sub: Any) -> None:
     )
     e.add_argument(
         "--format",
-        choices=["webprm", "sft", "trl-prm", "trl-preference", "mind2web"],
+        choices=list(EXPORTERS),
         required=True,
-        help="webprm: WebPRM Collection pairs; sft: LLaMA-Factory rows (+ dataset_info.json); "
-        "trl-prm: TRL stepwise supervision; trl-preference: TRL conversational preference; "
-        "mind2web: <out>/<task_id>/result.json + trajectory/ screenshots (docs/export-formats.md)",
+        help="; ".join(f"{name}: {x.help}" for name, x in EXPORTERS.items())
+        + " (docs/export-formats.md)",
     )
     e.add_argument(
         "--out",
@@ -74,110 +74,25 @@ def _since(text: str | None) -> float | None:
     return dt.timestamp()
 
 
-def _targets(out: Path, fmt: str) -> list[Path]:
-    if out.suffix.lower() in (".parquet", ".jsonl"):
-        return [out]
-    if out.suffix:
-        raise WebShepherdError(f"--out {out}: use a .parquet or .jsonl file, or a folder")
-    return [out / f"{fmt}.parquet", out / f"{fmt}.jsonl"]
-
-
 def cmd_export(args: argparse.Namespace) -> int:
     from webshepherd.daemon.config import default_data_dir, output_dir
-
-    if args.out is None:
-        stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-        args.out = output_dir(args.data_dir or default_data_dir(), "exports")
-        args.out = args.out / f"{args.format}-{stamp}"
-    if args.format == "mind2web":
-        return _export_mind2web(args, args.data_dir or default_data_dir())
-    from webshepherd.daemon.offline.export.webprm import Summary, sft_rows, webprm_rows
-    from webshepherd.daemon.offline.export.writers import webprm_schema, write_jsonl, write_parquet
     from webshepherd.daemon.recorder import History
 
     data_dir = args.data_dir or default_data_dir()
+    if args.out is None:
+        stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+        args.out = output_dir(data_dir, "exports") / f"{args.format}-{stamp}"
+    fmt = EXPORTERS[args.format]
+    files = fmt.files(args.out)
+    opts = ExportOptions(args.redact, args.sft_layout, args.screenshots)
     history = History.open(data_dir / DB_NAME)
     try:
         sessions = history.sessions(args.sessions, _since(args.since))
-        targets = _targets(args.out, args.format)
-        base = targets[0].parent
-        total = sum(history.scored_steps(s.session_id) for s in sessions)
-        bar = ProgressBar(f"export {args.format}", "step", total, args.quiet)
-        summary = Summary()
-        if args.format == "webprm":
-            rows = list(
-                webprm_rows(
-                    history,
-                    sessions,
-                    args.redact,
-                    image_dir=base / "images" if args.screenshots else None,
-                    image_ref=lambda p: os.path.relpath(p, base),
-                    progress=bar.update,
-                    summary=summary,
-                )
-            )
-        elif args.format in ("trl-prm", "trl-preference"):
-            from webshepherd.daemon.offline.export.trl import trl_preference_rows, trl_prm_rows
-
-            make = trl_prm_rows if args.format == "trl-prm" else trl_preference_rows
-            rows = list(make(history, sessions, args.redact, progress=bar.update, summary=summary))
-        else:
-            rows = list(
-                sft_rows(
-                    history,
-                    sessions,
-                    args.redact,
-                    layout=args.sft_layout,
-                    progress=bar.update,
-                    summary=summary,
-                )
-            )
+        bar = ProgressBar(f"export {args.format}", "step", fmt.total(history, sessions), args.quiet)
+        info = fmt.write(history, sessions, files, opts, bar.update)
         bar.close()
     finally:
         history.close()
-    for t in targets:
-        if t.suffix == ".parquet":
-            write_parquet(rows, t, webprm_schema() if args.format == "webprm" else None)
-        else:
-            write_jsonl(rows, t)
-    info = summary.as_dict()
-    info["files"] = [str(t) for t in targets]
-    if args.format == "sft":
-        from webshepherd.daemon.offline.export.llamafactory import DATASET_NAME, write_dataset_info
-
-        data_file = next((t for t in targets if t.suffix == ".jsonl"), targets[0])
-        entry = write_dataset_info(data_file.parent, data_file.name, args.sft_layout)
-        info["files"].append(str(entry))
-        info["llamafactory_dataset"] = DATASET_NAME
     print(json.dumps(info, indent=2))
-    print(
-        f"exported {info['rows']} rows from {len(sessions)} sessions "
-        f"({info['skipped']} {'candidates and checklists' if args.format == 'sft' else 'steps'} "
-        "skipped: "
-        f"{', '.join(f'{k} {v}' for k, v in info['skipped_by_reason'].items()) or 'none'})",
-        file=sys.stderr,
-    )
-    return 0
-
-
-def _export_mind2web(args: argparse.Namespace, data_dir: Path) -> int:
-    from webshepherd.daemon.offline.export.mind2web import write_mind2web
-    from webshepherd.daemon.recorder import History
-
-    if args.out.suffix:
-        raise WebShepherdError(f"--out {args.out}: mind2web writes a folder (one per session)")
-    history = History.open(data_dir / DB_NAME)
-    try:
-        sessions = history.sessions(args.sessions, _since(args.since))
-        total = sum(s.steps for s in sessions)
-        bar = ProgressBar("export mind2web", "step", total, args.quiet)
-        info = write_mind2web(
-            history, [s.session_id for s in sessions], args.out, args.redact, bar.update
-        )
-        bar.close()
-    finally:
-        history.close()
-    info["files"] = [str(args.out)]
-    print(json.dumps(info, indent=2))
-    print(f"exported {info['rows']} sessions with {info['images']} screenshots", file=sys.stderr)
+    print(fmt.done(info, len(sessions)), file=sys.stderr)
     return 0

@@ -188,7 +188,7 @@ def build_tiny_model(
     half-written model is never reused; ``replace=False`` keeps a complete one another
     process saved.
     """
-    from webshepherd.daemon.offline.training.rows import write_jsonl
+    from webshepherd.daemon.offline.export.writers import write_jsonl
     from webshepherd.daemon.offline.training.train import TrainOptions, train
 
     target = Path(path).expanduser()

@@ -9,9 +9,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from webshepherd.daemon.offline.export.sessions import redacted_sessions
 from webshepherd.daemon.recorder import History
 from webshepherd.daemon.recorder.timeline import Timeline
 from webshepherd.daemon.redact import Redactor
+from webshepherd.protocol.common import SessionSummary
 
 _EXT = {"image/png": "png", "image/jpeg": "jpg", "image/webp": "webp"}
 
@@ -56,7 +58,7 @@ def result_json(tl: Timeline, red: Redactor, screenshots: list[str]) -> dict[str
 
 def write_mind2web(
     history: History,
-    session_ids: Sequence[str],
+    sessions: Sequence[SessionSummary],
     out: Path,
     redact: Sequence[str] = (),
     progress: Callable[[int], None] | None = None,
@@ -64,20 +66,8 @@ def write_mind2web(
     """Write every session's folder under ``out``; returns counts for the summary."""
     rows = images = 0
     per_session: dict[str, int] = {}
-    for sid in session_ids:
-        tl = history.timeline(sid)
-        if tl is None:
-            continue
-        red = Redactor(redact)
-        red.learn_passwords(
-            [(x.action, st.axtree) for st in tl.steps for x in st.executed]
-            + [
-                (c.candidate.action, st.axtree)
-                for st in tl.steps
-                for sc in st.scorings
-                for c in sc.candidates
-            ]
-        )
+    for s, tl, red in redacted_sessions(history, sessions, redact):
+        sid = s.session_id
         folder = out / sid
         traj = folder / "trajectory"
         traj.mkdir(parents=True, exist_ok=True)

@@ -16,12 +16,8 @@ from typing import Any
 
 from webshepherd.daemon.engine.prompts import format_trajectory
 from webshepherd.daemon.engine.types import Turn
-from webshepherd.daemon.offline.export.webprm import (
-    StepRecord,
-    Summary,
-    _trusted_steps,
-    pick_rejected,
-)
+from webshepherd.daemon.offline.export.sessions import Summary
+from webshepherd.daemon.offline.export.webprm import StepRecord, _trusted_steps, pick_rejected
 from webshepherd.daemon.recorder import History
 from webshepherd.daemon.redact import Redactor, mask_password_lines
 from webshepherd.protocol.common import SessionSummary

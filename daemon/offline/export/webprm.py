@@ -1,5 +1,5 @@
-"""Recorded sessions → rows in the WebPRM Collection preference-pair schema, and SFT rows
-(targets from ground truth only: :func:`sft_rows`, docs/training.md).
+"""Recorded sessions → rows in the WebPRM Collection preference-pair schema (the SFT rows are
+llamafactory.py's).
 
 The chosen action of a step, in order of trust: a person's decision on an approval
 request (approved: the candidate, or the edited action), an action a person executed
@@ -19,38 +19,25 @@ never decide a pair.
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 from urllib.parse import urlparse
 
 from webshepherd.daemon.browser.actions import read_recorded
-from webshepherd.daemon.engine.prompts import (
-    checklist_messages,
-    format_trajectory,
-    judge_messages,
-)
 from webshepherd.daemon.offline.export.negatives import is_negative
 from webshepherd.daemon.offline.export.redact import Redactor, mask_password_lines
+from webshepherd.daemon.offline.export.sessions import Summary, redacted_sessions
 from webshepherd.daemon.offline.export.siblings import (
     beaten,
     labelled,
-    path_done,
     tree_steps,
     truth_chosen,
 )
-from webshepherd.daemon.offline.training.targets import (
-    Label,
-    checklist_target,
-    feedback,
-    judge_target,
-)
 from webshepherd.daemon.recorder import History
-from webshepherd.daemon.recorder.timeline import Step, Timeline
+from webshepherd.daemon.recorder.timeline import Timeline
 from webshepherd.protocol.common import Candidate, ScoredCandidate, SessionSummary, Turn
-from webshepherd.protocol.errors import WebShepherdError
 
 WEBPRM_COLUMNS = (
     "task_id",
@@ -70,25 +57,6 @@ WEBPRM_COLUMNS = (
 )
 MAX_REJECTED = 5
 _EXT = {"image/png": "png", "image/jpeg": "jpg", "image/webp": "webp"}
-
-
-@dataclass
-class Summary:
-    rows: int = 0
-    skipped: Counter[str] = field(default_factory=Counter)
-    per_session: dict[str, int] = field(default_factory=dict)
-    images: int = 0
-    unparsed_actions: list[dict[str, Any]] = field(default_factory=list)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "unparsed_actions": self.unparsed_actions,
-            "rows": self.rows,
-            "skipped": sum(self.skipped.values()),
-            "skipped_by_reason": dict(self.skipped),
-            "per_session": self.per_session,
-            "images": self.images,
-        }
 
 
 @dataclass
@@ -210,21 +178,6 @@ def pick_rejected(rec: StepRecord) -> list[dict[str, str]]:
     return out[:MAX_REJECTED]
 
 
-def _learn(red: Redactor, tl: Timeline) -> None:
-    """Teach the redactor the values typed into password fields anywhere in the session:
-    executed, scored and approved actions, each with the page of its step."""
-    pages = {st.step: st.axtree for st in tl.steps}
-    acts = [(x.action, pages.get(x.step, "")) for x in tl.actions]
-    acts += [
-        (c.candidate.action, st.axtree)
-        for st in tl.steps
-        for sc in st.scorings
-        for c in sc.candidates
-    ]
-    acts += [(a.action, st.axtree) for st in tl.steps for a in st.approvals if a.action is not None]
-    red.learn_passwords(acts)
-
-
 def _turn(red: Redactor, d: dict[str, str], axtree: str) -> dict[str, str]:
     return {"thought": red.text(d.get("thought") or ""), "action": red.action(d["action"], axtree)}
 
@@ -239,13 +192,8 @@ def _trusted_steps(
     """The scored steps with a trustworthy chosen action, each with its session, the
     session's redactor and the chosen action; every step counts in ``progress``, the others
     as skipped."""
-    for s in sessions:
+    for s, tl, red in redacted_sessions(history, sessions, redact):
         sid = s.session_id
-        tl = history.timeline(sid)
-        if tl is None:
-            raise WebShepherdError(f"no recorded session {sid}")
-        red = Redactor(redact)
-        _learn(red, tl)
         summ.per_session[sid] = 0
         for rec in _steps(tl):
             if progress:
@@ -315,115 +263,3 @@ def webprm_rows(
         summ.rows += 1
         summ.per_session[sid] += 1
         yield row
-
-
-def _truth(
-    st: Step, cands: dict[str, ScoredCandidate], done_before: Sequence[bool]
-) -> dict[str, tuple[list[Label], str]]:
-    """Each candidate of ``st`` with ground truth: its item labels and their source. A
-    person's labels beat the environment's (the later of one source wins). A person's
-    approve, reject or edit gives no labels: it says which action should run, not where each
-    item stands (a rejected "Place order" would complete its item), so it makes preference
-    pairs (:func:`pick_rejected`), never a judgement target."""
-    return {
-        a: (cast(list[Label], labels), source)
-        for a, (labels, source) in labelled(st, cands, len(done_before)).items()
-    }
-
-
-def sft_rows(
-    history: History,
-    sessions: Sequence[SessionSummary],
-    redact: Sequence[str] = (),
-    layout: str = "sharegpt",
-    history_steps: int = 10,
-    progress: Callable[[int], None] | None = None,
-    summary: Summary | None = None,
-) -> Iterator[dict[str, Any]]:
-    """Instruction-tuning rows with targets from ground truth only (docs/training.md), never
-    from the judge's recorded output: per session, the checklist prompt with the reference
-    checklist a user gave as target (none for a generated one), and per scored candidate
-    with truth (:func:`_truth`) the judge prompt it was scored with and as target the
-    judgement written from its labels (``targets.judge_target``). A candidate without truth
-    gives no row (``skipped_by_reason``: ``no_ground_truth``). ``label`` says where the
-    truth came from: ``reference``, ``environment``, ``person``. At a
-    tree search's step the trajectory is the tree's path to it, and what was done before it
-    the truth of the nearest labelled action on that path (siblings.py)."""
-    summ = summary if summary is not None else Summary()
-    for s in sessions:
-        sid = s.session_id
-        tl = history.timeline(sid)
-        if tl is None:
-            raise WebShepherdError(f"no recorded session {sid}")
-        red = Redactor(redact)
-        _learn(red, tl)
-        summ.per_session[sid] = 0
-        cl_text = tl.checklist.text if tl.checklist else ""
-        n_items = len(tl.checklist.items) if tl.checklist else 0
-        first = next((st for st in tl.steps if st.observed_at is not None), None)
-        if tl.checklist is not None and tl.checklist.source == "reference" and first is not None:
-            msgs = checklist_messages(
-                red.text(s.intent),
-                red.text(s.start_url or first.url),
-                red.text(mask_password_lines(first.axtree)),
-            )
-            titles = [red.text(i.title) for i in tl.checklist.items]
-            target = checklist_target(red.text(cl_text), titles)
-            yield _layout(layout, msgs, target, sid, 0, "reference")
-            summ.rows += 1
-            summ.per_session[sid] += 1
-        elif tl.checklist is not None:
-            summ.skipped["generated_checklist"] += 1
-        done_before = [False] * n_items
-        tree = tree_steps(tl)
-        for st in tl.steps:
-            if not st.scorings or st.observed_at is None:
-                continue
-            if progress:
-                progress(1)
-            cands: dict[str, ScoredCandidate] = {}
-            for scoring in st.scorings:
-                for c in scoring.candidates:
-                    cands[c.candidate.action] = c  # a later one wins
-            at = tree.get(st.step)
-            if at is not None:
-                done_before = path_done(tl, at, n_items)
-            truth = _truth(st, cands, done_before) if n_items else {}
-            if len(truth) < len(cands):
-                summ.skipped["no_ground_truth"] += len(cands) - len(truth)
-            if at is not None:
-                path = [(t.thought, t.action) for t in at.history]
-            else:
-                path = [(x.thought or "", x.action) for x in tl.actions if x.step < st.step]
-            hist = [Turn(red.text(t), red.action(a, "")) for t, a in path]
-            for action, (labels, source) in truth.items():
-                if not read_recorded(action).parsed:
-                    summ.unparsed_actions.append({"task_id": sid, "step_id": st.step})
-                msgs = judge_messages(
-                    intent=red.text(s.intent),
-                    trajectory=format_trajectory(hist, history_steps),
-                    current_url=red.text(st.url),
-                    text_observation=red.text(mask_password_lines(st.axtree)),
-                    checklist=red.text(cl_text),
-                    thought=red.text(cands[action].candidate.thought or ""),
-                    action=red.action(action, st.axtree),
-                )
-                target = judge_target(labels, feedback(labels, done_before))
-                yield _layout(layout, msgs, target, sid, st.step, source)
-                summ.rows += 1
-                summ.per_session[sid] += 1
-            executed = st.executed[-1].action if st.executed else None
-            if executed in truth:  # what the executed action completed stays known as done
-                done_before = [lab == "yes" for lab in truth[executed][0]]
-
-
-def _layout(
-    layout: str, msgs: list[dict[str, str]], target: str, sid: str, step: int, label: str
-) -> dict[str, Any]:
-    system = "\n\n".join(m["content"] for m in msgs if m["role"] == "system")
-    user = "\n\n".join(m["content"] for m in msgs if m["role"] != "system")
-    meta = {"task_id": sid, "step_id": step, "label": label}
-    if layout == "alpaca":
-        return {"instruction": user, "input": "", "output": target, "system": system, **meta}
-    conv = [{"from": "human", "value": user}, {"from": "gpt", "value": target}]
-    return {"conversations": conv, "system": system, **meta}

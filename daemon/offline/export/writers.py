@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -71,9 +71,12 @@ def _base64(value: object) -> str:
     raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
-def write_jsonl(rows: Sequence[dict[str, Any]], path: Path) -> None:
-    """One JSON object a line; bytes (a screenshot's) as base64 text."""
+def write_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> int:
+    """One JSON object a line (bytes, a screenshot's, as base64 text); returns how many."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    n = 0
     with path.open("w", encoding="utf-8") as f:
         for r in rows:
             f.write(json.dumps(r, ensure_ascii=False, default=_base64) + "\n")
+            n += 1
+    return n

@@ -7,8 +7,9 @@ import sys
 from pathlib import Path
 
 from webshepherd.daemon.config import DB_NAME
-from webshepherd.daemon.offline.export.webprm import Summary, sft_rows
-from webshepherd.daemon.offline.training.rows import write_jsonl
+from webshepherd.daemon.offline.export.llamafactory import sft_rows
+from webshepherd.daemon.offline.export.sessions import Summary
+from webshepherd.daemon.offline.export.writers import write_jsonl
 from webshepherd.daemon.recorder import History
 from webshepherd.protocol.errors import WebShepherdError
 

@@ -90,14 +90,3 @@ def read_rows(path: Path) -> Iterator[dict[str, Any]]:
                     yield loads(line, f"{path}:{n}")
                 except json.JSONDecodeError as e:
                     raise WebShepherdError(f"{path}:{n}: not JSON ({e.msg})") from e
-
-
-def write_jsonl(path: Path, rows: Iterator[dict[str, Any]] | Sequence[dict[str, Any]]) -> int:
-    """Write ``rows`` as JSON lines; returns how many."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    n = 0
-    with path.open("w", encoding="utf-8") as fh:
-        for row in rows:
-            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-            n += 1
-    return n

@@ -216,7 +216,7 @@ async def test_a_mind2web_export_is_rescored_from_its_screenshots(tmp_path):
     sid = json.loads((tmp_path / "a.json").read_text())["session_id"]
     history = History.open(tmp_path / "a" / "data" / "webshepherd.sqlite3")
     try:
-        write_mind2web(history, [sid], tmp_path / "export")
+        write_mind2web(history, history.sessions([sid]), tmp_path / "export")
     finally:
         history.close()
     folder = tmp_path / "export" / sid

@@ -5,8 +5,10 @@ through History and the Timeline. docs/training.md, "A person's decisions"."""
 from __future__ import annotations
 
 from webshepherd.daemon.config import DB_NAME
+from webshepherd.daemon.offline.export.llamafactory import sft_rows
+from webshepherd.daemon.offline.export.sessions import Summary
 from webshepherd.daemon.offline.export.trl import trl_preference_rows
-from webshepherd.daemon.offline.export.webprm import Summary, sft_rows, webprm_rows
+from webshepherd.daemon.offline.export.webprm import webprm_rows
 from webshepherd.daemon.recorder import History
 
 from tests.fixtures.decisions import (

@@ -10,7 +10,8 @@ import json
 from pathlib import Path
 
 from webshepherd.daemon.config import DB_NAME
-from webshepherd.daemon.offline.export.webprm import Summary, sft_rows
+from webshepherd.daemon.offline.export.llamafactory import sft_rows
+from webshepherd.daemon.offline.export.sessions import Summary
 from webshepherd.daemon.offline.training.targets import feedback, judge_target
 from webshepherd.daemon.recorder import History
 

@@ -20,8 +20,10 @@ from webshepherd.daemon.demo.agent import ShopPolicy
 from webshepherd.daemon.demo.shop import ShopServer
 from webshepherd.daemon.demo.text_env import TextEnvironment
 from webshepherd.daemon.engine.prompts import format_trajectory
+from webshepherd.daemon.offline.export.llamafactory import sft_rows
+from webshepherd.daemon.offline.export.sessions import Summary
 from webshepherd.daemon.offline.export.trl import trl_preference_rows, trl_prm_rows
-from webshepherd.daemon.offline.export.webprm import Summary, sft_rows, webprm_rows
+from webshepherd.daemon.offline.export.webprm import webprm_rows
 from webshepherd.daemon.recorder import History
 from webshepherd.protocol.agents import EpisodeOptions, EpisodeResult, SearchTree, run_episode
 from webshepherd.protocol.client import AsyncClient

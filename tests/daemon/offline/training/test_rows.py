@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from webshepherd.daemon.offline.training.rows import example_of, read_rows, sft_row, write_jsonl
+from webshepherd.daemon.offline.export.writers import write_jsonl
+from webshepherd.daemon.offline.training.rows import example_of, read_rows, sft_row
 from webshepherd.protocol.errors import WebShepherdError
 
 MSGS = [{"role": "system", "content": ""}, {"role": "user", "content": "judge this"}]

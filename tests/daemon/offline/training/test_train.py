@@ -13,7 +13,7 @@ from webshepherd.daemon.cli import main
 from webshepherd.daemon.demo.episodes import rows
 from webshepherd.daemon.demo.shop import ShopServer
 from webshepherd.daemon.demo.variants import training_variant
-from webshepherd.daemon.offline.training.rows import write_jsonl
+from webshepherd.daemon.offline.export.writers import write_jsonl
 from webshepherd.daemon.offline.training.train import TrainOptions, train
 from webshepherd.protocol.errors import WebShepherdError
 
