@@ -34,6 +34,12 @@ def test_demo_runs_end_to_end(tiny_model_path: Path, tmp_path: Path) -> None:
     assert "knows only this shop" in out
     assert "guards: off in this demo" in out  # said in one line; the order goes through
     assert "reward per step" in out  # the terminal plot
+    # its step axis labels whole steps, each once
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", out)
+    axis = re.search(r"└[─┬]+┘ *\n(.*)\n", plain)
+    assert axis and axis.group(1).split() == [str(n) for n in range(1, len(steps) + 1)], plain
+    # no library's warning (transformers' deprecated cache name was one)
+    assert not re.search(r"\w+Warning\b|deprecated", result.stderr + out), result.stderr[-3000:]
     # Real signal from the tiny judge that ships with the package (built by `train`).
     summary = json.loads((out_dir / "summary.json").read_text("utf-8"))
     t = summary["totals"]
