@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 from webshepherd.daemon.engine.backends.decode_loop import Rows, decode, pick_tokens
+from webshepherd.daemon.engine.backends.kv_cache import cache_kwargs, cache_of
 from webshepherd.daemon.engine.backends.transformers_backend import TransformersBackend
 from webshepherd.daemon.engine.backends.vision import IMAGE_PAD, VISION_END, VISION_START, Image
 
@@ -222,7 +223,7 @@ class Completer:
             position_ids=positions,
             use_cache=True,
         )
-        cache, logits = out.past_key_values, out.logits[:, -1, :].float()
+        cache, logits = cache_of(out), out.logits[:, -1, :].float()
         if n > 1:
             cache.batch_repeat_interleave(n)
             logits, mask = logits.repeat_interleave(n, dim=0), mask.repeat_interleave(n, dim=0)
@@ -257,10 +258,10 @@ class Completer:
                 input_ids=chosen[:, None],
                 attention_mask=batch.mask,
                 position_ids=batch.next_pos[:, None],
-                past_key_values=batch.cache,
+                **cache_kwargs(self.model, batch.cache),
                 use_cache=True,
             )
-            return out.past_key_values, out.logits[:, -1, :].float()
+            return cache_of(out), out.logits[:, -1, :].float()
 
         batch = Rows(cache, logits, mask, torch.full((n,), pos, device=dev), list(range(n)))
         for _ in decode(

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 import torch
+from webshepherd.daemon.engine.backends.kv_cache import cache_of
 
 # the keyword argument the model forwards to the attention function
 KWARG = "shared_prefixes"
@@ -80,9 +81,11 @@ def _routes(model: Any) -> bool:
     dev = next(model.parameters()).device
     try:
         with torch.inference_mode():
-            cache = model(
-                input_ids=torch.tensor([[1, 2]], device=dev), use_cache=True, logits_to_keep=1
-            ).past_key_values
+            cache = cache_of(
+                model(
+                    input_ids=torch.tensor([[1, 2]], device=dev), use_cache=True, logits_to_keep=1
+                )
+            )
             shared = SharedPrefixes()
             shared.add(cache, 0, 1)
             model(

@@ -33,6 +33,7 @@ from webshepherd.daemon.engine.backends.base import (
     JudgeOutput,
 )
 from webshepherd.daemon.engine.backends.decode_loop import Rows, decode, pick_tokens, seen_mask
+from webshepherd.daemon.engine.backends.kv_cache import cache_kwargs, cache_of
 from webshepherd.daemon.engine.backends.tokenizer_text import IncrementalText
 from webshepherd.daemon.engine.backends.vision import (
     VISION_END,
@@ -560,7 +561,7 @@ class TransformersBackend(Backend):
             logits_to_keep=1,
             **extra,
         )
-        cache, logits = out.past_key_values, out.logits[:, -1, :].float()
+        cache, logits = cache_of(out), out.logits[:, -1, :].float()
         # the text after the prompt: the same position on M-RoPE's three axes
         next_pos = (pos[0] if pos.dim() == 3 else pos)[:, -1] + 1
         # the samples: row r repeated n times (its part's n), rows of a part stay contiguous
@@ -604,12 +605,12 @@ class TransformersBackend(Backend):
                 input_ids=chosen[:, None],
                 attention_mask=batch.mask[:, None, None, :],
                 position_ids=batch.next_pos[:, None],
-                past_key_values=batch.cache,
+                **cache_kwargs(self.model, batch.cache),
                 use_cache=True,
                 logits_to_keep=1,
                 **extra,
             )
-            return out.past_key_values, out.logits[:, -1, :].float()
+            return cache_of(out), out.logits[:, -1, :].float()
 
         for _ in decode(Rows(cache, logits, valid, next_pos, active), pick, take, forward):
             pass
@@ -634,12 +635,14 @@ class TransformersBackend(Backend):
                 if part.positions is not None:
                     pos["position_ids"] = part.positions[0][:, None, : len(part.prefix)]
                 has = part.image is not None and self._has_image(part.prefix)
-                cache = self.model(
-                    **self._embed(ids, [part.image] if has and part.image else []),
-                    **pos,
-                    use_cache=True,
-                    logits_to_keep=1,
-                ).past_key_values
+                cache = cache_of(
+                    self.model(
+                        **self._embed(ids, [part.image] if has and part.image else []),
+                        **pos,
+                        use_cache=True,
+                        logits_to_keep=1,
+                    )
+                )
                 shared.add(cache, start, start + len(part.suffixes))
             start += len(part.suffixes)
         return shared, group_of
@@ -735,9 +738,9 @@ class TransformersBackend(Backend):
         dev, k, p = self.device, len(suffixes), len(prefix)
         cache = None
         if p:
-            cache = self.model(
-                input_ids=torch.tensor([prefix], device=dev), use_cache=True
-            ).past_key_values
+            cache = cache_of(
+                self.model(input_ids=torch.tensor([prefix], device=dev), use_cache=True)
+            )
             if k > 1:
                 cache.batch_repeat_interleave(k)
         width = max(len(s) for s in suffixes)
@@ -753,10 +756,10 @@ class TransformersBackend(Backend):
             input_ids=ids,
             attention_mask=mask,
             position_ids=pos,
-            past_key_values=cache,
+            **cache_kwargs(self.model, cache),
             use_cache=True,
         )
-        cache, logits = out.past_key_values, out.logits[:, -1, :].float()
+        cache, logits = cache_of(out), out.logits[:, -1, :].float()
         next_pos = pos[:, -1] + 1
         if n > 1:
             cache.batch_repeat_interleave(n)
@@ -799,10 +802,10 @@ class TransformersBackend(Backend):
                 input_ids=chosen[:, None],
                 attention_mask=batch.mask,
                 position_ids=batch.next_pos[:, None],
-                past_key_values=batch.cache,
+                **cache_kwargs(self.model, batch.cache),
                 use_cache=True,
             )
-            return out.past_key_values, out.logits[:, -1, :].float()
+            return cache_of(out), out.logits[:, -1, :].float()
 
         batch = Rows(cache, logits, mask, next_pos, list(range(k * n)))
         for _ in decode(batch, pick, take, forward, max_new):

@@ -1,0 +1,36 @@
+"""The key-value cache under the name the installed transformers gives it.
+
+transformers renamed a model's ``past_key_values`` (argument and output field) to ``cache``
+(5.2x) and warns on the old name; the project supports releases from before the rename
+(``transformers>=4.46``) too. These helpers pass the cache in and read it back by whichever
+name the model's ``forward`` and its output declare, so neither side warns.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import Any
+
+NEW, OLD = "cache", "past_key_values"
+
+
+@functools.cache
+def _name_for(model_type: type) -> str:
+    return NEW if NEW in inspect.signature(model_type.forward).parameters else OLD
+
+
+def cache_name(model: Any) -> str:
+    """The name ``model.forward`` takes the cache by: ``cache`` or ``past_key_values``."""
+    return _name_for(type(model))
+
+
+def cache_kwargs(model: Any, cache: Any) -> dict[str, Any]:
+    """``cache`` as the keyword argument ``model.forward`` takes."""
+    return {cache_name(model): cache}
+
+
+def cache_of(output: Any) -> Any:
+    """The cache a model's output carries (``output.cache``, else ``past_key_values``)."""
+    fields = getattr(type(output), "__dataclass_fields__", {})
+    return getattr(output, NEW) if NEW in fields else getattr(output, OLD)
