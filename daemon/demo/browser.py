@@ -5,7 +5,9 @@ the text browser runs ``click('bid')``, ``fill('bid', 'text')``,
 ``press('bid', 'Enter')``, ``go_back()``, ``goto('url')``, and the no-ops
 ``scroll(x, y)``, ``hover('bid')``, ``focus('bid')``, ``noop()``. Clicking a link follows it;
 clicking a submit button (or pressing Enter in a field) submits its form with
-the typed values, GET or POST. Observations come from :mod:`.axtree`.
+the typed values, GET or POST. Observations come from :mod:`.axtree`: the text browser's
+own tree, or (``chromium=True``) the shop's pages as Chromium renders them through the
+extension's capture, with Chromium's bids and focus.
 """
 
 from __future__ import annotations
@@ -15,7 +17,14 @@ import urllib.request
 from dataclasses import dataclass
 from urllib.parse import urlencode, urljoin
 
-from webshepherd.daemon.demo.axtree import Node, Page, parse_html, role_of, to_axtree
+from webshepherd.daemon.demo.axtree import (
+    Node,
+    Page,
+    parse_html,
+    role_of,
+    to_axtree,
+    to_chromium_axtree,
+)
 from webshepherd.daemon.demo.element_facts import element_facts
 from webshepherd.protocol.actions import ParsedAction, parse_action
 from webshepherd.protocol.agents.environment import ActionError
@@ -37,12 +46,15 @@ RUNS = frozenset({"click", "fill", "press"})
 
 
 class Browser:
-    """One tab: the current page, typed field values, and the history."""
+    """One tab: the current page, typed field values, the focused element's bid, and the
+    history; ``chromium``: pages rendered (and bids numbered) as Chromium's capture has them."""
 
-    def __init__(self, timeout_s: float = 10.0) -> None:
+    def __init__(self, timeout_s: float = 10.0, *, chromium: bool = False) -> None:
         self.timeout_s = timeout_s
+        self.chromium = chromium
         self.page: Page | None = None
         self.values: dict[str, str] = {}
+        self.focused: str | None = None
         self.history: list[str] = []
 
     # -- loading -----------------------------------------------------------
@@ -56,8 +68,9 @@ class Browser:
             final_url = err.geturl()
         if self.page is not None:
             self.history.append(self.page.url)
-        self.page = parse_html(html, final_url)
+        self.page = parse_html(html, final_url, chromium=self.chromium)
         self.values = {}
+        self.focused = None
 
     def goto(self, url: str) -> None:
         self._load(urllib.request.Request(url))
@@ -68,7 +81,11 @@ class Browser:
 
     def observe(self) -> Observation:
         assert self.page is not None, "load a page first"
-        return Observation(self.page.url, self.page.title, to_axtree(self.page, self.values))
+        if self.chromium:
+            tree = to_chromium_axtree(self.page, self.values, self.focused)
+        else:
+            tree = to_axtree(self.page, self.values)
+        return Observation(self.page.url, self.page.title, tree)
 
     def elements(self) -> dict[str, ElementFacts]:
         """What the page says of its links and form submitters, by bid (the guards read it)."""
@@ -100,6 +117,7 @@ class Browser:
         if name not in RUNS:
             raise ActionError(f"the text browser has no {name}")
         node = self._element(args["bid"])
+        self.focused = node.bid if _focusable(node) else None
         if name == "fill":
             if role_of(node) not in {"textbox", "searchbox", "spinbutton"}:
                 raise ActionError(f"element {node.bid} is not a text field")
@@ -148,3 +166,10 @@ class Browser:
             self._load(urllib.request.Request(action, data=data.encode(), method="POST"))
         else:
             self._load(urllib.request.Request(f"{action.split('?', 1)[0]}?{data}"))
+
+
+def _focusable(node: Node) -> bool:
+    """Whether a click or a typed key leaves the focus on ``node`` (its form controls)."""
+    return node.tag in {"input", "button", "select", "textarea"} or (
+        node.tag == "a" and "href" in node.attrs
+    )

@@ -1,12 +1,18 @@
 """Training episodes of the bundled shop, labelled by the shop itself.
 
-The scripted agent runs through a shop variant in the text browser. At every page it proposes
+The scripted agent runs through a shop variant in the text browser, which renders each page
+as its own tree or (``chromium=True``) as Chromium's, the tree the extension captures and the
+browser demo scores (:func:`~.axtree.to_chromium_axtree`). At every page it proposes
 its good action and the distractors; each candidate is tried on a copy of the browser and the
 shop, and the shop's progress (:mod:`.progress`) before and after gives its checklist labels
 (ground truth, never a judge's output). The agent then runs its good action, or now and then a
 distractor, so that the episodes also visit wrong pages and recover from them. Each candidate
 becomes one SFT row of the judge prompt the daemon serves; each episode also gives one row of
 the checklist prompt with the shop's reference checklist.
+
+An episode ends when the order's confirmation page is reached, or (``to_answer=True``) goes on
+to it and to the agent's answer (``send_msg_to_user``): the task is done there, so every
+candidate is labelled Yes on every item, and the episode ends with the answer.
 
 The shop serves on an ephemeral port, which pages and URLs show. The rows give each episode's
 shop an address drawn from the seeded ``rng`` instead, so the same seed gives the same rows on
@@ -85,13 +91,16 @@ def episode(
     explore: float = 0.25,
     max_steps: int = 24,
     linger: float = 0.5,
+    chromium: bool = False,
+    to_answer: bool = False,
 ) -> Iterator[Judged]:
     """One episode in ``shop``, served by ``server``: every candidate of every step with its
-    labels. ``explore``: the chance that a distractor runs instead of the good action;
-    ``linger``: the chance that another one follows a distractor (detours of several steps,
-    so that a long history does not mean progress)."""
+    labels, until the agent answers. ``explore``: the chance that a distractor runs instead of
+    the good action; ``linger``: the chance that another one follows a distractor (detours of
+    several steps, so that a long history does not mean progress); ``chromium``: pages as
+    Chromium renders them; ``to_answer``: on past the order to the answer."""
     server.use(shop)
-    browser = Browser()
+    browser = Browser(chromium=chromium)
     browser.goto(server.url)
     agent = ShopAgent(seed=rng.randrange(1 << 30), bad_per_step=BAD_PER_STEP, shop=shop)
     history: list[Turn] = []
@@ -100,7 +109,7 @@ def episode(
     wandering = False
     for step in range(max_steps):
         obs = browser.observe()
-        if agent.done(obs.url):
+        if not to_answer and agent.done(obs.url):
             return
         proposals = agent.propose(obs.url, obs.axtree)
         done_before = progress.done()
@@ -112,16 +121,23 @@ def episode(
         bad = [p for p in proposals if not p.good]
         wandering = bool(bad) and rng.random() < (linger if wandering else explore)
         run = rng.choice(bad) if wandering else good
+        if run.action.startswith("send_msg_to_user("):
+            return  # the answer ends the episode
         page = _try(browser, server, run.action)
         progress = after[run.action] if page is not None else progress
         history.append(Turn(run.thought, run.action))
 
 
 def rows(
-    server: ShopServer, shop: ShopVariant, rng: random.Random, explore: float = 0.25
+    server: ShopServer,
+    shop: ShopVariant,
+    rng: random.Random,
+    explore: float = 0.25,
+    chromium: bool = False,
+    to_answer: bool = False,
 ) -> Iterator[dict[str, Any]]:
     """SFT rows (sharegpt layout) of one episode in ``shop``, served by ``server``, its address
-    replaced by one drawn from ``rng``."""
+    replaced by one drawn from ``rng``; ``chromium``, ``to_answer``: as :func:`episode`."""
     task = f"shop-{shop.number}"
     server.use(shop)
     served = server.url.rstrip("/")
@@ -130,7 +146,7 @@ def rows(
     def at(msgs: list[dict[str, str]]) -> list[dict[str, str]]:
         return [{**m, "content": m["content"].replace(served, shown)} for m in msgs]
 
-    browser = Browser()
+    browser = Browser(chromium=chromium)
     browser.goto(server.url)
     first = browser.observe()
     titles = [it.title for it in parse_reference_checklist(shop.checklist).items]
@@ -140,7 +156,7 @@ def rows(
         checklist_target(shop.checklist, titles),
         {"task_id": task, "step_id": 0, "label": "reference"},
     )
-    for j in episode(server, shop, rng, explore):
+    for j in episode(server, shop, rng, explore, chromium=chromium, to_answer=to_answer):
         msgs = at(
             judge_messages(
                 shop.intent,

@@ -13,9 +13,10 @@ from webshepherd.daemon.offline.training.rows import example_of
 SCORE = {"yes": 1.0, "in_progress": 0.5, "no": 0.0}
 
 
-def _steps(index: int, seed: int) -> dict[int, list]:
+def _steps(index: int, seed: int, to_answer: bool = False) -> dict[int, list]:
+    shop, rng = training_variant(index), random.Random(seed)
     with ShopServer() as server:
-        judged = list(episode(server, training_variant(index), random.Random(seed), explore=0.3))
+        judged = list(episode(server, shop, rng, explore=0.3, to_answer=to_answer))
     steps: dict[int, list] = {}
     for j in judged:
         steps.setdefault(j.step, []).append(j)
@@ -30,16 +31,42 @@ def _scores(cands: list) -> tuple[float, float]:
 
 
 def test_every_good_candidate_outscores_the_bad_ones_of_its_step() -> None:
-    """Going back from a wrong page advances nothing: there it ties with the rest."""
-    steps = _steps(4, 1)
-    assert len(steps) >= 7
+    """Going back from a wrong page advances nothing: there it ties with the rest; so does
+    the answer on the confirmation page, where the task is done whatever runs."""
+    steps = _steps(4, 1, to_answer=True)
+    assert len(steps) >= 8
     ahead = 0
     for cands in steps.values():
         good, bad = _scores(cands)
         back = any(j.proposal.good and "back to the results" in j.proposal.thought for j in cands)
-        assert good > bad or (back and good == bad)
+        done = all("/order/" in j.url for j in cands)
+        assert good > bad or ((back or done) and good == bad)
         ahead += good > bad
     assert ahead >= 7
+
+
+def test_an_episode_goes_on_to_the_answer_on_the_confirmation_page() -> None:
+    assert not any("/order/" in j.url for c in _steps(4, 1).values() for j in c)  # by default
+    steps = _steps(4, 1, to_answer=True)
+    last = steps[max(steps)]
+    assert all("/order/" in j.url for j in last)
+    answer = next(j for j in last if j.proposal.good)
+    assert answer.proposal.action.startswith("send_msg_to_user('Order VW-")
+    assert all(j.labels == ("yes",) * 4 and j.done_before == (True,) * 4 for j in last)
+
+
+def test_chromium_episodes_are_the_same_episodes_in_chromiums_tree() -> None:
+    """One seed, the two renderings: the same pages, candidates and labels; the trees and
+    bids are Chromium's (links with their URL, list markers, bids from <html> on)."""
+    with ShopServer() as server:
+        text = list(episode(server, training_variant(3), random.Random(2)))
+        chromium = list(episode(server, training_variant(3), random.Random(2), chromium=True))
+    assert [(j.step, j.url, j.labels, j.proposal.good) for j in text] == [
+        (j.step, j.url, j.labels, j.proposal.good) for j in chromium
+    ]
+    assert all("ListMarker" not in j.axtree for j in text)
+    home = chromium[0].axtree
+    assert "ListMarker '•'" in home and "[6] banner ''" in home and ", url='http://" in home
 
 
 def test_a_sold_out_decoy_fools_the_agent_not_the_labels() -> None:
