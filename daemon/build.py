@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import os
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from webshepherd.daemon.config import Settings
 from webshepherd.protocol.errors import ModelUnavailableError
@@ -23,55 +23,60 @@ if TYPE_CHECKING:
     from webshepherd.daemon.engine.engine import Engine
     from webshepherd.daemon.server.server import DaemonServer
 
-REMOTE_BACKENDS = ("openai", "openai-chat")
-_REMOTE_FIELDS = (
-    ("base_url", "--base-url"),
-    ("api_key_env", "--api-key-env"),
-    ("remote_model", "--remote-model"),
-)
-
 
 def build_engine(settings: Settings) -> Engine:
     """Load the engine ``settings.model`` names with ``settings.engine``; a setting that does
     not fit the backend, or a missing model, raises ``ModelUnavailableError`` saying what to fix
     (the messages name ``webshepherd serve``'s flags)."""
-    from webshepherd.daemon.engine.loader import load_engine
+    from webshepherd.daemon.engine.loader import (
+        BACKEND_OPTIONS,
+        BACKENDS,
+        backend_kind,
+        load_engine,
+    )
 
     m = settings.model
-    if m.backend not in REMOTE_BACKENDS:
-        given = [flag for name, flag in _REMOTE_FIELDS if getattr(m, name)]
-        if given:
+    kind = backend_kind(m.backend)
+    unknown = sorted(set(m.options) - set(BACKEND_OPTIONS))
+    if unknown:
+        raise ModelUnavailableError(f"unknown backend option(s): {', '.join(unknown)}")
+    given = {n: v for n, v in m.options.items() if v not in (None, BACKEND_OPTIONS[n].default)}
+    misfits: dict[tuple[str, ...], list[str]] = {}  # the backends that take them -> flags
+    for name in BACKEND_OPTIONS:
+        if name in given and name not in kind.options:
+            takers = tuple(b for b, k in BACKENDS.items() if name in k.options)
+            misfits.setdefault(takers, []).append(BACKEND_OPTIONS[name].flag)
+    for takers, flags in misfits.items():
+        if len(takers) > 1:
             raise ModelUnavailableError(
-                f"{', '.join(given)} only apply to --backend openai or openai-chat "
+                f"{', '.join(flags)} only apply to --backend {' or '.join(takers)} "
                 f"(the backend is {m.backend})"
             )
-    if m.vllm_memory is not None and m.backend != "vllm":
         raise ModelUnavailableError(
-            f"--vllm-memory only applies to --backend vllm (not {m.backend})"
+            f"{flags[0]} only applies to --backend {takers[0]} (not {m.backend})"
         )
-    if m.dtype != "auto" and m.backend != "vllm":
-        raise ModelUnavailableError(f"--dtype only applies to --backend vllm (not {m.backend})")
     max_context = settings.engine.max_context
     if max_context is not None and max_context <= 0:
         raise ModelUnavailableError("--max-context: a number of tokens, or 0 for the model's own")
-    api_key = None
-    if m.api_key_env:
-        api_key = os.environ.get(m.api_key_env)
-        if not api_key:
+    options: dict[str, Any] = {}
+    for name, value in given.items():
+        secret = BACKEND_OPTIONS[name].secret
+        if secret is None:
+            options[name] = value
+            continue
+        options[secret] = os.environ.get(str(value))
+        if not options[secret]:
             raise ModelUnavailableError(
-                f"--api-key-env {m.api_key_env}: that environment variable is not set or empty"
+                f"{BACKEND_OPTIONS[name].flag} {value}: that environment variable is not set "
+                "or empty"
             )
     return load_engine(
         m.model,
         device=m.device,
         config=settings.engine,
         backend=m.backend,
-        base_url=m.base_url,
-        api_key=api_key,
-        remote_model=m.remote_model,
         inputs_from_model=m.inputs_from_model,
-        vllm_memory=m.vllm_memory,
-        dtype=m.dtype,
+        **options,
     )
 
 

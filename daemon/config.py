@@ -11,6 +11,7 @@ import logging
 import os
 import secrets
 import socket
+from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -135,11 +136,9 @@ class ModelSettings:
     model: str = DEFAULT_MODEL  # a Hugging Face id or a local folder
     device: str = "auto"  # auto, cpu, cuda, cuda:1, ...
     backend: str = "transformers"  # engine/loader.py's BACKENDS
-    base_url: str | None = None  # openai / openai-chat: the server's API root
-    api_key_env: str | None = None  # ... the environment variable holding its key (never the key)
-    remote_model: str | None = None  # ... the server's name for the model
-    vllm_memory: float | None = None  # vllm: the memory fraction (None: vLLM's default here)
-    dtype: str = "auto"  # vllm: the weights' and activations' dtype (engine/loader.py VLLM_DTYPES)
+    # the backend's settings by engine/loader.py's BACKEND_OPTIONS names (e.g. base_url,
+    # api_key_env, vllm_memory, dtype); one left out keeps its default
+    options: Mapping[str, object] = field(default_factory=dict)
     # judge with what the checkpoint was trained on (text+image for a vision-language one in
     # this process) rather than the engine's judge_inputs
     inputs_from_model: bool = True

