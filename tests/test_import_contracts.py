@@ -67,3 +67,17 @@ def test_a_planted_server_import_in_config_breaks_them(tmp_path):
     assert "config imports no server BROKEN" in run.stdout
     assert "webshepherd.daemon.config -> webshepherd.daemon.server.quotas" in run.stdout
     assert "1 broken" in run.stdout
+
+
+def test_a_planted_thread_or_future_in_sessions_breaks_them(tmp_path):
+    root = _layout(tmp_path, copy=True)
+    sessions = root / "webshepherd" / "daemon" / "sessions"
+    (sessions / "planted.py").write_text("from asyncio import Event  # noqa\n")
+    state = sessions / "state.py"
+    state.write_text(state.read_text() + "\nimport concurrent.futures  # noqa\n")
+    run = _lint_imports(root)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "sessions imports nothing of threads or futures (sans-I/O) BROKEN" in run.stdout
+    assert "webshepherd.daemon.sessions.planted -> asyncio" in run.stdout
+    assert "webshepherd.daemon.sessions.state -> concurrent" in run.stdout
+    assert "1 broken" in run.stdout

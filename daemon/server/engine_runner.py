@@ -1,10 +1,14 @@
 """The daemon's engine work: checklist and scoring jobs on the scheduler, score progress
 frames, and the periodic stats frames. :class:`EngineRunner` is owned by
-:class:`~.server.DaemonServer`, which hands it its dependencies and three callbacks."""
+:class:`~.server.DaemonServer`, which hands it its dependencies and three callbacks. It keeps
+the engine side of a session's checklist (a generation under way and its result, which the
+worker thread hands to the session's next score job); the session machine keeps the
+checklist once it is recorded."""
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import threading
 import time
@@ -29,7 +33,6 @@ if TYPE_CHECKING:
     from webshepherd.daemon.server.stats import StatsCollector
     from webshepherd.daemon.server.telemetry import OtlpExport
     from webshepherd.daemon.sessions import SessionCore
-    from webshepherd.daemon.sessions.state import LiveSession
 
 log = logging.getLogger(__name__)
 
@@ -74,10 +77,11 @@ class CoalescedProgress:
 
 @dataclass(frozen=True)
 class _ScoreItem:
-    """A score job as the scheduler batches it: the request, its session, its progress sink."""
+    """A score job as the scheduler batches it: the request, its session's checklist (the
+    job's, else the generation's, set by the worker thread), its progress sink."""
 
     job: RunScore
-    state: LiveSession
+    checklist: concurrent.futures.Future[ParsedChecklist]
     progress: Callable[[int, int, str], None]
 
 
@@ -119,7 +123,11 @@ class EngineRunner:
         self.scheduler, self.telemetry = scheduler, telemetry
         self.stats_interval_s = stats_interval_s
         self._spawn, self._step, self._error = spawn, step, report_error
-        self.generating: set[str] = set()  # sessions whose checklist job is queued or running
+        # sessions whose checklist job is queued or running -> their owner
+        self.generating: dict[str, int | None] = {}
+        # each generation's checklist, set by the worker thread as soon as it exists so that
+        # a score job queued behind it reads it; dropped once recorded or failed
+        self._checklists: dict[str, concurrent.futures.Future[ParsedChecklist]] = {}
         # sessions with engine work between its start and its result's record (not evictable)
         self._engaged: Counter[str] = Counter()
 
@@ -141,18 +149,18 @@ class EngineRunner:
 
     def checklist(self, job: RunChecklist) -> None:
         """Queue the generation of a session's checklist now (before any score job queued
-        after this call); its result is recorded and published when it comes. A generation
-        that fails or cannot be queued is tried again by the session's next score."""
+        after this call), unless one is under way or done; its result is recorded and
+        published when it comes. A generation that fails or cannot be queued is tried again
+        by the session's next score (the machine asks again while it knows no checklist)."""
         sid = job.session_id
-        st = self.core.sessions.get(sid)
-        if st is None or st.checklist_slot.done() or sid in self.generating:
+        if sid in self._checklists:
             return
         engine = self.engine
+        slot: concurrent.futures.Future[ParsedChecklist] = concurrent.futures.Future()
 
         def work(cancel: threading.Event) -> ParsedChecklist:
             parsed = engine.make_checklist(job.intent, job.start_url, job.axtree)
-            if not st.checklist_slot.done():
-                st.checklist_slot.set_result(parsed)  # visible to the next job of this session
+            slot.set_result(parsed)  # visible to the next job of this session
             return parsed
 
         try:
@@ -160,28 +168,31 @@ class EngineRunner:
         except WebShepherdError as exc:
             log.warning("checklist of session %s not queued: %s", sid, exc.message)
             return
-        self.generating.add(sid)
+        self.generating[sid] = job.owner
+        self._checklists[sid] = slot
         self._engaged[sid] += 1  # until _checklist_done has recorded the result
         self._spawn(None, self._checklist_done(job, queued))
 
     async def _checklist_done(self, job: RunChecklist, queued: Job[ParsedChecklist]) -> None:
         with self._engage(job.session_id, held=True):
-            await self._checklist_result(job, queued)
+            try:
+                await self._checklist_result(job, queued)
+            finally:  # recorded (the machine knows it now), or to be tried again
+                self._checklists.pop(job.session_id, None)
 
     async def _checklist_result(self, job: RunChecklist, queued: Job[ParsedChecklist]) -> None:
         sid = job.session_id
         try:
             fin = await self.scheduler.wait(queued)
         except Exception as exc:
-            st = self.core.sessions.get(sid)
             if not isinstance(exc, WebShepherdError):
                 log.error("checklist of session %s failed", sid, exc_info=exc)
                 exc = ModelError(f"the model failed to make the checklist ({type(exc).__name__})")
-            if st is not None and st.owner is not None:
-                self.hub.send(st.owner, dump(Error(code=exc.code, message=exc.message)))
+            if job.owner is not None:
+                self.hub.send(job.owner, dump(Error(code=exc.code, message=exc.message)))
             return
         finally:
-            self.generating.discard(sid)
+            self.generating.pop(sid, None)
         await self._step(sid, lambda: self.core.checklist_ready(sid, fin.value, "generated"))
 
     async def score(self, job: RunScore) -> None:
@@ -189,18 +200,15 @@ class EngineRunner:
             await self._score(job)
 
     async def _score(self, job: RunScore) -> None:
-        st = self.core.sessions[job.session_id]
         loop = asyncio.get_running_loop()
         started = time.monotonic()
-
-        if not st.checklist_slot.done():  # its generation did not finish: once more, first
-            self.checklist(self.core.generate_checklist(st))
+        checklist = self._checklist_of(job)
         progress = CoalescedProgress(
-            loop, lambda c, k, d: self._progress(job, st.owner, c, k, d), PROGRESS_INTERVAL_S
+            loop, lambda c, k, d: self._progress(job, c, k, d), PROGRESS_INTERVAL_S
         )
         try:
             fin = await self.scheduler.run_batched(
-                job.session_id, job.conn, _ScoreItem(job, st, progress.add), self._score_many
+                job.session_id, job.conn, _ScoreItem(job, checklist, progress.add), self._score_many
             )
         except Exception as exc:
             progress.flush()
@@ -216,6 +224,16 @@ class EngineRunner:
         except Exception as exc:
             self._error(job.conn, job.request_id, exc)
 
+    def _checklist_of(self, job: RunScore) -> concurrent.futures.Future[ParsedChecklist]:
+        """The checklist a score job runs with: the machine's (in the job), else the one
+        the session's generation sets (the machine queued it before this job); a future
+        never set when no generation is under way."""
+        if job.checklist is not None:
+            known: concurrent.futures.Future[ParsedChecklist] = concurrent.futures.Future()
+            known.set_result(job.checklist)
+            return known
+        return self._checklists.get(job.session_id, concurrent.futures.Future())
+
     def _score_many(
         self, items: Sequence[_ScoreItem], cancels: Sequence[threading.Event]
     ) -> list[StepScore | Exception]:
@@ -226,7 +244,7 @@ class EngineRunner:
         ]
         ready: list[tuple[int, StepInput]] = []
         for i, it in enumerate(items):
-            slot = it.state.checklist_slot
+            slot = it.checklist
             if not slot.done():
                 results[i] = ModelError(
                     "the session has no checklist (its generation did not finish)"
@@ -255,9 +273,7 @@ class EngineRunner:
                 results[i] = _model_error(items[i].job, res) if isinstance(res, Exception) else res
         return results
 
-    def _progress(
-        self, job: RunScore, owner: int | None, cand: int, sample: int, delta: str
-    ) -> None:
+    def _progress(self, job: RunScore, cand: int, sample: int, delta: str) -> None:
         frame = dump(
             ScoreProgress(
                 session_id=job.session_id,
@@ -267,7 +283,7 @@ class EngineRunner:
                 delta=delta,
             )
         )
-        targets = {c.id for c in self.hub.targets(job.session_id, owner)} | {job.conn}
+        targets = {c.id for c in self.hub.targets(job.session_id, job.owner)} | {job.conn}
         for cid in targets:
             self.hub.send(cid, frame, reply=False)  # progress may be dropped, never a reply
 

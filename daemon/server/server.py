@@ -372,10 +372,8 @@ class DaemonServer:
             self.core.restore(state)
             history = self.history.signal_history(session_id)
             self.core.signals.rebuild(session_id, history, state.agent, state.step_progress)
-            if not state.ended and not state.checklist_slot.done():
-                self._runner().checklist(
-                    self.core.generate_checklist(state)
-                )  # cut off by a restart
+            if not state.ended and state.checklist is None:  # cut off by a restart
+                self._runner().checklist(self.core.generate_checklist(state))
 
     async def _dispatch(self, conn: Conn, msg: ClientMessage) -> None:
         """One request: a session it names is loaded first (after a restart), it is counted
@@ -437,11 +435,7 @@ class DaemonServer:
         if sid is not None and self.history is not None:
             history = self.history
             self.quotas.set_recorded(sid, await asyncio.to_thread(history.recorded_size, sid))
-        generating = sum(
-            1
-            for s in self._runner().generating
-            if (st := self.core.sessions.get(s)) is not None and st.owner == conn.id
-        )
+        generating = sum(1 for owner in self._runner().generating.values() if owner == conn.id)
         self.quotas.admit(conn.id, msg, model_jobs=self.quotas.jobs(conn.id) + generating)
 
     async def _start(self, conn: Conn, msg: rq.SessionStart) -> None:

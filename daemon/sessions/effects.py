@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
+from webshepherd.daemon.engine.types import ParsedChecklist
 from webshepherd.daemon.records import Record
 from webshepherd.protocol.common import ApprovalMode, ElementFacts, Turn
 
@@ -41,6 +42,7 @@ class RunChecklist:
     intent: str
     start_url: str
     axtree: str
+    owner: int | None = None  # the session's connection (told when the generation fails)
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,9 @@ class RunScore:
     boxes: dict[str, list[float]] | None = None
     elements: dict[str, ElementFacts] | None = None
     origin: str | None = None  # the session's origin (the guards: sessions/guards.py)
+    owner: int | None = None  # the session's connection (gets the score's progress frames)
+    # the session's checklist when the machine knows it; else the runner's generation's
+    checklist: ParsedChecklist | None = None
 
 
 @dataclass(frozen=True)

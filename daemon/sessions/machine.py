@@ -211,14 +211,14 @@ class SessionCore:
         """Ask the engine for a checklist of ``st`` (at the start, or again after a
         generation that did not finish)."""
         return RunChecklist(
-            st.session_id, st.intent, st.start_url or (st.url or ""), st.axtree or ""
+            st.session_id, st.intent, st.start_url or (st.url or ""), st.axtree or "", st.owner
         )
 
     def checklist_ready(
         self, session_id: str, parsed: ParsedChecklist, source: ChecklistSource
     ) -> list[Effect]:
         st = self.sessions[session_id]
-        st.set_checklist(parsed)
+        st.checklist = parsed
         event = convert.checklist_event(session_id, parsed, source)
         return [ChecklistRecord(event), Publish(session_id, event)]
 
@@ -376,6 +376,8 @@ class SessionCore:
                 "observation: the session has no observation yet; send observe first "
                 "or put one inline in score"
             )
+        if st.checklist is None:  # its generation is under way, or did not finish: once more
+            out.append(self.generate_checklist(st))
         out.append(
             RunScore(
                 st.session_id,
@@ -394,6 +396,8 @@ class SessionCore:
                 st.boxes,
                 st.elements,
                 st.origin,
+                st.owner,
+                st.checklist,
             )
         )
         return out

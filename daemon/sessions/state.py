@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import concurrent.futures
 import time
 from dataclasses import dataclass, field, fields, replace
 
@@ -42,12 +41,9 @@ class LiveSession:
     elements: dict[str, ElementFacts] | None = None
     # the session's origin: its start_url's, else its first observation's (sessions/guards.py)
     origin: str | None = None
+    # once known (the client's, the recorded or the generated one; the engine runner keeps
+    # a generation under way: server/engine_runner.py)
     checklist: ParsedChecklist | None = None
-    # Set by the engine's worker thread as soon as the checklist exists, so a score
-    # job queued behind the checklist job of the same session can read it.
-    checklist_slot: concurrent.futures.Future[ParsedChecklist] = field(
-        default_factory=concurrent.futures.Future
-    )
     history: list[Turn] = field(default_factory=list)
     acted_steps: set[int] = field(default_factory=set)  # the step indices of recorded actions
     step_rewards: dict[int, float] = field(default_factory=dict)
@@ -94,13 +90,8 @@ class LiveSession:
     def roll_back(self, snapshot: LiveSession) -> None:
         """Every field as it was in ``snapshot`` (the checklist, once known, stays)."""
         for f in fields(self):
-            if f.name not in ("checklist", "checklist_slot", "owner"):
+            if f.name not in ("checklist", "owner"):
                 setattr(self, f.name, getattr(snapshot, f.name))
-
-    def set_checklist(self, checklist: ParsedChecklist) -> None:
-        self.checklist = checklist
-        if not self.checklist_slot.done():
-            self.checklist_slot.set_result(checklist)
 
     def remember_candidates(self, step: int, scored: list[tuple[str, float | None]]) -> None:
         """Keep the (action, reward) pairs scored at ``step``, newest first, across requests.
@@ -161,7 +152,7 @@ def restored(stored: StoredSession) -> LiveSession:
         ended_at=stored.ended_at,
     )
     if stored.checklist is not None:
-        st.set_checklist(parsed_checklist(stored.checklist))
+        st.checklist = parsed_checklist(stored.checklist)
     if stored.observation is not None:
         st.step, st.url, st.axtree = stored.observation
     # the first observation's URL is not read back: the latest stands in for it

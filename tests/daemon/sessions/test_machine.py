@@ -121,7 +121,7 @@ def test_a_client_checklist_is_recorded_with_the_start():
     assert records == ["session_started", "checklist"]  # one transaction, in this order
     published = [e.event.type for e in effects if isinstance(e, Publish)]
     assert published == ["session.started", "checklist"]
-    assert core.sessions["sess1"].checklist_slot.done()
+    assert core.sessions["sess1"].checklist == parsed
 
 
 def test_observe_counts_steps_and_strips_screenshot_data_from_events():
@@ -176,8 +176,21 @@ def test_score_needs_an_observation():
     inline = core.score(
         OWNER, rq.Score(id="c", session_id=sid, candidates=[{"action": "a"}], observation=OBS)
     )
-    assert kinds(inline) == ["record:observation", "publish:observed", "RunScore"]
+    # no checklist yet: the engine is asked for one (again) before the score
+    assert kinds(inline) == ["record:observation", "publish:observed", "RunChecklist", "RunScore"]
     assert inline[-1].samples == 3  # the default
+    assert (inline[-1].owner, inline[-1].checklist) == (OWNER, None)
+    assert inline[-2].owner == OWNER
+
+
+def test_a_score_job_carries_the_known_checklist_and_the_owner():
+    core = make_core()
+    sid = started(core)
+    effects = core.score(OWNER, rq.Score(id="c", session_id=sid, candidates=[{"action": "a"}]))
+    assert kinds(effects) == ["RunScore"]  # no generation: the machine knows the checklist
+    (job,) = effects
+    assert job.owner == OWNER
+    assert job.checklist == core.get(sid).checklist
 
 
 def test_auto_decision_when_the_policy_is_happy():
