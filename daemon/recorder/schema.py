@@ -67,6 +67,14 @@ CREATE TABLE IF NOT EXISTS samples (
     items TEXT NOT NULL,            -- JSON per-item label probabilities of this sample
     PRIMARY KEY (score_id, candidate, sample)
 );
+CREATE TABLE IF NOT EXISTS candidate_judging (
+    score_id INTEGER NOT NULL REFERENCES score_requests(id),
+    idx INTEGER NOT NULL,           -- a candidate_results row whose judgement left samples
+    unparsed_samples INTEGER NOT NULL,  -- unparsed, or that saw a screenshot (else no row)
+    judge_inputs TEXT NOT NULL,     -- text / text+image
+    unparsed TEXT NOT NULL,         -- JSON list: each sample's unparsed reason, or null
+    PRIMARY KEY (score_id, idx)
+);
 CREATE TABLE IF NOT EXISTS approvals (
     request_id TEXT PRIMARY KEY,
     session_id TEXT NOT NULL REFERENCES sessions(session_id),

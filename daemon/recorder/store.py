@@ -277,6 +277,18 @@ class Recorder:
                         "INSERT INTO samples VALUES (?, ?, ?, ?, ?, ?)",
                         (score_id, res.index, k, s.text, s.reward, _models_json(s.items)),
                     )
+                unparsed = [s.unparsed for s in res.samples]
+                if res.unparsed_samples or res.judge_inputs != "text" or any(unparsed):
+                    self.db.execute(  # the rest of the result (its defaults take no row)
+                        "INSERT INTO candidate_judging VALUES (?, ?, ?, ?, ?)",
+                        (
+                            score_id,
+                            res.index,
+                            res.unparsed_samples,
+                            res.judge_inputs,
+                            _json(unparsed),
+                        ),
+                    )
             self.db.execute(
                 "UPDATE sessions SET latest_reward = ? WHERE session_id = ?",
                 (r.latest_reward, r.session_id),

@@ -25,11 +25,9 @@ from webshepherd.protocol.replies import Checklist
 @dataclass
 class Scoring:
     """One ``score`` request of a step and what came of it: each candidate as the wire types
-    hold it (:class:`ScoredCandidate`). Its result is what the recording kept: the index,
-    reward, feedback, per-item probabilities (mean over the samples), parsed samples, the
-    probabilities' source and each sample's text, reward and items; what it did not keep
-    (``unparsed_samples``, ``judge_inputs``, a sample's ``unparsed`` reason) reads as the wire
-    model's default."""
+    hold it (:class:`ScoredCandidate`), every field of its result as the ``scored`` reply
+    carried it (a recording made before ``candidate_judging`` reads ``unparsed_samples``,
+    ``judge_inputs`` and a sample's ``unparsed`` reason as the wire model's defaults)."""
 
     request_id: str
     best: int | None
@@ -273,16 +271,23 @@ def _read_scorings(db: sqlite3.Connection, sid: str, at: Callable[[int], Step]) 
     """Each score request with its candidates and their samples. Built with
     ``model_construct``: what was recorded was validated on the way in, and reading it back
     checks nothing again (an old recording reads as it was written)."""
+    judging = _read_judging(db, sid)
     samples: dict[tuple[int, int], list[SampleResult]] = defaultdict(list)
     for t in db.execute(
-        "SELECT t.score_id, t.candidate, t.text, t.reward, t.items FROM samples t "
+        "SELECT t.score_id, t.candidate, t.sample, t.text, t.reward, t.items FROM samples t "
         "JOIN score_requests r ON t.score_id = r.id WHERE r.session_id = ? "
         "ORDER BY t.score_id, t.candidate, t.sample",
         (sid,),
     ):
-        samples[(t["score_id"], t["candidate"])].append(
+        key = (t["score_id"], t["candidate"])
+        reasons = judging[key][2] if key in judging else []
+        reason = reasons[t["sample"]] if t["sample"] < len(reasons) else None
+        samples[key].append(
             SampleResult.model_construct(
-                reward=t["reward"], text=t["text"], items=read_items(t["items"])
+                reward=t["reward"],
+                text=t["text"],
+                items=read_items(t["items"]),
+                **({"unparsed": reason} if reason is not None else {}),
             )
         )
     cands: dict[int, list[ScoredCandidate]] = defaultdict(list)
@@ -302,6 +307,7 @@ def _read_scorings(db: sqlite3.Connection, sid: str, at: Callable[[int], Step]) 
                     samples=samples.get((c["score_id"], c["idx"]), []),
                     parsed_samples=c["parsed_samples"],
                     probabilities=c["probabilities"],
+                    **_judged(judging.get((c["score_id"], c["idx"]))),
                 ),
             )
         )
@@ -317,6 +323,35 @@ def _read_scorings(db: sqlite3.Connection, sid: str, at: Callable[[int], Step]) 
                 r["created_at"],
             )
         )
+
+
+Judging = tuple[int, str, list[Any]]
+"""A ``candidate_judging`` row: unparsed samples, judge inputs, each sample's unparsed reason."""
+
+
+def _read_judging(db: sqlite3.Connection, sid: str) -> dict[tuple[int, int], Judging]:
+    """The ``candidate_judging`` rows of a session by (score id, candidate index)."""
+    try:
+        rows = db.execute(
+            "SELECT j.* FROM candidate_judging j JOIN score_requests r ON j.score_id = r.id "
+            "WHERE r.session_id = ?",
+            (sid,),
+        ).fetchall()
+    except sqlite3.OperationalError:  # a recording made before it was kept
+        return {}
+    return {
+        (j["score_id"], j["idx"]): (
+            j["unparsed_samples"],
+            j["judge_inputs"],
+            json.loads(j["unparsed"]),
+        )
+        for j in rows
+    }
+
+
+def _judged(row: Judging | None) -> dict[str, Any]:
+    """A candidate result's fields from its ``candidate_judging`` row (none: the defaults)."""
+    return {} if row is None else {"unparsed_samples": row[0], "judge_inputs": row[1]}
 
 
 def read_items(text: str) -> list[ItemProbs]:

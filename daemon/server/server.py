@@ -23,7 +23,7 @@ from typing_extensions import assert_never
 from webshepherd.daemon.config import DaemonConfig, allowed_hosts, check_bind, is_loopback
 from webshepherd.daemon.engine.api import EngineAPI
 from webshepherd.daemon.recorder import History, Recorder
-from webshepherd.daemon.records import EventRecord, ScorerRecord, SessionStartedRecord
+from webshepherd.daemon.records import EventRecord
 from webshepherd.daemon.server.approvers import Approvers
 from webshepherd.daemon.server.engine_runner import EngineRunner
 from webshepherd.daemon.server.fanout import Conn, Hub
@@ -49,6 +49,7 @@ from webshepherd.daemon.sessions import (
     Reply,
     RunChecklist,
     RunScore,
+    Scorer,
     SessionCore,
 )
 from webshepherd.daemon.sessions.approvals import ApprovalPolicy
@@ -120,6 +121,7 @@ class DaemonServer:
             approval_timeout_s=config.approval_timeout_s,
             approval_default=config.approval_default,
             guards=config.guards,
+            scorer=Scorer(engine.model_id, engine.backend_name, engine.settings),
         )
         self.hub = Hub()
         self.core.person_present = self.hub.people_present  # who can answer an approval
@@ -628,16 +630,6 @@ class DaemonServer:
         for e in effects:
             if isinstance(e, Record):
                 writes.append(e)
-                if isinstance(e, SessionStartedRecord):
-                    engine = self.engine
-                    writes.append(
-                        ScorerRecord(
-                            e.event.session_id,
-                            engine.model_id,
-                            engine.backend_name,
-                            engine.settings,
-                        )
-                    )
             elif isinstance(e, Publish):
                 writes.append(EventRecord(e.session_id, e.event))
         if writes:

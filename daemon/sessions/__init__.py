@@ -10,7 +10,7 @@ from webshepherd.daemon.sessions.effects import (
     RunChecklist,
     RunScore,
 )
-from webshepherd.daemon.sessions.machine import SessionCore
+from webshepherd.daemon.sessions.machine import Scorer, SessionCore
 from webshepherd.daemon.sessions.state import LiveSession
 
 __all__ = [
@@ -23,5 +23,6 @@ __all__ = [
     "Reply",
     "RunChecklist",
     "RunScore",
+    "Scorer",
     "SessionCore",
 ]

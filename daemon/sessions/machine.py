@@ -15,6 +15,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from webshepherd.daemon.engine.types import ParsedChecklist, StepScore
 from webshepherd.daemon.records import (
@@ -27,6 +28,7 @@ from webshepherd.daemon.records import (
     Record,
     ScoreDecisionRecord,
     ScoreRecord,
+    ScorerRecord,
     SessionEndedRecord,
     SessionStartedRecord,
     TreeNodeRecord,
@@ -79,7 +81,17 @@ from webshepherd.protocol.replies import (
     TreeNodeRecorded,
 )
 
-__all__ = ["PendingScore", "SessionCore"]
+__all__ = ["PendingScore", "Scorer", "SessionCore"]
+
+
+@dataclass(frozen=True)
+class Scorer:
+    """The engine that scores the daemon's sessions: its model, backend and judging settings
+    (recorded with each session's start)."""
+
+    model: str
+    backend: str
+    settings: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -105,8 +117,10 @@ class SessionCore:
         approval_default: str = "reject",
         clock: Callable[[], float] = time.time,
         new_id: Callable[[], str] = lambda: uuid.uuid4().hex,
+        scorer: Scorer | None = None,
     ):
         self.policy = policy
+        self.scorer = scorer
         self.guards = guards if guards is not None else GuardPolicy()  # on unless told
         self.default_samples = default_samples
         self.approval_timeout_s = approval_timeout_s
@@ -193,6 +207,10 @@ class SessionCore:
             source=msg.source,
         )
         out: list[Effect] = [SessionStartedRecord(event, st.created_at)]
+        if self.scorer is not None:
+            sc = self.scorer
+            out.append(ScorerRecord(sid, sc.model, sc.backend, sc.settings))
+        head = len(out)  # the start's own records
         observed = [] if msg.observation is None else self._observe(st, msg.observation, conn=None)
         # rows first, then the reply, then events in the order things happened
         out += [e for e in observed if isinstance(e, Record)]
@@ -201,7 +219,7 @@ class SessionCore:
         out += [e for e in observed if not isinstance(e, Record)]
         if checklist is not None:
             ready = self.checklist_ready(sid, checklist, "reference")
-            out[1:1] = [e for e in ready if isinstance(e, Record)]  # after session_started
+            out[head:head] = [e for e in ready if isinstance(e, Record)]  # after the start's
             out += [e for e in ready if not isinstance(e, Record)]
         else:
             out.append(self.generate_checklist(st))

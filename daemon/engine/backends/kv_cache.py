@@ -8,21 +8,22 @@ name the model's ``forward`` and its output declare, so neither side warns.
 
 from __future__ import annotations
 
-import functools
 import inspect
 from typing import Any
 
 NEW, OLD = "cache", "past_key_values"
 
 
-@functools.cache
-def _name_for(model_type: type) -> str:
-    return NEW if NEW in inspect.signature(model_type.forward).parameters else OLD
+_NAMES: dict[type, str] = {}  # per model class
 
 
 def cache_name(model: Any) -> str:
     """The name ``model.forward`` takes the cache by: ``cache`` or ``past_key_values``."""
-    return _name_for(type(model))
+    kind = type(model)
+    if kind not in _NAMES:
+        params = inspect.signature(getattr(kind, "forward")).parameters  # noqa: B009
+        _NAMES[kind] = NEW if NEW in params else OLD
+    return _NAMES[kind]
 
 
 def cache_kwargs(model: Any, cache: Any) -> dict[str, Any]:

@@ -74,8 +74,9 @@ def test_a_failing_big_write_records_nothing_of_its_transaction(recorder):
 
 def test_a_scoring_reads_back_as_the_wire_candidates_and_results(recorder):
     """Each candidate of a recorded scoring is the score request's Candidate and the scored
-    reply's CandidateResult (samples with their texts and items); what the recording does
-    not keep (unparsed counts and reasons, the judge's inputs) reads as the defaults."""
+    reply's CandidateResult, every field of it (samples with their texts, items and unparsed
+    reasons, the unparsed count, the judge's inputs); a result at the defaults takes no
+    ``candidate_judging`` row, and a recording made before that table reads the defaults."""
     probs = {"index": 1, "yes": 0.7, "in_progress": 0.2, "no": 0.1}
     sent = [
         Candidate(thought="search first", action="click('12')"),
@@ -128,8 +129,20 @@ def test_a_scoring_reads_back_as_the_wire_candidates_and_results(recorder):
     assert tl is not None
     sc = tl.steps[0].scoring
     assert sc is not None and sc.best == 0
+    assert sc.candidates == [ScoredCandidate(c, r) for c, r in zip(sent, results, strict=True)]
+    judged = recorder.db.execute(
+        "SELECT idx, unparsed_samples, judge_inputs FROM candidate_judging"
+    )
+    assert [tuple(r) for r in judged] == [(1, 1, "text+image")]  # candidate 0: the defaults
+    recorder.db.execute("DROP TABLE candidate_judging")  # as a recording made before it
+    history = History.open(recorder.path)
+    try:
+        old = history.timeline(summary.session_id)
+    finally:
+        history.close()
+    assert old is not None and old.steps[0].scoring is not None
     unkept = {"unparsed_samples": 0, "judge_inputs": "text"}
-    assert sc.candidates == [
+    assert old.steps[0].scoring.candidates == [
         ScoredCandidate(sent[0], results[0]),
         ScoredCandidate(
             sent[1],

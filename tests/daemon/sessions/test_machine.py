@@ -14,6 +14,7 @@ from webshepherd.daemon.engine.types import (
     SampleScore,
     StepScore,
 )
+from webshepherd.daemon.records import ScorerRecord
 from webshepherd.daemon.sessions import (
     ApprovalClosed,
     AwaitApproval,
@@ -22,6 +23,7 @@ from webshepherd.daemon.sessions import (
     Reply,
     RunChecklist,
     RunScore,
+    Scorer,
     SessionCore,
 )
 from webshepherd.daemon.sessions.approvals import ApprovalPolicy
@@ -109,6 +111,23 @@ def test_start_records_before_it_replies_and_asks_for_a_checklist():
     assert (run.start_url, run.axtree) == ("http://a/", OBS["axtree"])
     pub = next(e for e in effects if isinstance(e, Publish) and e.event.type == "session.started")
     assert pub.exclude == OWNER  # the owner got the reply instead
+
+
+def test_the_scorer_is_recorded_with_the_start():
+    """The engine's identity, given to the machine once, is a record of every start (before
+    the client's checklist)."""
+    core = make_core(scorer=Scorer("tiny", "transformers", {"prompt": "webprm"}))
+    parsed = ParsedChecklist(items=(ChecklistItem(1, "find it"),), text="1. find it")
+    effects = core.start(OWNER, rq.SessionStart(id="s1", intent="buy", checklist="x"), parsed)
+    assert [e.op for e in effects if isinstance(e, Record)] == [
+        "session_started",
+        "scorer",
+        "checklist",
+    ]
+    (rec,) = [e for e in effects if isinstance(e, ScorerRecord)]
+    assert rec == ScorerRecord("sess1", "tiny", "transformers", {"prompt": "webprm"})
+    bare = make_core().start(OWNER, rq.SessionStart(id="s2", intent="buy"))  # no scorer given
+    assert "scorer" not in [e.op for e in bare if isinstance(e, Record)]
 
 
 def test_a_client_checklist_is_recorded_with_the_start():
