@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-from webshepherd.daemon.engine.backends.decode_loop import Rows, decode, pick_tokens
-from webshepherd.daemon.engine.backends.kv_cache import cache_kwargs, cache_of
+from webshepherd.daemon.engine.backends.decode_loop import Rows, decode, model_forward, pick_tokens
+from webshepherd.daemon.engine.backends.kv_cache import cache_of
 from webshepherd.daemon.engine.backends.transformers_backend import TransformersBackend
 from webshepherd.daemon.engine.backends.vision import IMAGE_PAD, VISION_END, VISION_START, Image
 
@@ -253,17 +253,8 @@ class Completer:
                 keep.append(b)
             return keep
 
-        def forward(batch: Rows, chosen: torch.Tensor) -> tuple[Any, torch.Tensor]:
-            out = self.model(
-                input_ids=chosen[:, None],
-                attention_mask=batch.mask,
-                position_ids=batch.next_pos[:, None],
-                **cache_kwargs(self.model, batch.cache),
-                use_cache=True,
-            )
-            return cache_of(out), out.logits[:, -1, :].float()
-
         batch = Rows(cache, logits, mask, torch.full((n,), pos, device=dev), list(range(n)))
+        forward = model_forward(self.model)
         for _ in decode(
             batch, lambda b: pick_tokens(b.logits, p.temperature), take, forward, p.max_tokens
         ):

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+from webshepherd.daemon.engine.backends.kv_cache import cache_kwargs, cache_of
 from webshepherd.daemon.engine.sampling import NO_SAMPLING, Sampling
 
 
@@ -34,6 +35,32 @@ class Rows:
 Forward = Callable[[Rows, torch.Tensor], tuple[Any, torch.Tensor]]
 #: ``(rows, chosen ids, step)`` -> the batch positions that go on decoding.
 Take = Callable[[Rows, list[int], int], list[int]]
+
+
+def model_forward(
+    model: Any,
+    mask: Callable[[torch.Tensor], torch.Tensor] | None = None,
+    before: Callable[[Rows], None] | None = None,
+    **extra: Any,
+) -> Forward:
+    """The one forward step of every caller: the chosen tokens at each row's next position,
+    over the rows' cache. ``mask`` reshapes the attention mask (split attention's 4-D one),
+    ``before`` runs first (split attention sets its rows), ``extra``: more model keywords."""
+
+    def forward(rows: Rows, chosen: torch.Tensor) -> tuple[Any, torch.Tensor]:
+        if before is not None:
+            before(rows)
+        out = model(
+            input_ids=chosen[:, None],
+            attention_mask=rows.mask if mask is None else mask(rows.mask),
+            position_ids=rows.next_pos[:, None],
+            **cache_kwargs(model, rows.cache),
+            use_cache=True,
+            **extra,
+        )
+        return cache_of(out), out.logits[:, -1, :].float()
+
+    return forward
 
 
 def decode(

@@ -32,7 +32,13 @@ from webshepherd.daemon.engine.backends.base import (
     JudgeBatch,
     JudgeOutput,
 )
-from webshepherd.daemon.engine.backends.decode_loop import Rows, decode, pick_tokens, seen_mask
+from webshepherd.daemon.engine.backends.decode_loop import (
+    Rows,
+    decode,
+    model_forward,
+    pick_tokens,
+    seen_mask,
+)
 from webshepherd.daemon.engine.backends.kv_cache import cache_kwargs, cache_of
 from webshepherd.daemon.engine.backends.tokenizer_text import IncrementalText
 from webshepherd.daemon.engine.backends.vision import (
@@ -598,19 +604,13 @@ class TransformersBackend(Backend):
                 if self._advance(rows, b, tid, mass[i], step)
             ]
 
-        def forward(batch: Rows, chosen: torch.Tensor) -> tuple[Any, torch.Tensor]:
+        def set_rows(batch: Rows) -> None:
             parts_now = [rows.part_of[b] for b in batch.active]
             shared.rows = _ranges(parts_now, group_of, len(shared.keys))
-            out = self.model(
-                input_ids=chosen[:, None],
-                attention_mask=batch.mask[:, None, None, :],
-                position_ids=batch.next_pos[:, None],
-                **cache_kwargs(self.model, batch.cache),
-                use_cache=True,
-                logits_to_keep=1,
-                **extra,
-            )
-            return cache_of(out), out.logits[:, -1, :].float()
+
+        forward = model_forward(
+            self.model, lambda m: m[:, None, None, :], set_rows, logits_to_keep=1, **extra
+        )
 
         for _ in decode(Rows(cache, logits, valid, next_pos, active), pick, take, forward):
             pass
@@ -797,18 +797,8 @@ class TransformersBackend(Backend):
                     keep.append(b)
             return keep
 
-        def forward(batch: Rows, chosen: torch.Tensor) -> tuple[Any, torch.Tensor]:
-            out = self.model(
-                input_ids=chosen[:, None],
-                attention_mask=batch.mask,
-                position_ids=batch.next_pos[:, None],
-                **cache_kwargs(self.model, batch.cache),
-                use_cache=True,
-            )
-            return cache_of(out), out.logits[:, -1, :].float()
-
         batch = Rows(cache, logits, mask, next_pos, list(range(k * n)))
-        for _ in decode(batch, pick, take, forward, max_new):
+        for _ in decode(batch, pick, take, model_forward(self.model), max_new):
             pass
         for row in rows:
             if row.finish is None:
