@@ -225,19 +225,29 @@ class OpenAIBackend(Backend):
         )
         return str(reply["choices"][0]["text"])
 
+    @staticmethod
+    def _opening(
+        batch: JudgeBatch, cancel: threading.Event | None
+    ) -> tuple[int, int, JudgeOutput | None]:
+        """A judge call's samples per candidate and candidates, and its answer when nothing
+        is to be asked: no candidate, or cancelled before the first request (each aborted)."""
+        n, k = max(1, batch.samples), len(batch.suffixes)
+        if not k:
+            return n, k, JudgeOutput((), 0, 0, False, "top_k")
+        if cancel is not None and cancel.is_set():
+            aborted = Generation(text="", tokens=(), finish_reason="aborted")
+            return n, k, JudgeOutput(tuple((aborted,) * n for _ in range(k)), 0, 0, False, "top_k")
+        return n, k, None
+
     def judge(
         self,
         batch: JudgeBatch,
         on_delta: DeltaCallback | None = None,
         cancel: threading.Event | None = None,
     ) -> JudgeOutput:
-        n = max(1, batch.samples)
-        k = len(batch.suffixes)
-        if not k:
-            return JudgeOutput((), 0, 0, False, "top_k")
-        if cancel is not None and cancel.is_set():
-            aborted = Generation(text="", tokens=(), finish_reason="aborted")
-            return JudgeOutput(tuple((aborted,) * n for _ in range(k)), 0, 0, False, "top_k")
+        n, k, answered = self._opening(batch, cancel)
+        if answered is not None:
+            return answered
         body = {
             "prompt": [batch.prefix + s for s in batch.suffixes],
             "n": n,

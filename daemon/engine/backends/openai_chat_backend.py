@@ -174,10 +174,9 @@ class OpenAIChatBackend(OpenAIBackend):
         on_delta: DeltaCallback | None = None,
         cancel: threading.Event | None = None,
     ) -> JudgeOutput:
-        n = max(1, batch.samples)
-        k = len(batch.suffixes)
-        if not k:
-            return JudgeOutput((), 0, 0, False, "top_k")
+        n, k, answered = self._opening(batch, cancel)
+        if answered is not None:
+            return answered
         messages: list[list[dict[str, Any]]] = [
             _with_image(parse_messages(batch.prefix + s), batch.image) for s in batch.suffixes
         ]
