@@ -217,13 +217,13 @@ def add_backend_arguments(s: argparse.ArgumentParser) -> None:
         help=f"{', '.join(kinds[:-1])} or {kinds[-1]}; default %(default)s",
     )
     for name, o in BACKEND_OPTIONS.items():
+        given: dict[str, Any] = {"metavar": o.metavar, "type": o.type, "choices": o.choices}
         s.add_argument(
             o.flag,
             dest=name,
             default=o.default,
             help=o.help,
-            **{k: v for k, v in (("metavar", o.metavar), ("type", o.type)) if v is not None},
-            **({"choices": o.choices} if o.choices is not None else {}),
+            **{k: v for k, v in given.items() if v is not None},
         )
     s.add_argument(
         "--max-context",
