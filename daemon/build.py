@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import os
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from webshepherd.daemon.config import Settings
 from webshepherd.protocol.errors import ModelUnavailableError
@@ -58,7 +58,7 @@ def build_engine(settings: Settings) -> Engine:
     max_context = settings.engine.max_context
     if max_context is not None and max_context <= 0:
         raise ModelUnavailableError("--max-context: a number of tokens, or 0 for the model's own")
-    options: dict[str, Any] = {}
+    options: dict[str, object] = {}
     for name, value in given.items():
         secret = BACKEND_OPTIONS[name].secret
         if secret is None:
