@@ -47,7 +47,7 @@ def approval_reason(
     """Why a person must decide, or None. No reward at all counts as below the threshold.
 
     A score that did not ask (``auto``) is held by the policy only while a person can answer
-    (``person_present``: an extension or a monitor is connected); one that asked (``always``)
+    (``person_present``: a paired extension or TUI is connected); one that asked (``always``)
     is held regardless. A ``guarded`` action (sessions/guards.py) is held whatever the mode
     (``never`` included) and the reward: the caller refuses it when nobody can answer.
     """
@@ -81,7 +81,7 @@ def describe_policy(policy: ApprovalPolicy, timeout_s: float, on_timeout: str) -
     when = " or ".join(asks) if asks else "never by itself"
     return (
         f"approvals: a score waits for a person when {when}, only while an extension or "
-        f"`webshepherd tui` is connected (a score with approval='always' always waits); "
+        f"`webshepherd tui` is paired and connected (a score with approval='always' always waits); "
         f"{timeout_s:g} s, then '{on_timeout}'"
     )
 

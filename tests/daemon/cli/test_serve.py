@@ -230,7 +230,7 @@ def test_serve_shows_the_approval_policy_at_start(capsys: pytest.CaptureFixture[
         "webshepherd: approvals: a score waits for a person when the best reward is below 0.5"
         in (err)
     )
-    assert "only while an extension or `webshepherd tui` is connected" in err
+    assert "only while an extension or `webshepherd tui` is paired and connected" in err
     assert err.index("approvals:") < err.index("cannot reach the model server")  # at start
 
 

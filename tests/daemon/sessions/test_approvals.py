@@ -96,7 +96,7 @@ def test_the_default_policy_is_described_in_one_line():
     assert line == (
         "approvals: a score waits for a person when the best reward is below 0.3 (or none "
         "parsed) or it falls by 0.3 or more from the previous step, only while an extension or "
-        "`webshepherd tui` is connected (a score with approval='always' always waits); "
+        "`webshepherd tui` is paired and connected (a score with approval='always' always waits); "
         "120 s, then 'reject'"
     )
     off = describe_policy(ApprovalPolicy(None, None), 30, "approve")
