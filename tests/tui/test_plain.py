@@ -18,8 +18,10 @@ pytestmark = pytest.mark.model
 CLICK_APPROVE = "[@click=screen.decide('approve')]click('12')[/]"
 
 
-def tui(url: str) -> WebShepherdApp:
-    return WebShepherdApp(url, TEST_TOKEN, probe=FixedProbe(), refresh_s=0.1, backoff_max_s=0.5)
+def tui(url: str, approver: str | None = None) -> WebShepherdApp:
+    return WebShepherdApp(
+        url, TEST_TOKEN, probe=FixedProbe(), refresh_s=0.1, backoff_max_s=0.5, approver=approver
+    )
 
 
 def test_plain_keeps_markup_and_shows_controls():
@@ -47,7 +49,7 @@ async def test_an_intent_with_markup_is_shown_literally(daemon):
 async def test_a_candidate_action_with_click_markup_approves_nothing(daemon):
     agent = await daemon.client(name="agent-1")
     sid = await start_session(agent)
-    app = tui(daemon.url)
+    app = tui(daemon.url, await daemon.approver("monitor", "webshepherd-tui"))  # a person's
     async with app.run_test(size=(120, 30)) as pilot:
         await wait_until(pilot, lambda: app.link.catch_ups >= 1, what="connected")
         panel = app.screen.query_one(ApprovalsPanel)
