@@ -99,28 +99,6 @@ def test_demo_vision_is_the_terminal_demo(tiny_model_path: Path, tmp_path: Path)
     assert result.returncode == 2 and "--vision runs the terminal demo" in result.stdout
 
 
-def test_the_printed_step_shows_untrusted_text_escaped():
-    """An action, thought or title with markup, a bidi override, a zero-width space or a tag
-    prints as escapes (the terminal gets no control, Rich no markup)."""
-    import io
-
-    from rich.console import Console
-    from webshepherd.daemon.demo.agent import Proposal
-    from webshepherd.daemon.demo.run import StepRecord, _print_step, console_safe
-
-    console = Console(file=io.StringIO(), width=160, record=True, color_system=None)
-    held = Proposal("[b]go\u202e", "click('1\u200b3')", good=False)
-    ok = Proposal("fine\U000e0041", "goto('https://pаypal.com/')", good=True)
-    rec = StepRecord(1, "http://shop.local/", [held, ok], [0.9, 0.1], chosen=1, best=0)
-    _print_step(console, rec, {1: "Pay\u00ad\x1b[2J"}, 1.0)
-    console.print("  1. " + console_safe("Pay[/b]\u00ad"))
-    text = console.export_text()
-    assert "click('1\\u200b3')" in text and "[b]go\\u202e" in text and "fine\\U000e0041" in text
-    assert "goto('https://xn--pypal-4ve.com/')" in text
-    assert "Pay[/b]\\xad" in text
-    assert not {"\u200b", "\u202e", "\U000e0041", "\u00ad", "\x1b"} & set(text)
-
-
 def test_demo_with_guards_refuses_the_first_step_that_commits(
     tiny_model_path: Path, tmp_path: Path
 ) -> None:
