@@ -310,7 +310,7 @@ class GuardHit(Model):
     """One guard rule an action met (addition to v1): the rule and what on the page met it."""
 
     rule: GuardRule
-    detail: str = Field(max_length=1024, description="E.g. \"submits a POST form to /checkout\".")
+    detail: str = Field(max_length=1024, description='E.g. "submits a POST form to /checkout".')
 
 
 class CardTarget(Model):
