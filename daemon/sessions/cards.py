@@ -15,6 +15,7 @@ import ast
 import base64
 import re
 from collections.abc import Mapping, Sequence
+from typing import Literal
 
 from webshepherd.protocol.actions import ActionError, parse_action, read_recorded
 from webshepherd.protocol.common import (
@@ -130,7 +131,13 @@ def approval_card(
     destination = _destination(name, args, facts)
     shot = None
     if target is not None and target.box is not None and screenshot:
-        mime = screenshot_mime if screenshot_mime in ("image/jpeg", "image/webp") else "image/png"
+        mime: Literal["image/png", "image/jpeg", "image/webp"] = (
+            "image/jpeg"
+            if screenshot_mime == "image/jpeg"
+            else "image/webp"
+            if screenshot_mime == "image/webp"
+            else "image/png"
+        )
         shot = Screenshot(mime=mime, data=base64.b64encode(screenshot).decode("ascii"))
     others = sorted(
         (r for r in results if r.index != index and r.index < len(candidates)),

@@ -60,7 +60,7 @@ def card_text(a: ApprovalView, intent: str | None) -> Text:
     field("action", plain(a.action, "magenta"))
     target = card.target if card else None
     if target is not None:
-        said = [plain(target.role or "element", "cyan")]
+        said: list[Text | str] = [plain(target.role or "element", "cyan")]
         if target.name:
             said += [" '", plain(target.name, "bold"), "'"]
         if target.role is None:
