@@ -7,7 +7,7 @@ PNG screenshots), recorded step by step through a real daemon on loopback with t
 model scoring three candidates per step (one approval). Then renders the report
 ``--repeats`` times and prints the file's size (and the screenshots' share of it) and the
 median generation time (reading the recording + rendering). ``--screenshot`` also renders
-the report's top in Chromium to a PNG (the README's picture).
+the report's top in Chromium to a PNG (the picture in docs/report.md).
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@
 Needs a running daemon (``webshepherd serve``), ``pip install 'webshepherd[integrations]'`` and
 ``pip install --no-deps agentlab``; ``WEBSHEPHERD_URL`` / ``WEBSHEPHERD_TOKEN`` override the local
 daemon and its stored token. ``subagent_args`` is any AgentLab ``AgentArgs`` (e.g.
-``MultiCandidateGenericAgentArgs``); the tests pass a scripted one. The README shows the lines
-between the markers.
+``MultiCandidateGenericAgentArgs``); the tests pass a scripted one. docs/frameworks.md shows
+the lines between the markers.
 """
 
 # --- README ---

@@ -5,7 +5,7 @@ override the local daemon and its stored token) and ``pip install 'webshepherd[i
 Offline by default: the bundled shop (started here when no START_URL is given) and a scripted
 chat model that searches it; ``--openai MODEL`` uses ``ChatOpenAI`` (``OPENAI_API_KEY``).
 ``CHROMIUM`` names the browser. Prints each step's action, reward, and whether the judge's
-feedback replaced it. The README shows the lines between the markers.
+feedback replaced it. docs/frameworks.md shows the lines between the markers.
 """
 
 # --- README ---

@@ -2,7 +2,7 @@
 
 Needs a running daemon (``webshepherd serve``) and ``pip install 'webshepherd[integrations]'``;
 ``WEBSHEPHERD_URL`` / ``WEBSHEPHERD_TOKEN`` override the local daemon and its stored token,
-``CHROMIUM`` the browser. The README shows the lines between the markers.
+``CHROMIUM`` the browser. docs/frameworks.md shows the lines between the markers.
 """
 
 # --- README ---
