@@ -252,14 +252,17 @@ def load_vllm_backend(
         reason = vllm_reason(e)
         hints = []
         lowered = reason.lower()
-        if "memory" in lowered or "kv cache" in lowered or "blocks" in lowered:
+        # vLLM's engine process failed: its reason is only in vLLM's log (a KV cache that does
+        # not fit the memory given, most often; an attention head size the CPU build lacks)
+        core = "engine core" in lowered
+        if core or "memory" in lowered or "kv cache" in lowered or "blocks" in lowered:
             where = "the machine's memory" if platform == "cpu" else "the GPU's memory"
             context = max_model_len or "the model's own"
             hints.append(
                 f"raise --vllm-memory (now {fraction} of {where}) or lower --max-context "
                 f"(now {context})"
             )
-        if "head" in lowered and platform == "cpu":
+        if (core or "head" in lowered) and platform == "cpu":
             hints.append("vLLM's CPU attention needs a head dimension it supports (64, 128, …)")
         if not local.exists():
             hints.append(_FIX)
