@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import importlib.util
 import itertools
+import os
 import re
+import subprocess
+import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -287,3 +290,21 @@ def test_the_readme_example_runs(
     assert len(acted) == 2
     for step in acted:
         assert "ws_reward" in step.stats and step.agent_info.extra_info["webshepherd"]["rounds"]
+
+
+def test_the_example_as_a_script_runs_agentlabs_loop_and_prints_the_picks(
+    shop: ShopServer, daemon: Daemon, tmp_path: Path
+) -> None:
+    env = {**os.environ, "WEBSHEPHERD_URL": daemon.url, "WEBSHEPHERD_TOKEN": daemon.token}
+    argv = [sys.executable, str(EXAMPLE), shop.url, "--exp-root", str(tmp_path)]
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.splitlines()
+    number = r"(?:[\d.e-]+|None)"
+    assert re.fullmatch(
+        rf"step 0: fill\('\w+', 'usb-c cable'\) {number}, click\('\w+'\) {number}", lines[0]
+    ), done.stdout
+    assert re.fullmatch(rf"  picked \S+.* \(reward {number}\)", lines[1]), done.stdout
+    assert lines[2].startswith("step 1: click('") and "scroll(0, 200)" in lines[2], done.stdout
+    assert lines[3].startswith("  picked "), done.stdout
+    assert lines[4].startswith("results: ") and Path(lines[4][9:]).is_dir(), done.stdout
