@@ -124,6 +124,12 @@ class Scored(Model):
     candidates: list[Candidate] | None = Field(
         default=None, description="Echo of the scored candidates (events)."
     )
+    guarded: list[int] | None = Field(
+        default=None,
+        description="Indices of the candidates that meet a guard rule, null when none "
+        "(addition to v1): the decision covers the held best; an agent that would run another "
+        "of them scores it alone first, so the guards hold it for a person.",
+    )
 
 
 class ApprovalRequest(Model):

@@ -552,6 +552,22 @@ class SessionCore:
             *self._scored(job, score, index, decision),
         ]
 
+    def _guarded(self, job: RunScore) -> list[int]:
+        """The candidates that meet a guard rule: an agent that runs one other than the held
+        best (tree search) asks for it first by scoring it alone."""
+        return [
+            i
+            for i, c in enumerate(job.candidates)
+            if guard_hits(
+                self.guards,
+                c.action,
+                url=job.url,
+                axtree=job.axtree,
+                elements=job.elements,
+                origin=job.origin,
+            )
+        ]
+
     def _scored(
         self, job: RunScore, score: ScoreRecord, best: int | None, decision: DecisionInfo
     ) -> list[Effect]:
@@ -563,6 +579,7 @@ class SessionCore:
             decision=decision,
             timing=score.timing,
             candidates=score.candidates,
+            guarded=self._guarded(job) or None,
         )
         return [
             ScoreDecisionRecord(job.request_id, event),

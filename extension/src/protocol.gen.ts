@@ -414,6 +414,10 @@ export type Guard = GuardHit[];
 export type Index1 = number | null;
 export type Note2 = string | null;
 export type Status1 = "auto" | "approved" | "rejected" | "edited" | "timeout";
+/**
+ * Indices of the candidates that meet a guard rule, null when none (addition to v1): the decision covers the held best; an agent that would run another of them scores it alone first, so the guards hold it for a person.
+ */
+export type Guarded = number[] | null;
 export type Id20 = string | null;
 export type Feedback = string;
 export type Index2 = number;
@@ -1050,6 +1054,7 @@ export interface Scored {
   best: Best;
   candidates?: Candidates1;
   decision: DecisionInfo;
+  guarded?: Guarded;
   id?: Id20;
   results: Results;
   session_id: SessionId12;

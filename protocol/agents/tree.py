@@ -44,6 +44,8 @@ from webshepherd.protocol.agents.environment import ActionError, ActionResult, P
 from webshepherd.protocol.agents.policy import PolicyContext
 from webshepherd.protocol.common import (
     MAX_NODE_ERROR_CHARS,
+    Candidate,
+    DecisionInfo,
     Screenshot,
     TreeNodeEventKind,
     TreeNodeFields,
@@ -78,6 +80,8 @@ class SearchNode:
     step: int | None = None  # the daemon step whose candidates are its children
     url: str | None = None  # the page its action led to (once executed)
     error: str | None = None  # the ActionError text, or why it went stale
+    guarded: bool = False  # it meets a guard rule: a person approves it before it runs
+    approved: bool = False  # a person approved it (a guarded node runs only then)
 
     @property
     def value(self) -> float:
@@ -197,6 +201,8 @@ class TreeSearch:
             return None
         parent = self.tree.node(node.parent)
         ep = self.ep
+        if node.guarded and not node.approved and not await self._ask(node):
+            return None
         await ep.handle.act(node.action, node.thought or None, parent.step, "agent")
         node.executed = True
         try:
@@ -222,6 +228,36 @@ class TreeSearch:
         await self._report(node, "executed")
         await self._expand(node, state)
         return outcome
+
+    async def _ask(self, node: SearchNode) -> bool:
+        """A guarded node, at its parent's page, scored alone: the guards hold it for a
+        person (or the daemon refuses it, nobody being paired). False, the node failed and
+        reported, unless a person approved it."""
+        assert node.action is not None
+        ep = self.ep
+        state = await ep.env.observe()
+        await ep.handle.observe(state.url, state.axtree, _shot(state.screenshot), state.elements)
+        scored = await ep.handle.score(
+            [Candidate(thought=node.thought, action=node.action)],
+            samples=self.opts.reward_samples,
+            approval="never",
+        )
+        self.tree.model_calls += self._samples()
+        self.tree.model_ms += scored.timing.model_ms
+        return await self._decided(node, scored.decision)
+
+    async def _decided(self, node: SearchNode, decision: DecisionInfo) -> bool:
+        """Apply a person's (or the daemon's) decision on a guarded node: only an approval
+        lets it run; a rejection, a timeout or an edit (a node runs its own action only)
+        leaves it failed, with why."""
+        if decision.status == "approved":
+            node.approved = True
+            return True
+        who = f" by {decision.by}" if decision.by else ""
+        note = f": {decision.note}" if decision.note else ""
+        node.status, node.error = "failed", f"not run, {decision.status}{who}{note}"
+        await self._report(node, "scored")
+        return False
 
     async def _expand(self, node: SearchNode, state: PageState) -> None:
         """Score the policy's top candidates at ``node``'s page: its children."""
@@ -249,6 +285,8 @@ class TreeSearch:
         self.tree.model_calls += len(groups) * self._samples()
         self.tree.model_ms += scored.timing.model_ms
         rewards = {r.index: r.reward for r in scored.results}
+        guarded = set(scored.guarded or ())
+        decision = scored.decision
         for k, g in enumerate(groups):
             child = SearchNode(
                 len(self.tree.nodes),
@@ -258,8 +296,13 @@ class TreeSearch:
                 action=g.candidate.action,
                 reward=rewards.get(k),
                 count=g.count,
+                guarded=k in guarded,
             )
             self.tree.nodes.append(child)
+            # the guards held the best child at this scoring: its decision is already made
+            held = child.guarded and decision.index == k and decision.status != "auto"
+            if held and not await self._decided(child, decision):
+                continue
             await self._report(child, "scored")
 
     async def _report(self, node: SearchNode, event: TreeNodeEventKind) -> None:

@@ -119,9 +119,14 @@ async def test_reward_guided_runs_an_episode_on_the_bundled_shop(daemon_url) -> 
 
 async def test_tree_search_explores_the_trap_shop(daemon_url) -> None:
     """Plumbing: the example runs and prints the explored nodes (whether the tiny judge leads
-    the search out of the trap is a judge's matter: tests/protocol/agents/test_tree.py)."""
+    the search out of the trap is a judge's matter: tests/protocol/agents/test_tree.py). The
+    test daemon guards, as `serve` does, and nobody is paired: the daemon refuses "Add to
+    cart" (a POST form) wherever the search would run it, and the search never runs it."""
     out = await run_example("tree_search", url=daemon_url, timeout=400)
-    lines = out.splitlines()
+    refusals = [line for line in out.splitlines() if line.startswith("webshepherd: ")]
+    lines = [line for line in out.splitlines() if not line.startswith("webshepherd: ")]
     assert re.match(r"node \d+ <- 0: .+ reward [\d.]+ \((path|left)", lines[0]), out
     assert any(line.startswith("stop: ") for line in lines)
     assert lines[-1].startswith("ordered the cheapest cable: ")
+    assert refusals and all("refused" in r and "form_submit" in r for r in refusals), out
+    assert lines[-1].endswith("orders: []"), out  # nothing guarded ran
