@@ -42,7 +42,7 @@ async def build(data_base: Path, steps: int) -> tuple[str, int]:
     from webshepherd.daemon.dev.tiny_model import ensure_tiny_model
     from websockets.asyncio.client import connect
 
-    from tests.fixtures.daemon import WsClient
+    from tests.fixtures.daemon import WsClient, pairing_code
 
     observations = await snapshots(shop_pages(steps))
     shots = sum(len(o["screenshot"]["data"]) * 3 // 4 for o in observations)
@@ -61,6 +61,10 @@ async def build(data_base: Path, steps: int) -> tuple[str, int]:
                 "client": {"name": name, "version": "1", "role": role},
             }
             assert (await c.request(hello))["type"] == "welcome"
+            if role != "agent":  # the person's tool decides: paired as a person pairs it
+                code = pairing_code(server.config.config_dir, role)
+                paired = await c.request({"type": "pair", "code": code, "name": name})
+                assert paired["type"] == "paired", paired
         bar = tqdm(total=steps, desc="recording", unit="step", file=sys.stderr)
         agent, approver = clients
 
