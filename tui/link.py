@@ -112,7 +112,7 @@ class DaemonLink:
             paired = " · pairing refused (revoked?): run `webshepherd pair tui` to decide"
         else:
             paired = " · not paired: run `webshepherd pair tui` to decide approvals"
-        self.on_status(f"connected to {self.url}{model}{paired}", True)
+        self.on_status(f"connected to {self.url}{paired}{model}", True)  # can it decide: first
 
     async def _watch(self) -> None:
         seen, was = self.client.reconnects, True
