@@ -165,6 +165,8 @@ async def test_every_character_class_is_shown_as_an_escape():
         table = app.main.query_one(SessionsTable)
         await wait_until(pilot, lambda: table.row_count == 1, what="the session's row")
         await wait_until(pilot, lambda: "\\u202egnp.exe" in screen_text(app), what="the intent")
+        shown_goto = "goto('https://xn--pypal-4ve.com/')"
+        await wait_until(pilot, lambda: shown_goto in screen_text(app), what="the candidates")
         main = screen_text(app)
         assert hidden(main) == []
         assert "Buy\\u200b a lamp \\u202egnp.exe" in main and "bot\\u202e" in main
