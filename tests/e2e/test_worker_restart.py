@@ -12,7 +12,7 @@ require_browser()
 
 
 def extension_conns(daemon) -> dict[int, object]:
-    return {i: c for i, c in daemon.server.hub.conns.items() if c.role == "extension"}
+    return {i: c for i, c in daemon.server.hub.conns.items() if c.declared == "extension"}
 
 
 async def observed_steps(monitor, sid: str) -> list[int]:
