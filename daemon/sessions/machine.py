@@ -438,14 +438,7 @@ class SessionCore:
             ],
         )
         index = best if best is not None else 0
-        guard = guard_hits(
-            self.guards,
-            job.candidates[index].action,
-            url=job.url,
-            axtree=job.axtree,
-            elements=job.elements,
-            origin=job.origin,
-        )
+        guard = self._hits(job, index)
         present = self.person_present()
         reason = approval_reason(
             job.approval,
@@ -552,21 +545,21 @@ class SessionCore:
             *self._scored(job, score, index, decision),
         ]
 
+    def _hits(self, job: RunScore, index: int) -> list[GuardHit]:
+        """The guard rules candidate ``index`` of ``job`` meets on the step's page."""
+        return guard_hits(
+            self.guards,
+            job.candidates[index].action,
+            url=job.url,
+            axtree=job.axtree,
+            elements=job.elements,
+            origin=job.origin,
+        )
+
     def _guarded(self, job: RunScore) -> list[int]:
         """The candidates that meet a guard rule: an agent that runs one other than the held
         best (tree search) asks for it first by scoring it alone."""
-        return [
-            i
-            for i, c in enumerate(job.candidates)
-            if guard_hits(
-                self.guards,
-                c.action,
-                url=job.url,
-                axtree=job.axtree,
-                elements=job.elements,
-                origin=job.origin,
-            )
-        ]
+        return [i for i in range(len(job.candidates)) if self._hits(job, i)]
 
     def _scored(
         self, job: RunScore, score: ScoreRecord, best: int | None, decision: DecisionInfo
