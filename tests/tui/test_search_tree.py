@@ -16,7 +16,7 @@ from webshepherd.tui.app import WebShepherdApp
 from webshepherd.tui.widgets.session_detail import SessionDetail
 
 from tests.fixtures.daemon import TEST_TOKEN
-from tests.fixtures.scripted_judge import scripted_daemon
+from tests.fixtures.scripted_judge import NO_GUARDS, scripted_daemon
 from tests.fixtures.tree_episode import SHOP, HeldReplay, run_tree_episode, trap_judge
 from tests.tui.helpers import FixedProbe, wait_until
 
@@ -28,7 +28,7 @@ def shown(app: WebShepherdApp) -> str:
 
 async def test_the_tree_shows_live_mid_replay_and_whole_at_the_end(tmp_path: Path) -> None:
     with ShopServer(variant=SHOP) as shop:
-        async with scripted_daemon(tmp_path, trap_judge(shop)) as server:
+        async with scripted_daemon(tmp_path, trap_judge(shop), guards=NO_GUARDS) as server:
             app = WebShepherdApp(
                 server.url, TEST_TOKEN, probe=FixedProbe(), refresh_s=0.1, backoff_max_s=0.5
             )

@@ -15,14 +15,14 @@ from webshepherd.daemon.recorder import History
 from webshepherd.protocol.client import AsyncClient
 
 from tests.fixtures.daemon import TEST_TOKEN
-from tests.fixtures.scripted_judge import scripted_daemon
+from tests.fixtures.scripted_judge import NO_GUARDS, scripted_daemon
 from tests.fixtures.tree_episode import SHOP, run_tree_episode, trap_judge
 
 
 async def test_a_tree_search_is_read_as_the_path_it_returned(tmp_path: Path) -> None:
     with ShopServer(variant=SHOP) as shop:
         async with (
-            scripted_daemon(tmp_path, trap_judge(shop)) as server,
+            scripted_daemon(tmp_path, trap_judge(shop), guards=NO_GUARDS) as server,
             AsyncClient(server.url, TEST_TOKEN) as client,
         ):
             env = TextEnvironment(shop.url, on_reset=lambda: shop.use(SHOP))

@@ -30,7 +30,7 @@ from webshepherd.protocol.client import AsyncClient
 from webshepherd.protocol.common import Turn
 
 from tests.fixtures.daemon import TEST_TOKEN
-from tests.fixtures.scripted_judge import ScriptedJudge, scripted_daemon
+from tests.fixtures.scripted_judge import NO_GUARDS, ScriptedJudge, scripted_daemon
 from tests.protocol.agents.test_tree import LOW, SHOP, trap_values
 
 Items = list[Literal["yes", "in_progress", "no"]]
@@ -75,7 +75,10 @@ async def test_truth_decides_the_sibling_pairs_of_a_recorded_tree(
     tmp_path: Path, shop: ShopServer
 ) -> None:
     judge = ScriptedJudge(trap_values(shop), default=LOW)
-    async with scripted_daemon(tmp_path, judge) as server, AsyncClient(server.url, TEST_TOKEN) as c:
+    async with (
+        scripted_daemon(tmp_path, judge, guards=NO_GUARDS) as server,
+        AsyncClient(server.url, TEST_TOKEN) as c,
+    ):
         plain = await _run(c, shop, branching=8)  # the same search twice; this one unlabelled
         result = await _run(c, shop, branching=8)
         t = result.tree
@@ -138,7 +141,10 @@ async def test_truth_pairs_siblings_of_a_search_that_failed(
     tmp_path: Path, shop: ShopServer
 ) -> None:
     judge = ScriptedJudge(trap_values(shop), default=LOW)
-    async with scripted_daemon(tmp_path, judge) as server, AsyncClient(server.url, TEST_TOKEN) as c:
+    async with (
+        scripted_daemon(tmp_path, judge, guards=NO_GUARDS) as server,
+        AsyncClient(server.url, TEST_TOKEN) as c,
+    ):
         plain = await _run(c, shop, max_expansions=2)  # the same search twice; this one unlabelled
         result = await _run(c, shop, max_expansions=2)
         t = result.tree

@@ -16,7 +16,7 @@ from webshepherd.protocol.client import AsyncClient
 
 from tests.fixtures.daemon import TEST_TOKEN, DaemonHandle, make_config, start_session
 from tests.fixtures.report_session import CHROMIUM
-from tests.fixtures.scripted_judge import ScriptedJudge, scripted_daemon
+from tests.fixtures.scripted_judge import NO_GUARDS, ScriptedJudge, scripted_daemon
 from tests.fixtures.tree_episode import SHOP, run_tree_episode, trap_judge
 
 HOSTILE = "<img src=x onerror=\"document.title='owned'\"><script>document.title='owned'</script>"
@@ -33,7 +33,7 @@ async def _report(data_dir: Path, sid: str, out: Path) -> str:
 async def test_the_report_draws_every_node_under_its_parent(tmp_path: Path) -> None:
     with ShopServer(variant=SHOP) as shop:
         async with (
-            scripted_daemon(tmp_path, trap_judge(shop)) as server,
+            scripted_daemon(tmp_path, trap_judge(shop), guards=NO_GUARDS) as server,
             AsyncClient(server.url, TEST_TOKEN) as client,
         ):
             env = TextEnvironment(shop.url, on_reset=lambda: shop.use(SHOP))
