@@ -8,6 +8,7 @@ tests/daemon/demo/test_trap.py.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,8 +21,9 @@ from webshepherd.daemon.demo.variants import trap_variant
 from webshepherd.protocol.agents import EpisodeOptions, run_episode
 from webshepherd.protocol.agents.tree import ResetUnsupported, SearchNode, TreeSearch
 from webshepherd.protocol.client import AsyncClient
+from websockets.asyncio.client import connect
 
-from tests.fixtures.daemon import TEST_TOKEN
+from tests.fixtures.daemon import TEST_TOKEN, WsClient, hello, pairing_code
 from tests.fixtures.scripted_judge import NO_GUARDS, ScriptedJudge, Table, scripted_daemon
 
 SHOP = trap_variant()
@@ -99,6 +101,63 @@ async def test_tree_search_backtracks_from_the_trap_and_step_by_step_does_not(
     assert [s.chosen.action for s in tree.steps if s.chosen] == [n.action for n in on_path]
     assert [s.reward for s in tree.steps] == [n.reward for n in on_path]
     assert recorded.session.agent.planning == "tree" and recorded.session.outcome == "success"
+
+
+async def _person(server, decision: str) -> tuple[WsClient, list[dict], asyncio.Task]:
+    """A paired monitor that answers every approval request with ``decision``."""
+    ws = WsClient(await connect(server.url, max_size=None))
+    assert (await ws.request(hello("monitor", "person")))["type"] == "welcome"
+    code = pairing_code(server.config.config_dir, "monitor")
+    paired = await ws.request({"type": "pair", "code": code, "name": "person"})
+    assert paired["type"] == "paired", paired
+    asked: list[dict] = []
+
+    async def answer() -> None:
+        while True:
+            req = await ws.wait_for("approval.request", timeout=300)
+            asked.append(req)
+            msg = {"type": "approval.decide", "request_id": req["request_id"]}
+            await ws.request({**msg, "decision": decision})
+
+    return ws, asked, asyncio.create_task(answer())
+
+
+@pytest.mark.parametrize("decision", ["approve", "reject"])
+async def test_a_guarded_node_runs_only_once_a_person_approved_it(
+    tmp_path: Path, shop: ShopServer, decision: str
+) -> None:
+    """The guards on (as `serve` has them): tree search runs "Add to cart" and "Place order"
+    (POST forms) only after a paired person approved that node; rejected, they never run."""
+    judge = ScriptedJudge(trap_values(shop), default=LOW)
+    policy = ShopPolicy(seed=1, bad_per_step=8, shop=SHOP, backtrack=False)
+    env = TextEnvironment(shop.url, on_reset=lambda: shop.use(SHOP))
+    async with scripted_daemon(tmp_path, judge) as server:
+        ws, asked, answering = await _person(server, decision)
+        try:
+            async with AsyncClient(server.url, TEST_TOKEN) as c:
+                result = await run_episode(
+                    c, env, policy, SHOP.intent, options("tree", branching=8)
+                )
+        finally:
+            answering.cancel()
+            await ws.close()
+    t = result.tree
+    assert t is not None and asked
+    assert all(r["reason"] == "guarded" and r["guard"] for r in asked)
+    asked_actions = {r["candidate"]["action"] for r in asked}
+    guarded_runs = [n for n in t.nodes if n.guarded and n.executed]
+    if decision == "approve":
+        assert result.outcome == "success"
+        assert shop.state.orders[-1]["items"] == [SHOP.target()["name"]]
+        assert guarded_runs and all(n.approved for n in guarded_runs)
+        assert {n.action for n in guarded_runs} <= asked_actions
+    else:
+        assert result.outcome == "failure" and not shop.state.orders
+        assert not guarded_runs
+        refused = [n for n in t.nodes if n.guarded and n.status == "failed"]
+        assert refused and all(
+            "not run, rejected by monitor:person" in (n.error or "") for n in refused
+        )
 
 
 async def test_budgets_stop_the_search_with_the_best_path_found(
