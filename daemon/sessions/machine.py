@@ -102,6 +102,7 @@ class PendingScore:
     score: ScoreRecord
     best: int
     guard: list[GuardHit] = field(default_factory=list)  # the guard rules it met
+    guarded: list[int] = field(default_factory=list)  # every candidate a guard rule holds
 
 
 class SessionCore:
@@ -438,7 +439,8 @@ class SessionCore:
             ],
         )
         index = best if best is not None else 0
-        guard = self._hits(job, index)
+        hits = {i: h for i in range(len(job.candidates)) if (h := self._hits(job, i))}
+        guard, guarded = hits.get(index, []), sorted(hits)
         present = self.person_present()
         reason = approval_reason(
             job.approval,
@@ -467,12 +469,12 @@ class SessionCore:
         if reason is None:
             action = score.candidates[best].action if best is not None else None
             decision = DecisionInfo(status="auto", index=best, action=action)
-            return [score, *self._scored(job, score, best, decision)]
+            return [score, *self._scored(job, score, best, decision, guarded)]
         cand = score.candidates[index]
         if guard and not present:
-            return [score, *self._refuse(job, score, index, guard)]
+            return [score, *self._refuse(job, score, index, guard, guarded)]
         req = self.approvals.open(job.session_id, job.step, index, cand.action, guarded=bool(guard))
-        self._pending[req.request_id] = PendingScore(job, score, index, guard)
+        self._pending[req.request_id] = PendingScore(job, score, index, guard, guarded)
         st.waiting_approvals += 1
         event = ApprovalRequest(
             request_id=req.request_id,
@@ -505,7 +507,12 @@ class SessionCore:
         ]
 
     def _refuse(
-        self, job: RunScore, score: ScoreRecord, index: int, guard: list[GuardHit]
+        self,
+        job: RunScore,
+        score: ScoreRecord,
+        index: int,
+        guard: list[GuardHit],
+        guarded: list[int],
     ) -> list[Effect]:
         """A guarded candidate with nobody connected to decide: refused at once, not held
         until a timeout whose default is the same refusal, never approved silently. Recorded
@@ -542,7 +549,7 @@ class SessionCore:
         return [
             ApprovalRequestedRecord(asked, self.clock()),
             ApprovalDecidedRecord(resolved, res.status, self.clock()),
-            *self._scored(job, score, index, decision),
+            *self._scored(job, score, index, decision, guarded),
         ]
 
     def _hits(self, job: RunScore, index: int) -> list[GuardHit]:
@@ -556,14 +563,17 @@ class SessionCore:
             origin=job.origin,
         )
 
-    def _guarded(self, job: RunScore) -> list[int]:
-        """The candidates that meet a guard rule: an agent that runs one other than the held
-        best (tree search) asks for it first by scoring it alone."""
-        return [i for i in range(len(job.candidates)) if self._hits(job, i)]
-
     def _scored(
-        self, job: RunScore, score: ScoreRecord, best: int | None, decision: DecisionInfo
+        self,
+        job: RunScore,
+        score: ScoreRecord,
+        best: int | None,
+        decision: DecisionInfo,
+        guarded: list[int],
     ) -> list[Effect]:
+        """The ``scored`` reply and event; ``guarded``: the candidates that meet a guard rule
+        (an agent that runs one other than the held best, as tree search does, asks for it
+        first by scoring it alone)."""
         event = Scored(
             session_id=job.session_id,
             step=job.step,
@@ -572,7 +582,7 @@ class SessionCore:
             decision=decision,
             timing=score.timing,
             candidates=score.candidates,
-            guarded=self._guarded(job) or None,
+            guarded=guarded or None,
         )
         return [
             ScoreDecisionRecord(job.request_id, event),
@@ -637,7 +647,9 @@ class SessionCore:
             note=res.note,
             guard=pending.guard,
         )
-        return out + self._scored(pending.job, pending.score, pending.best, decision)
+        return out + self._scored(
+            pending.job, pending.score, pending.best, decision, pending.guarded
+        )
 
 
 def _decode_screenshot(shot: Screenshot | None) -> bytes | None:
