@@ -192,3 +192,12 @@ class Folders:
         with real.open("rb") as f:
             data = f.read(MAX_SCREENSHOT_BYTES + 1)
         return data, check_image(data, path)
+
+    def try_screenshot(self, path: Path) -> tuple[bytes, ImageMime] | str:
+        """:meth:`read_screenshot`, or why it is left out (one line) when it may not be read."""
+        try:
+            return self.read_screenshot(path)
+        except FileLimitError as exc:
+            return exc.message
+        except OSError as exc:
+            return f"{path}: {exc.strerror}"

@@ -145,13 +145,11 @@ def _screenshot(
     for ext in (".png", ".jpg", ".jpeg"):
         p = folder / f"screenshot_step_{step}{ext}"
         if p.is_file():
-            try:
-                return folders.read_screenshot(p)
-            except FileLimitError as exc:
-                warnings.append(f"screenshot left out: {exc.message}")
-            except OSError as exc:
-                warnings.append(f"screenshot left out: {p}: {exc.strerror}")
-            return None, "image/png"
+            got = folders.try_screenshot(p)
+            if isinstance(got, str):
+                warnings.append(f"screenshot left out: {got}")
+                return None, "image/png"
+            return got
     return None, "image/png"
 
 

@@ -23,7 +23,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from webshepherd.daemon.offline.files import FileLimitError, Folders, read_json
+from webshepherd.daemon.offline.files import Folders, read_json
 from webshepherd.daemon.offline.imports.run import (
     ImageMime,
     ImportedRun,
@@ -85,12 +85,10 @@ def _screenshot(
     found = [p for p in dict.fromkeys((base / path, base / path.name)) if p.is_file()]
     refused = ""
     for candidate in found:
-        try:
-            return folders.read_screenshot(candidate)
-        except FileLimitError as exc:
-            refused = refused or exc.message
-        except OSError as exc:
-            refused = refused or f"{candidate}: {exc.strerror}"
+        got = folders.try_screenshot(candidate)
+        if not isinstance(got, str):
+            return got
+        refused = refused or got
     warnings.append(f"screenshot left out: {refused or f'{given}: not found'}")
     return None, "image/png"
 

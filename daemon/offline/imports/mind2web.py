@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from webshepherd.daemon.offline.files import FileLimitError, Folders, read_json
+from webshepherd.daemon.offline.files import Folders, read_json
 from webshepherd.daemon.offline.imports.run import (
     ImageMime,
     ImportedRun,
@@ -35,13 +35,11 @@ def _screenshot(
 ) -> tuple[bytes | None, ImageMime]:
     if shot is None:
         return None, "image/png"
-    try:
-        return folders.read_screenshot(shot)
-    except FileLimitError as exc:
-        warnings.append(f"screenshot left out: {exc.message}")
-    except OSError as exc:
-        warnings.append(f"screenshot left out: {shot}: {exc.strerror}")
-    return None, "image/png"
+    got = folders.try_screenshot(shot)
+    if isinstance(got, str):
+        warnings.append(f"screenshot left out: {got}")
+        return None, "image/png"
+    return got
 
 
 def load_mind2web(folder: Path, folders: Folders | None = None) -> ImportedRun:
