@@ -3,6 +3,7 @@
  * "Pair with this computer": the one-time code of `webshepherd pair extension`, sent by the
  * worker in `pair`; the credential it gets is kept in chrome.storage.local.
  */
+import { displayText } from "./display-text.js";
 import { HOW_TO_PAIR, sendToWorker } from "./messages.js";
 import { loadSettings, parsePairing, saveSettings } from "./settings.js";
 
@@ -31,8 +32,8 @@ async function main() {
   const showPairing = async () => {
     const st = await sendToWorker({ kind: "pairing.state" });
     $("pairing").textContent = st.paired
-      ? `Paired as extension:${st.name ?? "?"}: this browser's side panel and popup decide approvals.`
-      : `${st.note ? `${st.note} ` : ""}${HOW_TO_PAIR}`;
+      ? `Paired as extension:${displayText(st.name ?? "?")}: this browser's side panel and popup decide approvals.`
+      : `${st.note ? `${displayText(st.note)} ` : ""}${HOW_TO_PAIR}`;
   };
   $<HTMLFormElement>("pair-form").addEventListener("submit", async (ev) => {
     ev.preventDefault();
@@ -40,7 +41,7 @@ async function main() {
     const r = await sendToWorker({ kind: "pair", code });
     $<HTMLInputElement>("pairCode").value = "";
     if (!r.ok) {
-      $("pairing").textContent = `Not paired: ${r.error ?? "failed"}`;
+      $("pairing").textContent = `Not paired: ${displayText(r.error ?? "failed")}`;
       return;
     }
     await showPairing();
