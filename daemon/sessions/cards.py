@@ -11,12 +11,12 @@ best first. Everything on it is untrusted text: the TUI and the extension escape
 
 from __future__ import annotations
 
-import ast
 import base64
 import re
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
+from webshepherd.daemon.sessions.guards import ax_line
 from webshepherd.protocol.actions import ActionError, parse_action, read_recorded
 from webshepherd.protocol.common import (
     ApprovalCard,
@@ -30,9 +30,6 @@ from webshepherd.protocol.common import (
 
 __all__ = ["approval_card", "axtree_element"]
 
-# one AX tree line: tabs, ``[bid]``, the role, then the name as a Python string literal
-_REPR = r"""('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")"""
-_LINE = re.compile(rf"^\s*\[([^\]\s]+)\]\s+(\S+)(?:\s+{_REPR})?")
 _MAX_ROLE, _MAX_NAME, _MAX_URL = 128, 1024, 8192
 #: Actions that follow a link or submit a form when their target does.
 _ACTIVATE = frozenset({"click", "dblclick"})
@@ -45,24 +42,12 @@ def _cut(text: str, limit: int) -> str:
 
 
 def axtree_element(axtree: str, bid: str) -> tuple[str, str | None] | None:
-    """``(role, name)`` of the element ``bid`` in a flattened AX tree (name None when the line
-    has none), or None when the tree has no such line."""
-    needle = f"[{bid}]"
-    for line in axtree.splitlines():
-        if needle not in line:
-            continue
-        m = _LINE.match(line)
-        if m is None or m.group(1) != bid:
-            continue
-        name: str | None = None
-        if m.group(3) is not None:
-            try:
-                value = ast.literal_eval(m.group(3))
-            except (ValueError, SyntaxError, MemoryError, RecursionError):
-                value = m.group(3)[1:-1]
-            name = _cut(str(value), _MAX_NAME)
-        return _cut(m.group(2), _MAX_ROLE), name
-    return None
+    """``(role, name)`` of the element ``bid`` in a flattened AX tree, cut to the card's
+    limits (name None when the line has none), or None when the tree has no such line."""
+    role, name = ax_line(axtree, bid)
+    if role is None:
+        return None
+    return _cut(role, _MAX_ROLE), None if name is None else _cut(name, _MAX_NAME)
 
 
 def _destination(name: str, args: Mapping[str, object], facts: ElementFacts | None) -> str | None:

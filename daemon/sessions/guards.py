@@ -38,6 +38,7 @@ __all__ = [
     "DEFAULT_EXTENSIONS",
     "DEFAULT_WORDS",
     "GuardPolicy",
+    "ax_line",
     "describe_guards",
     "guard_hits",
     "origin_of",
@@ -175,7 +176,7 @@ def guard_hits(
         return hits
     bid = target.bid
     facts = (elements or {}).get(bid)
-    role, name = _ax_line(axtree, bid)
+    role, name = ax_line(axtree, bid)
     what = f"element {bid}" + (f" ({role} {name!r})" if role else "")
     if name and (word := policy.matching_word(name)) is not None:
         hit("name_match", f"{what} is named with {word!r}")
@@ -237,8 +238,9 @@ def _str(v: object) -> str | None:
     return v.strip() if isinstance(v, str) and v.strip() else None
 
 
-def _ax_line(axtree: str, bid: str) -> tuple[str | None, str | None]:
-    """``(role, name)`` of the AX tree's line for ``bid`` (None, None: no such line)."""
+def ax_line(axtree: str, bid: str) -> tuple[str | None, str | None]:
+    """``(role, name)`` of the AX tree's line for ``bid``, whole (None, None: no such line;
+    name None: the line has none). The guards match words in it; the card shows it."""
     marker = f"[{bid}]"
     for line in axtree.splitlines():
         if marker not in line:
@@ -251,7 +253,7 @@ def _ax_line(axtree: str, bid: str) -> tuple[str | None, str | None]:
             return m.group(2), None
         try:
             name = ast.literal_eval(quoted)
-        except (ValueError, SyntaxError):
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
             name = quoted[1:-1]
         return m.group(2), name if isinstance(name, str) else str(name)
     return None, None
