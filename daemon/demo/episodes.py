@@ -10,6 +10,12 @@ distractor, so that the episodes also visit wrong pages and recover from them. E
 becomes one SFT row of the judge prompt the daemon serves; each episode also gives one row of
 the checklist prompt with the shop's reference checklist.
 
+Besides detours to wrong pages, the agent now and then dwells: it stays on one page for a few
+steps (scrolling, clicking the page's title) before it goes on. Those steps change nothing, so
+their labels stay as they were while the history grows: the judge learns that a long history,
+or a run of scrolls, is not progress (a tree search otherwise follows rewards that rise with
+the history alone).
+
 An episode ends when the order's confirmation page is reached, or (``to_answer=True``) goes on
 to it and to the agent's answer (``send_msg_to_user``): the task is done there, so every
 candidate is labelled Yes on every item, and the episode ends with the answer.
@@ -41,6 +47,11 @@ from webshepherd.protocol.common import Turn
 
 #: distractors tried per page (the demo's agent proposes two)
 BAD_PER_STEP = 2
+#: the chance that a detour is a dwell on the page, and its length (steps) at most
+DWELL = 0.5
+DWELL_STEPS = 5
+#: the dwell's in-place action when none of the page's distractors stays on the page
+SCROLL = Proposal("Let me scroll down to see more.", "scroll(0, 400)", False)
 
 
 @dataclass(frozen=True)
@@ -64,6 +75,21 @@ def _try(browser: Browser, server: ShopServer, action: str) -> tuple[str, str] |
         return None
     obs = browser.observe()
     return obs.url, obs.axtree
+
+
+def _in_place(
+    browser: Browser, server: ShopServer, bad: list[Proposal], rng: random.Random
+) -> Proposal:
+    """A distractor that leaves the page as it is (drawn from ``bad``), else a scroll."""
+    here = browser.observe()
+    still = []
+    for p in bad:
+        saved = copy.deepcopy((browser.page, browser.values, browser.history, server.state))
+        page = _try(browser, server, p.action)
+        if page == (here.url, here.axtree):
+            still.append(p)
+        browser.page, browser.values, browser.history, server.state = saved
+    return rng.choice(still) if still else SCROLL
 
 
 def outcomes(
@@ -93,12 +119,15 @@ def episode(
     linger: float = 0.5,
     chromium: bool = False,
     to_answer: bool = False,
+    dwell: float = 0.0,
 ) -> Iterator[Judged]:
     """One episode in ``shop``, served by ``server``: every candidate of every step with its
     labels, until the agent answers. ``explore``: the chance that a distractor runs instead of
     the good action; ``linger``: the chance that another one follows a distractor (detours of
-    several steps, so that a long history does not mean progress); ``chromium``: pages as
-    Chromium renders them; ``to_answer``: on past the order to the answer."""
+    several steps, so that a long history does not mean progress); ``dwell``: the chance that a
+    detour stays on the page instead, for 1 to :data:`DWELL_STEPS` in-place steps (the page's
+    distractors that leave it as it is, else a scroll); ``chromium``: pages as Chromium renders
+    them; ``to_answer``: on past the order to the answer."""
     server.use(shop)
     browser = Browser(chromium=chromium)
     browser.goto(server.url)
@@ -107,6 +136,7 @@ def episode(
     obs = browser.observe()
     progress = measure(shop, server.state, obs.url, obs.axtree, Progress())
     wandering = False
+    dwelling = 0  # in-place steps left in the current dwell
     for step in range(max_steps):
         obs = browser.observe()
         if not to_answer and agent.done(obs.url):
@@ -119,12 +149,21 @@ def episode(
             yield Judged(step, obs.url, obs.axtree, tuple(history), p, labels, done_before)
         good = next(p for p in proposals if p.good)
         bad = [p for p in proposals if not p.good]
-        wandering = bool(bad) and rng.random() < (linger if wandering else explore)
-        run = rng.choice(bad) if wandering else good
+        if dwelling:
+            dwelling -= 1
+            run = _in_place(browser, server, bad, rng)
+        else:
+            was = wandering
+            wandering = bool(bad) and rng.random() < (linger if wandering else explore)
+            if dwell and wandering and not was and rng.random() < dwell:
+                wandering, dwelling = False, rng.randrange(DWELL_STEPS)
+                run = _in_place(browser, server, bad, rng)
+            else:
+                run = rng.choice(bad) if wandering else good
         if run.action.startswith("send_msg_to_user("):
             return  # the answer ends the episode
         page = _try(browser, server, run.action)
-        progress = after[run.action] if page is not None else progress
+        progress = after.get(run.action, progress) if page is not None else progress
         history.append(Turn(run.thought, run.action))
 
 
@@ -135,9 +174,11 @@ def rows(
     explore: float = 0.25,
     chromium: bool = False,
     to_answer: bool = False,
+    dwell: float = 0.0,
 ) -> Iterator[dict[str, Any]]:
     """SFT rows (sharegpt layout) of one episode in ``shop``, served by ``server``, its address
-    replaced by one drawn from ``rng``; ``chromium``, ``to_answer``: as :func:`episode`."""
+    replaced by one drawn from ``rng``; ``chromium``, ``to_answer``, ``dwell``: as
+    :func:`episode`."""
     task = f"shop-{shop.number}"
     server.use(shop)
     served = server.url.rstrip("/")
@@ -156,7 +197,9 @@ def rows(
         checklist_target(shop.checklist, titles),
         {"task_id": task, "step_id": 0, "label": "reference"},
     )
-    for j in episode(server, shop, rng, explore, chromium=chromium, to_answer=to_answer):
+    for j in episode(
+        server, shop, rng, explore, chromium=chromium, to_answer=to_answer, dwell=dwell
+    ):
         msgs = at(
             judge_messages(
                 shop.intent,
