@@ -33,6 +33,8 @@ def build_summary(
             "agreed": sum(
                 s["best"] is not None and s["candidates"][s["best"]]["good"] for s in run.steps
             ),
+            # steps whose checklist verdicts (the action run) are the shop's own labels
+            "checklist_as_shop": sum(s["checklist"] == s.get("shop") for s in run.steps),
             "step_latency_ms": {
                 "mean": round(statistics.fmean(lat), 1) if lat else None,
                 "p50": round(statistics.median(lat), 1) if lat else None,
@@ -55,7 +57,8 @@ def print_totals(console: Console, summary: dict[str, Any], out: Path | None) ->
     lat = t["step_latency_ms"]
     console.print(
         f"{status}; approvals: {console_safe(decided) or 'none'}; Web-Shepherd ranked the good "
-        f"action first in {t['agreed']} of {t['steps']} steps; step latency p50 {lat['p50']} ms, "
+        f"action first in {t['agreed']} of {t['steps']} steps, its checklist as the shop's in "
+        f"{t['checklist_as_shop']}; step latency p50 {lat['p50']} ms, "
         f"max {lat['max']} ms (approval wait excluded); {t['wall_s']} s in all."
     )
     if out is not None:

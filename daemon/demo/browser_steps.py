@@ -1,6 +1,9 @@
 """One step of the browser demo: the agent's candidates scored through the page hook, the
 approval of a held candidate (shown in the overlay, decided in the extension's side panel),
-the action run with the harness, and each step's record (what ``summary.json`` lists)."""
+the action run with the harness, and each step's record (what ``summary.json`` lists): beside
+the judge's checklist verdicts for the action run, the shop's own labels for it (``shop``: what
+the shop's state and the page it led to say, :mod:`.progress`), so a reader sees at once
+where the judge and the shop differ."""
 
 from __future__ import annotations
 
@@ -17,11 +20,14 @@ from webshepherd.daemon.demo.browser_page import (
     hook,
     overlay_shows_step,
 )
+from webshepherd.daemon.demo.progress import Progress, measure
 from webshepherd.daemon.demo.run import StepRecord, _print_step, console_safe
 from webshepherd.protocol.steps import step_number
 
 if TYPE_CHECKING:
     from webshepherd.daemon.demo.run_browser import BrowserDemoOptions
+    from webshepherd.daemon.demo.shop import ShopServer
+    from webshepherd.protocol.agents import PageState
 
 __all__ = ["DemoRun", "held_candidate", "verdicts"]
 
@@ -56,8 +62,11 @@ class DemoRun:
         key: str,
         worker: Any = None,
         reply_key: str | None = None,
+        shop: ShopServer | None = None,
     ) -> None:
         self.page, self.env, self.console, self.opts = page, env, console, opts
+        self.shop = shop  # the shop served: its labels for each action run (``shop``)
+        self.progress: Progress | None = None
         self.key = key  # the page hook's key (the daemon gave it to the agent)
         self.reply_key = reply_key  # checks the extension's replies (never in the page)
         self.worker = worker  # the extension's service worker (its side panel's address)
@@ -71,11 +80,23 @@ class DemoRun:
         await self.page.screenshot(path=str(self.opts.out / name), type="png")
         return name
 
+    def shop_labels(self, state: PageState) -> None:
+        """The shop's progress on the page ``state`` shows; the last step's ``shop`` labels
+        (the action run led here) once they are known."""
+        if self.shop is None:
+            return
+        before = self.progress or Progress()
+        self.progress = measure(self.shop.variant, self.shop.state, state.url, state.axtree, before)
+        if self.steps and "shop" not in self.steps[-1]:
+            labels = self.progress.labels(before)
+            self.steps[-1]["shop"] = {str(i): v for i, v in enumerate(labels, start=1)}
+
     async def step(self, n: int, agent: ShopAgent) -> bool:
         """One step; False once the order is confirmed (nothing left to do)."""
         t0 = time.perf_counter()
         state = await self.env.observe()
         observe_ms = (time.perf_counter() - t0) * 1000
+        self.shop_labels(state)
         if agent.done(state.url):
             return False
         proposals = agent.propose(state.url, state.axtree)

@@ -27,7 +27,7 @@ import tempfile
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from webshepherd.daemon.demo.agent import CHECKLIST, TASK, ShopAgent
@@ -42,6 +42,9 @@ from webshepherd.daemon.demo.demo_setup import (
     print_noise_note,
 )
 from webshepherd.daemon.demo.run import console_safe
+
+if TYPE_CHECKING:
+    from webshepherd.daemon.demo.shop import ShopServer
 
 APPROVAL_STEP = 3  # the search results: wrong products are tempting there
 
@@ -98,7 +101,7 @@ def check_requirements(headless: bool) -> tuple[str, Path]:
 async def _drive(
     server_url: str,
     token: str,
-    shop_url: str,
+    shop: ShopServer,
     chromium: str,
     dist: Path,
     workdir: Path,
@@ -119,7 +122,7 @@ async def _drive(
         # the demo stands in for the person who decides in the side panel: it pairs it
         await pair_person(ctx, worker, config_dir)
         page = ctx.pages[0] if ctx.pages else await ctx.new_page()
-        await page.goto(shop_url, wait_until="load")
+        await page.goto(shop.url, wait_until="load")
         async with AsyncClient(server_url, token=token, name="demo-agent") as agent_conn:
             grant = await agent_conn.hook_grant()  # the agent's own connection: the hook's key
         key, reply_key = grant.key, grant.reply_key
@@ -128,18 +131,20 @@ async def _drive(
             "session.start",
             intent=TASK,
             checklist=CHECKLIST,
-            start_url=shop_url,
+            start_url=shop.url,
             agent="demo-agent",
             key=key,
             reply_key=reply_key,
         )
         console.print(f"session [bold]{started['session_id']}[/] started through the page hook")
         env = PlaywrightEnvironment(page, worker, screenshot=False)
-        run = DemoRun(page, env, console, opts, key, worker, reply_key)
+        run = DemoRun(page, env, console, opts, key, worker, reply_key, shop)
         agent = ShopAgent(seed=opts.seed)
         for n in range(1, opts.max_steps + 1):
             if not await run.step(n, agent):
                 break
+        else:
+            run.shop_labels(await env.observe())  # the last action's labels
         done = agent.done(page.url)
         answer = page.url.rstrip("/").rsplit("/", 1)[-1] if done else None
         final = await run.shot("final.png")
@@ -242,7 +247,7 @@ async def _serve_and_drive(
         return await _drive(
             server.url,
             token,
-            shop.url,
+            shop,
             chromium,
             dist,
             workdir,
