@@ -171,8 +171,10 @@ TreeNodeEventKind = Literal["scored", "replayed", "executed", "expanded", "stale
 
 
 class TreeNodeFields(Model):
-    """One node of a tree search as it is now (the ``tree.node`` request and event): the
-    state its ``action`` reached from ``parent``, valued by the judge's ``reward``."""
+    """One node of a tree search as it is now: the state its ``action`` reached from
+    ``parent``, valued by the judge's ``reward``. The one tree-node type: the ``tree.node``
+    request and event are it plus their envelope; the recording, the Timeline and the TUI
+    keep it as received."""
 
     node: int = Field(ge=0, lt=MAX_TREE_NODES, description="The node's id; the root is 0.")
     parent: int | None = Field(

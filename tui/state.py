@@ -23,10 +23,16 @@ from webshepherd.protocol.agreement import (
     agreement,
     by_person,
 )
-from webshepherd.protocol.common import ApprovalCard, Candidate, GuardHit, ScoredCandidate
+from webshepherd.protocol.common import (
+    ApprovalCard,
+    Candidate,
+    GuardHit,
+    ScoredCandidate,
+    TreeNodeFields,
+)
 from webshepherd.protocol.errors import ProtocolError
 from webshepherd.protocol.progress import FirstBadSteps, StepJudgement, first_bad_steps, item_levels
-from webshepherd.protocol.replies import Session, Stats
+from webshepherd.protocol.replies import Session, Stats, TreeNodeEvent
 from webshepherd.protocol.steps import step_count, step_label
 from webshepherd.protocol.union import SERVER_ADAPTER, SERVER_TYPES
 
@@ -84,23 +90,6 @@ class StepView:
 
 
 @dataclass
-class TreeNodeView:
-    """A node of the session's search tree (``tree.node``), as its latest update left it."""
-
-    node: int
-    parent: int | None
-    depth: int
-    action: str | None
-    thought: str | None
-    reward: float | None
-    status: str
-    executed: bool
-    replays: int
-    url: str | None
-    error: str | None
-
-
-@dataclass
 class Signal:
     step: int | None
     kind: str
@@ -123,7 +112,7 @@ class SessionView:
     progress_request: str | None = None
     progress: dict[tuple[int, int], str] = field(default_factory=dict)
     last_url: str | None = None
-    tree: dict[int, TreeNodeView] = field(default_factory=dict)  # a tree search's nodes
+    tree: dict[int, TreeNodeFields] = field(default_factory=dict)  # nodes, latest update
     tree_trying: int | None = None  # the node the search is trying now
     tree_event: tuple[int, str] | None = None  # the latest update: (node, event)
     tree_path: list[int] = field(default_factory=list)  # the path the search returned
@@ -424,21 +413,9 @@ class MonitorState:
             v.signals.append(Signal(m.step, "repeated_action", again))
         v.touch_steps()
 
-    def _tree_node(self, m: Any) -> None:
+    def _tree_node(self, m: TreeNodeEvent) -> None:
         v = self.session(m.session_id)
-        v.tree[m.node] = TreeNodeView(
-            m.node,
-            m.parent,
-            m.depth,
-            m.action,
-            m.thought,
-            m.reward,
-            m.status,
-            m.executed,
-            m.replays,
-            m.url,
-            m.error,
-        )
+        v.tree[m.node] = m
         v.tree_trying, v.tree_event = m.trying, (m.node, m.event)
         if m.event == "path":
             v.tree_path = [n for n in v.tree_path if v.tree[n].depth < m.depth] + [m.node]

@@ -18,6 +18,7 @@ from webshepherd.protocol.common import (
     SampleResult,
     ScoredCandidate,
     SessionSummary,
+    TreeNodeFields,
 )
 from webshepherd.protocol.replies import Checklist
 
@@ -89,41 +90,22 @@ class TruthLabel:
 
 
 @dataclass
-class TreeNode:
-    """A node of the session's search tree (``tree.node``) as its latest update left it."""
+class RecordedTree:
+    """A session's search tree as recorded (``tree.node``): every node as its latest update
+    left it (the wire's :class:`TreeNodeFields`, in node order), the path the search returned
+    (node ids, root first; empty while it runs or when it never said), and per node how many
+    updates it had and when the latest was recorded. The search's own tree, with its budgets
+    and stop, is ``protocol.agents.SearchTree``."""
 
-    node: int
-    parent: int | None
-    depth: int
-    action: str | None
-    thought: str | None
-    reward: float | None
-    count: int
-    status: str  # frontier / expanded / leaf / done / failed / stale
-    executed: bool  # its action ran first-hand
-    replays: int
-    step: int | None  # the scored step its action was a candidate of
-    expanded_at: int | None  # the step at which its children were scored
-    url: str | None
-    error: str | None
-    event: str  # the latest update's kind (scored / replayed / executed / expanded / …)
-    trying: int | None
-    created_at: float  # of the latest update
-    updates: int = 1
-
-
-@dataclass
-class SearchTree:
-    """A session's search tree: every node (latest state, in node order) and the path the
-    search returned (node ids, root first; empty while it runs or when it never said)."""
-
-    nodes: list[TreeNode] = field(default_factory=list)
+    nodes: list[TreeNodeFields] = field(default_factory=list)
     path: list[int] = field(default_factory=list)
+    updates: dict[int, int] = field(default_factory=dict)  # node -> updates recorded
+    updated_at: dict[int, float] = field(default_factory=dict)  # node -> the latest's time
 
-    def node(self, node_id: int) -> TreeNode | None:
+    def node(self, node_id: int) -> TreeNodeFields | None:
         return next((n for n in self.nodes if n.node == node_id), None)
 
-    def children(self, node_id: int) -> list[TreeNode]:
+    def children(self, node_id: int) -> list[TreeNodeFields]:
         return [n for n in self.nodes if n.parent == node_id]
 
 
@@ -176,7 +158,7 @@ class Timeline:
     actions: list[Executed] = field(default_factory=list)  # every step's, in recording order
     # the judging settings the session was scored with (prompt style, temperature, sampling…)
     settings: dict[str, Any] = field(default_factory=dict)
-    tree: SearchTree | None = None  # a tree search's nodes (paradigm "tree"), else None
+    tree: RecordedTree | None = None  # a tree search's nodes (paradigm "tree"), else None
 
     def decisions(self) -> list[Decided]:
         """A person's decisions on held steps with what the judge said of the held candidate
@@ -198,7 +180,8 @@ class Timeline:
         for nid in self.tree.path:
             n = self.tree.node(nid)
             if n is not None and n.action is not None:
-                out.append(Executed(n.action, n.thought, "agent", n.created_at, n.step or 0))
+                at = self.tree.updated_at[nid]
+                out.append(Executed(n.action, n.thought, "agent", at, n.step or 0))
         return out
 
 
@@ -435,41 +418,28 @@ def _read_labels(db: sqlite3.Connection, sid: str, at: Callable[[int], Step]) ->
         )
 
 
-def _read_tree(db: sqlite3.Connection, sid: str) -> SearchTree | None:
+def _read_tree(db: sqlite3.Connection, sid: str) -> RecordedTree | None:
     """Every node's latest update, and the path of the latest ``path`` updates (root first);
     None when the session has no tree."""
     try:
         rows = db.execute("SELECT * FROM tree_nodes WHERE session_id = ? ORDER BY id", (sid,))
     except sqlite3.OperationalError:  # a recording made before trees were kept
         return None
-    nodes: dict[int, TreeNode] = {}
+    tree = RecordedTree()
+    nodes: dict[int, TreeNodeFields] = {}
     path: dict[int, int] = {}  # depth -> node of the path
     for r in rows:
-        prev = nodes.get(r["node"])
-        nodes[r["node"]] = TreeNode(
-            r["node"],
-            r["parent"],
-            r["depth"],
-            r["action"],
-            r["thought"],
-            r["reward"],
-            r["count"],
-            r["status"],
-            bool(r["executed"]),
-            r["replays"],
-            r["step"],
-            r["expanded_at"],
-            r["url"],
-            r["error"],
-            r["event"],
-            r["trying"],
-            r["created_at"],
-            prev.updates + 1 if prev else 1,
+        n = nodes[r["node"]] = TreeNodeFields.model_validate(
+            {k: r[k] for k in TreeNodeFields.model_fields}
         )
-        if r["event"] == "path":
-            if r["depth"] == 0:
+        tree.updates[n.node] = tree.updates.get(n.node, 0) + 1
+        tree.updated_at[n.node] = r["created_at"]
+        if n.event == "path":
+            if n.depth == 0:
                 path.clear()  # a new path starts at the root
-            path[r["depth"]] = r["node"]
+            path[n.depth] = n.node
     if not nodes:
         return None
-    return SearchTree([nodes[k] for k in sorted(nodes)], [path[d] for d in sorted(path)])
+    tree.nodes = [nodes[k] for k in sorted(nodes)]
+    tree.path = [path[d] for d in sorted(path)]
+    return tree

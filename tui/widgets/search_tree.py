@@ -4,8 +4,9 @@ node's reward, and the path the search returned."""
 from __future__ import annotations
 
 from rich.text import Text
+from webshepherd.protocol.common import TreeNodeFields
 from webshepherd.tui.plain import plain
-from webshepherd.tui.state import SessionView, TreeNodeView
+from webshepherd.tui.state import SessionView
 
 #: status -> (mark, style); the node being tried is marked ▶ whatever its status
 STATUS_MARK: dict[str, tuple[str, str]] = {
@@ -28,12 +29,12 @@ DOING = {
 MAX_LINES = 200
 
 
-def _order(view: SessionView) -> list[TreeNodeView]:
+def _order(view: SessionView) -> list[TreeNodeFields]:
     """Depth first from the root, children by id."""
-    kids: dict[int | None, list[TreeNodeView]] = {}
+    kids: dict[int | None, list[TreeNodeFields]] = {}
     for n in sorted(view.tree.values(), key=lambda n: n.node):
         kids.setdefault(n.parent, []).append(n)
-    out: list[TreeNodeView] = []
+    out: list[TreeNodeFields] = []
     todo = list(reversed(kids.get(None, [])))
     while todo:
         n = todo.pop()

@@ -4,8 +4,9 @@ from an agent: every one is redacted and escaped."""
 
 from __future__ import annotations
 
-from webshepherd.daemon.recorder.timeline import SearchTree, TreeNode
+from webshepherd.daemon.recorder.timeline import RecordedTree
 from webshepherd.daemon.redact import Redactor
+from webshepherd.protocol.common import TreeNodeFields
 from webshepherd.protocol.steps import step_label, step_number
 from webshepherd.protocol.terminal_text import html_safe
 
@@ -29,9 +30,9 @@ def _e(text: object) -> str:
     return html_safe(text)
 
 
-def tree_section(tree: SearchTree, red: Redactor) -> str:
+def tree_section(tree: RecordedTree, red: Redactor) -> str:
     """The ``search-tree`` section: a summary line and every node, depth first."""
-    kids: dict[int | None, list[TreeNode]] = {}
+    kids: dict[int | None, list[TreeNodeFields]] = {}
     for n in tree.nodes:
         kids.setdefault(n.parent, []).append(n)
     on_path = set(tree.path)
@@ -46,7 +47,7 @@ def tree_section(tree: SearchTree, red: Redactor) -> str:
         '<ul class="tree">',
     ]
     # depth first without recursion (a tree may be deep): None closes a node's list
-    todo: list[TreeNode | None] = list(reversed(kids.get(None, [])))
+    todo: list[TreeNodeFields | None] = list(reversed(kids.get(None, [])))
     while todo:
         item = todo.pop()
         if item is None:
@@ -65,7 +66,7 @@ def tree_section(tree: SearchTree, red: Redactor) -> str:
     return "\n".join(out)
 
 
-def _node(n: TreeNode, on_path: bool, red: Redactor) -> str:
+def _node(n: TreeNodeFields, on_path: bool, red: Redactor) -> str:
     classes = " ".join(["path"] * on_path + [n.status])
     what = (
         f"<code>{_e(red.text(n.action))}</code>"

@@ -92,7 +92,9 @@ async def test_nodes_are_recorded_sent_to_monitors_and_kept_across_a_restart(
     history.close()
     assert tl is not None and tl.tree is not None
     t = tl.tree
-    assert [(n.node, n.parent, n.depth, n.status, n.executed, n.updates) for n in t.nodes] == [
+    assert [
+        (n.node, n.parent, n.depth, n.status, n.executed, t.updates[n.node]) for n in t.nodes
+    ] == [
         (0, None, 0, "expanded", True, 2),
         (1, 0, 1, "failed", True, 2),
         (2, 0, 1, "done", True, 3),
