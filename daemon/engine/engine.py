@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
 from webshepherd.daemon.engine.backends.base import Backend, JudgeBatch, JudgeOutput
 from webshepherd.daemon.engine.checklist_parse import parse_checklist
 from webshepherd.daemon.engine.checklist_parse import parse_reference_checklist as _parse_reference
+from webshepherd.daemon.engine.failures import model_error, model_errors
 from webshepherd.daemon.engine.labels import UnparsedRule, score_candidate
 from webshepherd.daemon.engine.likert import score_likert
 from webshepherd.daemon.engine.prompts import (
@@ -34,20 +33,7 @@ from webshepherd.daemon.engine.types import (
 )
 from webshepherd.protocol.errors import ModelError, WebShepherdError
 
-log = logging.getLogger(__name__)
-
-
-@contextmanager
-def _model_errors(what: str) -> Iterator[None]:
-    """Unexpected failures (chat template, tokenizer, callbacks) become a safe ``ModelError``."""
-    try:
-        yield
-    except WebShepherdError:
-        raise
-    except Exception as e:
-        log.exception("engine failed while %s", what)
-        raise ModelError(f"the model failed while {what} ({type(e).__name__})") from e
-
+_SCORING = "the model failed while scoring"
 
 DEFAULT_MAX_CONTEXT = 10_000  # the authors served the checkpoints with --max-model-len 10000
 
@@ -105,14 +91,15 @@ def _no_candidates() -> StepScore:
 
 def _step_score(
     out: JudgeOutput,
-    checklist: ParsedChecklist,
+    checklist: ParsedChecklist | None,
     config: EngineConfig,
     capped: bool,
 ) -> StepScore:
     """Eq. 2 rewards of every candidate from the backend's generations (checklist items only;
     ``baseline-likert``: its 1-5 score / 5); ``capped``: the output limit was
     ``config.max_new_tokens``, not the end of the context."""
-    items = frozenset(it.index for it in checklist.items) or None
+    listed = checklist.items if checklist is not None else ()
+    items = frozenset(it.index for it in listed) or None
     cut_by: Literal["context", "limit"] = "limit" if capped else "context"
     cands = tuple(
         score_candidate(k, gens, out.label_source, items, unparsed=config.unparsed, cut_by=cut_by)
@@ -235,7 +222,7 @@ class Engine:
 
     def make_checklist(self, intent: str, start_url: str, axtree: str) -> ParsedChecklist:
         """Generate a checklist greedily from the start page; ``ModelError`` when none parses."""
-        with _model_errors("writing the checklist"):
+        with model_errors("the model failed while writing the checklist"):
             t0 = time.monotonic()
             cap = self.config.checklist_max_new_tokens
 
@@ -284,7 +271,7 @@ class Engine:
         """
         if not step.candidates:
             return _no_candidates()
-        with _model_errors("scoring"):
+        with model_errors(_SCORING):
             t0 = time.monotonic()
             batch = self._judge_batch(step)
             out = self.backend.judge(batch, on_delta=on_progress, cancel=cancel)
@@ -311,7 +298,7 @@ class Engine:
             if not step.candidates:
                 continue
             try:
-                with _model_errors("scoring"):
+                with model_errors(_SCORING):
                     batch = self._judge_batch(step)
             except WebShepherdError as exc:
                 results[i] = exc
@@ -321,7 +308,7 @@ class Engine:
         if not batches:
             return results
         try:
-            with _model_errors("scoring"):
+            with model_errors(_SCORING):
                 outs = self.backend.judge_many(
                     batches, [progress[i] for i in todo], [cancel_of[i] for i in todo]
                 )
@@ -336,14 +323,11 @@ class Engine:
             sum(o.prefilled_tokens for o in done), sum(o.generated_tokens for o in done), t0
         )
         for i, out in zip(todo, outs, strict=True):
-            if isinstance(out, WebShepherdError):
-                results[i] = out
-            elif isinstance(out, Exception):
-                log.error("scoring failed for one step of a batch", exc_info=out)
-                results[i] = ModelError(f"the model failed while scoring ({type(out).__name__})")
+            if isinstance(out, Exception):  # that step's failure only
+                results[i] = model_error(out, _SCORING, context="one step of a batch")
             else:
                 try:
-                    with _model_errors("scoring"):
+                    with model_errors(_SCORING):
                         results[i] = self._step_score(out, steps[i], batches[todo.index(i)])
                 except WebShepherdError as exc:
                     results[i] = exc
@@ -351,7 +335,9 @@ class Engine:
 
     def _judge_batch(self, step: StepInput) -> JudgeBatch:
         """The step's judge prompts (AX tree cut to fit, visibly) as one batch."""
-        if not step.checklist.items and uses_checklist(self.config.prompt):
+        if (step.checklist is None or not step.checklist.items) and uses_checklist(
+            self.config.prompt
+        ):
             raise ModelError("cannot score a step without checklist items")
 
         with_image = self.config.judge_inputs == "text+image" and bool(step.screenshot)
@@ -405,7 +391,7 @@ class Engine:
     def judge_prompt_tokens(self, step: StepInput) -> list[int | None]:
         """Each candidate's whole judge prompt in tokens, the AX tree uncut (``None``: longer
         than the context could hold, told from its length without tokenizing it)."""
-        with _model_errors("counting the prompt"):
+        with model_errors("the model failed while counting the prompt"):
             with_image = self.config.judge_inputs == "text+image" and bool(step.screenshot)
             image = (
                 (step.screenshot_mime or "image/png", step.screenshot)

@@ -21,7 +21,7 @@ from functools import cache
 from importlib import resources
 from typing import Literal, get_args
 
-from webshepherd.daemon.engine.types import StepInput
+from webshepherd.daemon.engine.types import CandidateLike, StepInput
 from webshepherd.protocol.common import Turn
 
 _PLACEHOLDER = re.compile(
@@ -185,7 +185,7 @@ def judge_fields(step: StepInput, history_steps: int, axtree: str | None = None)
         "trajectory": format_trajectory(step.history, history_steps),
         "current_url": step.current_url,
         "text_observation": step.axtree if axtree is None else axtree,
-        "checklist": step.checklist.text,
+        "checklist": step.checklist.text if step.checklist is not None else "",
     }
 
 
@@ -216,7 +216,7 @@ def split_judge_prompt(
     current_url: str,
     text_observation: str,
     checklist: str,
-    candidates: Sequence[Turn],
+    candidates: Sequence[CandidateLike],
     with_image: bool = False,
     style: PromptStyle = "web-shepherd",
 ) -> tuple[str, list[str]]:

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Generic, Literal, Protocol
 
+from typing_extensions import TypeVar
 from webshepherd.protocol.common import Turn as Turn  # re-exported: a history's turn
 from webshepherd.protocol.common import UnparsedReason
 
@@ -34,16 +35,33 @@ class ParsedChecklist:
     text: str
 
 
+class CandidateLike(Protocol):
+    """A candidate as the judge reads it (its thought and action, never changed): the daemon's
+    are the wire's ``Candidate`` as the client sent them, offline callers' a ``Turn``."""
+
+    @property
+    def thought(self) -> str: ...
+
+    @property
+    def action(self) -> str: ...
+
+
+C = TypeVar("C", bound=CandidateLike, default=CandidateLike, covariant=True)
+
+
 @dataclass(frozen=True)
-class StepInput:
-    """Everything needed to score the candidates of one step."""
+class StepInput(Generic[C]):
+    """Everything needed to score the candidates of one step. ``checklist``: None while the
+    session's is still being generated (the daemon's runner adds it when the step runs); the
+    engine scores no step without one. ``C``: the candidates' own type, kept as it came (the
+    daemon's ``StepInput[Candidate]`` gives its record the candidates the client sent)."""
 
     intent: str
     current_url: str
     axtree: str
-    checklist: ParsedChecklist
+    checklist: ParsedChecklist | None
     history: tuple[Turn, ...]
-    candidates: tuple[Turn, ...]
+    candidates: tuple[C, ...]
     samples: int = 1
     screenshot: bytes | None = None  # the latest observation's, as recorded
     screenshot_mime: str | None = None

@@ -2,8 +2,9 @@
 frames, and the periodic stats frames. :class:`EngineRunner` is owned by
 :class:`~.server.DaemonServer`, which hands it its dependencies and three callbacks. It keeps
 the engine side of a session's checklist (a generation under way and its result, which the
-worker thread hands to the session's next score job); the session machine keeps the
-checklist once it is recorded."""
+worker thread adds to the ``StepInput`` of a score job asked for before it existed); the
+session machine keeps the checklist once it is recorded. What an engine raises reaches the
+requester as engine/failures.py's ``model_error`` makes it."""
 
 from __future__ import annotations
 
@@ -15,12 +16,13 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Coroutine, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from webshepherd.daemon.engine.failures import model_error
 from webshepherd.daemon.engine.types import ParsedChecklist, StepInput, StepScore
 from webshepherd.daemon.server.stats import device_stats, remote_stats
-from webshepherd.daemon.sessions import Effect, RunChecklist, RunScore, convert
+from webshepherd.daemon.sessions import Effect, RunChecklist, RunScore
 from webshepherd.protocol.common import Timing
 from webshepherd.protocol.errors import ModelError, WebShepherdError
 from webshepherd.protocol.replies import Error, RemoteEngineStats, ScoreProgress
@@ -77,20 +79,18 @@ class CoalescedProgress:
 
 @dataclass(frozen=True)
 class _ScoreItem:
-    """A score job as the scheduler batches it: the request, its session's checklist (the
-    job's, else the generation's, set by the worker thread), its progress sink."""
+    """A score job as the scheduler batches it: the request, the checklist its step runs with
+    when the machine did not know one (the generation's, set by the worker thread), its
+    progress sink."""
 
     job: RunScore
-    checklist: concurrent.futures.Future[ParsedChecklist]
+    checklist: concurrent.futures.Future[ParsedChecklist] | None
     progress: Callable[[int, int, str], None]
 
 
-def _model_error(job: RunScore, exc: Exception) -> Exception:
+def _score_error(job: RunScore, exc: Exception) -> WebShepherdError:
     """A scoring failure as the requester sees it (no internals for unexpected ones)."""
-    if isinstance(exc, WebShepherdError):
-        return exc
-    log.error("scoring %s failed", job.request_id, exc_info=exc)
-    return ModelError(f"the model failed on this request ({type(exc).__name__})")
+    return model_error(exc, "the model failed on this request", context=job.request_id)
 
 
 Spawn = Callable[[int | None, Coroutine[Any, Any, None]], None]
@@ -185,11 +185,9 @@ class EngineRunner:
         try:
             fin = await self.scheduler.wait(queued)
         except Exception as exc:
-            if not isinstance(exc, WebShepherdError):
-                log.error("checklist of session %s failed", sid, exc_info=exc)
-                exc = ModelError(f"the model failed to make the checklist ({type(exc).__name__})")
+            err = model_error(exc, "the model failed to make the checklist", context=sid)
             if job.owner is not None:
-                self.hub.send(job.owner, dump(Error(code=exc.code, message=exc.message)))
+                self.hub.send(job.owner, dump(Error(code=err.code, message=err.message)))
             return
         finally:
             self.generating.pop(sid, None)
@@ -224,14 +222,12 @@ class EngineRunner:
         except Exception as exc:
             self._error(job.conn, job.request_id, exc)
 
-    def _checklist_of(self, job: RunScore) -> concurrent.futures.Future[ParsedChecklist]:
-        """The checklist a score job runs with: the machine's (in the job), else the one
-        the session's generation sets (the machine queued it before this job); a future
-        never set when no generation is under way."""
-        if job.checklist is not None:
-            known: concurrent.futures.Future[ParsedChecklist] = concurrent.futures.Future()
-            known.set_result(job.checklist)
-            return known
+    def _checklist_of(self, job: RunScore) -> concurrent.futures.Future[ParsedChecklist] | None:
+        """None when the job's step has its checklist (the machine knew it); else the one the
+        session's generation sets (the machine queued it before this job), a future never
+        set when no generation is under way."""
+        if job.input.checklist is not None:
+            return None
         return self._checklists.get(job.session_id, concurrent.futures.Future())
 
     def _score_many(
@@ -244,22 +240,21 @@ class EngineRunner:
         ]
         ready: list[tuple[int, StepInput]] = []
         for i, it in enumerate(items):
-            slot = it.checklist
-            if not slot.done():
-                results[i] = ModelError(
-                    "the session has no checklist (its generation did not finish)"
-                )
-                continue
-            try:
-                ready.append((i, convert.step_input(it.job, slot.result())))
-            except Exception as exc:
-                results[i] = _model_error(it.job, exc)
+            judged, slot = it.job.input, it.checklist
+            if slot is not None:  # the checklist is added here, as the step runs
+                if not slot.done():
+                    results[i] = ModelError(
+                        "the session has no checklist (its generation did not finish)"
+                    )
+                    continue
+                judged = replace(judged, checklist=slot.result())
+            ready.append((i, judged))
         if len(ready) == 1:
             i, step = ready[0]
             try:
                 results[i] = self.engine.score(step, items[i].progress, cancels[i])
             except Exception as exc:
-                results[i] = _model_error(items[i].job, exc)
+                results[i] = _score_error(items[i].job, exc)
         elif ready:
             try:
                 scores = self.engine.score_many(
@@ -270,7 +265,7 @@ class EngineRunner:
             except Exception as exc:  # the shared call itself failed: every member's error
                 scores = [exc] * len(ready)
             for (i, _), res in zip(ready, scores, strict=True):
-                results[i] = _model_error(items[i].job, res) if isinstance(res, Exception) else res
+                results[i] = _score_error(items[i].job, res) if isinstance(res, Exception) else res
         return results
 
     def _progress(self, job: RunScore, cand: int, sample: int, delta: str) -> None:

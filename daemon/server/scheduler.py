@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import logging
 import threading
 import time
 from collections import OrderedDict, deque
@@ -29,9 +28,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from webshepherd.protocol.errors import OverloadedError, RequestTimeoutError, WebShepherdError
+from webshepherd.protocol.errors import OverloadedError, RequestTimeoutError
 
-log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 # run_many(items, cancels) -> one result or exception per item, in order (worker thread)
@@ -329,11 +327,11 @@ class Scheduler:
 
     @staticmethod
     def _settle(job: Job[Any], value: Any) -> None:
+        """The job's result, or its exception as it came (this job's only): whoever waits for
+        it says what failed (the engine runner, through engine/failures.py)."""
         if job.future.done():
             return
         if isinstance(value, BaseException):
-            if not isinstance(value, WebShepherdError):  # the model failed: this job only
-                log.error("engine job of session %s failed", job.session_id, exc_info=value)
             job.future.set_exception(value)
         else:
             job.future.set_result(value)

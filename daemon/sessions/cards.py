@@ -20,12 +20,12 @@ from webshepherd.daemon.sessions.guards import ax_line
 from webshepherd.protocol.actions import ActionError, parse_action, read_recorded
 from webshepherd.protocol.common import (
     ApprovalCard,
+    Candidate,
     CandidateResult,
     CardCandidate,
     CardTarget,
     ElementFacts,
     Screenshot,
-    Turn,
 )
 
 __all__ = ["approval_card", "axtree_element"]
@@ -78,7 +78,7 @@ def _typed(name: str, args: Mapping[str, object]) -> str | None:
 
 
 def approval_card(
-    candidates: Sequence[Turn],
+    candidates: Sequence[Candidate],
     results: Sequence[CandidateResult],
     index: int,
     *,

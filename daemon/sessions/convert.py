@@ -2,14 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from webshepherd.daemon.engine import types as et
 from webshepherd.protocol import common as pc
 from webshepherd.protocol.replies import Checklist
-
-if TYPE_CHECKING:
-    from webshepherd.daemon.sessions.effects import RunScore
 
 
 def checklist_event(
@@ -22,10 +17,6 @@ def checklist_event(
 def parsed_checklist(event: Checklist) -> et.ParsedChecklist:
     items = tuple(et.ChecklistItem(index=i.index, title=i.title, goal=i.goal) for i in event.items)
     return et.ParsedChecklist(items=items, text=event.text)
-
-
-def candidate_action(c: pc.Candidate) -> pc.Turn:
-    return pc.Turn(thought=c.thought, action=c.action)
 
 
 def _clip(p: float) -> float:
@@ -71,18 +62,3 @@ def best_index(results: list[pc.CandidateResult]) -> int | None:
         if r.reward is not None and r.reward > best_reward:
             best, best_reward = r.index, r.reward
     return best
-
-
-def step_input(job: RunScore, checklist: et.ParsedChecklist) -> et.StepInput:
-    """The engine's input for one ``RunScore`` effect of the session machine."""
-    return et.StepInput(
-        intent=job.intent,
-        current_url=job.url,
-        axtree=job.axtree,
-        checklist=checklist,
-        history=job.history,
-        candidates=job.candidates,
-        samples=job.samples,
-        screenshot=job.screenshot,
-        screenshot_mime=job.screenshot_mime,
-    )

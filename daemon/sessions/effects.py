@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
-from webshepherd.daemon.engine.types import ParsedChecklist
+from webshepherd.daemon.engine.types import StepInput
 from webshepherd.daemon.records import Record
-from webshepherd.protocol.common import ApprovalMode, ElementFacts, Turn
+from webshepherd.protocol.common import ApprovalMode, Candidate, ElementFacts
 
 
 @dataclass(frozen=True)
@@ -47,28 +47,22 @@ class RunChecklist:
 
 @dataclass(frozen=True)
 class RunScore:
-    """Ask the engine to score candidates; the result comes back via ``SessionCore.score_done``."""
+    """Ask the engine to score ``input``, the step as the judge reads it, built once here
+    (its candidates the client's own; its checklist None while the session's is being
+    generated: the runner adds that one when the step runs). The result comes back via
+    ``SessionCore.score_done``."""
 
     session_id: str
     conn: int
     request_id: str
     step: int
-    intent: str
-    url: str
-    axtree: str
-    history: tuple[Turn, ...]
-    candidates: tuple[Turn, ...]
-    samples: int
+    input: StepInput[Candidate]
     approval: ApprovalMode
-    screenshot: bytes | None = None  # the latest observation's (the judge may look at it)
-    screenshot_mime: str | None = None
     # the observation's element boxes and facts (the approval card, the guards read them)
     boxes: dict[str, list[float]] | None = None
     elements: dict[str, ElementFacts] | None = None
     origin: str | None = None  # the session's origin (the guards: sessions/guards.py)
     owner: int | None = None  # the session's connection (gets the score's progress frames)
-    # the session's checklist when the machine knows it; else the runner's generation's
-    checklist: ParsedChecklist | None = None
 
 
 @dataclass(frozen=True)

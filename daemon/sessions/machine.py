@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from webshepherd.daemon.engine.types import ParsedChecklist, StepScore
+from webshepherd.daemon.engine.types import ParsedChecklist, StepInput, StepScore
 from webshepherd.daemon.records import (
     ActionRecord,
     ApprovalDecidedRecord,
@@ -56,7 +56,6 @@ from webshepherd.daemon.sessions.signals import SignalBook
 from webshepherd.daemon.sessions.state import LiveSession
 from webshepherd.protocol import requests as rq
 from webshepherd.protocol.common import (
-    Candidate,
     ChecklistSource,
     DecisionInfo,
     GuardHit,
@@ -397,49 +396,53 @@ class SessionCore:
             )
         if st.checklist is None:  # its generation is under way, or did not finish: once more
             out.append(self.generate_checklist(st))
+        judged = StepInput(
+            intent=st.intent,
+            current_url=st.url,
+            axtree=st.axtree,
+            checklist=st.checklist,  # None: the runner adds the generation's
+            history=tuple(st.history),
+            candidates=tuple(msg.candidates),
+            samples=msg.samples or self.default_samples,
+            screenshot=st.screenshot,
+            screenshot_mime=st.screenshot_mime,
+        )
         out.append(
             RunScore(
                 st.session_id,
                 conn,
                 msg.id,
                 st.step,
-                st.intent,
-                st.url,
-                st.axtree,
-                tuple(st.history),
-                tuple(convert.candidate_action(c) for c in msg.candidates),
-                msg.samples or self.default_samples,
+                judged,
                 msg.approval,
-                st.screenshot,
-                st.screenshot_mime,
-                st.boxes,
-                st.elements,
-                st.origin,
-                st.owner,
-                st.checklist,
+                boxes=st.boxes,
+                elements=st.elements,
+                origin=st.origin,
+                owner=st.owner,
             )
         )
         return out
 
     def score_done(self, job: RunScore, result: StepScore, timing: Timing) -> list[Effect]:
         st = self.sessions[job.session_id]
+        candidates = list(job.input.candidates)  # the client's, as the request carried them
         results = [convert.candidate_result(c) for c in result.candidates]
         best = convert.best_index(results)
         best_reward = results[best].reward if best is not None else None
         st.remember_candidates(
             job.step,
-            [(c.action, r.reward) for c, r in zip(job.candidates, results, strict=False)],
+            [(c.action, r.reward) for c, r in zip(candidates, results, strict=False)],
         )
         st.remember_progress(
             job.step,
             [
                 (c.action, item_levels(r.items))
-                for c, r in zip(job.candidates, results, strict=False)
+                for c, r in zip(candidates, results, strict=False)
                 if r.items
             ],
         )
         index = best if best is not None else 0
-        hits = {i: h for i in range(len(job.candidates)) if (h := self._hits(job, i))}
+        hits = {i: h for i in range(len(candidates)) if (h := self._hits(job, i))}
         guard, guarded = hits.get(index, []), sorted(hits)
         present = self.person_present()
         reason = approval_reason(
@@ -457,9 +460,9 @@ class SessionCore:
             session_id=job.session_id,
             request_id=job.request_id,
             step=job.step,
-            samples=job.samples,
+            samples=job.input.samples,
             approval=job.approval,
-            candidates=[Candidate(thought=c.thought, action=c.action) for c in job.candidates],
+            candidates=candidates,
             results=results,
             best=best,
             timing=timing,
@@ -489,14 +492,14 @@ class SessionCore:
             guard=guard,
             threshold=self.policy.threshold,
             card=approval_card(
-                job.candidates,
+                candidates,
                 results,
                 index,
-                axtree=job.axtree,
+                axtree=job.input.axtree,
                 boxes=job.boxes,
                 elements=job.elements,
-                screenshot=job.screenshot,
-                screenshot_mime=job.screenshot_mime,
+                screenshot=job.input.screenshot,
+                screenshot_mime=job.input.screenshot_mime,
             ),
         )
         return [
@@ -556,9 +559,9 @@ class SessionCore:
         """The guard rules candidate ``index`` of ``job`` meets on the step's page."""
         return guard_hits(
             self.guards,
-            job.candidates[index].action,
-            url=job.url,
-            axtree=job.axtree,
+            job.input.candidates[index].action,
+            url=job.input.current_url,
+            axtree=job.input.axtree,
             elements=job.elements,
             origin=job.origin,
         )

@@ -49,6 +49,7 @@ from webshepherd.daemon.engine.backends.vision import (
     is_vision_config,
     place_image,
 )
+from webshepherd.daemon.engine.failures import GENERATING, model_error
 from webshepherd.daemon.engine.labels import label_token_ids
 from webshepherd.daemon.engine.sampling import NO_SAMPLING, Sampling, read_sampling
 from webshepherd.protocol.errors import ModelError, WebShepherdError
@@ -449,8 +450,7 @@ class TransformersBackend(Backend):
                 "the model ran out of GPU memory; try fewer candidates or samples"
             ) from e
         except Exception as e:
-            log.exception("transformers backend failed")
-            raise ModelError(f"the model failed while generating ({type(e).__name__})") from e
+            raise model_error(e, GENERATING, context="transformers") from e
 
     def _part(
         self, batch: JudgeBatch, on_delta: DeltaCallback | None, cancel: threading.Event | None

@@ -33,6 +33,7 @@ from webshepherd.daemon.engine.backends.vllm_outputs import (
     judge_output,
     plain_top,
 )
+from webshepherd.daemon.engine.failures import GENERATING, model_error
 from webshepherd.daemon.engine.labels import label_token_ids
 from webshepherd.daemon.engine.sampling import sampling_from_json
 from webshepherd.protocol.errors import ModelError, WebShepherdError
@@ -208,8 +209,7 @@ class VLLMBackend(Backend):
             except WebShepherdError:
                 raise
             except Exception as e:
-                log.exception("vLLM failed while generating")
-                raise ModelError(f"the model failed while generating ({type(e).__name__})") from e
+                raise model_error(e, GENERATING, context="vLLM") from e
         return text
 
     def judge(
@@ -239,8 +239,7 @@ class VLLMBackend(Backend):
                 for j in jobs:
                     j.error = j.error or e
             except Exception as e:
-                log.exception("vLLM failed while scoring")
-                failure = ModelError(f"the model failed while generating ({type(e).__name__})")
+                failure = model_error(e, GENERATING, context="vLLM, scoring")
                 for j in jobs:
                     j.error = j.error or failure
                 self._abort_all(jobs)
@@ -334,7 +333,7 @@ class VLLMBackend(Backend):
             prefix = self._encode(batch.prefix) if batch.prefix else []
         except Exception as e:
             job = _Job(batch, on_delta, cancel, [], [])
-            job.error = ModelError(f"the prompt could not be tokenized ({type(e).__name__})")
+            job.error = model_error(e, "the prompt could not be tokenized", context="vLLM")
             return job
         job = _Job(batch, on_delta, cancel, prompts, prefix)
         n = max(1, batch.samples)
@@ -447,8 +446,7 @@ class VLLMBackend(Backend):
                 try:
                     j.on_delta(c, s, delta)
                 except Exception as e:  # a failing listener fails its own batch only
-                    log.exception("on_delta failed")
-                    j.error = ModelError(f"streaming the judge's text failed ({type(e).__name__})")
+                    j.error = model_error(e, "streaming the judge's text failed", context="vLLM")
                     self._abort(j)
                     return
 

@@ -1,14 +1,20 @@
 """The engine runner keeps a session in memory from its job's start until the result is
-recorded: idle eviction never takes a session whose score or checklist is on its way back."""
+recorded: idle eviction never takes a session whose score or checklist is on its way back.
+A step asked for before its session's checklist exists runs with the generated one, added
+when it runs, and the engine reads the candidates the client sent."""
 
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Callable
 
+from webshepherd.daemon.engine.engine import Engine
+from webshepherd.daemon.engine.types import StepInput
 from webshepherd.daemon.sessions import Effect
+from webshepherd.protocol.common import Candidate
 
-from tests.fixtures.daemon import CANDS, OBS, start_session
+from tests.fixtures.daemon import CANDS, OBS, REFERENCE, engine_like, start_session
 
 
 async def test_a_session_is_not_evicted_between_its_score_and_the_record(start_daemon):
@@ -34,3 +40,49 @@ async def test_a_session_is_not_evicted_between_its_score_and_the_record(start_d
     )  # fmt: skip
     assert scored["type"] == "scored" and scored["step"] == 1, scored
     assert engaged_while_waiting == [True]
+
+
+class HeldChecklist(Engine):
+    """The real engine whose checklist generation waits for ``release`` (then writes the
+    reference checklist) and that keeps every step it scores."""
+
+    release: threading.Event
+    steps: list[StepInput]
+
+    def make_checklist(self, *a, **kw):
+        assert self.release.wait(30)
+        return self.parse_reference_checklist(REFERENCE)
+
+    def score(self, step, on_progress=None, cancel=None):
+        self.steps.append(step)
+        return super().score(step, on_progress, cancel)
+
+
+async def test_a_step_asked_before_the_checklist_runs_with_the_generated_one(
+    start_daemon, daemon_engine
+):
+    engine = engine_like(HeldChecklist, daemon_engine)
+    engine.release, engine.steps = threading.Event(), []
+    daemon = await start_daemon(engine=engine)
+    runner = daemon.server._runner()
+    agent = await daemon.client()
+    started = await agent.request({"type": "session.start", "intent": "Buy", "observation": OBS})
+    sid = started["session_id"]
+    score = {"type": "score", "id": "q", "session_id": sid, "candidates": CANDS, "samples": 1,
+             "approval": "never"}  # fmt: skip
+    await agent.send(score)
+    loop = asyncio.get_running_loop()
+    end = loop.time() + 30
+    while runner.scheduler.depth < 1:  # queued behind the generation, which has not finished
+        assert loop.time() < end, "the score was never queued"
+        await asyncio.sleep(0.02)
+    assert daemon.server.core.get(sid).checklist is None
+    engine.release.set()
+    scored = await agent.wait_for(lambda m: m.get("id") == "q", timeout=60)
+    assert scored["type"] == "scored", scored
+    (step,) = engine.steps
+    assert step.checklist == engine.parse_reference_checklist(REFERENCE)
+    assert all(isinstance(c, Candidate) for c in step.candidates)
+    assert [(c.thought, c.action) for c in step.candidates] == [
+        (c["thought"], c["action"]) for c in CANDS
+    ]

@@ -14,7 +14,7 @@ from webshepherd.daemon.engine.types import (
     SampleScore,
     StepScore,
 )
-from webshepherd.daemon.records import ScorerRecord
+from webshepherd.daemon.records import ScoreRecord, ScorerRecord
 from webshepherd.daemon.sessions import (
     ApprovalClosed,
     AwaitApproval,
@@ -197,8 +197,8 @@ def test_score_needs_an_observation():
     )
     # no checklist yet: the engine is asked for one (again) before the score
     assert kinds(inline) == ["record:observation", "publish:observed", "RunChecklist", "RunScore"]
-    assert inline[-1].samples == 3  # the default
-    assert (inline[-1].owner, inline[-1].checklist) == (OWNER, None)
+    assert inline[-1].input.samples == 3  # the default
+    assert (inline[-1].owner, inline[-1].input.checklist) == (OWNER, None)
     assert inline[-2].owner == OWNER
 
 
@@ -209,7 +209,22 @@ def test_a_score_job_carries_the_known_checklist_and_the_owner():
     assert kinds(effects) == ["RunScore"]  # no generation: the machine knows the checklist
     (job,) = effects
     assert job.owner == OWNER
-    assert job.checklist == core.get(sid).checklist
+    assert job.input.checklist == core.get(sid).checklist
+
+
+def test_a_candidate_keeps_its_wire_type_from_the_request_to_the_record():
+    """The judge reads the candidates the client sent, and the record and the scored event
+    carry those same objects (no copy into another type and back)."""
+    core = make_core()
+    sid = started(core)
+    msg = rq.Score(id="c", session_id=sid, candidates=[{"thought": "t", "action": "click('1')"}])
+    (job,) = core.score(OWNER, msg)
+    assert job.input.candidates == tuple(msg.candidates)
+    assert all(a is b for a, b in zip(job.input.candidates, msg.candidates, strict=True))
+    record, *rest = core.score_done(job, step_score(0.9), Timing())
+    assert isinstance(record, ScoreRecord) and record.candidates[0] is msg.candidates[0]
+    published = [e for e in rest if isinstance(e, Publish)]
+    assert published[-1].event.candidates[0] is msg.candidates[0]
 
 
 def test_auto_decision_when_the_policy_is_happy():
@@ -326,21 +341,17 @@ def test_executed_action_scored_by_an_earlier_request_of_the_step_keeps_its_rewa
 def test_the_latest_screenshot_goes_to_the_judge_and_the_reply_says_what_it_saw():
     from dataclasses import replace
 
-    from webshepherd.daemon.sessions.convert import step_input
-
     core = make_core()
     sid = started(core)  # the start observation has no screenshot
-    assert score_job(core, sid).screenshot is None
+    assert score_job(core, sid).input.screenshot is None
     shot = {"mime": "image/png", "data": "aGk="}
     core.observe(
         OWNER, rq.Observe(id="o1", session_id=sid, url="http://b/", axtree="x", screenshot=shot)
     )
     job = score_job(core, sid)
-    assert (job.screenshot, job.screenshot_mime) == (b"hi", "image/png")
-    checklist = core.sessions[sid].checklist
-    assert step_input(job, checklist).screenshot == b"hi"
+    assert (job.input.screenshot, job.input.screenshot_mime) == (b"hi", "image/png")
     core.observe(OWNER, rq.Observe(id="o2", session_id=sid, url="http://c/", axtree="y"))
-    assert score_job(core, sid).screenshot is None  # only the latest observation's counts
+    assert score_job(core, sid).input.screenshot is None  # only the latest observation's counts
     scored = step_score(0.4, 0.8)
     seen = replace(
         scored, candidates=tuple(replace(c, judge_inputs="text+image") for c in scored.candidates)
@@ -374,5 +385,5 @@ def test_a_tree_expansion_judges_with_the_path_to_its_node():
         core.action(OWNER, rq.Action(id=f"a{n}", session_id=sid, action=action, step=0))
         core.observe(OWNER, rq.Observe(id=f"o{n}", session_id=sid, url=f"http://{n}/", axtree="x"))
         node(n, "expanded", 0, action)
-        assert score_job(core, sid).history == (Turn(f"why {action}", action),)
+        assert score_job(core, sid).input.history == (Turn(f"why {action}", action),)
     assert [t.action for t in core.get(sid).history] == ["click('2')"]
