@@ -43,10 +43,10 @@ async def main(paradigm: str) -> None:
     if result.tree is not None:
         for node in result.tree.nodes:
             if node.executed and node.parent is not None:  # the root is the start page
-                how = "path" if node.id in result.tree.path else "left"
+                how = "path" if node.node in result.tree.path else "left"
                 again = f", replayed {node.replays}x" if node.replays else ""
                 print(
-                    f"node {node.id} <- {node.parent}: {node.action} reward {node.reward} "
+                    f"node {node.node} <- {node.parent}: {node.action} reward {node.reward} "
                     f"({how}{again})"
                 )
         print(f"stop: {result.tree.stop}, resets: {result.tree.resets}")

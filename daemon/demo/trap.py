@@ -109,11 +109,11 @@ def tree_json(tree: SearchTree) -> dict[str, Any]:
         "path": tree.path,
         "nodes": [
             {
-                "id": n.id,
+                "id": n.node,
                 "parent": n.parent,
                 "depth": n.depth,
                 "action": n.action,
-                "thought": n.thought,
+                "thought": n.thought or "",
                 "reward": n.reward,
                 "status": n.status,
                 "executed": n.executed,

@@ -246,15 +246,17 @@ def _path_steps(tree: SearchTree) -> list[StepResult]:
         node = tree.node(nid)
         assert node.parent is not None
         parent = tree.node(node.parent)
-        sibs = tree.children(parent.id)
+        sibs = tree.children(parent.node)
         out.append(
             StepResult(
-                step=parent.step if parent.step is not None else 0,
+                step=parent.expanded_at if parent.expanded_at is not None else 0,
                 url=parent.url or "",
-                candidates=[Candidate(thought=s.thought, action=s.action or "") for s in sibs],
+                candidates=[
+                    Candidate(thought=s.thought or "", action=s.action or "") for s in sibs
+                ],
                 counts=[s.count for s in sibs],
                 rewards=[s.reward for s in sibs],
-                chosen=Candidate(thought=node.thought, action=node.action or ""),
+                chosen=Candidate(thought=node.thought or "", action=node.action or ""),
                 reward=node.reward,
                 decision="auto",
                 error=node.error,

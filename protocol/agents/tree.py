@@ -38,6 +38,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from pydantic import Field
 from webshepherd.protocol.actions import parse_action
 from webshepherd.protocol.agents.best_of_n import group_proposals
 from webshepherd.protocol.agents.environment import ActionError, ActionResult, PageState
@@ -55,7 +56,6 @@ from webshepherd.protocol.common import (
 if TYPE_CHECKING:
     from webshepherd.protocol.agents.loop import _Episode
 
-NodeStatus = Literal["frontier", "expanded", "leaf", "done", "failed", "stale"]
 SearchStop = Literal["answer", "frontier", "expansions", "model_calls", "wall_time"]
 
 
@@ -63,25 +63,17 @@ class ResetUnsupported(ActionError):
     """The environment cannot return to its start state (no ``reset``)."""
 
 
-@dataclass
-class SearchNode:
-    """One explored or scored state of the search tree."""
+class SearchNode(TreeNodeFields):
+    """One explored or scored state of the search tree: the wire's tree node as the search
+    last reported it (``step``: the step it was scored at; ``expanded_at``: the step whose
+    candidates are its children; ``error`` in full), and what only the search keeps."""
 
-    id: int
-    parent: int | None  # None for the root (the start page)
-    depth: int  # actions from the start page
-    thought: str = ""
-    action: str | None = None  # the action that reaches it from its parent (None: root)
-    reward: float | None = None  # its value: the judge's reward for ``action``
-    count: int = 1  # how many policy proposals had this action
-    status: NodeStatus = "frontier"
-    executed: bool = False  # its action ran first-hand (not only as a replay)
-    replays: int = 0  # times its action ran again to return to a node below it
-    step: int | None = None  # the daemon step whose candidates are its children
-    url: str | None = None  # the page its action led to (once executed)
-    error: str | None = None  # the ActionError text, or why it went stale
-    guarded: bool = False  # it meets a guard rule: a person approves it before it runs
-    approved: bool = False  # a person approved it (a guarded node runs only then)
+    guarded: bool = Field(
+        default=False, description="It meets a guard rule: a person approves it before it runs."
+    )
+    approved: bool = Field(
+        default=False, description="A person approved it (a guarded node runs only then)."
+    )
 
     @property
     def value(self) -> float:
@@ -122,8 +114,8 @@ class SearchTree:
         reached = [n for n in self.nodes if n.executed and n.status != "stale"]
         if not reached:
             return [0]
-        best = max(reached, key=lambda n: (n.value, n.depth, -n.id))
-        return self.path_to(best.id)
+        best = max(reached, key=lambda n: (n.value, n.depth, -n.node))
+        return self.path_to(best.node)
 
 
 class TreeSearch:
@@ -154,7 +146,7 @@ class TreeSearch:
     # -- the search --------------------------------------------------------
     async def run(self) -> ActionResult | None:
         """Search until a final answer (its result) or a stop; the tree is in ``self.tree``."""
-        root = SearchNode(0, None, 0, executed=True)
+        root = SearchNode(node=0, depth=0, status="frontier", executed=True, event="expanded")
         self.tree.nodes.append(root)
         state = await self.ep.env.observe()
         root.url = state.url
@@ -178,7 +170,7 @@ class TreeSearch:
             outcome = await self._try(best)
             if outcome is not None and outcome.done:
                 self.tree.stop = "answer"
-                self.tree.path = self.tree.path_to(best.id)
+                self.tree.path = self.tree.path_to(best.node)
                 return outcome
         self.tree.path = self.tree.best_path()
         return None
@@ -190,31 +182,30 @@ class TreeSearch:
         not down the branch with the luckiest noise)."""
         top = max(n.value for n in frontier)
         tied = [n for n in frontier if n.value >= top - self.opts.tie_margin]
-        return max(tied, key=lambda n: (_is_answer(n.action), n.count, -n.id))
+        return max(tied, key=lambda n: (_is_answer(n.action), n.count, -n.node))
 
     async def _try(self, node: SearchNode) -> ActionResult | None:
         """Return to ``node``'s parent, run its action, and expand it (unless it ended the
         episode, failed, or is as deep as the search goes)."""
         assert node.parent is not None and node.action is not None
-        self.trying = node.id
+        self.trying = node.node
         if not await self._goto(node.parent):
             return None
-        parent = self.tree.node(node.parent)
         ep = self.ep
         if node.guarded and not node.approved and not await self._ask(node):
             return None
-        await ep.handle.act(node.action, node.thought or None, parent.step, "agent")
+        await ep.handle.act(node.action, node.thought or None, node.step, "agent")
         node.executed = True
         try:
             outcome = await ep.env.execute(node.action)
         except ActionError as exc:
             node.status, node.error = "failed", exc.message
             ep.last_error = exc.message
-            self.at = self.tree.path_to(node.id)
+            self.at = self.tree.path_to(node.node)
             await self._report(node, "executed")
             return None
         ep.last_error = None
-        self.at = self.tree.path_to(node.id)
+        self.at = self.tree.path_to(node.node)
         if outcome.done:
             node.status = "done"
             await self._report(node, "executed")
@@ -238,7 +229,7 @@ class TreeSearch:
         state = await ep.env.observe()
         await ep.handle.observe(state.url, state.axtree, _shot(state.screenshot), state.elements)
         scored = await ep.handle.score(
-            [Candidate(thought=node.thought, action=node.action)],
+            [Candidate(thought=node.thought or "", action=node.action)],
             samples=self.opts.reward_samples,
             approval="never",
         )
@@ -263,11 +254,11 @@ class TreeSearch:
         """Score the policy's top candidates at ``node``'s page: its children."""
         ep = self.ep
         node.status = "expanded"
-        history = self._history(node.id)
+        history = self._history(node.node)
         observed = await ep.handle.observe(
             state.url, state.axtree, _shot(state.screenshot), state.elements
         )
-        node.step = observed.step
+        node.expanded_at = observed.step
         context = PolicyContext(ep.intent, history, ep.plan, self.opts.samples)
         proposals = await ep.policy.propose(state, context)
         groups = group_proposals(proposals, self.opts.branching)
@@ -279,7 +270,7 @@ class TreeSearch:
         )
         # the step the candidates were scored at (another client, e.g. the extension
         # following the tab, may have observed since)
-        node.step = scored.step
+        node.expanded_at = scored.step
         await self._report(node, "expanded")
         self.tree.expansions += 1
         self.tree.model_calls += len(groups) * self._samples()
@@ -289,13 +280,16 @@ class TreeSearch:
         decision = scored.decision
         for k, g in enumerate(groups):
             child = SearchNode(
-                len(self.tree.nodes),
-                node.id,
-                node.depth + 1,
+                node=len(self.tree.nodes),
+                parent=node.node,
+                depth=node.depth + 1,
                 thought=g.candidate.thought,
                 action=g.candidate.action,
                 reward=rewards.get(k),
                 count=g.count,
+                status="frontier",
+                step=scored.step,
+                event="scored",
                 guarded=k in guarded,
             )
             self.tree.nodes.append(child)
@@ -307,26 +301,10 @@ class TreeSearch:
 
     async def _report(self, node: SearchNode, event: TreeNodeEventKind) -> None:
         """The node as it is now, to the session (``tree.node``)."""
-        parent = self.tree.node(node.parent) if node.parent is not None else None
+        node.event, node.trying = event, self.trying
+        error = node.error[:MAX_NODE_ERROR_CHARS] if node.error else None
         await self.ep.handle.tree_node(
-            TreeNodeFields(
-                node=node.id,
-                parent=node.parent,
-                depth=node.depth,
-                action=node.action,
-                thought=node.thought or None,
-                reward=node.reward,
-                count=node.count,
-                status=node.status,
-                executed=node.executed,
-                replays=node.replays,
-                step=parent.step if parent is not None else None,
-                expanded_at=node.step,
-                url=node.url,
-                error=node.error[:MAX_NODE_ERROR_CHARS] if node.error else None,
-                event=event,
-                trying=self.trying,
-            )
+            node.model_copy(update={"thought": node.thought or None, "error": error})
         )
 
     def _history(self, node_id: int) -> tuple[Turn, ...]:
@@ -334,7 +312,7 @@ class TreeSearch:
         turns = []
         for nid in self.tree.path_to(node_id)[1:]:
             n = self.tree.node(nid)
-            turns.append(Turn(n.thought, n.action or "", n.error))
+            turns.append(Turn(n.thought or "", n.action or "", n.error))
         return tuple(turns)
 
     async def _goto(self, node_id: int) -> bool:
@@ -377,7 +355,7 @@ class TreeSearch:
             n = self.tree.node(nid)
             n.status, n.error = "stale", n.error or why
             await self._report(n, "stale")
-            todo += [c.id for c in self.tree.children(nid)]
+            todo += [c.node for c in self.tree.children(nid)]
 
 
 def _is_answer(action: str | None) -> bool:

@@ -64,13 +64,13 @@ async def test_the_tree_shows_live_mid_replay_and_whole_at_the_end(tmp_path: Pat
     # at the end: every node on its own line, indented by depth, the path starred
     assert f"{len(tree.nodes)} nodes" in final[0]
     lines = {int(line.split("#")[1].split()[0]): line for line in final[1:]}
-    assert sorted(lines) == [n.id for n in tree.nodes]
+    assert sorted(lines) == [n.node for n in tree.nodes]
     for n in tree.nodes:
-        assert lines[n.id].startswith("  " * n.depth) and not lines[n.id].startswith(
+        assert lines[n.node].startswith("  " * n.depth) and not lines[n.node].startswith(
             "  " * n.depth + " "
         )
         if n.reward is not None:
-            assert f"{n.reward:.3f}" in lines[n.id]
-        assert ("★ path" in lines[n.id]) == (n.id in tree.path), lines[n.id]
+            assert f"{n.reward:.3f}" in lines[n.node]
+        assert ("★ path" in lines[n.node]) == (n.node in tree.path), lines[n.node]
     decoy = next(n for n in tree.nodes if n.url and "/product/d1" in n.url)
-    assert "★" not in lines[decoy.id] and decoy.executed
+    assert "★" not in lines[decoy.node] and decoy.executed

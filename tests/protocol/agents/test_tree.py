@@ -88,14 +88,14 @@ async def test_tree_search_backtracks_from_the_trap_and_step_by_step_does_not(
     t = tree.tree
     assert t is not None and tree.stopped == "answer" and t.resets >= 1
     decoy = next(n for n in t.nodes if n.url and "/product/d1" in n.url)
-    assert decoy.executed and decoy.status == "expanded" and decoy.id not in t.path
-    assert all(c.reward is not None and c.reward < 0.5 for c in t.children(decoy.id))
+    assert decoy.executed and decoy.status == "expanded" and decoy.node not in t.path
+    assert all(c.reward is not None and c.reward < 0.5 for c in t.children(decoy.node))
     # the path to the order replayed the search after the trap, then went on first-hand
     on_path = [t.node(i) for i in t.path[1:]]
     assert [n.replays for n in on_path[:2]] == [1, 1] and all(n.executed for n in on_path)
     assert on_path[2].action is not None and "/product/c2" in (on_path[2].url or "")
     assert on_path[-1].action is not None and on_path[-1].action.startswith("send_msg_to_user")
-    assert t.expansions == sum(n.step is not None for n in t.nodes)
+    assert t.expansions == sum(n.expanded_at is not None for n in t.nodes)
     assert t.model_calls == sum(n.parent is not None for n in t.nodes)  # one sample each
     # the path is the episode's steps: what the planning metrics and exports read
     assert [s.chosen.action for s in tree.steps if s.chosen] == [n.action for n in on_path]
@@ -233,7 +233,7 @@ async def test_a_replay_that_diverges_marks_the_node_stale(
     assert result.tree is not None and result.tree.resets >= 1
     stale = [n for n in result.tree.nodes if n.status == "stale"]
     assert stale and any("replay diverged" in (n.error or "") for n in stale)
-    ids = {n.id for n in stale}
+    ids = {n.node for n in stale}
     assert all(n.parent in ids for n in stale if "diverged" not in (n.error or ""))
     assert result.outcome == "failure"
 
@@ -256,10 +256,19 @@ def _pick(margin: float, *nodes: tuple[float, int] | tuple[float, int, str]) -> 
     """The id of the node the search expands next among ``(reward, count[, action])`` nodes,
     ids 1.."""
     frontier = [
-        SearchNode(i, 0, 1, action=n[2] if len(n) > 2 else "click('1')", reward=n[0], count=n[1])
+        SearchNode(
+            node=i,
+            parent=0,
+            depth=1,
+            action=n[2] if len(n) > 2 else "click('1')",
+            reward=n[0],
+            count=n[1],
+            status="frontier",
+            event="scored",
+        )
         for i, n in enumerate(nodes, 1)
     ]
-    return TreeSearch(_Episode(margin))._pick(frontier).id  # type: ignore[arg-type]
+    return TreeSearch(_Episode(margin))._pick(frontier).node  # type: ignore[arg-type]
 
 
 def test_values_within_the_margin_are_a_tie_broken_breadth_first() -> None:

@@ -86,18 +86,21 @@ async def test_truth_decides_the_sibling_pairs_of_a_recorded_tree(
         assert plain.tree is not None and plain.tree.path == t.path
         decoy = next(n for n in t.nodes if n.url and "/product/d1" in n.url)
         results = t.node(decoy.parent or 0)  # the results page: its children are siblings
-        target = next(n for n in t.children(results.id) if n.id in t.path)
-        others = [n for n in t.children(results.id) if n.id not in (decoy.id, target.id)]
+        target = next(n for n in t.children(results.node) if n.node in t.path)
+        others = [n for n in t.children(results.node) if n.node not in (decoy.node, target.node)]
         assert decoy.reward is not None and target.reward is not None
         assert decoy.reward > target.reward  # the judge preferred the decoy
-        step, after = results.step, target.step  # the results page's, the target page's
+        step, after = (
+            results.expanded_at,
+            target.expanded_at,
+        )  # the results page's, the target page's
         assert step is not None and after is not None
         for node, items in ((target, OPENED), (decoy, SEARCHED), (others[0], SEARCHED)):
             await c.label(result.session_id, step, node.action or "", items)
-        cart = next(n for n in t.children(target.id) if n.id in t.path)
+        cart = next(n for n in t.children(target.node) if n.node in t.path)
         await c.label(result.session_id, after, cart.action or "", CARTED)
     path = _actions(t, t.path)
-    upto = t.path[: t.path.index(cart.id)]  # the nodes the target page's step follows
+    upto = t.path[: t.path.index(cart.node)]  # the nodes the target page's step follows
 
     rows, _ = _export(tmp_path, webprm_rows)
     unlabelled = {r["step_id"]: r for r in rows if r["task_id"] == plain.session_id}
@@ -112,7 +115,7 @@ async def test_truth_decides_the_sibling_pairs_of_a_recorded_tree(
     assert [r["action"] for r in row["rejected"][:2]] == [decoy.action, others[0].action]
     # the trajectory is the tree's path, without the decoy the search ran and left
     assert by_step[str(after)]["action_history"] == _actions(t, upto)
-    assert str(decoy.step) not in by_step  # the decoy's page: nothing kept there, no truth
+    assert str(decoy.expanded_at) not in by_step  # the decoy's page: nothing kept there, no truth
 
     prefs, _ = _export(tmp_path, trl_preference_rows)
     pairs = [p for p in prefs if p["task_id"] == result.session_id and p["step_id"] == step]
@@ -126,14 +129,14 @@ async def test_truth_decides_the_sibling_pairs_of_a_recorded_tree(
     prm, _ = _export(tmp_path, trl_prm_rows)
     full = next(r for r in prm if r["task_id"] == result.session_id)
     # one run of chosen steps: the path, across the decoy's abandoned step
-    assert all(full["labels"]) and full["first_step"] == t.node(0).step
+    assert all(full["labels"]) and full["first_step"] == t.node(0).expanded_at
     assert [c.split("\nAction: ")[1] for c in full["completions"]] == path
 
     sft, _ = _export(tmp_path, sft_rows)
     judged = next(r for r in sft if r["task_id"] == result.session_id and r["step_id"] == after)
     prompt = judged["conversations"][0]["value"]
-    turns = [Turn(t.node(i).thought, t.node(i).action or "") for i in upto[1:]]
-    assert format_trajectory(turns) in prompt and decoy.thought not in prompt
+    turns = [Turn(t.node(i).thought or "", t.node(i).action or "") for i in upto[1:]]
+    assert format_trajectory(turns) in prompt and (decoy.thought or "") not in prompt
     assert "completes Checklist 3." in judged["conversations"][1]["value"]
 
 
@@ -149,7 +152,7 @@ async def test_truth_pairs_siblings_of_a_search_that_failed(
         result = await _run(c, shop, max_expansions=2)
         t = result.tree
         assert result.outcome == plain.outcome == "failure" and t is not None
-        root = t.node(0).step
+        root = t.node(0).expanded_at
         assert root is not None
         good, bad, same = sorted(t.children(0), key=lambda n: -(n.reward or 0.0))[:3]
         nothing: Items = ["no", "no", "no", "no"]

@@ -61,10 +61,10 @@ async def test_the_report_draws_every_node_under_its_parent(tmp_path: Path) -> N
     for node_id, parent_id, on_path, action, reward in drawn:
         n = tree.node(int(node_id.removeprefix("node-")))
         assert parent_id == (f"node-{n.parent}" if n.parent is not None else None)
-        assert on_path == (n.id in tree.path) and action == n.action
+        assert on_path == (n.node in tree.path) and action == n.action
         assert reward == ("—" if n.reward is None else f"{n.reward:.3f}")
     decoy = next(n for n in tree.nodes if n.url and "/product/d1" in n.url)
-    assert decoy.executed and decoy.id not in tree.path
+    assert decoy.executed and decoy.node not in tree.path
     assert f"path: {' → '.join(f'#{i}' for i in tree.path)}" in html
 
 
