@@ -246,6 +246,8 @@ def bench_prefix(
     cfg = EngineConfig(max_new_tokens=out_tokens, temperature=1.0)
     e_shared, e_alone, e_copies = Engine(b_shared, cfg), Engine(b_alone, cfg), Engine(b_copies, cfg)
     step = make_step(b_shared, prefix_tokens, k, n)
+    reference = step.checklist
+    assert reference is not None  # make_step gives it one
 
     # the same engines with one output token: the time to the first token (prefill) alone
     one = replace(cfg, max_new_tokens=1)
@@ -310,7 +312,7 @@ def bench_prefix(
                 trajectory=format_trajectory(step.history, 10),
                 current_url=step.current_url,
                 text_observation=step.axtree,
-                checklist=step.checklist.text,
+                checklist=reference.text,
                 candidates=step.candidates,
             )[0]
         ),
@@ -588,6 +590,8 @@ def bench_gpu(
     b_shared, _, _ = backends(shape, device, dtype)
     engine = Engine(b_shared, EngineConfig(max_new_tokens=out_tokens, temperature=1.0))
     step = make_step(b_shared, prefix_tokens, k, n)
+    reference = step.checklist
+    assert reference is not None  # make_step gives it one
     engine.score(replace(step, axtree="[1] RootWebArea 'Shop'"))  # warm-up
     lat: list[float] = []
     s = None
@@ -604,7 +608,7 @@ def bench_gpu(
         trajectory=format_trajectory(step.history, 10),
         current_url=step.current_url,
         text_observation=step.axtree,
-        checklist=step.checklist.text,
+        checklist=reference.text,
         candidates=step.candidates,
     )
     p = b_shared.count_tokens(prefix)
