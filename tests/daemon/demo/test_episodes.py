@@ -108,3 +108,35 @@ def test_rows_do_not_depend_on_the_port_the_shop_serves_on() -> None:
     assert rows_a == rows_b
     text = repr(rows_a)
     assert "http://127.0.0.1:" in text and a.url not in text and b.url not in text
+
+
+def test_dwells_stay_on_the_page_and_progress_nothing() -> None:
+    """With ``dwell``, detours may stay on their page for a few in-place steps: the history
+    grows (runs of scrolls and title clicks) while the page and the progress stay as they
+    were, so a judge trained on them cannot read progress off the history's length."""
+    shop = training_variant(4)
+    runs, longest, in_place = 0, 0, 0
+    with ShopServer() as server:
+        for seed in range(6):
+            judged = list(episode(server, shop, random.Random(seed), dwell=1.0, to_answer=True))
+            steps: dict[int, list] = {}
+            for j in judged:
+                steps.setdefault(j.step, []).append(j)
+            order, run = sorted(steps), 0
+            for a, b in zip(order, order[1:], strict=False):
+                before, after = steps[a][0], steps[b][0]
+                ran = after.history[-1].action
+                if (before.url, before.axtree) != (after.url, after.axtree):
+                    runs, run = runs + (run > 1), 0
+                    continue
+                # an in-place step: nothing done, and where the ran action was judged, its
+                # labels say so (Yes for what was done before, No for the rest)
+                assert after.done_before == before.done_before
+                kept = tuple("yes" if d else "no" for d in before.done_before)
+                for j in steps[a]:
+                    if j.proposal.action == ran:
+                        assert j.labels == kept, (ran, j.labels)
+                        in_place += 1
+                run += 1
+                longest = max(longest, run)
+    assert runs >= 3 and longest >= 3 and in_place >= 5, (runs, longest, in_place)
