@@ -23,9 +23,16 @@ import time
 from collections.abc import AsyncIterator, Generator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar, cast
 
 from webshepherd.protocol.errors import WebShepherdError
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable
+
+    from playwright.async_api import BrowserContext
+    from playwright.async_api import Worker as AsyncWorker
+    from playwright.sync_api import Worker as SyncWorker
 
 DEFAULT_DIST = Path(__file__).resolve().parents[2] / "extension" / "dist"
 CHROMIUM_ARGS = [
@@ -75,7 +82,11 @@ class Pause:
     seconds: float
 
 
-Steps = Generator[Any, Any, Any]
+R = TypeVar("R")
+
+#: Steps that return R: each yield is a Playwright call (awaited under the async API, already
+#: its result under the sync one) or a :class:`Pause`; what is sent back is the call's result.
+Steps: TypeAlias = Generator[object, Any, R]
 
 
 def find_chromium() -> str | None:
@@ -102,7 +113,9 @@ def _scope_not_up(exc: BaseException) -> bool:
 # -- the steps -------------------------------------------------------------------------------
 
 
-def ready_steps(worker: Any, timeout_s: float = READY_TIMEOUT_S) -> Steps:
+def ready_steps(
+    worker: AsyncWorker | SyncWorker, timeout_s: float = READY_TIMEOUT_S
+) -> Steps[None]:
     """Poll :data:`READY_PROBE` until the worker is up; ``CaptureError`` after ``timeout_s``
     or when the worker fails otherwise (closed, crashed)."""
     deadline = time.monotonic() + timeout_s
@@ -124,7 +137,9 @@ def ready_steps(worker: Any, timeout_s: float = READY_TIMEOUT_S) -> Steps:
         yield Pause(READY_POLL_S)
 
 
-def capture_steps(worker: Any, url: str, flags: str = "default", *, exact: bool = True) -> Steps:
+def capture_steps(
+    worker: AsyncWorker | SyncWorker, url: str, flags: str = "default", *, exact: bool = True
+) -> Steps[dict[str, Any]]:
     """The extension's capture (a dict: ``url``, ``axtree``, ``warnings``, ``timing``) of the
     one tab showing ``url``, else (none does: a fragment, a redirect under way) of the first
     tab whose URL starts with it; ``exact=False``: the latter only. ``CaptureError`` says why
@@ -132,7 +147,7 @@ def capture_steps(worker: Any, url: str, flags: str = "default", *, exact: bool 
     yield from ready_steps(worker)
     for attempt in range(1, CAPTURE_TRIES + 1):
         try:
-            cap: Any = {"tabs": 0}
+            cap: object = {"tabs": 0}
             if exact:
                 cap = yield worker.evaluate(CAPTURE_EXACT, [url, flags])
             if isinstance(cap, dict) and cap.get("tabs") == 0:
@@ -156,7 +171,7 @@ def capture_steps(worker: Any, url: str, flags: str = "default", *, exact: bool 
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def drive(steps: Steps) -> Any:
+def drive(steps: Steps[R]) -> R:
     """Run steps with Playwright's sync API (each yield is already a result)."""
     try:
         result = next(steps)
@@ -169,7 +184,7 @@ def drive(steps: Steps) -> Any:
         return done.value
 
 
-async def drive_async(steps: Steps) -> Any:
+async def drive_async(steps: Steps[R]) -> R:
     """Run steps with Playwright's async API (each yield is awaited; an error is thrown back
     into the step that made the call)."""
     try:
@@ -180,7 +195,7 @@ async def drive_async(steps: Steps) -> Any:
                     await asyncio.sleep(pending.seconds)
                     result = None
                 else:
-                    result = await pending
+                    result = await cast("Awaitable[object]", pending)
             except Exception as exc:
                 pending = steps.throw(exc)
             else:
@@ -195,7 +210,7 @@ async def drive_async(steps: Steps) -> Any:
 @contextlib.asynccontextmanager
 async def extension_context(
     user_data_dir: str | Path, dist: Path, chromium: str, headless: bool = True
-) -> AsyncIterator[tuple[Any, Any]]:
+) -> AsyncIterator[tuple[BrowserContext, AsyncWorker]]:
     """A persistent context with the extension (headless unless told), and its service worker
     (``CaptureError`` when it does not start)."""
     from playwright.async_api import async_playwright
@@ -222,17 +237,14 @@ async def extension_context(
             await ctx.close()
 
 
-async def wait_extension_ready(worker: Any, timeout_s: float = READY_TIMEOUT_S) -> None:
+async def wait_extension_ready(worker: AsyncWorker, timeout_s: float = READY_TIMEOUT_S) -> None:
     """Wait until the service worker is up and has set up ``self.webshepherd``."""
     await drive_async(ready_steps(worker, timeout_s))
 
 
 async def capture(
-    worker: Any, url_prefix: str, flags: str = "default", *, exact: bool = False
+    worker: AsyncWorker, url_prefix: str, flags: str = "default", *, exact: bool = False
 ) -> dict[str, Any]:
     """The extension's capture of the first tab whose URL starts with ``url_prefix``
     (``exact``: of the one tab showing exactly that URL first; :func:`capture_steps`)."""
-    result: dict[str, Any] = await drive_async(
-        capture_steps(worker, url_prefix, flags, exact=exact)
-    )
-    return result
+    return await drive_async(capture_steps(worker, url_prefix, flags, exact=exact))

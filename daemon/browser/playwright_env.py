@@ -23,12 +23,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypedDict
 
 from webshepherd.daemon.browser.chromium import CaptureError, capture
 from webshepherd.protocol.actions import ParsedAction, parse_action
 from webshepherd.protocol.agents.environment import ActionError, ActionResult, PageState
 from webshepherd.protocol.common import ElementFacts
+
+if TYPE_CHECKING:
+    from playwright.async_api import Frame, FrameLocator, Locator, Page, Request, Worker
 
 _BID = re.compile(r"[A-Za-z]*[0-9]*")
 _TEXT_INPUTS = {
@@ -52,6 +56,18 @@ _DESCRIBE = """e => ({tag: e.tagName.toLowerCase(),
   options: e.tagName === 'SELECT' ? Array.from(e.options, o => [o.value, o.label]) : null})"""
 # The overlay (the extension's panel, drawn over the page) lets pointer actions through,
 # so an element under it is clicked, not the panel.
+
+
+class _Described(TypedDict):
+    """What :data:`_DESCRIBE` says of an element."""
+
+    tag: str
+    type: str
+    editable: bool
+    disabled: bool
+    options: list[tuple[str, str]] | None  # (value, label) of a <select>'s options
+
+
 _OVERLAY_PASS_THROUGH = """(on) => { for (const host of document.querySelectorAll(
   '[data-webshepherd-overlay]')) host.style.pointerEvents = on ? 'none' : ''; }"""
 _POINTER = {"click", "dblclick", "hover", "check", "uncheck"}
@@ -86,15 +102,15 @@ class PlaywrightEnvironment:
 
     def __init__(
         self,
-        page: Any,
-        worker: Any,
+        page: Page,
+        worker: Worker,
         *,
         flags: str = "default",
         screenshot: bool = True,
         timeout_ms: float = 3000,
         navigation_timeout_ms: float = 15000,
         start_url: str | None = None,
-        on_reset: Any = None,
+        on_reset: Callable[[], object] | None = None,
     ) -> None:
         self.page = page
         self.start_url = start_url
@@ -113,18 +129,18 @@ class PlaywrightEnvironment:
         page.on("framenavigated", self._on_navigated)
 
     # -- events ----------------------------------------------------------
-    def _main(self, request: Any) -> bool:
+    def _main(self, request: Request) -> bool:
         return bool(request.is_navigation_request()) and request.frame == self.page.main_frame
 
-    def _on_request(self, request: Any) -> None:
+    def _on_request(self, request: Request) -> None:
         if self._main(request):
             self._requested += 1
 
-    def _on_request_failed(self, request: Any) -> None:
+    def _on_request_failed(self, request: Request) -> None:
         if self._main(request):
             self._failed = f"{request.url}: {request.failure or 'failed'}"
 
-    def _on_navigated(self, frame: Any) -> None:
+    def _on_navigated(self, frame: Frame) -> None:
         if frame == self.page.main_frame:
             self._committed += 1
 
@@ -222,7 +238,7 @@ class PlaywrightEnvironment:
     async def _on_element(self, act: ParsedAction, t: float) -> None:
         a, bid = act.args, act.args["bid"]
         el = await self._locate(bid)
-        info = await el.evaluate(_DESCRIBE)
+        info: _Described = await el.evaluate(_DESCRIBE)
         what = f"<{info['tag']}{' type=' + info['type'] if info['type'] else ''}>"
         if not await el.is_visible():
             raise ActionError(f"{act.name}: the element with bid {bid!r} ({what}) is not visible")
@@ -260,7 +276,7 @@ class PlaywrightEnvironment:
             with contextlib.suppress(Exception):  # a navigation replaced the document
                 await self.page.evaluate(_OVERLAY_PASS_THROUGH, False)
 
-    async def _act(self, el: Any, act: ParsedAction, info: dict[str, Any], t: float) -> None:
+    async def _act(self, el: Locator, act: ParsedAction, info: _Described, t: float) -> None:
         a = act.args
         if act.name in ("click", "dblclick"):
             click = el.click if act.name == "click" else el.dblclick
@@ -278,17 +294,17 @@ class PlaywrightEnvironment:
         elif act.name == "press":
             await el.press(a["key_comb"], timeout=t)
         elif act.name == "select_option":
+            options = info["options"]
+            assert options is not None  # _on_element checked it is a <select>
             wanted = [a["options"]] if isinstance(a["options"], str) else list(a["options"])
-            values = [v for w in wanted for v, label in info["options"] if w in (v, label)][
-                : len(wanted)
-            ]
+            values = [v for w in wanted for v, label in options if w in (v, label)][: len(wanted)]
             await el.select_option(values, timeout=t)
         else:  # pragma: no cover - SIGNATURES and this dispatch move together
             raise ActionError(f"{act.name}: not supported by the Playwright harness")
 
-    async def _locate(self, bid: str) -> Any:
+    async def _locate(self, bid: str) -> Locator:
         """The element with ``bid``, through the iframes its prefix names."""
-        scope: Any = self.page
+        scope: Page | FrameLocator = self.page
         for frame in frame_bids(bid):
             host = scope.locator(f'[bid="{frame}"]')
             if await host.count() == 0:
