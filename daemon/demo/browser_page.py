@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from webshepherd.protocol.client.page_hook import hook_request
 from webshepherd.protocol.errors import ErrorCode, WebShepherdError
 from webshepherd.protocol.steps import step_label
+
+if TYPE_CHECKING:
+    from playwright.async_api import BrowserContext, Locator, Page, Worker
 
 _HOOK = """([type, body, timeout]) => new Promise((resolve, reject) => {
   const id = 'demo-' + Math.random().toString(36).slice(2);
@@ -38,7 +41,7 @@ class DemoBrowserError(WebShepherdError):
 
 
 async def hook(
-    page: Any, type_: str, timeout_s: float = 300.0, reply_key: str | None = None, **body: Any
+    page: Page, type_: str, timeout_s: float = 300.0, reply_key: str | None = None, **body: Any
 ) -> dict[str, Any]:
     """One page-hook request and its reply; an ``error`` reply raises ``DemoBrowserError``.
     With ``reply_key`` (``hook.granted.reply_key``) only a reply the extension signed counts
@@ -54,7 +57,7 @@ async def hook(
     return reply
 
 
-async def pair(worker: Any, url: str, token: str, timeout_s: float = 20.0) -> None:
+async def pair(worker: Worker, url: str, token: str, timeout_s: float = 20.0) -> None:
     """What the options page sets (daemon URL and token; the page hook on, as the agent's
     launcher), then wait for ``on``."""
     await worker.evaluate(
@@ -69,7 +72,9 @@ async def pair(worker: Any, url: str, token: str, timeout_s: float = 20.0) -> No
         await asyncio.sleep(0.1)
 
 
-async def pair_person(ctx: Any, worker: Any, config_dir: Path, timeout_s: float = 20.0) -> None:
+async def pair_person(
+    ctx: BrowserContext, worker: Worker, config_dir: Path, timeout_s: float = 20.0
+) -> None:
     """Pair the extension as a person does: a one-time code as ``webshepherd pair extension``
     makes it (in the daemon's config dir), entered in the extension's options page. Only then
     does its side panel decide approvals."""
@@ -88,7 +93,7 @@ async def pair_person(ctx: Any, worker: Any, config_dir: Path, timeout_s: float 
         await page.close()
 
 
-async def overlay_shows_step(page: Any, step: int, candidates: int, timeout_s: float = 30) -> None:
+async def overlay_shows_step(page: Page, step: int, candidates: int, timeout_s: float = 30) -> None:
     """Wait until the panel lists ``candidates`` candidates of the wire's step index ``step``
     (shown as protocol/steps.py reads it)."""
     panel = page.get_by_test_id("ws-panel")
@@ -102,7 +107,7 @@ async def overlay_shows_step(page: Any, step: int, candidates: int, timeout_s: f
         await asyncio.sleep(0.05)
 
 
-async def approval_card(page: Any, timeout_s: float = 60) -> Any:
+async def approval_card(page: Page, timeout_s: float = 60) -> Locator:
     """The approval card, once it is shown (a locator)."""
     card = page.get_by_test_id("ws-approval")
     await card.wait_for(timeout=timeout_s * 1000)
@@ -110,7 +115,7 @@ async def approval_card(page: Any, timeout_s: float = 60) -> Any:
 
 
 async def decide_in_side_panel(
-    ctx: Any, worker: Any, request_id: str, decision: str, timeout_s: float = 30
+    ctx: BrowserContext, worker: Worker, request_id: str, decision: str, timeout_s: float = 30
 ) -> None:
     """Open the extension's side panel page and click Approve or Reject on the request's
     card, as a person would; the panel page is closed afterwards."""

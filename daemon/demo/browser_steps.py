@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from webshepherd.daemon.demo.agent import CHECKLIST, ShopAgent
 from webshepherd.daemon.demo.browser_page import (
+    DemoBrowserError,
     approval_card,
     decide_in_side_panel,
     hook,
@@ -25,6 +26,9 @@ from webshepherd.daemon.demo.run import StepRecord, _print_step, console_safe
 from webshepherd.protocol.steps import step_number
 
 if TYPE_CHECKING:
+    from playwright.async_api import Page, Worker
+    from webshepherd.daemon.browser.playwright_env import PlaywrightEnvironment
+    from webshepherd.daemon.demo.agent import Proposal
     from webshepherd.daemon.demo.run_browser import BrowserDemoOptions
     from webshepherd.daemon.demo.shop import ShopServer
     from webshepherd.protocol.agents import PageState
@@ -44,7 +48,7 @@ def verdicts(result: dict[str, Any]) -> dict[int, str]:
     return out
 
 
-def held_candidate(agent_step: list[Any], rewards: list[float | None]) -> int:
+def held_candidate(agent_step: list[Proposal], rewards: list[float | None]) -> int:
     """The bad candidate with the lowest reward (no reward counts as 0)."""
     bad = [i for i, p in enumerate(agent_step) if not p.good]
     return min(bad, key=lambda i: (rewards[i] if rewards[i] is not None else 0.0, i))
@@ -55,12 +59,12 @@ class DemoRun:
 
     def __init__(
         self,
-        page: Any,
-        env: Any,
+        page: Page,
+        env: PlaywrightEnvironment,
         console: Console,
         opts: BrowserDemoOptions,
         key: str,
-        worker: Any = None,
+        worker: Worker | None = None,
         reply_key: str | None = None,
         shop: ShopServer | None = None,
     ) -> None:
@@ -173,7 +177,7 @@ class DemoRun:
         return True
 
     async def ask_approval(
-        self, n: int, proposals: list[Any], rewards: list[float | None], good: str, why: str
+        self, n: int, proposals: list[Proposal], rewards: list[float | None], good: str, why: str
     ) -> tuple[str, str]:
         """Hold the worst bad candidate for approval; returns the action to run (``good``,
         the step's own choice, when it is rejected)."""
@@ -203,6 +207,8 @@ class DemoRun:
                 "  [magenta]scripted decision:[/] clicking Reject in the extension's side panel"
             )
             request_id = await card.get_attribute("data-request-id")
+            if self.worker is None or request_id is None:
+                raise DemoBrowserError("the side panel's card cannot be found: no worker or id")
             await decide_in_side_panel(self.page.context, self.worker, request_id, "reject")
         else:
             self.console.print(

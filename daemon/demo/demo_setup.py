@@ -16,6 +16,8 @@ from webshepherd.daemon.sessions.guards import GuardPolicy, describe_guards
 
 if TYPE_CHECKING:
     from webshepherd.daemon.demo.variants import ShopVariant
+    from webshepherd.daemon.engine.api import EngineAPI
+    from webshepherd.daemon.engine.engine import Engine
     from webshepherd.daemon.server.server import DaemonServer
 
 REAL_MODEL = "WebShepherd/WebShepherd_3B"
@@ -43,7 +45,9 @@ def print_noise_note(console: Console, vision: bool = False) -> None:
     console.print(Panel(VISION_NOTE if vision else NOISE_NOTE, border_style="yellow"))
 
 
-def load_demo_engine(model: str | None, console: Console, vision: bool = False) -> tuple[Any, bool]:
+def load_demo_engine(
+    model: str | None, console: Console, vision: bool = False
+) -> tuple[Engine, bool]:
     """Load ``model`` (None: the tiny model, or with ``vision`` the tiny vision model, built if
     not cached; ``vision`` judges with ``text+image``); returns the engine and whether it is a
     tiny model."""
@@ -107,7 +111,7 @@ def print_guards_note(console: Console, on: bool) -> None:
 
 @contextlib.asynccontextmanager
 async def in_process_daemon(
-    engine: Any, data_dir: Path, config_dir: Path, samples: int, **config: Any
+    engine: EngineAPI, data_dir: Path, config_dir: Path, samples: int, **config: Any
 ) -> AsyncIterator[tuple[DaemonServer, str]]:
     """The daemon in this process on an ephemeral loopback port (a fresh token, no approval
     rules, no guards unless ``config`` has ``guards``; ``config``: more ``DaemonConfig``
@@ -133,7 +137,7 @@ async def in_process_daemon(
 
 @contextlib.asynccontextmanager
 async def demo_servers(
-    engine: Any, workdir: Path, samples: int, shop: ShopVariant | None = None, **config: Any
+    engine: EngineAPI, workdir: Path, samples: int, shop: ShopVariant | None = None, **config: Any
 ) -> AsyncIterator[tuple[DaemonServer, str, ShopServer]]:
     """The daemon on an ephemeral loopback port (a fresh token, data and config under
     ``workdir``, no approval rules; ``config``: more ``DaemonConfig`` fields) and the shop;

@@ -27,7 +27,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from rich.console import Console
@@ -48,6 +48,10 @@ from webshepherd.protocol.agents.environment import ActionError
 from webshepherd.protocol.common import Screenshot
 from webshepherd.protocol.steps import step_number
 from webshepherd.protocol.terminal_text import terminal_safe
+
+if TYPE_CHECKING:
+    from webshepherd.daemon.engine.api import EngineAPI
+    from webshepherd.protocol.replies import CandidateResult
 
 MARKS = {"yes": "[green]✓[/]", "in_progress": "[yellow]~[/]", "no": "[red]✗[/]"}
 
@@ -100,7 +104,7 @@ def _bar(reward: float | None, width: int = 10) -> str:
     return f"{'█' * filled}{'░' * (width - filled)} {reward:.3f}"
 
 
-def _items(result: Any) -> dict[int, str]:
+def _items(result: CandidateResult) -> dict[int, str]:
     return {it.index: it.likeliest for it in result.items}
 
 
@@ -408,7 +412,7 @@ def build_summary(
 
 
 async def _serve_and_drive(
-    engine: Any,
+    engine: EngineAPI,
     workdir: Path,
     samples: int,
     max_steps: int,

@@ -44,7 +44,9 @@ from webshepherd.daemon.demo.demo_setup import (
 from webshepherd.daemon.demo.run import console_safe
 
 if TYPE_CHECKING:
+    from playwright.async_api import Page
     from webshepherd.daemon.demo.shop import ShopServer
+    from webshepherd.daemon.engine.api import EngineAPI
 
 APPROVAL_STEP = 3  # the search results: wrong products are tempting there
 
@@ -167,7 +169,7 @@ async def _drive(
         return run, outcome
 
 
-async def _heading(page: Any) -> str | None:
+async def _heading(page: Page) -> str | None:
     """The page's first heading (None when it has none)."""
     h1 = page.locator("h1")
     return await h1.first.inner_text() if await h1.count() else None
@@ -223,7 +225,7 @@ def run_browser_demo(
 
 
 async def _serve_and_drive(
-    engine: Any,
+    engine: EngineAPI,
     workdir: Path,
     console: Console,
     opts: BrowserDemoOptions,
