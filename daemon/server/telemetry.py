@@ -19,14 +19,30 @@ import queue
 import threading
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, cast
 from urllib.parse import urlparse
 
+from pydantic import BaseModel
 from webshepherd.daemon.redact import Redactor
 from webshepherd.protocol.actions import read_recorded
 from webshepherd.protocol.common import OtlpStats
 from webshepherd.protocol.errors import WebShepherdError
+from webshepherd.protocol.replies import (
+    ActionEvent,
+    ApprovalRequest,
+    ApprovalResolved,
+    Observed,
+    Scored,
+    SessionEnded,
+    SessionStarted,
+    Signal,
+)
 from webshepherd.protocol.steps import step_count
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import ReadableSpan, Span
+    from opentelemetry.sdk.trace.export import SpanExporter
+    from opentelemetry.util.types import AttributeValue
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +93,7 @@ class OtlpExport:
         threshold: float | None = 0.3,
         timeout_s: float = 5.0,
         service_name: str = "webshepherd",
-        exporter: Any = None,
+        exporter: SpanExporter | None = None,
     ) -> None:
         """``exporter``: a span exporter to use instead of OTLP/HTTP to ``endpoint`` (an
         ``InMemorySpanExporter`` reads the spans back in tests)."""
@@ -95,13 +111,13 @@ class OtlpExport:
             """Collects ended spans; the worker exports them in batches."""
 
             def __init__(self) -> None:
-                self.spans: list[Any] = []
+                self.spans: list[ReadableSpan] = []
 
-            def on_end(self, span: Any) -> None:
+            def on_end(self, span: ReadableSpan) -> None:
                 self.spans.append(span)
 
         self.url = traces_url(endpoint)
-        self.exporter = exporter or OTLPSpanExporter(
+        self.exporter: SpanExporter = exporter or OTLPSpanExporter(
             endpoint=self.url, headers=dict(headers or {}), timeout=timeout_s
         )
         self.finished = Finished()
@@ -109,12 +125,13 @@ class OtlpExport:
         self.provider.add_span_processor(self.finished)
         self.tracer = self.provider.get_tracer("webshepherd")
         self.threshold = threshold
-        self.queue: queue.Queue[tuple[int, Any]] = queue.Queue(maxsize=queue_size)
+        self.queue: queue.Queue[tuple[int, BaseModel]] = queue.Queue(maxsize=queue_size)
         self.dropped_events = 0
         self.exported_spans = 0
         self.failed_spans = 0
-        self._roots: dict[str, Any] = {}
-        self._steps: dict[tuple[str, int], Any] = {}
+        # the SDK's spans (the provider is the SDK's): a root's attributes are read back
+        self._roots: dict[str, Span] = {}
+        self._steps: dict[tuple[str, int], Span] = {}
         self._approval_steps: dict[str, tuple[str, int]] = {}
         self._taken: dict[str, set[int]] = {}  # session -> its steps scored or acted at
         self._pages: dict[str, str] = {}  # session -> its latest AX tree
@@ -126,7 +143,7 @@ class OtlpExport:
     def start(self) -> None:
         self._thread.start()
 
-    def offer(self, event: Any) -> None:
+    def offer(self, event: BaseModel) -> None:
         """Queue one published event (a protocol model); counted as dropped when full."""
         try:
             self.queue.put_nowait((time.time_ns(), event))
@@ -159,7 +176,8 @@ class OtlpExport:
                 try:
                     self._handle(t, event)
                 except Exception:
-                    log.exception("otlp: could not turn a %s event into spans", event.type)
+                    kind = getattr(event, "type", type(event).__name__)
+                    log.exception("otlp: could not turn a %s event into spans", kind)
             if self.finished.spans and (self.queue.empty() or len(self.finished.spans) >= _BATCH):
                 self._export()
         now = time.time_ns()
@@ -184,12 +202,12 @@ class OtlpExport:
         else:
             self.failed_spans += len(batch)
 
-    def _root(self, session_id: str, t: int, event: Any = None) -> Any:
+    def _root(self, session_id: str, t: int, event: SessionStarted | None = None) -> Span:
         root = self._roots.get(session_id)
         if root is None:
-            agent = getattr(event, "agent", None)
+            agent = event.agent if event is not None else None
             name = agent.name if agent is not None else "agent"
-            attrs: dict[str, Any] = {
+            attrs: dict[str, AttributeValue] = {
                 "gen_ai.operation.name": "invoke_agent",
                 "gen_ai.agent.name": name,
                 "gen_ai.conversation.id": session_id,
@@ -198,21 +216,27 @@ class OtlpExport:
                 value = getattr(event, key, None)
                 if value is not None:
                     attrs[f"webshepherd.{key}"] = value
-            root = self.tracer.start_span(f"invoke_agent {name}", start_time=t, attributes=attrs)
+            root = cast(
+                "Span",
+                self.tracer.start_span(f"invoke_agent {name}", start_time=t, attributes=attrs),
+            )
             self._roots[session_id] = root
         return root
 
-    def _step(self, session_id: str, step: int, t: int) -> Any:
+    def _step(self, session_id: str, step: int, t: int) -> Span:
         from opentelemetry.trace import set_span_in_context
 
         self._taken.setdefault(session_id, set()).add(step)
         span = self._steps.get((session_id, step))
         if span is None:
-            span = self.tracer.start_span(
-                "score_step",
-                context=set_span_in_context(self._root(session_id, t)),
-                start_time=t,
-                attributes={"gen_ai.conversation.id": session_id, "webshepherd.step": step},
+            span = cast(
+                "Span",
+                self.tracer.start_span(
+                    "score_step",
+                    context=set_span_in_context(self._root(session_id, t)),
+                    start_time=t,
+                    attributes={"gen_ai.conversation.id": session_id, "webshepherd.step": step},
+                ),
             )
             self._steps[(session_id, step)] = span
         return span
@@ -229,37 +253,39 @@ class OtlpExport:
         red = self._redactors.get(session_id)
         return red.text(text) if red is not None else text
 
-    def _handle(self, t: int, e: Any) -> None:
-        kind = e.type
-        sid = getattr(e, "session_id", None)
-        if kind == "approval.resolved":
-            where = self._approval_steps.pop(e.request_id, None)
-            if where is None:
-                return
-            sid, step = where
-            span = self._steps.get(where) or self._roots.get(sid)
-            if span is not None:
-                attrs = {
-                    "webshepherd.approval.request_id": e.request_id,
-                    "webshepherd.approval.decision": e.decision,
-                    "webshepherd.approval.by": e.by or "",
-                    "webshepherd.approval.note": self._text(sid, e.note or ""),
-                    "webshepherd.step": step,
-                }
-                if e.action:
-                    attrs["webshepherd.approval.action"] = self._mask(sid, e.action)
-                span.add_event("webshepherd.approval.resolved", attrs, timestamp=t)
+    def _resolved(self, t: int, e: ApprovalResolved) -> None:
+        where = self._approval_steps.pop(e.request_id, None)
+        if where is None:
             return
+        sid, step = where
+        span = self._steps.get(where) or self._roots.get(sid)
+        if span is not None:
+            attrs: dict[str, AttributeValue] = {
+                "webshepherd.approval.request_id": e.request_id,
+                "webshepherd.approval.decision": e.decision,
+                "webshepherd.approval.by": e.by or "",
+                "webshepherd.approval.note": self._text(sid, e.note or ""),
+                "webshepherd.step": step,
+            }
+            if e.action:
+                attrs["webshepherd.approval.action"] = self._mask(sid, e.action)
+            span.add_event("webshepherd.approval.resolved", attrs, timestamp=t)
+
+    def _handle(self, t: int, e: BaseModel) -> None:
+        if isinstance(e, ApprovalResolved):
+            self._resolved(t, e)
+            return
+        sid: str | None = getattr(e, "session_id", None)
         if sid is None:
             return
-        if kind == "session.started":
+        if isinstance(e, SessionStarted):
             self._root(sid, t, e)
-        elif kind == "observed":
+        elif isinstance(e, Observed):
             if e.axtree is not None:
                 self._pages[sid] = e.axtree
-        elif kind == "scored":
+        elif isinstance(e, Scored):
             self._scored(t, e)
-        elif kind == "approval.request":
+        elif isinstance(e, ApprovalRequest):
             self._approval_steps[e.request_id] = (sid, e.step)
             self._step(sid, e.step, t).add_event(
                 "webshepherd.approval.request",
@@ -274,7 +300,7 @@ class OtlpExport:
                 },
                 timestamp=t,
             )
-        elif kind == "action":
+        elif isinstance(e, ActionEvent):
             span = self._step(sid, e.step, t)
             del self._steps[(sid, e.step)]
             action = self._mask(sid, e.action)
@@ -291,7 +317,7 @@ class OtlpExport:
                 }
             )
             span.end(end_time=t)
-        elif kind == "signal":
+        elif isinstance(e, Signal):
             root = self._root(sid, t)
             attrs = {
                 "webshepherd.signal.kind": e.kind,
@@ -303,9 +329,10 @@ class OtlpExport:
             if e.stalled_steps is not None:
                 attrs["webshepherd.signal.stalled_steps"] = e.stalled_steps
             root.add_event("webshepherd.signal", attrs, timestamp=t)
-            if e.kind == "stalled" and "webshepherd.stalled_at_step" not in root.attributes:
+            seen = root.attributes or {}
+            if e.kind == "stalled" and "webshepherd.stalled_at_step" not in seen:
                 root.set_attribute("webshepherd.stalled_at_step", e.step)  # the first stall
-        elif kind == "session.ended":
+        elif isinstance(e, SessionEnded):
             for key in [k for k in self._steps if k[0] == sid]:
                 self._steps.pop(key).end(end_time=t)
             root = self._root(sid, t)
@@ -318,12 +345,12 @@ class OtlpExport:
             self._pages.pop(sid, None)
             self._redactors.pop(sid, None)
 
-    def _scored(self, t: int, e: Any) -> None:
+    def _scored(self, t: int, e: Scored) -> None:
         span = self._step(e.session_id, e.step, t)
         cands = [self._mask(e.session_id, c.action) for c in e.candidates or []]
         span.set_attribute("webshepherd.decision.status", e.decision.status)
         for r in e.results:
-            attrs: dict[str, Any] = {
+            attrs: dict[str, AttributeValue] = {
                 "gen_ai.evaluation.name": EVALUATION_NAME,
                 "gen_ai.evaluation.score.label": score_label(r.reward, self.threshold),
                 "gen_ai.evaluation.explanation": self._text(e.session_id, r.feedback),
