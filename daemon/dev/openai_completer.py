@@ -198,7 +198,7 @@ class Completer:
     def _piece(self, tid: int) -> str:
         piece = self._pieces.get(tid)
         if piece is None:
-            piece = self._pieces[tid] = self.tokenizer.decode([tid])
+            piece = self._pieces[tid] = str(self.tokenizer.decode([tid]))
         return piece
 
     def _steps(self, ids: list[int], p: CompletionParams) -> Iterator[list[_Row]]:
@@ -246,7 +246,7 @@ class Completer:
                     row.tops.append(
                         self._top_entry(top.values[b].tolist(), top.indices[b].tolist())
                     )
-                text = self.tokenizer.decode(row.ids, skip_special_tokens=True)
+                text = str(self.tokenizer.decode(row.ids, skip_special_tokens=True))
                 if _stop_cut(text, p.stops) is not None:
                     row.finish = "stop"
                     continue
@@ -274,7 +274,7 @@ class Completer:
     def _final(self, row: _Row, stops: list[str]) -> tuple[str, int]:
         """A finished row's text and how many of its tokens it keeps (the stop string cut off,
         like OpenAI and vLLM: the stop string is not part of the text)."""
-        text = self.tokenizer.decode(row.ids, skip_special_tokens=True)
+        text = str(self.tokenizer.decode(row.ids, skip_special_tokens=True))
         cut = _stop_cut(text, stops)
         if cut is None:
             return text, len(row.ids)
@@ -314,7 +314,7 @@ class Completer:
         else:
             # hold back what could still become a stop string, and incomplete characters
             hold = max((len(s) for s in p.stops), default=1) - 1
-            text = self.tokenizer.decode(row.ids, skip_special_tokens=True)
+            text = str(self.tokenizer.decode(row.ids, skip_special_tokens=True))
             safe, hi, used = len(text) - hold, lo, len(row.sent_text)
             while hi < len(row.ids):
                 piece = self._piece(row.ids[hi])

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Mapping, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from webshepherd.daemon.engine.backends.base import IN_PROGRESS, NO, YES, GeneratedToken, Generation
 from webshepherd.daemon.engine.types import (
@@ -32,6 +32,9 @@ from webshepherd.daemon.engine.types import (
     SampleScore,
 )
 from webshepherd.protocol.common import UnparsedReason
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 UnparsedRule = Literal["skip", "zero"]
 UNPARSED_RULES: tuple[UnparsedRule, ...] = ("skip", "zero")
@@ -56,7 +59,7 @@ _ITEM_LINE = re.compile(
 )
 
 
-def label_token_ids(tokenizer: Any) -> dict[int, int]:
+def label_token_ids(tokenizer: PreTrainedTokenizerBase) -> dict[int, int]:
     """Token id -> label group, for variants that are WHOLE entries of the vocabulary."""
     vocab: Mapping[str, int] = tokenizer.get_vocab()
     out: dict[int, int] = {}

@@ -28,6 +28,7 @@ from webshepherd.daemon.engine.types import JudgeInputs
 from webshepherd.protocol.errors import ModelUnavailableError
 
 if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
     from webshepherd.daemon.engine.backends.base import Backend
     from webshepherd.daemon.engine.backends.openai_backend import OpenAIBackend
     from webshepherd.daemon.engine.backends.transformers_backend import TransformersBackend
@@ -320,7 +321,7 @@ def probe_models(root: str, api_key: str | None, timeout_s: float = 5.0) -> list
     return [m for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
 
 
-def _tokenizer(model: str) -> Any:
+def _tokenizer(model: str) -> PreTrainedTokenizerBase | None:
     """The chat template and tokenizer of ``model`` when they can be had, else None."""
     try:
         from transformers import AutoTokenizer

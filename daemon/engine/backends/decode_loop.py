@@ -12,11 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from webshepherd.daemon.engine.backends.kv_cache import cache_kwargs, cache_of
 from webshepherd.daemon.engine.sampling import NO_SAMPLING, Sampling
+
+if TYPE_CHECKING:
+    from transformers import Cache
 
 
 @dataclass
@@ -24,7 +27,7 @@ class Rows:
     """The rows still decoding: the model's cache, their last logits, the attention mask over
     the cache, each row's next position, and the caller's row index at each batch position."""
 
-    cache: Any
+    cache: Cache
     logits: torch.Tensor
     mask: torch.Tensor
     next_pos: torch.Tensor
@@ -32,13 +35,13 @@ class Rows:
 
 
 #: ``(rows, chosen)`` -> ``(cache, logits)``: one forward step of the chosen tokens.
-Forward = Callable[[Rows, torch.Tensor], tuple[Any, torch.Tensor]]
+Forward = Callable[[Rows, torch.Tensor], tuple["Cache", torch.Tensor]]
 #: ``(rows, chosen ids, step)`` -> the batch positions that go on decoding.
 Take = Callable[[Rows, list[int], int], list[int]]
 
 
 def model_forward(
-    model: Any,
+    model: torch.nn.Module,
     mask: Callable[[torch.Tensor], torch.Tensor] | None = None,
     before: Callable[[Rows], None] | None = None,
     **extra: Any,
@@ -47,7 +50,7 @@ def model_forward(
     over the rows' cache. ``mask`` reshapes the attention mask (split attention's 4-D one),
     ``before`` runs first (split attention sets its rows), ``extra``: more model keywords."""
 
-    def forward(rows: Rows, chosen: torch.Tensor) -> tuple[Any, torch.Tensor]:
+    def forward(rows: Rows, chosen: torch.Tensor) -> tuple[Cache, torch.Tensor]:
         if before is not None:
             before(rows)
         out = model(

@@ -9,7 +9,12 @@ name the model's ``forward`` and its output declare, so neither side warns.
 from __future__ import annotations
 
 import inspect
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import Cache
+    from transformers.utils import ModelOutput
 
 NEW, OLD = "cache", "past_key_values"
 
@@ -17,7 +22,7 @@ NEW, OLD = "cache", "past_key_values"
 _NAMES: dict[type, str] = {}  # per model class
 
 
-def cache_name(model: Any) -> str:
+def cache_name(model: torch.nn.Module) -> str:
     """The name ``model.forward`` takes the cache by: ``cache`` or ``past_key_values``."""
     kind = type(model)
     if kind not in _NAMES:
@@ -26,12 +31,13 @@ def cache_name(model: Any) -> str:
     return _NAMES[kind]
 
 
-def cache_kwargs(model: Any, cache: Any) -> dict[str, Any]:
+def cache_kwargs(model: torch.nn.Module, cache: Cache | None) -> dict[str, Cache | None]:
     """``cache`` as the keyword argument ``model.forward`` takes."""
     return {cache_name(model): cache}
 
 
-def cache_of(output: Any) -> Any:
+def cache_of(output: ModelOutput) -> Cache:
     """The cache a model's output carries (``output.cache``, else ``past_key_values``)."""
     fields = getattr(type(output), "__dataclass_fields__", {})
-    return getattr(output, NEW) if NEW in fields else getattr(output, OLD)
+    cache: Cache = getattr(output, NEW) if NEW in fields else getattr(output, OLD)
+    return cache

@@ -36,7 +36,7 @@ import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from webshepherd.daemon.engine.backends.base import (
     Backend,
@@ -51,6 +51,9 @@ from webshepherd.daemon.engine.backends.tokenizer_text import encode_plain, rend
 from webshepherd.daemon.engine.backends.topk import label_group, piece_token
 from webshepherd.daemon.engine.sampling import NO_SAMPLING, Sampling
 from webshepherd.protocol.errors import ModelError, OverloadedError
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 log = logging.getLogger(__name__)
 
@@ -171,7 +174,7 @@ class OpenAIBackend(Backend):
         model: str,
         *,
         api_key: str | None = None,
-        tokenizer: Any = None,
+        tokenizer: PreTrainedTokenizerBase | None = None,
         max_context: int = 10000,
         top_logprobs: int = 20,
         timeout_s: float = 300.0,

@@ -17,10 +17,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 from webshepherd.daemon.engine.backends.kv_cache import cache_of
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 # the keyword argument the model forwards to the attention function
 KWARG = "shared_prefixes"
@@ -45,7 +48,7 @@ class SharedPrefixes:
         self.rows.append((start, end))
 
 
-def install(model: Any) -> bool:
+def install(model: PreTrainedModel) -> bool:
     """Route the model's attention through :func:`split_attention`. False (the model keeps
     its own attention) when that is neither ``sdpa`` nor ``eager``, when some layer does not
     attend to the full context (sliding windows), or when the model does not pass the
@@ -75,7 +78,7 @@ def install(model: Any) -> bool:
     return False
 
 
-def _routes(model: Any) -> bool:
+def _routes(model: PreTrainedModel) -> bool:
     """Whether every layer's attention receives the prefixes (a model that does not pass the
     keyword down would silently attend without them): one 2-token prefix, one token after."""
     dev = next(model.parameters()).device

@@ -4,19 +4,24 @@ streamed token by token."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tokenizers.decoders import DecodeStream
 
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
-def render_chat_template(tokenizer: Any, messages: Sequence[dict[str, str]]) -> str:
+
+def render_chat_template(
+    tokenizer: PreTrainedTokenizerBase, messages: Sequence[dict[str, str]]
+) -> str:
     """``messages`` as the model's chat prompt, ending where the assistant's turn begins."""
     return str(
         tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True)
     )
 
 
-def encode_plain(tokenizer: Any, text: str) -> list[int]:
+def encode_plain(tokenizer: PreTrainedTokenizerBase, text: str) -> list[int]:
     """The token ids of ``text`` without special tokens (the prompt is already rendered)."""
     return list(tokenizer(text, add_special_tokens=False)["input_ids"])
 
@@ -32,7 +37,7 @@ class IncrementalText:
     :meth:`rest` has been given that final text.
     """
 
-    def __init__(self, tokenizer: Any) -> None:
+    def __init__(self, tokenizer: PreTrainedTokenizerBase) -> None:
         self._tokenizer = tokenizer
         self._rust = getattr(tokenizer, "backend_tokenizer", None)
         if getattr(tokenizer, "clean_up_tokenization_spaces", False):

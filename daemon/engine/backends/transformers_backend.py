@@ -20,7 +20,7 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import torch
 from webshepherd.daemon.engine.backends import split_attention as split
@@ -53,6 +53,9 @@ from webshepherd.daemon.engine.failures import GENERATING, model_error
 from webshepherd.daemon.engine.labels import label_token_ids
 from webshepherd.daemon.engine.sampling import NO_SAMPLING, Sampling, read_sampling
 from webshepherd.protocol.errors import ModelError, WebShepherdError
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 log = logging.getLogger(__name__)
 R = TypeVar("R")
@@ -163,7 +166,7 @@ class TransformersBackend(Backend):
     def __init__(
         self,
         model: Any,
-        tokenizer: Any,
+        tokenizer: PreTrainedTokenizerBase,
         model_id: str,
         *,
         share_prefix: bool = True,
@@ -429,7 +432,7 @@ class TransformersBackend(Backend):
     def _piece(self, tid: int) -> str:
         p = self._pieces.get(tid)
         if p is None:
-            p = self._pieces[tid] = "" if tid in self._eos else self.tokenizer.decode([tid])
+            p = self._pieces[tid] = "" if tid in self._eos else str(self.tokenizer.decode([tid]))
         return p
 
     def _text(self, row: _Row) -> str:

@@ -18,11 +18,15 @@ import io
 import math
 import warnings
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from webshepherd.daemon.engine.prompts import IMAGE_PLACEHOLDER, SCREENSHOT_BLOCK
 from webshepherd.protocol.errors import ModelError
+
+if TYPE_CHECKING:
+    from transformers import PretrainedConfig
+    from transformers.image_processing_utils import BaseImageProcessor
 
 VISION_START, IMAGE_PAD, VISION_END = "<|vision_start|>", "<|image_pad|>", "<|vision_end|>"
 #: The most pixels a screenshot may declare to be decoded at all (8K UHD is 33.2 million; the
@@ -33,7 +37,7 @@ MAX_DECODED_PIXELS = 40_000_000
 IMAGE_FORMATS = ("PNG", "JPEG", "WEBP")
 
 
-def is_vision_config(config: Any) -> bool:
+def is_vision_config(config: PretrainedConfig) -> bool:
     """Whether a loaded ``config.json`` is a Qwen2-VL-class vision-language model."""
     return getattr(config, "vision_config", None) is not None and hasattr(config, "image_token_id")
 
@@ -93,7 +97,7 @@ class Image:
 class VisionInputs:
     """A vision-language checkpoint's image processor and image token ids."""
 
-    def __init__(self, image_processor: Any, config: Any) -> None:
+    def __init__(self, image_processor: BaseImageProcessor, config: PretrainedConfig) -> None:
         self.image_processor = image_processor
         self.image_token_id = int(config.image_token_id)
         self.merge = int(getattr(image_processor, "merge_size", 2))
@@ -108,7 +112,7 @@ class VisionInputs:
         self.max_decoded_pixels = max(int(max_pixels or 0), MAX_DECODED_PIXELS)
 
     @classmethod
-    def load(cls, model: str, config: Any, local_files_only: bool) -> VisionInputs:
+    def load(cls, model: str, config: PretrainedConfig, local_files_only: bool) -> VisionInputs:
         from transformers import AutoImageProcessor
 
         proc = AutoImageProcessor.from_pretrained(  # type: ignore[no-untyped-call]

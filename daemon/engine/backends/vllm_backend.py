@@ -23,7 +23,7 @@ import logging
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from webshepherd.daemon.engine.backends.base import Backend, DeltaCallback, JudgeBatch, JudgeOutput
 from webshepherd.daemon.engine.backends.tokenizer_text import encode_plain, render_chat_template
@@ -37,6 +37,10 @@ from webshepherd.daemon.engine.failures import GENERATING, model_error
 from webshepherd.daemon.engine.labels import label_token_ids
 from webshepherd.daemon.engine.sampling import sampling_from_json
 from webshepherd.protocol.errors import ModelError, WebShepherdError
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+    from vllm import LLMEngine, RequestOutput, SamplingParams
 
 __all__ = [
     "MIN_TOP_LOGPROBS",
@@ -79,8 +83,8 @@ class VLLMBackend(Backend):
 
     def __init__(
         self,
-        engine: Any,
-        tokenizer: Any,
+        engine: LLMEngine,
+        tokenizer: PreTrainedTokenizerBase,
         model_id: str,
         *,
         max_context: int,
@@ -347,7 +351,7 @@ class VLLMBackend(Backend):
             )
         return job
 
-    def _params(self, batch: JudgeBatch) -> Any:
+    def _params(self, batch: JudgeBatch) -> SamplingParams:
         from vllm import SamplingParams
         from vllm.sampling_params import RequestOutputKind
 
@@ -425,7 +429,7 @@ class VLLMBackend(Backend):
                     j.cached[c] = seen_cached[out.request_id]
                 self._fold(j, c, out)
 
-    def _fold(self, j: _Job, c: int, out: Any) -> None:
+    def _fold(self, j: _Job, c: int, out: RequestOutput) -> None:
         for comp in out.outputs:
             s = int(getattr(comp, "index", 0))
             if not 0 <= s < len(j.streams[c]):
