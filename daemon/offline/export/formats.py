@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from webshepherd.protocol.errors import WebShepherdError
 
 if TYPE_CHECKING:  # the CLI reads this table at start: the formats load when one runs
-    from webshepherd.daemon.offline.export.sessions import Summary
+    import pyarrow as pa
+    from webshepherd.daemon.offline.export.sessions import ExportInfo, Summary
     from webshepherd.daemon.recorder import History
     from webshepherd.protocol.common import SessionSummary
 
@@ -35,9 +36,9 @@ class Exporter:
     files: Callable[[Path], list[Path]]  # what ``--out`` becomes (raises on a wrong kind)
     total: Callable[[History, Sequence[SessionSummary]], int]  # the progress bar's steps
     write: Callable[
-        [History, Sequence[SessionSummary], list[Path], ExportOptions, Progress], dict[str, Any]
+        [History, Sequence[SessionSummary], list[Path], ExportOptions, Progress], ExportInfo
     ]
-    done: Callable[[dict[str, Any], int], str]  # the closing line on stderr (info, sessions)
+    done: Callable[[ExportInfo, int], str]  # the closing line on stderr (info, sessions)
 
 
 RowMaker: TypeAlias = (
@@ -65,8 +66,8 @@ def _rows_format(
     name: str,
     help: str,
     make: RowMaker,
-    schema: Callable[[], Any] | None = None,
-    after: Callable[[dict[str, Any], list[Path], ExportOptions], None] | None = None,
+    schema: Callable[[], pa.Schema] | None = None,
+    after: Callable[[ExportInfo, list[Path], ExportOptions], None] | None = None,
     skipped: str = "steps",
 ) -> Exporter:
     """A format of rows, written as Parquet and/or JSON lines; ``after`` adds its files."""
@@ -77,7 +78,7 @@ def _rows_format(
         files: list[Path],
         opts: ExportOptions,
         progress: Progress,
-    ) -> dict[str, Any]:
+    ) -> ExportInfo:
         from webshepherd.daemon.offline.export.sessions import Summary
         from webshepherd.daemon.offline.export.writers import write_jsonl, write_parquet
 
@@ -94,7 +95,7 @@ def _rows_format(
             after(info, files, opts)
         return info
 
-    def done(info: dict[str, Any], sessions: int) -> str:
+    def done(info: ExportInfo, sessions: int) -> str:
         why = ", ".join(f"{k} {v}" for k, v in info["skipped_by_reason"].items()) or "none"
         return (
             f"exported {info['rows']} rows from {sessions} sessions "
@@ -125,7 +126,7 @@ def _webprm(
     )
 
 
-def _webprm_schema() -> Any:
+def _webprm_schema() -> pa.Schema:
     from webshepherd.daemon.offline.export.writers import webprm_schema
 
     return webprm_schema()
@@ -146,7 +147,7 @@ def _sft(
     )
 
 
-def _sft_dataset_info(info: dict[str, Any], files: list[Path], opts: ExportOptions) -> None:
+def _sft_dataset_info(info: ExportInfo, files: list[Path], opts: ExportOptions) -> None:
     from webshepherd.daemon.offline.export.llamafactory import DATASET_NAME, write_dataset_info
 
     data_file = next((t for t in files if t.suffix == ".jsonl"), files[0])
@@ -184,7 +185,7 @@ def _mind2web(
     files: list[Path],
     opts: ExportOptions,
     progress: Progress,
-) -> dict[str, Any]:
+) -> ExportInfo:
     from webshepherd.daemon.offline.export.mind2web import write_mind2web
 
     info = write_mind2web(history, sessions, files[0], opts.redact, progress)

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from webshepherd.daemon.offline.export.sessions import redacted_sessions
+from webshepherd.daemon.offline.export.sessions import ExportInfo, redacted_sessions
 from webshepherd.daemon.recorder import History
 from webshepherd.daemon.recorder.timeline import Timeline
 from webshepherd.daemon.redact import Redactor
@@ -62,7 +62,7 @@ def write_mind2web(
     out: Path,
     redact: Sequence[str] = (),
     progress: Callable[[int], None] | None = None,
-) -> dict[str, Any]:
+) -> ExportInfo:
     """Write every session's folder under ``out``; returns counts for the summary."""
     rows = images = 0
     per_session: dict[str, int] = {}

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from webshepherd.daemon.recorder import History
 from webshepherd.daemon.recorder.timeline import Timeline
@@ -15,15 +15,37 @@ from webshepherd.protocol.common import SessionSummary
 from webshepherd.protocol.errors import WebShepherdError
 
 
+class UnparsedAction(TypedDict):
+    """A step whose action the export could not read (its session and step)."""
+
+    task_id: str
+    step_id: int
+
+
+class ExportInfo(TypedDict):
+    """What an export wrote (``webshepherd export`` prints it as JSON): rows (mind2web:
+    sessions), screenshots, per session; the row formats add what they skipped and why, and
+    every format the files it wrote."""
+
+    rows: int
+    images: int
+    per_session: dict[str, int]
+    unparsed_actions: NotRequired[list[UnparsedAction]]
+    skipped: NotRequired[int]
+    skipped_by_reason: NotRequired[dict[str, int]]
+    files: NotRequired[list[str]]
+    llamafactory_dataset: NotRequired[str]  # sft: the dataset_info.json entry's name
+
+
 @dataclass
 class Summary:
     rows: int = 0
     skipped: Counter[str] = field(default_factory=Counter)
     per_session: dict[str, int] = field(default_factory=dict)
     images: int = 0
-    unparsed_actions: list[dict[str, Any]] = field(default_factory=list)
+    unparsed_actions: list[UnparsedAction] = field(default_factory=list)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> ExportInfo:
         return {
             "unparsed_actions": self.unparsed_actions,
             "rows": self.rows,

@@ -6,12 +6,16 @@ import base64
 import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from webshepherd.protocol.errors import WebShepherdError
 
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from datasets import Features
 
-def webprm_features() -> Any:
+
+def webprm_features() -> Features:
     """The WebPRM Collection's ``datasets`` features, as its dataset card gives them
     (WebShepherd/WebPRMCollection_preference_pair): string ids, the screenshot an Image."""
     try:
@@ -42,13 +46,15 @@ def webprm_features() -> Any:
     )
 
 
-def webprm_schema() -> Any:
+def webprm_schema() -> pa.Schema:
     """The Arrow schema of :func:`webprm_features`, with the ``huggingface`` metadata that
     makes ``datasets`` read the columns back as those features."""
     return webprm_features().arrow_schema
 
 
-def write_parquet(rows: Sequence[dict[str, Any]], path: Path, schema: Any | None = None) -> None:
+def write_parquet(
+    rows: Sequence[dict[str, Any]], path: Path, schema: pa.Schema | None = None
+) -> None:
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
