@@ -135,7 +135,7 @@ def cmd_rewardbench(args: argparse.Namespace) -> int:
     if samples < 1:
         raise WebShepherdError("--samples: at least 1")
     read_bench(args.data)  # a malformed file fails before any model loads or connects
-    scorer: Any
+    scorer: EngineScorer | DaemonScorer
     if args.model:
         from webshepherd.daemon.engine.engine import EngineConfig
         from webshepherd.daemon.engine.loader import load_engine
@@ -199,7 +199,8 @@ def cmd_rewardbench(args: argparse.Namespace) -> int:
             f"{label:<34} {m['steps']:>6} {m['mrr']:>7.4f} "
             f"{m['step_accuracy']:>9.4f} {m['trajectory_accuracy']:>9.4f}"
         )
-    dropped = report["metrics"].get("pooled", {}).get("dropped", 0)
+    pooled = report["metrics"].get("pooled")
+    dropped = pooled["dropped"] if pooled is not None else 0
     if dropped:
         print(f"dropped: {dropped} candidate(s) whose prompt did not fit the context")
     print(f"report: {args.json}", file=sys.stderr)

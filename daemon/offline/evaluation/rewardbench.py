@@ -37,7 +37,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, NotRequired, Protocol, TypedDict
 
 from webshepherd.daemon.engine.checklist_parse import parse_reference_checklist
 from webshepherd.daemon.engine.labels import UnparsedRule
@@ -53,6 +53,9 @@ from webshepherd.daemon.offline.evaluation.rows import (
 from webshepherd.daemon.offline.files import loads
 from webshepherd.protocol.common import Turn
 from webshepherd.protocol.errors import WebShepherdError
+
+if TYPE_CHECKING:
+    from webshepherd.daemon.engine.engine import Engine
 
 
 @dataclass(frozen=True)
@@ -217,7 +220,7 @@ class EngineScorer:
     (their entry is :data:`DROPPED`); the others are judged whole, with the rest of the
     context to write in (as vLLM's server gives a request without ``max_tokens``)."""
 
-    def __init__(self, engine: Any, long_prompts: LongPrompts = "truncate"):
+    def __init__(self, engine: Engine, long_prompts: LongPrompts = "truncate"):
         self.engine = engine
         self.long_prompts = long_prompts
         self.name = f"engine:{engine.model_id}"
@@ -250,7 +253,7 @@ class DaemonScorer:
         self.name = f"daemon:{url}"
         self.unparsed = unparsed
 
-    def score(self, row: BenchRow, samples: int) -> list[float | None]:
+    def score(self, row: BenchRow, samples: int) -> list[float | str | None]:
         c = self.client
         s = c.start_session(
             row.intent,
@@ -301,16 +304,51 @@ def rank_of_chosen(rewards: Sequence[float | str | None]) -> int:
     return 1 + sum(1 for r in vals[1:] if r >= chosen)
 
 
-FIGURES = ("mrr", "step_accuracy", "trajectory_accuracy")
 MEAN_OF_SUBSETS, POOLED = "mean_of_subsets", "pooled"
 
 
-def metrics(results: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+class ResultRow(TypedDict):
+    """One scored row of a report: its candidates (the chosen first) and their rewards."""
+
+    row: int
+    source: str
+    task_id: str
+    step_id: int
+    candidates: list[str]
+    rewards: list[float | str | None]  # a str: DROPPED
+    rank: int
+
+
+class Figures(TypedDict):
+    """One subset's figures (:func:`metrics`); ``subsets``: for the mean of subsets only."""
+
+    steps: int
+    tasks: int
+    dropped: int
+    mrr: float
+    step_accuracy: float
+    trajectory_accuracy: float
+    subsets: NotRequired[int]
+
+
+class Report(TypedDict):
+    """The resumable JSON report of :func:`run`: settings, rows by key, then the metrics."""
+
+    data: str
+    scorer: str
+    samples: int
+    settings: dict[str, Any]
+    rows: dict[str, ResultRow]
+    metrics: NotRequired[dict[str, Figures]]
+    complete: NotRequired[bool]
+
+
+def metrics(results: Iterable[ResultRow]) -> dict[str, Figures]:
     """``mrr``, ``step_accuracy``, ``trajectory_accuracy`` (and ``steps``, ``tasks``,
     ``dropped`` candidates) per ``source`` subset; ``mind2web`` over the three
     ``mind2web_test_*`` splits, as the authors print it; ``mean_of_subsets``: the subsets'
     figures averaged (the paper's headline); ``pooled``: every row as one set."""
-    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    groups: dict[str, list[ResultRow]] = defaultdict(list)
     subsets: set[str] = set()
     for r in results:
         groups[r["source"]].append(r)
@@ -318,15 +356,18 @@ def metrics(results: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         if r["source"].startswith("mind2web_"):
             groups["mind2web"].append(r)
         groups[POOLED].append(r)
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, Figures] = {}
     for src, rows in sorted(groups.items(), key=lambda kv: (kv[0] == POOLED, kv[0])):
         if src == POOLED and subsets:
+            n = len(subsets)
             out[MEAN_OF_SUBSETS] = {
-                "subsets": len(subsets),
+                "subsets": n,
                 "steps": sum(out[s]["steps"] for s in subsets),
                 "tasks": sum(out[s]["tasks"] for s in subsets),
                 "dropped": sum(out[s]["dropped"] for s in subsets),
-                **{f: sum(out[s][f] for s in subsets) / len(subsets) for f in FIGURES},
+                "mrr": sum(out[s]["mrr"] for s in subsets) / n,
+                "step_accuracy": sum(out[s]["step_accuracy"] for s in subsets) / n,
+                "trajectory_accuracy": sum(out[s]["trajectory_accuracy"] for s in subsets) / n,
             }
         ranks = [rank_of_chosen(r["rewards"]) for r in rows]
         tasks: dict[tuple[str, str], bool] = {}
@@ -344,7 +385,7 @@ def metrics(results: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _save(path: Path, report: dict[str, Any]) -> None:
+def _save(path: Path, report: Report) -> None:
     tmp = path.with_name(path.name + ".tmp")
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp.write_text(json.dumps(report, indent=1, ensure_ascii=False), encoding="utf-8")
@@ -359,12 +400,12 @@ def run(
     samples: int = 5,
     settings: dict[str, Any] | None = None,
     progress: Callable[[int, int], None] | None = None,
-) -> dict[str, Any]:
+) -> Report:
     """Score every row not yet in ``out`` (a resumable JSON report), then add the metrics.
     ``settings``: the scorer's other settings (temperature, unparsed rule…), kept in the report;
     a report made with other ones is not resumed."""
     rows = read_bench(data)
-    report: dict[str, Any] = {
+    report: Report = {
         "data": str(data),
         "scorer": scorer.name,
         "samples": samples,
