@@ -11,7 +11,16 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+
+class SavesPretrained(Protocol):
+    """What is saved beside a model: its files written into a folder."""
+
+    def save_pretrained(self, folder: Path, /) -> object: ...
 
 
 @dataclass(frozen=True)
@@ -44,9 +53,9 @@ class ModelCache:
         self,
         tmp: Path,
         target: Path,
-        model: Any,
-        tok: Any,
-        extras: Sequence[Any],
+        model: PreTrainedModel,
+        tok: PreTrainedTokenizerBase,
+        extras: Sequence[SavesPretrained],
         meta: dict[str, Any],
         *,
         started: float,

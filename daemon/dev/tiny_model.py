@@ -25,9 +25,13 @@ import random
 import shutil
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from webshepherd.daemon.dev.model_cache import ModelCache
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase, PreTrainedTokenizerFast
+
 
 TINY_MODEL_VERSION = 11
 MARKER = "webshepherd-tiny-model.json"
@@ -120,7 +124,7 @@ def _force_tokens(tok_json: dict[str, Any], words: list[str]) -> None:
     model["merges"] = chain + [m for m in old if tuple(m) not in seen]
 
 
-def build_tokenizer(texts: list[str], vocab_size: int = 1024) -> Any:
+def build_tokenizer(texts: list[str], vocab_size: int = 1024) -> PreTrainedTokenizerFast:
     """Byte-level BPE trained on ``texts``, label words forced in, wrapped for transformers."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
@@ -234,7 +238,9 @@ def build_tiny_model(
     return out
 
 
-def save_untrained_base(path: Path, seed: int = 0, rows: list[Any] | None = None) -> Any:
+def save_untrained_base(
+    path: Path, seed: int = 0, rows: list[Any] | None = None
+) -> PreTrainedTokenizerFast:
     """The tiny base at ``path``: a tokenizer trained on ``rows``' text (default: the training
     rows) and a Qwen2 model with seeded random weights; returns the tokenizer."""
     import torch
@@ -281,7 +287,7 @@ class _CardFiles:
             (Path(folder) / name).write_text(text.replace(str(self.base), self.BASE), "utf-8")
 
 
-def tok_render(tok: Any, messages: list[dict[str, str]]) -> str:
+def tok_render(tok: PreTrainedTokenizerBase | None, messages: list[dict[str, str]]) -> str:
     """ChatML rendering; with ``tok`` it goes through the tokenizer's own chat template."""
     if tok is not None:
         return str(tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True))

@@ -17,11 +17,20 @@ import random
 import shutil
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from webshepherd.daemon.dev.model_cache import ModelCache
 from webshepherd.daemon.dev.tiny_model import ensure_tiny_model
 from webshepherd.daemon.dev.training import train_steps
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import (
+        PreTrainedModel,
+        PreTrainedTokenizerBase,
+        Qwen2_5_VLForConditionalGeneration,
+    )
+
 
 TINY_VISION_VERSION = 5  # one more with each new tiny text judge, its base
 MARKER = "webshepherd-tiny-vision-model.json"
@@ -64,7 +73,15 @@ def ensure_tiny_vision_model(
     return build_tiny_vision_model(target, steps=steps, progress=progress, replace=False)
 
 
-def _vision_model(text: Any, tok: Any) -> Any:
+def _token_id(tok: PreTrainedTokenizerBase, token: str) -> int:
+    tid = tok.convert_tokens_to_ids(token)
+    assert isinstance(tid, int), token  # one token: one id
+    return tid
+
+
+def _vision_model(
+    text: PreTrainedModel, tok: PreTrainedTokenizerBase
+) -> Qwen2_5_VLForConditionalGeneration:
     """A Qwen2.5-VL model whose language model is ``text``'s (embeddings grown for the new
     tokens) and whose one-block vision tower is new."""
     import torch
@@ -106,10 +123,10 @@ def _vision_model(text: Any, tok: Any) -> Any:
             "window_size": PATCH * MERGE * 2,
             "fullatt_block_indexes": [0],
         },
-        image_token_id=tok.convert_tokens_to_ids("<|image_pad|>"),
-        video_token_id=tok.convert_tokens_to_ids("<|video_pad|>"),
-        vision_start_token_id=tok.convert_tokens_to_ids("<|vision_start|>"),
-        vision_end_token_id=tok.convert_tokens_to_ids("<|vision_end|>"),
+        image_token_id=_token_id(tok, "<|image_pad|>"),
+        video_token_id=_token_id(tok, "<|video_pad|>"),
+        vision_start_token_id=_token_id(tok, "<|vision_start|>"),
+        vision_end_token_id=_token_id(tok, "<|vision_end|>"),
         tie_word_embeddings=True,
     )
     model = Qwen2_5_VLForConditionalGeneration(config)
@@ -183,7 +200,7 @@ def build_tiny_vision_model(
     data = [encode(judge_example(rng, with_image=True)) for _ in range(160)]
     data += [encode(example(rng)) for _ in range(40)]
 
-    def loss_of_step(step: int) -> Any:
+    def loss_of_step(step: int) -> torch.Tensor:
         rows = rng.sample(data, 4)
         width = max(len(p) + len(a) for p, a, _ in rows)
         ids = torch.full((len(rows), width), tok.pad_token_id)

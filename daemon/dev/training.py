@@ -6,10 +6,14 @@ pixel values and M-RoPE positions that its own loop passes.)"""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import torch
+    from rich.progress import Progress
 
 
-def progress_bar(enabled: bool, steps: int, label: str) -> Any:
+def progress_bar(enabled: bool, steps: int, label: str) -> Progress | None:
     """A rich progress bar over the steps (None when disabled or rich is missing)."""
     if not enabled:
         return None
@@ -30,8 +34,8 @@ def progress_bar(enabled: bool, steps: int, label: str) -> Any:
 
 
 def train_steps(
-    model: Any,
-    loss_of_step: Callable[[int], Any],
+    model: torch.nn.Module,
+    loss_of_step: Callable[[int], torch.Tensor],
     *,
     steps: int,
     peak_lr: float,
