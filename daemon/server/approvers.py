@@ -23,9 +23,9 @@ import os
 import secrets
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal, TypedDict, cast
 
 from webshepherd.protocol.errors import UnauthorizedError
 
@@ -73,7 +73,31 @@ class PendingCode:
     expires_at: float
 
 
-def _write_private(path: Path, data: Any) -> None:
+class _Entry(TypedDict, total=False):
+    """One paired tool in ``approvers.json`` (read back as found: any key may be missing)."""
+
+    id: str
+    role: ApproverRole
+    name: str
+    created_at: float
+    sha256: str  # the credential's digest
+
+
+class _Code(TypedDict, total=False):
+    """One pending code in ``pairing-codes.json`` (its digest, never the code)."""
+
+    sha256: str
+    role: ApproverRole
+    name: str | None
+    expires_at: float
+
+
+class _Codes(TypedDict):
+    codes: list[_Code]
+    failures: int  # wrong codes since the last good one
+
+
+def _write_private(path: Path, data: object) -> None:
     """Write JSON to ``path`` owner-only (0600), atomically."""
     tmp = path.with_name(path.name + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -83,7 +107,7 @@ def _write_private(path: Path, data: Any) -> None:
     os.replace(tmp, path)
 
 
-def _read(path: Path, default: Any) -> Any:
+def _read(path: Path, default: object) -> object:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -119,10 +143,11 @@ class Approvers:
         finally:
             os.close(fd)  # releases the lock
 
-    def _entries(self) -> list[dict[str, Any]]:
+    def _entries(self) -> list[_Entry]:
         data = _read(self.path, {"approvers": []})
         entries = data.get("approvers") if isinstance(data, dict) else None
-        return [e for e in entries or [] if isinstance(e, dict)]
+        # the file's objects as entries (the readers check the keys they need)
+        return [cast(_Entry, e) for e in entries or [] if isinstance(e, dict)]
 
     # -- the registry --------------------------------------------------------
     def paired(self) -> list[Approver]:
@@ -148,7 +173,15 @@ class Approvers:
         approver = Approver(secrets.token_hex(4), role, name, round(time.time(), 3))
         with self._locked():
             entries = self._entries()
-            entries.append({**asdict(approver), "sha256": digest(credential)})
+            entries.append(
+                {
+                    "id": approver.id,
+                    "role": approver.role,
+                    "name": approver.name,
+                    "created_at": approver.created_at,
+                    "sha256": digest(credential),
+                }
+            )
             _write_private(self.path, {"approvers": entries})
         return approver, credential
 
@@ -164,13 +197,13 @@ class Approvers:
         return Approver(gone["id"], gone["role"], gone["name"], float(gone["created_at"]))
 
     # -- pairing codes ------------------------------------------------------
-    def _codes(self) -> dict[str, Any]:
+    def _codes(self) -> _Codes:
         data = _read(self.codes_path, {})
         if not isinstance(data, dict):
             data = {}
         codes = data.get("codes")
         return {
-            "codes": [c for c in codes or [] if isinstance(c, dict)],
+            "codes": [cast(_Code, c) for c in codes or [] if isinstance(c, dict)],
             "failures": int(data.get("failures", 0)),
         }
 
@@ -206,7 +239,7 @@ class Approvers:
             data = self._codes()
             now = time.time()
             live = [c for c in data["codes"] if float(c.get("expires_at", 0)) > now]
-            match: dict[str, Any] | None = None
+            match: _Code | None = None
             for c in live:  # every live code compared, in constant time
                 if hmac.compare_digest(str(c.get("sha256", "")), want) and match is None:
                     match = c
