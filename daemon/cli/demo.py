@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -60,7 +59,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     )
 
 
-def add_demo_parser(sub: Any) -> None:
+def add_demo_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     d: argparse.ArgumentParser = sub.add_parser(
         "demo", help="offline demo: tiny model, bundled shop site, scripted agent"
     )

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
 
 
 def cmd_tiny_model(args: argparse.Namespace) -> int:
@@ -49,7 +48,7 @@ def cmd_shop_episodes(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_dev_parser(sub: Any) -> None:
+def add_dev_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     dev: argparse.ArgumentParser = sub.add_parser("dev", help="developer tools")
     dsub = dev.add_subparsers(dest="dev_command", metavar="TOOL", required=True)
     tm = dsub.add_parser(

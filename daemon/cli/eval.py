@@ -7,7 +7,6 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
 
 from webshepherd.daemon.cli.progress import ProgressBar
 from webshepherd.daemon.cli.secrets import add_token_arguments, token_from_args
@@ -20,7 +19,7 @@ from webshepherd.protocol.errors import WebShepherdError
 from webshepherd.protocol.terminal_text import terminal_safe
 
 
-def add_eval_parser(sub: Any) -> None:
+def add_eval_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     ev = sub.add_parser("eval", help="evaluate a reward model or agent trajectories")
     esub = ev.add_subparsers(dest="eval_command", metavar="BENCH", required=True)
 

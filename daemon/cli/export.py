@@ -8,7 +8,6 @@ import json
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
 from webshepherd.daemon.cli.progress import ProgressBar
 from webshepherd.daemon.config import DB_NAME
@@ -16,7 +15,7 @@ from webshepherd.daemon.offline.export.formats import EXPORTERS, ExportOptions
 from webshepherd.protocol.errors import WebShepherdError
 
 
-def add_export_parser(sub: Any) -> None:
+def add_export_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     e = sub.add_parser(
         "export",
         help="recorded sessions as training data (WebPRM preference pairs, SFT rows, TRL "

@@ -26,7 +26,7 @@ from webshepherd.protocol.terminal_text import terminal_safe
 __all__ = ["CHROMIUM_ARGS", "DEFAULT_DIST", "add_observe_parser", "cmd_observe", "observe"]
 
 
-def add_observe_parser(sub: argparse._SubParsersAction) -> None:
+def add_observe_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     o = sub.add_parser("observe", help="print the AX-tree text the daemon would receive for URL")
     o.add_argument("url")
     o.add_argument("--visible", action="store_true", help="with visible/clickable flags (AgentLab)")

@@ -13,7 +13,6 @@ import argparse
 import asyncio
 import sys
 import time
-from typing import Any
 
 from webshepherd.daemon.cli.secrets import add_token_arguments, token_from_args
 from webshepherd.daemon.server.approvers import ApproverRole
@@ -113,7 +112,7 @@ def _pair_tui(args: argparse.Namespace, code: str, name: str) -> int:
     return 0
 
 
-def add_pair_parser(sub: Any) -> None:
+def add_pair_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p: argparse.ArgumentParser = sub.add_parser(
         "pair",
         help="pair your extension or TUI to decide approvals (a person's command, at a terminal)",

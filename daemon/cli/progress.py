@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import sys
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from tqdm import tqdm
 
 
 class ProgressBar:
@@ -23,9 +26,9 @@ class ProgressBar:
     ) -> None:
         self.desc, self.unit, self.total, self.quiet = desc, unit, total, quiet
         self.stream = stream
-        self._bar: Any = None
+        self._bar: tqdm[object] | None = None
 
-    def _make(self) -> Any:
+    def _make(self) -> tqdm[object] | None:
         if self._bar is None and not self.quiet:
             try:
                 from tqdm import tqdm

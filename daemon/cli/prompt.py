@@ -7,7 +7,7 @@ import argparse
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from webshepherd.daemon.engine.engine import (
     DEFAULT_MAX_CONTEXT,
@@ -21,10 +21,13 @@ from webshepherd.daemon.offline.files import loads
 from webshepherd.protocol.errors import WebShepherdError
 from webshepherd.protocol.terminal_text import json_terminal_safe
 
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
 _CANDIDATE = re.compile(r"^(?:chosen|rejected:(\d+))$")
 
 
-def add_prompt_parser(sub: Any) -> None:
+def add_prompt_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "prompt",
         help="print the chat messages the model gets for a row (WebPRM schema), as JSON",
@@ -96,7 +99,7 @@ def _candidate(spec: str, rejected: int) -> int:
     return 1 + k
 
 
-def _tokenizer(model: str) -> Any:
+def _tokenizer(model: str) -> PreTrainedTokenizerBase:
     try:
         from transformers import AutoTokenizer
     except ImportError:

@@ -9,13 +9,12 @@ import time
 import webbrowser
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from webshepherd.daemon.config import DB_NAME
 from webshepherd.protocol.errors import WebShepherdError
 
 
-def add_report_parser(sub: Any) -> None:
+def add_report_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     r = sub.add_parser(
         "report",
         help="a recorded session as one self-contained HTML file (screenshots, rewards, "

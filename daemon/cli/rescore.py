@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 MARK = {0: "✗", 1: "~", 2: "✓"}
 
 
-def add_rescore_parser(sub: Any) -> None:
+def add_rescore_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     r: argparse.ArgumentParser = sub.add_parser(
         "rescore",
         help="score a finished run (browser-use history, AgentLab folder, JSONL run, "

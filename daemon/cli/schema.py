@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
@@ -35,7 +34,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_schema_parser(sub: Any) -> None:
+def add_schema_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     sc: argparse.ArgumentParser = sub.add_parser("schema", help="write the protocol's JSON Schema")
     sc.add_argument(
         "--out",

@@ -69,7 +69,7 @@ def _daemon(name: str) -> Any:
     return default_of(DaemonConfig, name)
 
 
-def add_serve_parser(sub: Any) -> None:
+def add_serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     s: argparse.ArgumentParser = sub.add_parser("serve", help="run the reward daemon")
     s.add_argument(
         "--model",

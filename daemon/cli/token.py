@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
 
 
 def cmd_token(args: argparse.Namespace) -> int:
@@ -22,7 +21,7 @@ def cmd_token(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_token_parser(sub: Any) -> None:
+def add_token_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     t: argparse.ArgumentParser = sub.add_parser(
         "token", help="print the pairing token (creates one if there is none)"
     )

@@ -9,7 +9,6 @@ import json
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 
 from webshepherd.protocol.errors import WebShepherdError
 
@@ -64,7 +63,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_train_parser(sub: Any) -> None:
+def add_train_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     t: argparse.ArgumentParser = sub.add_parser(
         "train",
         help="fine-tune a judge on recorded sessions or SFT rows (TRL SFTTrainer)",

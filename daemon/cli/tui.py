@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
 
 from webshepherd.daemon.cli.secrets import add_token_arguments, token_from_args
 from webshepherd.protocol.version import DEFAULT_URL
@@ -45,7 +44,9 @@ def cmd_tui(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_tui_parser(subparsers: Any) -> argparse.ArgumentParser:
+def add_tui_parser(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> argparse.ArgumentParser:
     """Add the ``tui`` subcommand to the ``webshepherd`` parser's subparsers."""
     p: argparse.ArgumentParser = subparsers.add_parser(
         "tui", help="live monitor: sessions, reward curves, approvals, device"
