@@ -72,7 +72,7 @@ class Stand:
         self._args = args
         self.__dict__.update(kwargs)
 
-    def __setstate__(self, state: Any) -> None:
+    def __setstate__(self, state: object) -> None:
         if isinstance(state, tuple) and len(state) == 2:  # (dict, slots)
             state = {**(state[0] or {}), **(state[1] or {})}
         if isinstance(state, dict):
@@ -121,7 +121,7 @@ def is_agentlab_folder(path: Path) -> bool:
     return path.is_dir() and any(STEP_FILE.search(p.name) for p in path.glob("step_*.pkl.gz"))
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     """A text field of a pickle ("": anything but a string, which is never stringified: a
     pickle can nest or share containers past what ``str`` survives)."""
     return value if isinstance(value, str) else ""

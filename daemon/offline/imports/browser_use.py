@@ -37,12 +37,12 @@ NOTE = "browser-use's page text (its <browser_state>), not a BrowserGym AX tree"
 _BLOCK = r"<{0}>\s*(.*?)\s*</{0}>"
 
 
-def _block(tag: str, text: Any) -> str | None:
+def _block(tag: str, text: object) -> str | None:
     found = re.search(_BLOCK.format(tag), text if isinstance(text, str) else "", re.S)
     return found.group(1) if found else None
 
 
-def looks_like_browser_use(data: Any) -> bool:
+def looks_like_browser_use(data: object) -> bool:
     return (
         isinstance(data, dict)
         and isinstance(data.get("history"), list)
