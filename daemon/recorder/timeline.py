@@ -7,7 +7,7 @@ import sqlite3
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, TypedDict, cast
 
 from webshepherd.protocol.agreement import Decided, PersonDecision, by_person
 from webshepherd.protocol.common import (
@@ -19,6 +19,7 @@ from webshepherd.protocol.common import (
     ScoredCandidate,
     SessionSummary,
     TreeNodeFields,
+    UnparsedReason,
 )
 from webshepherd.protocol.replies import Checklist
 
@@ -308,7 +309,7 @@ def _read_scorings(db: sqlite3.Connection, sid: str, at: Callable[[int], Step]) 
         )
 
 
-Judging = tuple[int, str, list[Any]]
+Judging = tuple[int, str, list[UnparsedReason | None]]
 """A ``candidate_judging`` row: unparsed samples, judge inputs, each sample's unparsed reason."""
 
 
@@ -332,7 +333,14 @@ def _read_judging(db: sqlite3.Connection, sid: str) -> dict[tuple[int, int], Jud
     }
 
 
-def _judged(row: Judging | None) -> dict[str, Any]:
+class _Judged(TypedDict, total=False):
+    """The fields of a candidate result its ``candidate_judging`` row gives."""
+
+    unparsed_samples: int
+    judge_inputs: str
+
+
+def _judged(row: Judging | None) -> _Judged:
     """A candidate result's fields from its ``candidate_judging`` row (none: the defaults)."""
     return {} if row is None else {"unparsed_samples": row[0], "judge_inputs": row[1]}
 
