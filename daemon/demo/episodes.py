@@ -35,7 +35,7 @@ from typing import Any
 
 from webshepherd.daemon.demo.agent import Proposal, ShopAgent
 from webshepherd.daemon.demo.browser import Browser
-from webshepherd.daemon.demo.progress import Progress, measure
+from webshepherd.daemon.demo.progress import Label, Progress, measure
 from webshepherd.daemon.demo.shop import ShopServer
 from webshepherd.daemon.demo.variants import ShopVariant
 from webshepherd.daemon.engine.checklist_parse import parse_reference_checklist
@@ -63,7 +63,7 @@ class Judged:
     axtree: str
     history: tuple[Turn, ...]
     proposal: Proposal
-    labels: tuple[str, ...]
+    labels: tuple[Label, ...]
     done_before: tuple[bool, ...]
 
 
@@ -211,7 +211,6 @@ def rows(
                 j.proposal.action,
             )
         )
-        labels: Any = j.labels
-        target = judgement(labels, j.done_before)
+        target = judgement(j.labels, j.done_before)
         meta = {"task_id": task, "step_id": j.step, "label": "good" if j.proposal.good else "bad"}
         yield sft_row("sharegpt", msgs, target, meta)

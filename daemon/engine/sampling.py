@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 log = logging.getLogger(__name__)
 
@@ -75,9 +76,10 @@ class Sampling:
 
 
 NO_SAMPLING = Sampling()
+N = TypeVar("N", int, float)
 
 
-def _number(value: Any, kind: type) -> Any:
+def _number(value: object, kind: Callable[[float], N]) -> N | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     return kind(value)

@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 from webshepherd.daemon.recorder.schema import DDL, SCHEMA_VERSION
@@ -37,6 +37,9 @@ from webshepherd.daemon.records import (
     TreeNodeRecord,
 )
 from webshepherd.protocol.errors import WebShepherdError
+
+if TYPE_CHECKING:
+    from pydantic.main import IncEx
 
 log = logging.getLogger(__name__)
 SIDE_FILES = ("-wal", "-shm", "-journal")
@@ -64,7 +67,7 @@ def make_private(db_path: Path) -> None:
             path.chmod(0o600)
 
 
-def _json(v: Any) -> str:
+def _json(v: object) -> str:
     return json.dumps(v, separators=(",", ":"), ensure_ascii=False)
 
 
@@ -79,7 +82,9 @@ def _models_json(models: Iterable[BaseModel]) -> str:
 EVENT_REFERENCES = {"observed": ("axtree",)}
 # and without these, not put back: an approval card's screenshot bytes (the observation's
 # screenshot is stored once, in ``observations``; the history's card shows none)
-EVENT_DROPPED: dict[str, dict[str, Any]] = {"approval.request": {"card": {"screenshot": {"data"}}}}
+EVENT_DROPPED: dict[str, dict[str, IncEx]] = {
+    "approval.request": {"card": {"screenshot": {"data"}}}
+}
 
 
 def _utf8_pieces(text: str) -> list[bytes]:

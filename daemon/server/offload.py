@@ -24,7 +24,6 @@ import struct
 import subprocess
 import sys
 import threading
-from typing import Any
 
 from pydantic import BaseModel
 from webshepherd.protocol.errors import ProtocolError
@@ -92,7 +91,7 @@ def _send(fd: int, op: bytes, parts: Parts) -> None:
         _write_all(fd, part)
 
 
-def _pickled(obj: Any) -> bytes:
+def _pickled(obj: object) -> bytes:
     return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
 
 

@@ -6,10 +6,13 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from webshepherd.protocol.common import DeviceStats, JudgeUsage, OtlpStats
 from webshepherd.protocol.replies import RemoteEngineStats, Stats
+
+if TYPE_CHECKING:
+    from webshepherd.daemon.engine.types import EngineStats
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +128,7 @@ class StatsCollector:
         *,
         queue_depth: int,
         in_flight: int,
-        engine_stats: Any,
+        engine_stats: EngineStats,
         sessions_active: int,
         connections: int,
         pending_approvals: int,
