@@ -53,6 +53,8 @@ from webshepherd.daemon.engine.sampling import NO_SAMPLING, Sampling
 from webshepherd.protocol.errors import ModelError, OverloadedError
 
 if TYPE_CHECKING:
+    from http.client import HTTPResponse
+
     from transformers import PreTrainedTokenizerBase
 
 log = logging.getLogger(__name__)
@@ -428,10 +430,11 @@ class OpenAIBackend(Backend):
                 time.sleep(wait)
         raise AssertionError("unreachable")
 
-    def _open(self, req: urllib.request.Request) -> Any:
+    def _open(self, req: urllib.request.Request) -> HTTPResponse:
         """The server's response; ``_RateLimited``, ``_Transient`` or ``ModelError``."""
         try:
-            return urllib.request.urlopen(req, timeout=self.timeout_s)
+            resp: HTTPResponse = urllib.request.urlopen(req, timeout=self.timeout_s)
+            return resp
         except urllib.error.HTTPError as e:
             if e.code == 429:
                 raise _RateLimited(e) from e

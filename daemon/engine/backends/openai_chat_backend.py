@@ -23,7 +23,7 @@ import base64
 import logging
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -224,7 +224,7 @@ class OpenAIChatBackend(OpenAIBackend):
         n: int,
         batch: JudgeBatch,
         temperature: float,
-        on_delta: Any,
+        on_delta: Callable[[int, str], None],
         cancel: threading.Event | None,
     ) -> tuple[list[Generation], dict[str, Any]]:
         """``n`` samples of one candidate: one request with ``n``, or one per sample."""
@@ -293,7 +293,7 @@ class OpenAIChatBackend(OpenAIBackend):
         self,
         body: dict[str, Any],
         count: int,
-        on_delta: Any,
+        on_delta: Callable[[int, str], None],
         cancel: threading.Event | None,
     ) -> tuple[list[Generation], dict[str, Any]]:
         """One request's choices (fewer than ``count`` when the server ignored ``n``)."""
