@@ -9,7 +9,7 @@ import base64
 import math
 import time
 import uuid
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -354,7 +354,9 @@ def _data_url(part: dict[str, Any]) -> tuple[str, bytes]:
         raise RequestError(400, f"the image_url's base64 data is not valid ({e})") from e
 
 
-def _message_parts(content: Any, vision: bool) -> tuple[Any, list[tuple[str, bytes]]]:
+def _message_parts(
+    content: object, vision: bool
+) -> tuple[str | list[dict[str, Any]], list[tuple[str, bytes]]]:
     """A chat message's content for the chat template (a string, or with a vision model the
     text and image parts), and its images; a text model refuses images."""
     if isinstance(content, str):
@@ -380,7 +382,9 @@ def _message_parts(content: Any, vision: bool) -> tuple[Any, list[tuple[str, byt
 
 
 def chat_as_completion(
-    body: dict[str, Any], render: Any, backend: TransformersBackend | None = None
+    body: dict[str, Any],
+    render: Callable[[list[dict[str, Any]]], str],
+    backend: TransformersBackend | None = None,
 ) -> dict[str, Any]:
     """A chat request as the completions request :class:`Completer` runs (``render``: the
     model's chat template over ``[{role, content}]``; a vision ``backend`` takes one image,
