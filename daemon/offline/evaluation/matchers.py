@@ -11,10 +11,14 @@ import re
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from webshepherd.daemon.sessions.plans import normalize
 from webshepherd.protocol.errors import WebShepherdError
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
 
 
 class Matcher(Protocol):
@@ -75,9 +79,9 @@ class EmbeddingMatcher:
                 ) from e
             model_path = str(get_model_path())
         self.model = SentenceTransformer(model_path, device="cpu", local_files_only=True)
-        self._cache: dict[str, Any] = {}
+        self._cache: dict[str, NDArray[np.float32]] = {}
 
-    def _embed(self, texts: Sequence[str]) -> list[Any]:
+    def _embed(self, texts: Sequence[str]) -> list[NDArray[np.float32]]:
         missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
         if missing:
             vecs = self.model.encode(list(missing), normalize_embeddings=True)
