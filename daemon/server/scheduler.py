@@ -31,9 +31,10 @@ from typing import Any, Generic, TypeVar
 from webshepherd.protocol.errors import OverloadedError, RequestTimeoutError
 
 T = TypeVar("T")
+ItemT = TypeVar("ItemT")
 
 # run_many(items, cancels) -> one result or exception per item, in order (worker thread)
-BatchRunner = Callable[[Sequence[Any], Sequence[threading.Event]], Sequence[Any]]
+BatchRunner = Callable[[Sequence[ItemT], Sequence[threading.Event]], Sequence[T | BaseException]]
 
 
 @dataclass
@@ -46,8 +47,8 @@ class Job(Generic[T]):
     fn: Callable[[threading.Event], T] | None
     future: asyncio.Future[T]
     seq: int
-    item: Any = None
-    runner: BatchRunner | None = None
+    item: Any = None  # a batched job's item, of its runner's item type
+    runner: BatchRunner[Any, T] | None = None
     enqueued_at: float = field(default_factory=time.monotonic)
     started_at: float | None = None
     cancel: threading.Event = field(default_factory=threading.Event)
@@ -153,13 +154,13 @@ class Scheduler:
         return self.depth >= self.queue_limit
 
     async def run_batched(
-        self, session_id: str, conn_id: int | None, item: Any, runner: BatchRunner
-    ) -> Finished[Any]:
+        self, session_id: str, conn_id: int | None, item: ItemT, runner: BatchRunner[ItemT, T]
+    ) -> Finished[T]:
         """Queue ``item`` for ``runner`` (it may share a call with other sessions' items of the
         same runner) and wait for its result; an exception the runner returns for it is
         raised here. Same errors as :meth:`run`."""
         loop = asyncio.get_running_loop()
-        job: Job[Any] = Job(
+        job: Job[T] = Job(
             session_id, conn_id, None, self._admit(loop), next(self._seq), item, runner
         )
         self._enqueue(job)
@@ -326,7 +327,7 @@ class Scheduler:
             self._settle(job, value)
 
     @staticmethod
-    def _settle(job: Job[Any], value: Any) -> None:
+    def _settle(job: Job[Any], value: object) -> None:
         """The job's result, or its exception as it came (this job's only): whoever waits for
         it says what failed (the engine runner, through engine/failures.py)."""
         if job.future.done():
