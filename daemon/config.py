@@ -180,7 +180,7 @@ class Settings:
         return replace(self, daemon=replace(self.daemon, **changes))
 
 
-def default_of(cls: type, name: str) -> Any:
+def default_of(cls: type, name: str) -> object:
     """The default a settings dataclass gives field ``name`` (a flag's default); a field made by
     a factory (``data_dir``: it reads the environment) has none here: ``None``."""
     for f in fields(cls):

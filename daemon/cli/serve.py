@@ -65,7 +65,7 @@ _DAEMON_FLAGS = (
 _MODEL_FLAGS = ("model", "device", "backend")
 
 
-def _daemon(name: str) -> Any:
+def _daemon(name: str) -> object:
     return default_of(DaemonConfig, name)
 
 
@@ -195,7 +195,7 @@ def add_serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
             _daemon("max_model_jobs"),
             "model jobs one connection may have queued or running",
         ),
-        ("--max-session-mib", _daemon("max_session_bytes") // MIB, "MiB one session may record"),
+        ("--max-session-mib", DaemonConfig.max_session_bytes // MIB, "MiB one session may record"),
     ):
         s.add_argument(
             flag,

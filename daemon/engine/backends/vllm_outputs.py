@@ -8,15 +8,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from webshepherd.daemon.engine.backends.base import GeneratedToken, Generation, JudgeOutput
 from webshepherd.daemon.engine.backends.topk import mass_by_id
 
+if TYPE_CHECKING:  # the type only: vLLM is not imported here
+    from vllm.logprobs import Logprob
+
 __all__ = ["SampleStream", "external_id", "judge_output", "plain_top"]
 
 
-def plain_top(entry: Mapping[int, Any] | None, k: int) -> dict[int, float]:
+def plain_top(entry: Mapping[int, float | Logprob] | None, k: int) -> dict[int, float]:
     """``{token id: logprob}`` of the top ``k`` of one position.
 
     ``entry`` maps token ids to floats or to objects with ``logprob`` and ``rank`` (vLLM's
