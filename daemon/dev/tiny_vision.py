@@ -30,6 +30,8 @@ if TYPE_CHECKING:
         PreTrainedTokenizerBase,
         Qwen2_5_VLForConditionalGeneration,
     )
+    from webshepherd.daemon.dev.tiny_data import Example
+    from webshepherd.daemon.engine.backends.vision import Image
 
 
 TINY_VISION_VERSION = 5  # one more with each new tiny text judge, its base
@@ -185,7 +187,7 @@ def build_tiny_vision_model(
     )
     vision = VisionInputs(images, model.config)
 
-    def encode(e: Any) -> tuple[list[int], list[int], Any]:
+    def encode(e: Example) -> tuple[list[int], list[int], Image | None]:
         prompt = str(
             tok.apply_chat_template(e.messages, tokenize=False, add_generation_prompt=True)
         )

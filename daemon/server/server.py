@@ -136,7 +136,7 @@ class DaemonServer:
         self._server: Server | None = None
         self._hosts: frozenset[str] = frozenset()
         self._ids = itertools.count(1)
-        self._tasks: dict[int | None, set[asyncio.Task[Any]]] = {}
+        self._tasks: dict[int | None, set[asyncio.Task[None]]] = {}
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self.runner: EngineRunner | None = None  # made by start(), with the scheduler
