@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 
 from webshepherd.daemon.demo.episodes import episode, rows
@@ -123,7 +124,7 @@ def test_dwells_stay_on_the_page_and_progress_nothing() -> None:
             for j in judged:
                 steps.setdefault(j.step, []).append(j)
             order, run = sorted(steps), 0
-            for a, b in zip(order, order[1:], strict=False):
+            for a, b in itertools.pairwise(order):
                 before, after = steps[a][0], steps[b][0]
                 ran = after.history[-1].action
                 if (before.url, before.axtree) != (after.url, after.axtree):
