@@ -238,6 +238,10 @@ class ChecklistItem(Model):
     goal: str | None = None
 
 
+ItemLabel = Literal["yes", "in_progress", "no"]
+"""A checklist item's state after an action: the judge's three labels, and ground truth's."""
+
+
 class ItemProbs(Model):
     """Label probabilities of one checklist item, normalized over the three label groups."""
 
@@ -247,9 +251,9 @@ class ItemProbs(Model):
     no: float = Field(ge=0, le=1)
 
     @property
-    def likeliest(self) -> Literal["yes", "in_progress", "no"]:
+    def likeliest(self) -> ItemLabel:
         """The most probable label (ties: Yes, then In Progress, then No)."""
-        probs: dict[Literal["yes", "in_progress", "no"], float] = {
+        probs: dict[ItemLabel, float] = {
             "yes": self.yes,
             "in_progress": self.in_progress,
             "no": self.no,

@@ -21,6 +21,7 @@ from webshepherd.protocol.common import (
     Decision,
     ElementFacts,
     Intent,
+    ItemLabel,
     Model,
     Observation,
     Outcome,
@@ -175,7 +176,6 @@ class HookRedeem(Model):
 
 
 MAX_LABEL_ITEMS = 64
-ItemLabel = Literal["yes", "in_progress", "no"]
 TruthSource = Literal["environment", "person"]
 
 

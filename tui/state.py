@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel
 from webshepherd.protocol.agreement import (
@@ -27,6 +27,7 @@ from webshepherd.protocol.common import (
     ApprovalCard,
     Candidate,
     GuardHit,
+    ItemLabel,
     ScoredCandidate,
     TreeNodeFields,
 )
@@ -36,7 +37,6 @@ from webshepherd.protocol.replies import Session, Stats, TreeNodeEvent
 from webshepherd.protocol.steps import step_count, step_label
 from webshepherd.protocol.union import SERVER_ADAPTER, SERVER_TYPES
 
-Label = Literal["yes", "in_progress", "no"]
 LABEL_MARK: dict[str, str] = {"yes": "✓", "in_progress": "~", "no": "✗"}
 
 
@@ -83,7 +83,7 @@ class StepView:
         return self.candidates[ref]
 
     @property
-    def items(self) -> dict[int, Label]:
+    def items(self) -> dict[int, ItemLabel]:
         """Checklist labels of the executed (else chosen, else best) candidate."""
         judged = self.judged
         return {i.index: i.likeliest for i in judged.result.items} if judged is not None else {}

@@ -35,7 +35,7 @@ from typing import Any
 
 from webshepherd.daemon.demo.agent import Proposal, ShopAgent
 from webshepherd.daemon.demo.browser import Browser
-from webshepherd.daemon.demo.progress import Label, Progress, measure
+from webshepherd.daemon.demo.progress import Progress, measure
 from webshepherd.daemon.demo.shop import ShopServer
 from webshepherd.daemon.demo.variants import ShopVariant
 from webshepherd.daemon.engine.checklist_parse import parse_reference_checklist
@@ -43,7 +43,7 @@ from webshepherd.daemon.engine.prompts import checklist_messages, format_traject
 from webshepherd.daemon.offline.training.rows import sft_row
 from webshepherd.daemon.offline.training.targets import checklist_target, judgement
 from webshepherd.protocol.agents.environment import ActionError
-from webshepherd.protocol.common import Turn
+from webshepherd.protocol.common import ItemLabel, Turn
 
 #: distractors tried per page (the demo's agent proposes two)
 BAD_PER_STEP = 2
@@ -63,7 +63,7 @@ class Judged:
     axtree: str
     history: tuple[Turn, ...]
     proposal: Proposal
-    labels: tuple[Label, ...]
+    labels: tuple[ItemLabel, ...]
     done_before: tuple[bool, ...]
 
 

@@ -13,16 +13,16 @@ history). The labels of an action follow the rule in docs/training.md:
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, urlsplit
 
 from webshepherd.daemon.demo.agent import elements
+from webshepherd.protocol.common import ItemLabel
 
 if TYPE_CHECKING:
     from webshepherd.daemon.demo.shop import ShopState
     from webshepherd.daemon.demo.variants import ShopVariant
 
-Label = Literal["yes", "in_progress", "no"]
 #: the highest level of each of the four items
 TOP = (2, 1, 1, 3)
 
@@ -38,9 +38,9 @@ class Progress:
         """Which items are done."""
         return tuple(now >= top for now, top in zip(self.levels, TOP, strict=True))
 
-    def labels(self, before: Progress) -> tuple[Label, ...]:
+    def labels(self, before: Progress) -> tuple[ItemLabel, ...]:
         """Each item's label for the action that led from ``before`` to this."""
-        out: list[Label] = []
+        out: list[ItemLabel] = []
         for now, then, top in zip(self.levels, before.levels, TOP, strict=True):
             out.append("yes" if now >= top else "in_progress" if now > then else "no")
         return tuple(out)

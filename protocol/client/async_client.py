@@ -58,6 +58,7 @@ from webshepherd.protocol.common import (
     AgentInfo,
     ClientInfo,
     ElementFacts,
+    ItemLabel,
     Observation,
     Role,
     Screenshot,
@@ -513,7 +514,7 @@ class AsyncClient:
         session_id: str,
         step: int,
         action: str,
-        items: Sequence[Literal["yes", "in_progress", "no"]],
+        items: Sequence[ItemLabel],
         source: Literal["environment", "person"] = "environment",
         note: str | None = None,
     ) -> LabelRecorded:

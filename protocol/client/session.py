@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel
-from webshepherd.protocol.common import Candidate, Observation, TreeNodeFields
+from webshepherd.protocol.common import Candidate, ItemLabel, Observation, TreeNodeFields
 from webshepherd.protocol.errors import WebShepherdError
 from webshepherd.protocol.replies import (
     ActionRecorded,
@@ -99,7 +99,7 @@ class SessionHandle(SessionRef["AsyncClient"]):
         self,
         step: int,
         action: str,
-        items: Sequence[Literal["yes", "in_progress", "no"]],
+        items: Sequence[ItemLabel],
         source: Literal["environment", "person"] = "environment",
         note: str | None = None,
     ) -> LabelRecorded:

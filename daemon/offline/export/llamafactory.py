@@ -16,7 +16,6 @@ from webshepherd.daemon.offline.export.sessions import Summary, redacted_session
 from webshepherd.daemon.offline.export.siblings import labelled, path_done, tree_steps
 from webshepherd.daemon.offline.files import loads
 from webshepherd.daemon.offline.training.targets import (
-    Label,
     checklist_target,
     feedback,
     judge_target,
@@ -24,7 +23,7 @@ from webshepherd.daemon.offline.training.targets import (
 from webshepherd.daemon.recorder import History
 from webshepherd.daemon.recorder.timeline import Step
 from webshepherd.daemon.redact import mask_password_lines
-from webshepherd.protocol.common import ScoredCandidate, SessionSummary, Turn
+from webshepherd.protocol.common import ItemLabel, ScoredCandidate, SessionSummary, Turn
 from webshepherd.protocol.errors import WebShepherdError
 
 DATASET_NAME = "webshepherd_sft"
@@ -74,14 +73,14 @@ def write_dataset_info(folder: Path, file_name: str, layout: str, name: str = DA
 
 def _truth(
     st: Step, cands: dict[str, ScoredCandidate], done_before: Sequence[bool]
-) -> dict[str, tuple[list[Label], str]]:
+) -> dict[str, tuple[list[ItemLabel], str]]:
     """Each candidate of ``st`` with ground truth: its item labels and their source. A
     person's labels beat the environment's (the later of one source wins). A person's
     approve, reject or edit gives no labels: it says which action should run, not where each
     item stands (a rejected "Place order" would complete its item), so it makes preference
     pairs (:func:`pick_rejected`), never a judgement target."""
     return {
-        a: (cast(list[Label], labels), source)
+        a: (cast(list[ItemLabel], labels), source)
         for a, (labels, source) in labelled(st, cands, len(done_before)).items()
     }
 

@@ -8,10 +8,10 @@ docs/training.md gives the rule), and its feedback is a sentence written from th
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
 
-Label = Literal["yes", "in_progress", "no"]
-LABEL_TEXT: dict[Label, str] = {"yes": "Yes", "in_progress": "In Progress", "no": "No"}
+from webshepherd.protocol.common import ItemLabel
+
+LABEL_TEXT: dict[ItemLabel, str] = {"yes": "Yes", "in_progress": "In Progress", "no": "No"}
 NO_EVIDENCE = "Nothing on this page shows that the action moves the task forward."
 
 
@@ -20,7 +20,7 @@ def _items(indices: Sequence[int]) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
-def feedback(labels: Sequence[Label], done_before: Sequence[bool]) -> str:
+def feedback(labels: Sequence[ItemLabel], done_before: Sequence[bool]) -> str:
     """One sentence saying which items the action completes or advances, from ``labels``
     (``done_before``: which items were already done before the action)."""
     done = [i for i, (lab, was) in enumerate(zip(labels, done_before, strict=True), 1)
@@ -35,12 +35,12 @@ def feedback(labels: Sequence[Label], done_before: Sequence[bool]) -> str:
     return "The action does not move the task forward."
 
 
-def judgement(labels: Sequence[Label], done_before: Sequence[bool]) -> str:
+def judgement(labels: Sequence[ItemLabel], done_before: Sequence[bool]) -> str:
     """The whole target for one candidate: the feedback sentence, then the labels."""
     return judge_target(labels, feedback(labels, done_before))
 
 
-def judge_target(labels: Sequence[Label], text: str) -> str:
+def judge_target(labels: Sequence[ItemLabel], text: str) -> str:
     """The judgement: ``text`` (the feedback), then the ``<answer>`` block, one line per item."""
     lines = "\n".join(f"Checklist {i}: {LABEL_TEXT[lab]}" for i, lab in enumerate(labels, 1))
     return f"{text}\n\n<answer>\n{lines}\n</answer>"
