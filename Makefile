@@ -11,8 +11,12 @@ TORCH_SPEC ?= torch==2.13.0
 PIP := $(VENV)/bin/python -m pip
 STAMP := $(VENV)/.webshepherd-installed
 PYTEST_ARGS ?=
+# PREPARED=1 (set by `make test`): a suite's shared prerequisites are already made
+PREREQS = $(if $(PREPARED),,$(STAMP) tiny-judge extension)
+WS_COMPAT ?= 15.0.1
+WS_STAMPS = $(foreach v,$(WS_COMPAT),build/websockets-$(v)/.installed)
 
-.PHONY: all setup setup-vllm tiny-judge tiny-judge-rebuild demo test test-integrations test-vllm test-websockets-compat lint schema clean extension
+.PHONY: all setup setup-vllm tiny-judge tiny-judge-rebuild demo test test-main test-side test-integrations test-vllm test-websockets-compat lint schema clean extension
 
 all: test
 
@@ -59,22 +63,18 @@ tiny-judge: $(STAMP)
 tiny-judge-rebuild: $(STAMP)
 	$(CPU_TRAIN_ENV) $(VENV)/bin/webshepherd dev tiny-model daemon/dev/tiny_judge
 
-test: $(STAMP) tiny-judge extension test-integrations test-websockets-compat test-vllm
-	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
-
 # The daemon reads big frames through websockets' internals (server/offload.py) and sets
 # its message limit after hello (server/handshake.py). The main venv has the newest
 # websockets; 15.0.1 is pyproject's lower bound and what the integrations extra resolves to
 # (browser-use's pin). The socket-level tests run against it (the whole suite passed on
 # it when the bound was set; 13.1 failed the SDK's reconnection: no close_code).
-WS_COMPAT ?= 15.0.1
 WS_TESTS := tests/daemon/server/test_offload.py tests/daemon/server/test_security.py tests/hostile
 
 build/websockets-%/.installed: | $(STAMP)
 	$(PIP) install -q --no-deps --target build/websockets-$* 'websockets==$*'
 	touch $@
 
-test-websockets-compat: $(foreach v,$(WS_COMPAT),build/websockets-$(v)/.installed)
+test-websockets-compat: $(WS_STAMPS)
 	set -e; for v in $(WS_COMPAT); do \
 		PYTHONPATH=build/websockets-$$v $(VENV)/bin/python -c \
 			"import websockets as w; assert w.__version__ == '$$v', w.__version__"; \
@@ -95,7 +95,7 @@ $(ISTAMP): pyproject.toml setup.py
 	$(IVENV)/bin/python -m pip install --no-deps 'agentlab>=0.4.2'  # see pyproject's integrations
 	touch $@
 
-test-integrations: $(STAMP) $(ISTAMP) extension tiny-judge
+test-integrations: $(PREREQS) $(ISTAMP)
 	WEBSHEPHERD_DAEMON_PYTHON=$(abspath $(VENV))/bin/python $(IVENV)/bin/python -m pytest \
 		--confcutdir=tests/integrations tests/integrations $(PYTEST_ARGS)
 
@@ -120,9 +120,23 @@ $(VSTAMP): pyproject.toml setup.py
 
 setup-vllm: $(VSTAMP)
 
-test-vllm: $(VSTAMP) tiny-judge
+test-vllm: $(PREREQS) $(VSTAMP)
 	$(VVENV)/bin/python -m pytest --confcutdir=tests/vllm -p tests.fixtures.tiny_model \
 		-p tests.fixtures.daemon tests/vllm $(PYTEST_ARGS)
+
+# The suites are independent (their own venvs, temporary data dirs, ephemeral ports), so once
+# everything is installed and built they run in two lanes side by side: the main suite, and the
+# side suites one after another; each lane's output is kept together. PREPARED=1 tells the
+# suites' targets that their prerequisites are already made.
+test: $(STAMP) tiny-judge extension $(ISTAMP) $(VSTAMP) $(WS_STAMPS)
+	$(MAKE) --no-print-directory -j2 --output-sync=target PREPARED=1 test-main test-side
+
+test-side: $(PREREQS) $(ISTAMP) $(VSTAMP) $(WS_STAMPS)
+	$(MAKE) --no-print-directory PREPARED=1 test-integrations test-websockets-compat test-vllm
+
+# --durations: where the main suite's time goes, at the end of every run
+test-main: $(PREREQS)
+	$(VENV)/bin/python -m pytest --durations=15 $(PYTEST_ARGS)
 
 # The type check sees the installed names: build/typecheck/webshepherd/{protocol,daemon,tui}
 # are links to the design card's folders, so `webshepherd.*` imports resolve across packages.
