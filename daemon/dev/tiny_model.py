@@ -3,14 +3,15 @@ judges the bundled shop, for tests and the demo.
 
 Its base (a tokenizer trained on the prompts, an untrained Qwen2 with head dimension 64, which
 vLLM's CPU attention takes) is fine-tuned by ``webshepherd train`` on the shop's generated
-episodes (:mod:`webshepherd.daemon.demo.episodes`: every candidate labelled by the shop) and on
-made-up format rows, with a fixed seed and a fixed number of steps (no time budget).
-It knows the shop's pattern, not the web; it is saved with ``save_pretrained`` and loaded
-back through ``from_pretrained`` like any checkpoint.
+episodes (:mod:`webshepherd.daemon.demo.episodes`: every candidate labelled by the shop; half of
+them in Chromium's tree as the extension captures it, every one on to the agent's answer, with
+dwells that grow the history without progress) and on made-up format rows, with a fixed seed
+and a fixed number of steps (no time budget). It knows the shop's pattern, not the web; it is
+saved with ``save_pretrained`` and loaded back through ``from_pretrained`` like any checkpoint.
 
 The judge this recipe built ships with the package (:data:`SHIPPED`, 3 MB), so that the demo and
-the tests run the same judge everywhere, at once: training takes half an hour on a
-laptop's CPU, and float results differ between CPU kinds. Its marker records the digest of the
+the tests run the same judge everywhere, at once: training takes about 45 minutes on 2
+CPU cores, and float results differ between CPU kinds. Its marker records the digest of the
 recipe (:func:`recipe_digest`: training rows and settings); a test recomputes it, so a change to
 the shop, the prompts or the settings that would change the judge is caught until
 ``make tiny-judge-rebuild`` ships the new one.
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase, PreTrainedTokenizerFast
 
 
-TINY_MODEL_VERSION = 11
+TINY_MODEL_VERSION = 14
 MARKER = "webshepherd-tiny-model.json"
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 CHAT_TEMPLATE = (
@@ -45,7 +46,7 @@ CHAT_TEMPLATE = (
 HIDDEN = 128
 HEAD_DIM = 64  # vLLM's CPU attention takes 32 and up (not 16)
 LAYERS = 2
-STEPS = 2000
+STEPS = 3600
 BATCH = 4
 PEAK_LR = 3e-3
 EPISODES = 200
@@ -53,6 +54,10 @@ FORMAT_ROWS = 400
 #: the start page's judgement rows are given this many times: one page in eight of an episode,
 #: it is the one whose candidates differ least (an empty history, nothing done yet)
 START_COPIES = 2
+#: the share of episodes rendered as Chromium's tree (the extension's capture)
+CHROMIUM_SHARE = 0.5
+#: the chance that an episode's detour dwells on its page (:func:`~..demo.episodes.episode`)
+DWELL = 0.5
 
 
 CACHE = ModelCache("WEBSHEPHERD_TINY_MODEL", "tiny-model", TINY_MODEL_VERSION, MARKER)
@@ -166,7 +171,10 @@ def training_rows(seed: int = 0, episodes: int = EPISODES, formats: int = FORMAT
     out: list[Any] = []
     with ShopServer() as server:
         for i in range(episodes):
-            for row in rows(server, training_variant(i), rng):
+            chromium = rng.random() < CHROMIUM_SHARE
+            for row in rows(
+                server, training_variant(i), rng, chromium=chromium, to_answer=True, dwell=DWELL
+            ):
                 start = row.get("step_id") == 0 and row.get("label") != "reference"
                 out.extend([row] * (START_COPIES if start else 1))
     for i in range(formats):

@@ -98,6 +98,7 @@ def test_the_order_is_placed_and_every_step_is_recorded(demo):
     assert totals["step_latency_ms"]["max"] == max(s["latency_ms"] for s in steps)
     # the terminal told the same story
     assert "clicking Reject in the extension's side panel" in result.stdout
+    assert f"its checklist as the shop's in {totals['checklist_as_shop']};" in result.stdout
     assert f"order {outcome['order']} placed in 7 steps" in result.stdout
     assert re.search(r"step latency p50 \d+\.\d ms", result.stdout)
 
@@ -134,3 +135,27 @@ def test_headed_under_xvfb_waits_for_a_person(tmp_path, tiny_model_path):
     assert a["executed"] == step3["executed"] == step3["candidates"][step3["chosen"]]["action"]
     assert step3["approval_wait_ms"] > 0
     assert _png_size(out / a["screenshot"]) == (1280, 720)
+
+
+RANK = {"no": 0, "in_progress": 1, "yes": 2}
+
+
+def test_the_judge_tells_the_shops_truth_on_the_page(demo):
+    """What the overlay and the side panel draw, from the judge that ships, follows the shop:
+    the good action first in at least 6 of 7 steps, each executed action's checklist verdicts
+    the shop's own labels for it (``shop``: its state and the page the action led to), and no
+    item ever taken back from Yes."""
+    _, out = demo
+    summary = json.loads((out / "summary.json").read_text("utf-8"))
+    steps, totals = summary["steps"], summary["totals"]
+    assert totals["agreed"] >= 6, [(s["rewards"], s["chosen"]) for s in steps]
+    # the shop's trail: the search typed, then run; the cheapest opened, added; checkout
+    # (its page, the name), then the order: every item done
+    shop = [[RANK[s["shop"][str(i)]] for s in steps] for i in (1, 2, 3, 4)]
+    assert [t[0] for t in shop] == [1, 0, 0, 0] and all(t[-1] == 2 for t in shop)
+    assert all(t == sorted(t) for t in shop)
+    assert [s["checklist"] for s in steps] == [s["shop"] for s in steps]
+    assert totals["checklist_as_shop"] == len(steps)
+    for i in ("1", "2", "3", "4"):
+        seen = [s["checklist"][i] for s in steps]
+        assert "yes" not in seen or all(v == "yes" for v in seen[seen.index("yes") :]), seen
