@@ -19,6 +19,13 @@ other way, a goal-value stop as the planning paper describes Koh et al., ends th
 V = 1; here V is the reward of the action that reached a node, so it would stop at the action
 that finished the task, before the answer that reports it.)
 
+An action that leaves the page as it was (the same URL, AX tree and screenshot as where it
+ran: a scroll or a click on a title in a text page) is run but not expanded, and stays a
+``leaf``: its children would be its parent's candidates again, scored against a longer history
+that adds nothing. A judge that values such a step a little above going elsewhere (the tiny
+judge gives a wrong product page's in-place actions about 0.49 where the shop's labels say
+0.25) would otherwise spend the budget going round on one page.
+
 Going back to an earlier node resets the environment and replays the node's action prefix,
 as Koh et al. do; a replay that fails or lands on another page than the recorded one marks
 the node (and what hangs below it) stale. The search stops at a final answer (an executed
@@ -34,6 +41,7 @@ the search ends by reporting the path it returns, root first.
 from __future__ import annotations
 
 import base64
+import hashlib
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
@@ -128,6 +136,7 @@ class TreeSearch:
         self.at: list[int] = [0]  # the node path the environment is at now
         self.trying: int | None = 0  # the node being tried (the root: its expansion)
         self.started = time.monotonic()
+        self.pages: dict[int, str] = {}  # node id -> digest of the page it was expanded at
 
     # -- budgets ----------------------------------------------------------
     def _samples(self) -> int:
@@ -186,7 +195,7 @@ class TreeSearch:
 
     async def _try(self, node: SearchNode) -> ActionResult | None:
         """Return to ``node``'s parent, run its action, and expand it (unless it ended the
-        episode, failed, or is as deep as the search goes)."""
+        episode, failed, left the page as it was, or is as deep as the search goes)."""
         assert node.parent is not None and node.action is not None
         self.trying = node.node
         if not await self._goto(node.parent):
@@ -212,7 +221,8 @@ class TreeSearch:
             return outcome
         state = await ep.env.observe()
         node.url = state.url
-        if node.depth >= self.opts.max_depth:
+        unchanged = self.pages.get(node.parent) == _page_digest(state)
+        if node.depth >= self.opts.max_depth or unchanged:
             node.status = "leaf"
             await self._report(node, "expanded")
             return outcome
@@ -254,6 +264,7 @@ class TreeSearch:
         """Score the policy's top candidates at ``node``'s page: its children."""
         ep = self.ep
         node.status = "expanded"
+        self.pages[node.node] = _page_digest(state)
         history = self._history(node.node)
         observed = await ep.handle.observe(
             state.url, state.axtree, _shot(state.screenshot), state.elements
@@ -366,6 +377,14 @@ def _is_answer(action: str | None) -> bool:
         return parse_action(action).name == "send_msg_to_user"
     except ActionError:
         return False
+
+
+def _page_digest(state: PageState) -> str:
+    """What a page shows, as one digest: its URL, AX tree and screenshot."""
+    h = hashlib.sha256()
+    for part in (state.url.encode(), state.axtree.encode(), state.screenshot or b""):
+        h.update(len(part).to_bytes(8, "big") + part)
+    return h.hexdigest()
 
 
 def _shot(png: bytes | None) -> Screenshot | None:

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from webshepherd.daemon.demo.agent import ShopAgent, ShopPolicy
+from webshepherd.daemon.demo.agent import ShopAgent, ShopPolicy, elements
 from webshepherd.daemon.demo.browser import Browser
 from webshepherd.daemon.demo.shop import ShopServer
 from webshepherd.daemon.demo.text_env import TextEnvironment
@@ -158,6 +158,51 @@ async def test_a_guarded_node_runs_only_once_a_person_approved_it(
         assert refused and all(
             "not run, rejected by monitor:person" in (n.error or "") for n in refused
         )
+
+
+def in_place_on_the_decoy(server: ShopServer, value: float) -> Table:
+    """``value`` for the actions that leave the decoy's page as it is (a scroll, a click on
+    its title): a judge that likes lingering there."""
+    browser, agent = Browser(), ShopAgent(shop=SHOP)
+    browser.goto(server.url)
+    while "/product/" not in browser.observe().url:
+        obs = browser.observe()
+        browser.act(agent.good(obs.url, obs.axtree).action)
+    obs = browser.observe()
+    assert "/product/d1" in obs.url
+    title = next(e for e in elements(obs.axtree) if e.role == "heading")
+    server.use(SHOP)
+    return {
+        (obs.url, a): (value, (2, 1, 0, 0), "") for a in ("scroll(0, 400)", f"click('{title.bid}')")
+    }
+
+
+async def test_an_action_that_leaves_the_page_as_it_was_is_not_expanded(
+    tmp_path: Path, shop: ShopServer
+) -> None:
+    """The judge values lingering on the decoy's page above everything: each such action
+    runs once and stays a leaf (its children would be its parent's again), and the search
+    goes on to order the target within a budget that chains of scrolls would spend."""
+    judge = ScriptedJudge({**trap_values(shop), **in_place_on_the_decoy(shop, 0.95)}, default=LOW)
+    async with (
+        scripted_daemon(tmp_path, judge, guards=NO_GUARDS) as server,
+        AsyncClient(server.url, TEST_TOKEN) as c,
+    ):
+        tree = await run_episode(
+            c, TextEnvironment(shop.url, on_reset=lambda: shop.use(SHOP)),
+            ShopPolicy(seed=1, bad_per_step=8, shop=SHOP, backtrack=False), SHOP.intent,
+            options("tree", branching=8, max_expansions=10),
+        )  # fmt: skip
+    assert tree.outcome == "success", tree.stopped
+    assert shop.state.orders[-1]["items"] == [SHOP.target()["name"]]
+    t = tree.tree
+    assert t is not None
+    decoy = next(n for n in t.nodes if n.url and "/product/d1" in n.url and n.expanded_at)
+    lingered = [n for n in t.children(decoy.node) if n.reward == 0.95]
+    assert len(lingered) == 2
+    for n in lingered:  # run, on the same page, and never expanded
+        assert n.executed and n.status == "leaf" and n.url == decoy.url
+        assert n.expanded_at is None and not t.children(n.node)
 
 
 async def test_budgets_stop_the_search_with_the_best_path_found(
