@@ -45,8 +45,8 @@ def test_demo_runs_end_to_end(tiny_model_path: Path, tmp_path: Path) -> None:
     t = summary["totals"]
     assert (t["steps"], t["candidates"]) == (7, 21)
     assert t["parsed"] >= 19, t
-    # the good action first in 6 of 7 steps at least (bench/README.md, *The tiny judge*: 7/7)
-    assert t["agreed"] >= 6, t
+    # the good action first in every step (bench/README.md, *The tiny judge*: margins >= 0.09)
+    assert t["agreed"] == 7, t
     assert summary["outcome"]["status"] == "success" and "data_dir" not in summary
     # The executed (good) action's checklist verdicts move No -> In Progress -> Yes.
     rank = {"no": 0, "in_progress": 1, "yes": 2}
@@ -62,16 +62,19 @@ def test_demo_runs_end_to_end(tiny_model_path: Path, tmp_path: Path) -> None:
     assert temp and not Path(temp.group(1)).exists()
 
 
-def test_demo_on_a_shop_variant_the_judge_never_saw(tiny_model_path: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("variant", [1, 2, 3])
+def test_demo_on_a_shop_variant_the_judge_never_saw(
+    variant: int, tiny_model_path: Path, tmp_path: Path
+) -> None:
     out_dir = tmp_path / "out"
-    args = [*DEMO, "--variant", "2", "--out", str(out_dir), "--keep", "--no-plot"]
+    args = [*DEMO, "--variant", str(variant), "--out", str(out_dir), "--keep", "--no-plot"]
     result = run_demo(args, demo_env(tmp_path, tiny_model_path), timeout=400)
     assert result.returncode == 0, result.stderr[-3000:] + result.stdout[-3000:]
     assert "the judge never saw" in result.stdout
     summary = json.loads((out_dir / "summary.json").read_text("utf-8"))
     t = summary["totals"]
-    assert summary["variant"] == 2 and summary["outcome"]["status"] == "success"
-    assert t["agreed"] >= 5, t
+    assert summary["variant"] == variant and summary["outcome"]["status"] == "success"
+    assert t["agreed"] == 7, t  # good action first on every page of a shop it never saw
     data_dir = Path(summary["data_dir"])  # --keep: the recording stays
     assert (data_dir / "webshepherd.sqlite3").is_file()
 
