@@ -126,13 +126,13 @@ test-vllm: $(PREREQS) $(VSTAMP)
 
 # The suites are independent (their own venvs, temporary data dirs, ephemeral ports), so once
 # everything is installed and built they run in two lanes side by side: the main suite, and the
-# side suites one after another; each lane's output is kept together. PREPARED=1 tells the
-# suites' targets that their prerequisites are already made.
+# side suites one after another (each runs even when one before it failed); each lane's output
+# is kept together. PREPARED=1 tells the suites' targets that their prerequisites are made.
 test: $(STAMP) tiny-judge extension $(ISTAMP) $(VSTAMP) $(WS_STAMPS)
 	$(MAKE) --no-print-directory -j2 --output-sync=target PREPARED=1 test-main test-side
 
 test-side: $(PREREQS) $(ISTAMP) $(VSTAMP) $(WS_STAMPS)
-	$(MAKE) --no-print-directory PREPARED=1 test-integrations test-websockets-compat test-vllm
+	$(MAKE) --no-print-directory --keep-going PREPARED=1 test-integrations test-websockets-compat test-vllm
 
 # --durations: where the main suite's time goes, at the end of every run
 test-main: $(PREREQS)
