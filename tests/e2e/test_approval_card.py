@@ -147,7 +147,11 @@ async def test_the_side_panel_card_for_a_guarded_form_submission(paired, pages_s
     await page.set_viewport_size({"width": 800, "height": 400})
     await page.goto(url, wait_until="load")
     key = await hook_key(daemon)
-    started = await hook(page, "session.start", intent="Order the desk lamp", key=key)
+    # a reference checklist: this test is about the guard and the card, not about the tiny
+    # judge writing a checklist for a page it never saw
+    started = await hook(
+        page, "session.start", intent="Order the desk lamp", checklist=CHECKLIST, key=key
+    )
     assert started["type"] == "session.started", started
     sid = started["session_id"]
     capture = await browser.capture(url)

@@ -117,8 +117,15 @@ def test_huge_axtree_is_truncated_visibly(tiny_engine: Engine) -> None:
 
     giant = huge + "\n" + "\n".join(f"[{i}] StaticText 'row {i}'" for i in range(400_000))
     giant_tree, cut = engine.fit_axtree(giant, counted, 8)
-    assert cut and giant_tree.splitlines()[:-1] == tree.splitlines()[:-1]
-    assert f"of {giant.count(chr(10)) + 1} lines omitted" in giant_tree.splitlines()[-1]
+    total = giant.count("\n") + 1
+    g_kept = len(giant_tree.splitlines()) - 1
+    # the same cut, but for the marker's longer count, which may cost one line
+    assert cut and kept - 1 <= g_kept <= kept
+    assert giant_tree.splitlines()[:-1] == tree.splitlines()[:g_kept]
+    assert f"of {total} lines omitted" in giant_tree.splitlines()[-1]
+    assert tokens(giant_tree) <= budget
+    g_more = [*giant.split("\n")[: g_kept + 1], truncation_marker(total - g_kept - 1, total)]
+    assert tokens("\n".join(g_more)) > budget  # no more cut than needed
     assert max(seen) <= (budget + 8) * MAX_CHARS_PER_TOKEN + 200 < len(giant)
 
 
