@@ -47,8 +47,7 @@ from webshepherd.protocol.common import ItemLabel, Turn
 
 #: distractors tried per page (the demo's agent proposes two)
 BAD_PER_STEP = 2
-#: the chance that a detour is a dwell on the page, and its length (steps) at most
-DWELL = 0.5
+#: a dwell's length (steps) at most (its chance is ``episode``'s ``dwell``)
 DWELL_STEPS = 5
 #: the dwell's in-place action when none of the page's distractors stays on the page
 SCROLL = Proposal("Let me scroll down to see more.", "scroll(0, 400)", False)
