@@ -37,7 +37,19 @@ Decision = Literal["approve", "reject", "edit"]
 DecisionStatus = Literal["auto", "approved", "rejected", "edited", "timeout"]
 #: Why a step waits for a person: the reward policy (below the threshold, a drop), the agent
 #: asked (``always``), or a guard held an action that commits (``guarded``; addition to v1).
-ApprovalReason = Literal["below_threshold", "reward_drop", "always", "guarded"]
+ApprovalReason = Literal["below_threshold", "reward_drop", "always", "guarded", "commit"]
+#: How a session's commits (and reward holds) are treated (addition to v1; docs/approvals.md):
+#: ``ask`` waits for a paired person (refused at once when none is connected), ``watch`` lets
+#: them run and flags them, ``stop`` refuses them without asking. ``serve --mode`` sets the
+#: default; only a paired person's tool changes a session's mode (``session.mode``).
+CommitMode = Literal["ask", "watch", "stop"]
+#: What a request paused in the browser would commit: a write (a method other than GET, HEAD
+#: or OPTIONS), a top-level navigation to another origin, or a download.
+CommitKind = Literal["write", "navigation", "download"]
+#: Who decided a step or a paused request: a paired person, the daemon's guard rules, the
+#: session's mode, a timeout nobody answered in, the operator's sandbox origins, or the daemon
+#: itself (nobody connected who can decide). Never "person" unless a person decided.
+Decider = Literal["person", "guard", "mode", "timeout", "sandbox", "daemon"]
 #: The guards' rules (addition to v1; sessions/guards.py): a form submitted with a method other
 #: than GET, an element whose name matches the configured words, a step that leaves the
 #: session's origin, a download.
@@ -334,6 +346,43 @@ class CardCandidate(Model):
     reward: float | None
 
 
+class RequestField(Model):
+    """One field a paused request would send (a form's or a JSON body's top level)."""
+
+    name: str = Field(max_length=256)
+    value: str = Field(max_length=512, description="Truncated; shown escaped.")
+
+
+class HeldRequest(Model):
+    """A request the browser paused before it left (addition to v1; ``commit.check``): what
+    would be sent, read from the browser's own request, never from a model."""
+
+    method: str = Field(min_length=1, max_length=16, description="Upper case.")
+    url: str = Field(min_length=1, max_length=8192, description="As the browser would send it.")
+    kind: CommitKind
+    top_level: bool = Field(default=False, description="A navigation of the page itself.")
+    origin: str | None = Field(
+        default=None, max_length=512, description="The target's origin, its host as punycode."
+    )
+    fields: list[RequestField] = Field(default_factory=list, max_length=64)
+    body_bytes: int = Field(default=0, ge=0, description="The body's size in bytes.")
+    page_url: str | None = Field(default=None, max_length=8192, description="Sent from here.")
+    trigger: str | None = Field(
+        default=None,
+        max_length=MAX_ACTION_CHARS,
+        description="The action that caused it, when the client knows (null: the page did).",
+    )
+    element: str | None = Field(default=None, max_length=64, description="That action's bid.")
+
+
+class Prediction(Model):
+    """What the page says a candidate will do (addition to v1): the guard rules' reading of it,
+    shown before it runs. In a session whose browser holds commits it informs, never holds."""
+
+    index: int = Field(ge=0)
+    hits: list[GuardHit]
+
+
 class ApprovalCard(Model):
     """What a person needs to judge a held step, read from the step's observation and results
     by the daemon (addition to v1): the TUI and the extension show the same card."""
@@ -353,6 +402,22 @@ class ApprovalCard(Model):
     screenshot: Screenshot | None = Field(
         default=None, description="The step's screenshot, where the target's box is known."
     )
+    request: HeldRequest | None = Field(
+        default=None,
+        description="For a request the browser paused (reason 'commit'): exactly what would "
+        "be sent (addition to v1).",
+    )
+    predicts: list[GuardHit] = Field(
+        default_factory=list,
+        description="What the page says the step will do (the guard rules' reading), shown "
+        "before it runs (addition to v1).",
+    )
+    headline: str | None = Field(
+        default=None,
+        max_length=1024,
+        description="The plain sentence a person reads first, e.g. 'Waiting for you: this "
+        "sends a POST to shop.test/orders' (addition to v1).",
+    )
 
 
 class DecisionInfo(Model):
@@ -361,6 +426,20 @@ class DecisionInfo(Model):
     action: str | None = None
     by: str | None = None
     note: str | None = None
+    decider: Decider | None = Field(
+        default=None,
+        description="Who decided, as a kind (addition to v1): 'person' only when a paired "
+        "person did; `by` names them.",
+    )
+    way_out: str | None = Field(
+        default=None,
+        max_length=1024,
+        description="For a refusal: the operator's serve flag or the person's mode that would "
+        "let such a step run (addition to v1).",
+    )
+    mode: CommitMode | None = Field(
+        default=None, description="The session's mode when it was decided (addition to v1)."
+    )
     guard: list[GuardHit] = Field(
         default_factory=list,
         description="The guard rules the candidate met (addition to v1): a person decided it "
@@ -426,3 +505,6 @@ class SessionSummary(Model):
     latest_reward: float | None = None
     created_at: float = Field(description="Unix time, seconds.")
     ended_at: float | None = None
+    mode: CommitMode | None = Field(
+        default=None, description="The session's mode now (addition to v1; null: not live)."
+    )

@@ -18,13 +18,16 @@ from webshepherd.protocol.common import (
     CandidateResult,
     ChecklistItem,
     ChecklistSource,
+    CommitMode,
     DaemonInfo,
     DecisionInfo,
     DeviceStats,
     GuardHit,
+    HeldRequest,
     JudgeUsage,
     Model,
     OtlpStats,
+    Prediction,
     Outcome,
     RequestId,
     Role,
@@ -81,6 +84,12 @@ class SessionStarted(Model):
     start_url: str | None = None
     agent: AgentInfo | None = None
     source: SessionSource | None = None
+    mode: CommitMode | None = Field(
+        default=None, description="The session's mode at start (addition to v1)."
+    )
+    holds: Literal["browser"] | None = Field(
+        default=None, description="Echo of session.start's holds (addition to v1)."
+    )
 
 
 class Checklist(Model):
@@ -130,6 +139,11 @@ class Scored(Model):
         "(addition to v1): the decision covers the held best; an agent that would run another "
         "of them scores it alone first, so the guards hold it for a person.",
     )
+    predicted: list[Prediction] | None = Field(
+        default=None,
+        description="What the page says each candidate will do, by the guard rules, null when "
+        "nothing (addition to v1). In a session whose browser holds commits these inform only.",
+    )
 
 
 class ApprovalRequest(Model):
@@ -155,6 +169,33 @@ class ApprovalRequest(Model):
         description="The approval threshold in force when the step was held (addition to v1): "
         "a reward at or above it is high, below it low (judge-person agreement).",
     )
+
+
+class CommitDecided(Model):
+    """The answer to ``commit.check`` (reply with ``id``; an event to approvers and
+    subscribers without it). ``request_digest`` names the one request it answers
+    (``protocol.commits.request_digest``): a client lets only that request go."""
+
+    type: Literal["commit.decided"] = "commit.decided"
+    id: str | None = None
+    session_id: SessionId
+    request: HeldRequest
+    request_digest: str = Field(min_length=64, max_length=64)
+    decision: DecisionInfo
+    flagged: bool = Field(
+        default=False, description="It ran unheld (watch mode, a sandbox origin) and is flagged."
+    )
+
+
+class ModeSet(Model):
+    """A session's mode changed (reply to ``session.mode``; an event to approvers and
+    subscribers)."""
+
+    type: Literal["mode.set"] = "mode.set"
+    id: str | None = None
+    session_id: SessionId
+    mode: CommitMode
+    by: str | None = None
 
 
 class ApprovalResolved(Model):

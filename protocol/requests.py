@@ -18,8 +18,10 @@ from webshepherd.protocol.common import (
     Box,
     Candidate,
     ClientInfo,
+    CommitMode,
     Decision,
     ElementFacts,
+    HeldRequest,
     Intent,
     ItemLabel,
     Model,
@@ -72,6 +74,12 @@ class SessionStart(Model):
     observation: Observation | None = None
     agent: AgentInfo = Field(default_factory=AgentInfo)
     source: SessionSource = "agent"
+    holds: Literal["browser"] | None = Field(
+        default=None,
+        description="'browser': this client pauses committing requests in the browser it "
+        "drives and asks with commit.check, so the guard rules predict and never hold "
+        "(addition to v1). Absent: the rules hold (the text-only fallback).",
+    )
 
 
 class Observe(Model):
@@ -109,6 +117,25 @@ class Score(Model):
     observation: Observation | None = None
     samples: int | None = Field(default=None, ge=1, le=32)
     approval: ApprovalMode = "auto"
+
+
+class CommitCheck(Model):
+    """A request the client's browser paused before it left (addition to v1): the daemon
+    answers ``commit.decided`` by the session's mode (a paired person decides in 'ask')."""
+
+    type: Literal["commit.check"] = "commit.check"
+    id: RequestId
+    session_id: SessionId
+    request: HeldRequest
+
+
+class SessionMode(Model):
+    """A paired person sets a session's mode (addition to v1; an agent cannot)."""
+
+    type: Literal["session.mode"] = "session.mode"
+    id: RequestId
+    session_id: SessionId
+    mode: CommitMode
 
 
 class ApprovalDecide(Model):

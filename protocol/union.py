@@ -13,10 +13,12 @@ from webshepherd.protocol.replies import (
     ApprovalRequest,
     ApprovalResolved,
     Checklist,
+    CommitDecided,
     Error,
     HookGranted,
     HookRedeemed,
     LabelRecorded,
+    ModeSet,
     Observed,
     Paired,
     Pong,
@@ -36,6 +38,7 @@ from webshepherd.protocol.replies import (
 from webshepherd.protocol.requests import (
     Action,
     ApprovalDecide,
+    CommitCheck,
     Hello,
     HookGrant,
     HookRedeem,
@@ -46,6 +49,7 @@ from webshepherd.protocol.requests import (
     Score,
     SessionEnd,
     SessionGet,
+    SessionMode,
     SessionsList,
     SessionStart,
     Subscribe,
@@ -68,6 +72,8 @@ ClientMessage = Annotated[
     | Label
     | TreeNode
     | Pair
+    | CommitCheck
+    | SessionMode
     | Ping,
     Field(discriminator="type"),
 ]
@@ -96,6 +102,8 @@ ServerMessage = Annotated[
     | TreeNodeRecorded
     | TreeNodeEvent
     | Paired
+    | CommitDecided
+    | ModeSet
     | Pong,
     Field(discriminator="type"),
 ]

@@ -20,6 +20,8 @@ export type ClientMessage =
   | Label
   | TreeNode
   | Pair
+  | CommitCheck
+  | SessionMode
   | Ping;
 /**
  * A person's approver credential from pairing (addition to v1): the only way a connection may decide approvals, label as a person or change the policy.
@@ -46,6 +48,10 @@ export type StalledAfter = number;
  * Reference checklist text; generated when absent.
  */
 export type Checklist = string | null;
+/**
+ * 'browser': this client pauses committing requests in the browser it drives and asks with commit.check, so the guard rules predict and never hold (addition to v1). Absent: the rules hold (the text-only fallback).
+ */
+export type Holds = "browser" | null;
 /**
  * Chosen by the sender, unique per connection.
  */
@@ -309,7 +315,62 @@ export type Type14 = "pair";
  * Chosen by the sender, unique per connection.
  */
 export type Id15 = string;
-export type Type15 = "ping";
+/**
+ * The body's size in bytes.
+ */
+export type BodyBytes = number;
+/**
+ * That action's bid.
+ */
+export type Element = string | null;
+export type Name3 = string;
+/**
+ * Truncated; shown escaped.
+ */
+export type Value = string;
+/**
+ * @maxItems 64
+ */
+export type Fields = RequestField[];
+export type Kind = "write" | "navigation" | "download";
+/**
+ * Upper case.
+ */
+export type Method = string;
+/**
+ * The target's origin, its host as punycode.
+ */
+export type Origin = string | null;
+/**
+ * Sent from here.
+ */
+export type PageUrl = string | null;
+/**
+ * A navigation of the page itself.
+ */
+export type TopLevel = boolean;
+/**
+ * The action that caused it, when the client knows (null: the page did).
+ */
+export type Trigger = string | null;
+/**
+ * As the browser would send it.
+ */
+export type Url3 = string;
+export type SessionId8 = string;
+export type Type15 = "commit.check";
+/**
+ * Chosen by the sender, unique per connection.
+ */
+export type Id16 = string;
+export type Mode = "ask" | "watch" | "stop";
+export type SessionId9 = string;
+export type Type16 = "session.mode";
+/**
+ * Chosen by the sender, unique per connection.
+ */
+export type Id17 = string;
+export type Type17 = "ping";
 export type ServerMessage =
   | Welcome
   | Error1
@@ -334,6 +395,8 @@ export type ServerMessage =
   | TreeNodeRecorded
   | TreeNodeEvent
   | Paired
+  | CommitDecided
+  | ModeSet
   | Pong;
 /**
  * This connection may decide approvals and label as a person (addition to v1).
@@ -345,13 +408,13 @@ export type Version1 = string;
 /**
  * Chosen by the sender, unique per connection.
  */
-export type Id16 = string;
+export type Id18 = string;
 export type Protocol1 = number;
 /**
  * The role the daemon gave this connection: 'agent' unless `hello` carried a valid approver credential, whose pairing set the role (addition to v1).
  */
 export type Role1 = "agent" | "extension" | "monitor";
-export type Type16 = "welcome";
+export type Type18 = "welcome";
 /**
  * Error codes of protocol v1 (protocol.md, "Envelope").
  */
@@ -365,36 +428,44 @@ export type ErrorCode =
   | "overloaded"
   | "timeout"
   | "internal";
-export type Id17 = string | null;
+export type Id19 = string | null;
 export type Message = string;
 export type Retryable = boolean;
-export type Type17 = "error";
-export type Id18 = string | null;
+export type Type19 = "error";
+/**
+ * Echo of session.start's holds (addition to v1).
+ */
+export type Holds1 = "browser" | null;
+export type Id20 = string | null;
 export type Intent1 = string | null;
-export type SessionId8 = string;
+/**
+ * The session's mode at start (addition to v1).
+ */
+export type Mode1 = ("ask" | "watch" | "stop") | null;
+export type SessionId10 = string;
 export type Source3 = ("agent" | "human" | "import") | null;
 export type StartUrl1 = string | null;
-export type Type18 = "session.started";
+export type Type20 = "session.started";
 export type Goal = string | null;
 export type Index = number;
 export type Title = string;
 export type Items1 = ChecklistItem[];
-export type SessionId9 = string;
+export type SessionId11 = string;
 export type Source4 = "generated" | "reference";
 export type Text = string;
-export type Type19 = "checklist";
+export type Type21 = "checklist";
 export type Axtree2 = string | null;
-export type Id19 = string | null;
-export type SessionId10 = string | null;
+export type Id21 = string | null;
+export type SessionId12 = string | null;
 export type Step3 = number;
-export type Type20 = "observed";
-export type Url3 = string | null;
+export type Type22 = "observed";
+export type Url4 = string | null;
 export type Candidate1 = number;
 export type Delta = string;
 export type Request = string;
 export type Sample = number;
-export type SessionId11 = string;
-export type Type21 = "score.progress";
+export type SessionId13 = string;
+export type Type23 = "score.progress";
 export type Best = number | null;
 /**
  * Echo of the scored candidates (events).
@@ -402,6 +473,10 @@ export type Best = number | null;
 export type Candidates1 = Candidate[] | null;
 export type Action6 = string | null;
 export type By = string | null;
+/**
+ * Who decided, as a kind (addition to v1): 'person' only when a paired person did; `by` names them.
+ */
+export type Decider = ("person" | "guard" | "mode" | "timeout" | "sandbox" | "daemon") | null;
 /**
  * E.g. "submits a POST form to /checkout".
  */
@@ -412,17 +487,31 @@ export type Rule = "form_submit" | "name_match" | "leaves_origin" | "download";
  */
 export type Guard = GuardHit[];
 export type Index1 = number | null;
+/**
+ * The session's mode when it was decided (addition to v1).
+ */
+export type Mode2 = ("ask" | "watch" | "stop") | null;
 export type Note2 = string | null;
 export type Status1 = "auto" | "approved" | "rejected" | "edited" | "timeout";
+/**
+ * For a refusal: the operator's serve flag or the person's mode that would let such a step run (addition to v1).
+ */
+export type WayOut = string | null;
 /**
  * Indices of the candidates that meet a guard rule, null when none (addition to v1): the decision covers the held best; an agent that would run another of them scores it alone first, so the guards hold it for a person.
  */
 export type Guarded = number[] | null;
-export type Id20 = string | null;
-export type Feedback = string;
+export type Id22 = string | null;
+/**
+ * What the page says each candidate will do, by the guard rules, null when nothing (addition to v1). In a session whose browser holds commits these inform only.
+ */
+export type Predicted = Prediction[] | null;
+export type Hits = GuardHit[];
 export type Index2 = number;
-export type InProgress = number;
+export type Feedback = string;
 export type Index3 = number;
+export type InProgress = number;
+export type Index4 = number;
 export type No = number;
 export type Yes = number;
 export type Items2 = ItemProbs[];
@@ -451,11 +540,11 @@ export type Samples1 = SampleResult[];
  */
 export type UnparsedSamples = number;
 export type Results = CandidateResult[];
-export type SessionId12 = string;
+export type SessionId14 = string;
 export type Step4 = number;
 export type ModelMs = number;
 export type QueueMs = number;
-export type Type22 = "scored";
+export type Type24 = "scored";
 export type CandidateIndex = number | null;
 /**
  * Where it leads: a goto's URL, a link's target or the submitted form's action.
@@ -465,19 +554,27 @@ export type Destination = string | null;
  * The judge's parsed feedback, not its raw text.
  */
 export type Feedback1 = string;
+/**
+ * The plain sentence a person reads first, e.g. 'Waiting for you: this sends a POST to shop.test/orders' (addition to v1).
+ */
+export type Headline = string | null;
 export type Action7 = string;
-export type Index4 = number;
+export type Index5 = number;
 export type Reward3 = number | null;
 /**
  * The step's other candidates, best first.
  */
 export type Others = CardCandidate[];
+/**
+ * What the page says the step will do (the guard rules' reading), shown before it runs (addition to v1).
+ */
+export type Predicts = GuardHit[];
 export type Bid = string;
 /**
  * Its box on the step's screenshot.
  */
 export type Box = [number, number, number, number] | null;
-export type Name3 = string | null;
+export type Name4 = string | null;
 export type Role2 = string | null;
 export type Thought3 = string;
 /**
@@ -490,45 +587,45 @@ export type Feedback2 = string;
  * The guard rules the action met (addition to v1); held whatever the reward.
  */
 export type Guard1 = GuardHit[];
-export type Reason = "below_threshold" | "reward_drop" | "always" | "guarded";
+export type Reason = "below_threshold" | "reward_drop" | "always" | "guarded" | "commit";
 export type RequestId1 = string;
 export type Reward4 = number | null;
-export type SessionId13 = string;
+export type SessionId15 = string;
 export type Step5 = number;
 /**
  * The approval threshold in force when the step was held (addition to v1): a reward at or above it is high, below it low (judge-person agreement).
  */
 export type Threshold = number | null;
-export type Type23 = "approval.request";
+export type Type25 = "approval.request";
 export type Action8 = string | null;
 export type By1 = string | null;
 export type Decision1 = "approve" | "reject" | "edit" | "timeout";
-export type Id21 = string | null;
+export type Id23 = string | null;
 export type Note3 = string | null;
 export type RequestId2 = string;
-export type SessionId14 = string | null;
-export type Type24 = "approval.resolved";
+export type SessionId16 = string | null;
+export type Type26 = "approval.resolved";
 /**
  * Chosen by the sender, unique per connection.
  */
-export type Id22 = string;
-export type SessionId15 = string;
+export type Id24 = string;
+export type SessionId17 = string;
 export type Step6 = number;
-export type Type25 = "action.recorded";
+export type Type27 = "action.recorded";
 export type Action9 = string;
-export type SessionId16 = string;
+export type SessionId18 = string;
 export type Source5 = "agent" | "human";
 export type Step7 = number;
 export type Thought4 = string | null;
-export type Type26 = "action";
+export type Type28 = "action";
 export type Answer1 = string | null;
-export type Id23 = string | null;
+export type Id25 = string | null;
 export type Outcome1 = "success" | "failure" | "unknown";
-export type SessionId17 = string;
-export type Type27 = "session.ended";
+export type SessionId19 = string;
+export type Type29 = "session.ended";
 export type Action10 = string;
 export type Detail1 = string;
-export type Kind = "repeated_action" | "element_mismatch" | "plan_adherence" | "stalled";
+export type Kind1 = "repeated_action" | "element_mismatch" | "plan_adherence" | "stalled";
 /**
  * False when the signal is a warning.
  */
@@ -540,23 +637,23 @@ export type Planned = string | null;
  */
 export type Rate = number | null;
 export type Repeats = number | null;
-export type SessionId18 = string;
+export type SessionId20 = string;
 /**
  * stalled: executed steps in a row with no checklist item advanced.
  */
 export type StalledSteps = number | null;
 export type Step8 = number;
-export type Type28 = "signal";
+export type Type30 = "signal";
 /**
  * Chosen by the sender, unique per connection.
  */
-export type Id24 = string;
+export type Id26 = string;
 export type Sessions1 = "*" | string[];
-export type Type29 = "subscribed";
+export type Type31 = "subscribed";
 /**
  * Chosen by the sender, unique per connection.
  */
-export type Id25 = string;
+export type Id27 = string;
 /**
  * Unix time, seconds.
  */
@@ -564,14 +661,18 @@ export type CreatedAt = number;
 export type EndedAt = number | null;
 export type Intent2 = string;
 export type LatestReward = number | null;
+/**
+ * The session's mode now (addition to v1; null: not live).
+ */
+export type Mode3 = ("ask" | "watch" | "stop") | null;
 export type Outcome2 = ("success" | "failure" | "unknown") | null;
-export type SessionId19 = string;
+export type SessionId21 = string;
 export type Source6 = "agent" | "human" | "import";
 export type StartUrl2 = string | null;
 export type State = "running" | "waiting_approval" | "ended";
 export type Steps = number;
 export type Sessions3 = SessionSummary[];
-export type Type30 = "sessions";
+export type Type32 = "sessions";
 /**
  * The session's events in order, each shaped as the event a subscriber received.
  */
@@ -581,16 +682,16 @@ export type Events = {
 /**
  * Chosen by the sender, unique per connection.
  */
-export type Id26 = string;
+export type Id28 = string;
 /**
  * Set when the events did not fit one frame: ask again with `after` = `next` for the rest (every page carries at least one event). Addition to v1.
  */
 export type Next = number | null;
-export type Type31 = "session";
+export type Type33 = "session";
 export type Connections = number;
 export type MemoryTotalMb = number | null;
 export type MemoryUsedMb = number | null;
-export type Name4 = string;
+export type Name5 = string;
 /**
  * Percent, 0-100.
  */
@@ -690,7 +791,7 @@ export type StepLatencyMsP50 = number | null;
 export type StepLatencyMsP95 = number | null;
 export type Time = number;
 export type TokensPerS = number;
-export type Type32 = "stats";
+export type Type34 = "stats";
 /**
  * The key must be redeemed within this time.
  */
@@ -698,38 +799,38 @@ export type ExpiresInS1 = number;
 /**
  * Chosen by the sender, unique per connection.
  */
-export type Id27 = string;
+export type Id29 = string;
 export type Key1 = string;
 /**
  * The key of the MAC on the extension's page-hook replies (addition to v1): the agent keeps it out of the page and checks each reply with it.
  */
 export type ReplyKey = string | null;
-export type SessionId20 = string | null;
-export type Type33 = "hook.granted";
-/**
- * Chosen by the sender, unique per connection.
- */
-export type Id28 = string;
-/**
- * The key the extension signs this key's page-hook replies with (addition to v1; the same as hook.granted.reply_key).
- */
-export type ReplyKey1 = string | null;
-export type SessionId21 = string | null;
-export type Type34 = "hook.redeemed";
-/**
- * Chosen by the sender, unique per connection.
- */
-export type Id29 = string;
-export type SessionId22 = string;
-export type Step9 = number;
-export type Type35 = "label.recorded";
+export type SessionId22 = string | null;
+export type Type35 = "hook.granted";
 /**
  * Chosen by the sender, unique per connection.
  */
 export type Id30 = string;
+/**
+ * The key the extension signs this key's page-hook replies with (addition to v1; the same as hook.granted.reply_key).
+ */
+export type ReplyKey1 = string | null;
+export type SessionId23 = string | null;
+export type Type36 = "hook.redeemed";
+/**
+ * Chosen by the sender, unique per connection.
+ */
+export type Id31 = string;
+export type SessionId24 = string;
+export type Step9 = number;
+export type Type37 = "label.recorded";
+/**
+ * Chosen by the sender, unique per connection.
+ */
+export type Id32 = string;
 export type Node1 = number;
-export type SessionId23 = string;
-export type Type36 = "tree.node.recorded";
+export type SessionId25 = string;
+export type Type38 = "tree.node.recorded";
 /**
  * The action from its parent (null only for the root).
  */
@@ -771,7 +872,7 @@ export type Replays1 = number;
  * Its value: the judge's reward for it.
  */
 export type Reward5 = number | null;
-export type SessionId24 = string;
+export type SessionId26 = string;
 export type Status2 = "frontier" | "expanded" | "leaf" | "done" | "failed" | "stale";
 /**
  * The scored step its action was a candidate of (the parent's expansion).
@@ -782,24 +883,37 @@ export type Thought5 = string | null;
  * The node the search is trying now (its action runs once the environment is at its parent).
  */
 export type Trying1 = number | null;
-export type Type37 = "tree.node";
+export type Type39 = "tree.node";
 /**
  * The page it led to.
  */
-export type Url4 = string | null;
+export type Url5 = string | null;
 export type Credential = string;
 /**
  * Chosen by the sender, unique per connection.
  */
-export type Id31 = string;
-export type Name5 = string;
+export type Id33 = string;
+export type Name6 = string;
 export type Role3 = "agent" | "extension" | "monitor";
-export type Type38 = "paired";
+export type Type40 = "paired";
+/**
+ * It ran unheld (watch mode, a sandbox origin) and is flagged.
+ */
+export type Flagged = boolean;
+export type Id34 = string | null;
+export type RequestDigest = string;
+export type SessionId27 = string;
+export type Type41 = "commit.decided";
+export type By2 = string | null;
+export type Id35 = string | null;
+export type Mode4 = "ask" | "watch" | "stop";
+export type SessionId28 = string;
+export type Type42 = "mode.set";
 /**
  * Chosen by the sender, unique per connection.
  */
-export type Id32 = string;
-export type Type39 = "pong";
+export type Id36 = string;
+export type Type43 = "pong";
 
 export interface Hello {
   approver?: Approver;
@@ -817,6 +931,7 @@ export interface ClientInfo {
 export interface SessionStart {
   agent?: AgentInfo;
   checklist?: Checklist;
+  holds?: Holds;
   id: Id1;
   intent: Intent;
   observation?: Observation | null;
@@ -983,19 +1098,61 @@ export interface Pair {
   type: Type14;
 }
 /**
+ * A request the client's browser paused before it left (addition to v1): the daemon
+ * answers ``commit.decided`` by the session's mode (a paired person decides in 'ask').
+ */
+export interface CommitCheck {
+  id: Id15;
+  request: HeldRequest;
+  session_id: SessionId8;
+  type: Type15;
+}
+/**
+ * A request the browser paused before it left (addition to v1; ``commit.check``): what
+ * would be sent, read from the browser's own request, never from a model.
+ */
+export interface HeldRequest {
+  body_bytes?: BodyBytes;
+  element?: Element;
+  fields?: Fields;
+  kind: Kind;
+  method: Method;
+  origin?: Origin;
+  page_url?: PageUrl;
+  top_level?: TopLevel;
+  trigger?: Trigger;
+  url: Url3;
+}
+/**
+ * One field a paused request would send (a form's or a JSON body's top level).
+ */
+export interface RequestField {
+  name: Name3;
+  value: Value;
+}
+/**
+ * A paired person sets a session's mode (addition to v1; an agent cannot).
+ */
+export interface SessionMode {
+  id: Id16;
+  mode: Mode;
+  session_id: SessionId9;
+  type: Type16;
+}
+/**
  * Application-level keepalive (an MV3 service worker needs one about every 20 s). Addition to v1.
  */
 export interface Ping {
-  id: Id15;
-  type: Type15;
+  id: Id17;
+  type: Type17;
 }
 export interface Welcome {
   approver?: Approver1;
   daemon: DaemonInfo;
-  id: Id16;
+  id: Id18;
   protocol: Protocol1;
   role?: Role1;
-  type: Type16;
+  type: Type18;
 }
 export interface DaemonInfo {
   backend: Backend;
@@ -1004,26 +1161,28 @@ export interface DaemonInfo {
 }
 export interface Error1 {
   code: ErrorCode;
-  id?: Id17;
+  id?: Id19;
   message: Message;
   retryable?: Retryable;
-  type: Type17;
+  type: Type19;
 }
 export interface SessionStarted {
   agent?: AgentInfo | null;
-  id?: Id18;
+  holds?: Holds1;
+  id?: Id20;
   intent?: Intent1;
-  session_id: SessionId8;
+  mode?: Mode1;
+  session_id: SessionId10;
   source?: Source3;
   start_url?: StartUrl1;
-  type: Type18;
+  type: Type20;
 }
 export interface Checklist1 {
   items: Items1;
-  session_id: SessionId9;
+  session_id: SessionId11;
   source: Source4;
   text: Text;
-  type: Type19;
+  type: Type21;
 }
 export interface ChecklistItem {
   goal?: Goal;
@@ -1032,43 +1191,47 @@ export interface ChecklistItem {
 }
 export interface Observed {
   axtree?: Axtree2;
-  id?: Id19;
+  id?: Id21;
   /**
    * Events carry the mime only (data null).
    */
   screenshot?: Screenshot | null;
-  session_id?: SessionId10;
+  session_id?: SessionId12;
   step: Step3;
-  type: Type20;
-  url?: Url3;
+  type: Type22;
+  url?: Url4;
 }
 export interface ScoreProgress {
   candidate: Candidate1;
   delta: Delta;
   request: Request;
   sample: Sample;
-  session_id: SessionId11;
-  type: Type21;
+  session_id: SessionId13;
+  type: Type23;
 }
 export interface Scored {
   best: Best;
   candidates?: Candidates1;
   decision: DecisionInfo;
   guarded?: Guarded;
-  id?: Id20;
+  id?: Id22;
+  predicted?: Predicted;
   results: Results;
-  session_id: SessionId12;
+  session_id: SessionId14;
   step: Step4;
   timing?: Timing;
-  type: Type22;
+  type: Type24;
 }
 export interface DecisionInfo {
   action?: Action6;
   by?: By;
+  decider?: Decider;
   guard?: Guard;
   index?: Index1;
+  mode?: Mode2;
   note?: Note2;
   status: Status1;
+  way_out?: WayOut;
 }
 /**
  * One guard rule an action met (addition to v1): the rule and what on the page met it.
@@ -1077,9 +1240,17 @@ export interface GuardHit {
   detail: Detail;
   rule: Rule;
 }
+/**
+ * What the page says a candidate will do (addition to v1): the guard rules' reading of it,
+ * shown before it runs. In a session whose browser holds commits it informs, never holds.
+ */
+export interface Prediction {
+  hits: Hits;
+  index: Index2;
+}
 export interface CandidateResult {
   feedback?: Feedback;
-  index: Index2;
+  index: Index3;
   items?: Items2;
   judge_inputs?: JudgeInputs;
   parsed_samples: ParsedSamples;
@@ -1093,7 +1264,7 @@ export interface CandidateResult {
  */
 export interface ItemProbs {
   in_progress: InProgress;
-  index: Index3;
+  index: Index4;
   no: No;
   yes: Yes;
 }
@@ -1120,10 +1291,10 @@ export interface ApprovalRequest {
   reason: Reason;
   request_id: RequestId1;
   reward: Reward4;
-  session_id: SessionId13;
+  session_id: SessionId15;
   step: Step5;
   threshold?: Threshold;
-  type: Type23;
+  type: Type25;
 }
 /**
  * What a person needs to judge a held step, read from the step's observation and results
@@ -1132,7 +1303,13 @@ export interface ApprovalRequest {
 export interface ApprovalCard {
   destination?: Destination;
   feedback?: Feedback1;
+  headline?: Headline;
   others?: Others;
+  predicts?: Predicts;
+  /**
+   * For a request the browser paused (reason 'commit'): exactly what would be sent (addition to v1).
+   */
+  request?: HeldRequest | null;
   /**
    * The step's screenshot, where the target's box is known.
    */
@@ -1143,7 +1320,7 @@ export interface ApprovalCard {
 }
 export interface CardCandidate {
   action: Action7;
-  index: Index4;
+  index: Index5;
   reward: Reward3;
 }
 /**
@@ -1152,42 +1329,42 @@ export interface CardCandidate {
 export interface CardTarget {
   bid: Bid;
   box?: Box;
-  name?: Name3;
+  name?: Name4;
   role?: Role2;
 }
 export interface ApprovalResolved {
   action?: Action8;
   by?: By1;
   decision: Decision1;
-  id?: Id21;
+  id?: Id23;
   note?: Note3;
   request_id: RequestId2;
-  session_id?: SessionId14;
-  type: Type24;
+  session_id?: SessionId16;
+  type: Type26;
 }
 /**
  * Reply to ``action``; subscribers receive the ``action`` event instead.
  */
 export interface ActionRecorded {
-  id: Id22;
-  session_id: SessionId15;
+  id: Id24;
+  session_id: SessionId17;
   step: Step6;
-  type: Type25;
+  type: Type27;
 }
 export interface ActionEvent {
   action: Action9;
-  session_id: SessionId16;
+  session_id: SessionId18;
   source?: Source5;
   step: Step7;
   thought?: Thought4;
-  type: Type26;
+  type: Type28;
 }
 export interface SessionEnded {
   answer?: Answer1;
-  id?: Id23;
+  id?: Id25;
   outcome: Outcome1;
-  session_id: SessionId17;
-  type: Type27;
+  session_id: SessionId19;
+  type: Type29;
 }
 /**
  * A live process signal about one executed action (addition to v1; see protocol-additions.md).
@@ -1202,29 +1379,29 @@ export interface SessionEnded {
 export interface Signal {
   action: Action10;
   detail?: Detail1;
-  kind: Kind;
+  kind: Kind1;
   ok: Ok;
   plan_step?: PlanStep;
   planned?: Planned;
   rate?: Rate;
   repeats?: Repeats;
-  session_id: SessionId18;
+  session_id: SessionId20;
   stalled_steps?: StalledSteps;
   step: Step8;
-  type: Type28;
+  type: Type30;
 }
 export interface Subscribed {
-  id: Id24;
+  id: Id26;
   sessions: Sessions1;
-  type: Type29;
+  type: Type31;
 }
 /**
  * Reply to ``sessions.list``: newest first.
  */
 export interface Sessions2 {
-  id: Id25;
+  id: Id27;
   sessions: Sessions3;
-  type: Type30;
+  type: Type32;
 }
 export interface SessionSummary {
   agent?: AgentInfo;
@@ -1232,8 +1409,9 @@ export interface SessionSummary {
   ended_at?: EndedAt;
   intent: Intent2;
   latest_reward?: LatestReward;
+  mode?: Mode3;
   outcome?: Outcome2;
-  session_id: SessionId19;
+  session_id: SessionId21;
   source?: Source6;
   start_url?: StartUrl2;
   state?: State;
@@ -1245,10 +1423,10 @@ export interface SessionSummary {
 export interface Session {
   checklist?: Checklist1 | null;
   events?: Events;
-  id: Id26;
+  id: Id28;
   next?: Next;
   session: SessionSummary;
-  type: Type31;
+  type: Type33;
 }
 export interface Stats {
   connections?: Connections;
@@ -1273,12 +1451,12 @@ export interface Stats {
   step_latency_ms_p95?: StepLatencyMsP95;
   time: Time;
   tokens_per_s: TokensPerS;
-  type: Type32;
+  type: Type34;
 }
 export interface DeviceStats {
   memory_total_mb?: MemoryTotalMb;
   memory_used_mb?: MemoryUsedMb;
-  name: Name4;
+  name: Name5;
   utilization?: Utilization;
 }
 /**
@@ -1327,38 +1505,38 @@ export interface RemoteEngineStats {
  */
 export interface HookGranted {
   expires_in_s: ExpiresInS1;
-  id: Id27;
+  id: Id29;
   key: Key1;
   reply_key?: ReplyKey;
-  session_id?: SessionId20;
-  type: Type33;
+  session_id?: SessionId22;
+  type: Type35;
 }
 /**
  * Reply to ``hook.redeem``: the session the key follows (null: it may start one).
  */
 export interface HookRedeemed {
-  id: Id28;
+  id: Id30;
   reply_key?: ReplyKey1;
-  session_id?: SessionId21;
-  type: Type34;
+  session_id?: SessionId23;
+  type: Type36;
 }
 /**
  * Reply to ``label`` (addition to v1): the labels are in the recording.
  */
 export interface LabelRecorded {
-  id: Id29;
-  session_id: SessionId22;
+  id: Id31;
+  session_id: SessionId24;
   step: Step9;
-  type: Type35;
+  type: Type37;
 }
 /**
  * Reply to ``tree.node`` (addition to v1): the node's update is in the recording.
  */
 export interface TreeNodeRecorded {
-  id: Id30;
+  id: Id32;
   node: Node1;
-  session_id: SessionId23;
-  type: Type36;
+  session_id: SessionId25;
+  type: Type38;
 }
 /**
  * A node of a session's search tree, as its agent reported it (addition to v1): to the
@@ -1376,25 +1554,50 @@ export interface TreeNodeEvent {
   parent?: Parent1;
   replays?: Replays1;
   reward?: Reward5;
-  session_id: SessionId24;
+  session_id: SessionId26;
   status: Status2;
   step?: Step10;
   thought?: Thought5;
   trying?: Trying1;
-  type: Type37;
-  url?: Url4;
+  type: Type39;
+  url?: Url5;
 }
 /**
  * Reply to ``pair``: the approver credential, shown once (addition to v1).
  */
 export interface Paired {
   credential: Credential;
-  id: Id31;
-  name: Name5;
+  id: Id33;
+  name: Name6;
   role: Role3;
-  type: Type38;
+  type: Type40;
+}
+/**
+ * The answer to ``commit.check`` (reply with ``id``; an event to approvers and
+ * subscribers without it). ``request_digest`` names the one request it answers
+ * (``protocol.commits.request_digest``): a client lets only that request go.
+ */
+export interface CommitDecided {
+  decision: DecisionInfo;
+  flagged?: Flagged;
+  id?: Id34;
+  request: HeldRequest;
+  request_digest: RequestDigest;
+  session_id: SessionId27;
+  type: Type41;
+}
+/**
+ * A session's mode changed (reply to ``session.mode``; an event to approvers and
+ * subscribers).
+ */
+export interface ModeSet {
+  by?: By2;
+  id?: Id35;
+  mode: Mode4;
+  session_id: SessionId28;
+  type: Type42;
 }
 export interface Pong {
-  id: Id32;
-  type: Type39;
+  id: Id36;
+  type: Type43;
 }
