@@ -3,8 +3,10 @@
 :func:`build_engine` loads the model the settings name, :func:`build_daemon` makes the server
 on an engine (that one, or one given: a test's scripted judge, an engine shared by several
 daemons), :func:`running_daemon` starts and stops it around a block, :func:`run_until_signal`
-serves until SIGINT or SIGTERM. ``webshepherd serve``, the demos, ``webshepherd rescore
---model``, the benches and the tests' fixtures all build their daemon here.
+serves until SIGINT or SIGTERM, :func:`in_process_daemon` runs one in this process on a free
+loopback port with a fresh token and temporary directories. ``webshepherd serve``, the demos,
+``webshepherd rescore --model``, the benches and the tests' fixtures all build their daemon
+here.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ import asyncio
 import contextlib
 import os
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from webshepherd.daemon.config import Settings
 from webshepherd.protocol.errors import ModelUnavailableError
@@ -99,6 +102,31 @@ async def running_daemon(
         yield server
     finally:
         await server.stop()
+
+
+@contextlib.asynccontextmanager
+async def in_process_daemon(
+    engine: EngineAPI, data_dir: Path, config_dir: Path, samples: int, **config: Any
+) -> AsyncIterator[tuple[DaemonServer, str]]:
+    """A daemon in this process on an ephemeral loopback port: a fresh token, data and config
+    in the given directories, no approval rules and no guard rules unless ``config`` (more
+    ``DaemonConfig`` fields) names them; yields ``(daemon, token)`` and stops it. ``webshepherd
+    rescore --model`` and the demos start theirs here."""
+    from webshepherd.daemon.sessions.guards import GuardPolicy
+
+    config.setdefault("guards", GuardPolicy(rules=frozenset()))
+    settings = Settings.local(
+        data_dir,
+        data_dir=data_dir,
+        config_dir=config_dir,
+        approval_threshold=None,
+        approval_drop=None,
+        default_samples=samples,
+        **config,
+    )
+    async with running_daemon(settings, engine) as server:
+        assert settings.daemon.token is not None
+        yield server, settings.daemon.token
 
 
 def run_until_signal(settings: Settings, engine: EngineAPI | None = None) -> None:

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from webshepherd.daemon.cli.progress import ProgressBar
-from webshepherd.daemon.cli.secrets import add_token_arguments, token_from_args
+from webshepherd.daemon.secrets import add_token_arguments, token_from_args
 from webshepherd.daemon.config import DB_NAME
 from webshepherd.daemon.engine.engine import DEFAULT_MAX_CONTEXT
 from webshepherd.daemon.engine.labels import UNPARSED_RULES

@@ -14,7 +14,7 @@ import asyncio
 import sys
 import time
 
-from webshepherd.daemon.cli.secrets import add_token_arguments, token_from_args
+from webshepherd.daemon.secrets import add_token_arguments, token_from_args
 from webshepherd.daemon.server.approvers import ApproverRole
 from webshepherd.protocol.version import DEFAULT_URL
 

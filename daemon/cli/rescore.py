@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from webshepherd.daemon.cli.progress import ProgressBar
-from webshepherd.daemon.cli.secrets import add_token_arguments, token_from_args
 from webshepherd.daemon.config import DB_NAME
+from webshepherd.daemon.secrets import add_token_arguments, token_from_args
 from webshepherd.protocol.steps import step_label, step_number
 from webshepherd.protocol.terminal_text import terminal_safe
 
@@ -127,7 +127,8 @@ async def _score(
     if args.model is None:
         return await rescore(run, args.url, token, **kw)
     from rich.console import Console
-    from webshepherd.daemon.demo.demo_setup import in_process_daemon, load_demo_engine
+    from webshepherd.daemon.build import in_process_daemon
+    from webshepherd.daemon.demo.demo_setup import load_demo_engine
 
     console = Console(stderr=True)
     samples = args.samples or 1

@@ -11,7 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from webshepherd.daemon.cli.secrets import add_otlp_header_arguments, otlp_headers
+from webshepherd.daemon.secrets import add_otlp_header_arguments, otlp_headers
 from webshepherd.daemon.config import (
     DEFAULT_MODEL,
     MIB,

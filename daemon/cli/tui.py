@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from webshepherd.daemon.cli.secrets import add_token_arguments, token_from_args
+from webshepherd.daemon.secrets import add_token_arguments, token_from_args
 from webshepherd.protocol.version import DEFAULT_URL
 
 

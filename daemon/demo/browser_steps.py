@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import re
 import time
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
@@ -29,11 +31,28 @@ if TYPE_CHECKING:
     from playwright.async_api import Page, Worker
     from webshepherd.daemon.browser.playwright_env import PlaywrightEnvironment
     from webshepherd.daemon.demo.agent import Proposal
-    from webshepherd.daemon.demo.run_browser import BrowserDemoOptions
     from webshepherd.daemon.demo.shop import ShopServer
     from webshepherd.protocol.agents import PageState
 
-__all__ = ["DemoRun", "held_candidate", "verdicts"]
+__all__ = ["APPROVAL_STEP", "BrowserDemoOptions", "DemoRun", "held_candidate", "verdicts"]
+
+APPROVAL_STEP = 3  # the search results: wrong products are tempting there
+
+
+@dataclass(frozen=True)
+class BrowserDemoOptions:
+    """What ``webshepherd demo --browser`` was asked for."""
+
+    headless: bool = False
+    out: Path | None = None  # screenshots and summary.json
+    samples: int = 2
+    max_steps: int = 12
+    seed: int = 0
+    policy: str = "scripted"  # run the script's good action, or "reward": the best-rewarded
+    approval_step: int = APPROVAL_STEP  # the step whose worst bad candidate is held
+    approval_timeout_s: float = 300.0  # a person's time to decide (headed)
+    keep: bool = False  # keep the temporary data dir (the recording), named in summary.json
+    guards: bool = False  # the daemon's guards on (off by default: the demo orders unattended)
 
 
 _TITLES = {int(n): t for n, t in re.findall(r"^Checklist (\d+): (.+)$", CHECKLIST, re.MULTILINE)}

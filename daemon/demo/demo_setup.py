@@ -110,38 +110,15 @@ def print_guards_note(console: Console, on: bool) -> None:
 
 
 @contextlib.asynccontextmanager
-async def in_process_daemon(
-    engine: EngineAPI, data_dir: Path, config_dir: Path, samples: int, **config: Any
-) -> AsyncIterator[tuple[DaemonServer, str]]:
-    """The daemon in this process on an ephemeral loopback port (a fresh token, no approval
-    rules, no guards unless ``config`` has ``guards``; ``config``: more ``DaemonConfig``
-    fields); yields ``(daemon, token)`` and stops it. The demos and ``webshepherd rescore
-    --model`` start it."""
-    from webshepherd.daemon.build import running_daemon
-    from webshepherd.daemon.config import Settings
-
-    config.setdefault("guards", demo_guards(False))
-    settings = Settings.local(
-        data_dir,
-        data_dir=data_dir,
-        config_dir=config_dir,
-        approval_threshold=None,
-        approval_drop=None,
-        default_samples=samples,
-        **config,
-    )
-    async with running_daemon(settings, engine) as server:
-        assert settings.daemon.token is not None
-        yield server, settings.daemon.token
-
-
-@contextlib.asynccontextmanager
 async def demo_servers(
     engine: EngineAPI, workdir: Path, samples: int, shop: ShopVariant | None = None, **config: Any
 ) -> AsyncIterator[tuple[DaemonServer, str, ShopServer]]:
     """The daemon on an ephemeral loopback port (a fresh token, data and config under
     ``workdir``, no approval rules; ``config``: more ``DaemonConfig`` fields) and the shop;
     yields ``(daemon, token, shop)`` and stops both."""
+    from webshepherd.daemon.build import in_process_daemon
+
+    config.setdefault("guards", demo_guards(False))
     async with in_process_daemon(
         engine, workdir / "data", workdir / "config", samples, **config
     ) as (server, token):

@@ -25,7 +25,7 @@ import shutil
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +33,7 @@ from rich.console import Console
 from webshepherd.daemon.demo.agent import CHECKLIST, TASK, ShopAgent
 from webshepherd.daemon.demo.browser_page import DemoBrowserError, hook, pair, pair_person
 from webshepherd.daemon.demo.browser_report import build_summary, print_totals, write_summary
-from webshepherd.daemon.demo.browser_steps import DemoRun
+from webshepherd.daemon.demo.browser_steps import BrowserDemoOptions, DemoRun
 from webshepherd.daemon.demo.demo_setup import (
     demo_guards,
     demo_servers,
@@ -47,24 +47,6 @@ if TYPE_CHECKING:
     from playwright.async_api import Page
     from webshepherd.daemon.demo.shop import ShopServer
     from webshepherd.daemon.engine.api import EngineAPI
-
-APPROVAL_STEP = 3  # the search results: wrong products are tempting there
-
-
-@dataclass(frozen=True)
-class BrowserDemoOptions:
-    """What ``webshepherd demo --browser`` was asked for."""
-
-    headless: bool = False
-    out: Path | None = None  # screenshots and summary.json
-    samples: int = 2
-    max_steps: int = 12
-    seed: int = 0
-    policy: str = "scripted"  # run the script's good action, or "reward": the best-rewarded
-    approval_step: int = APPROVAL_STEP  # the step whose worst bad candidate is held
-    approval_timeout_s: float = 300.0  # a person's time to decide (headed)
-    keep: bool = False  # keep the temporary data dir (the recording), named in summary.json
-    guards: bool = False  # the daemon's guards on (off by default: the demo orders unattended)
 
 
 def check_requirements(headless: bool) -> tuple[str, Path]:

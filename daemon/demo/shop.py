@@ -8,20 +8,16 @@ and orders live in the server object.
 from __future__ import annotations
 
 import html
-import json
 import threading
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from string import Template
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import parse_qs, quote_plus, urlsplit
 
-if TYPE_CHECKING:
-    from webshepherd.daemon.demo.variants import ShopVariant
-
-SITE = Path(__file__).resolve().parent / "site"
+from webshepherd.daemon.demo.variants import SITE, ShopVariant
+from webshepherd.daemon.demo.variants import variant as shop_variant
 
 
 def _template(name: str) -> Template:
@@ -219,12 +215,6 @@ class _Handler(BaseHTTPRequestHandler):
         self._not_found()
 
 
-def load_products() -> list[dict[str, Any]]:
-    """The original shop's catalogue (``site/products.json``)."""
-    products: list[dict[str, Any]] = json.loads((SITE / "products.json").read_text("utf-8"))
-    return products
-
-
 class ShopServer(ThreadingHTTPServer):
     """The shop on ``127.0.0.1`` and an ephemeral port; ``start()`` serves from a thread."""
 
@@ -233,10 +223,8 @@ class ShopServer(ThreadingHTTPServer):
     def __init__(
         self, host: str = "127.0.0.1", port: int = 0, variant: ShopVariant | None = None
     ) -> None:
-        from webshepherd.daemon.demo.variants import variant as original
-
         super().__init__((host, port), _Handler)
-        self.use(variant if variant is not None else original(0))
+        self.use(variant if variant is not None else shop_variant(0))
         self._thread: threading.Thread | None = None
 
     def use(self, variant: ShopVariant) -> None:

@@ -10,9 +10,20 @@ task: buy the cheapest product of one kind and check out under one name. Some tr
 
 from __future__ import annotations
 
+import json
 import random
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
+
+#: The shop's pages, stylesheet and original catalogue.
+SITE = Path(__file__).resolve().parent / "site"
+
+
+def load_products() -> list[dict[str, Any]]:
+    """The original shop's catalogue (``site/products.json``)."""
+    products: list[dict[str, Any]] = json.loads((SITE / "products.json").read_text("utf-8"))
+    return products
 
 
 @dataclass(frozen=True)
@@ -191,8 +202,6 @@ class ShopVariant:
 
 
 def _original() -> ShopVariant:
-    from webshepherd.daemon.demo.shop import load_products
-
     return ShopVariant(
         0,
         "Volt & Wire",

@@ -31,7 +31,7 @@ from functools import partial
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from webshepherd.daemon.cli.secrets import refuse_flag
+from webshepherd.daemon.secrets import refuse_flag
 from webshepherd.daemon.dev.openai_completer import (
     MAX_LOGPROBS,
     Completer,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from webshepherd.daemon.demo.agent import CHECKLIST, TASK, ShopAgent
 from webshepherd.daemon.demo.browser import Browser
-from webshepherd.daemon.demo.shop import ShopServer, load_products
-from webshepherd.daemon.demo.variants import training_variant, trap_variant, variant
+from webshepherd.daemon.demo.shop import ShopServer
+from webshepherd.daemon.demo.variants import load_products, training_variant, trap_variant, variant
 
 
 def test_variant_zero_is_the_bundled_shop() -> None:

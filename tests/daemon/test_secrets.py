@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from webshepherd.daemon.cli import build_parser
-from webshepherd.daemon.cli.secrets import OTLP_HEADERS_ENV, token_from_args
+from webshepherd.daemon.secrets import OTLP_HEADERS_ENV, token_from_args
 from webshepherd.daemon.cli.serve import config_from_args
 from webshepherd.protocol.errors import WebShepherdError
 

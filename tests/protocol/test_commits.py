@@ -1,0 +1,111 @@
+"""What a paused request commits, its fields and its digest (protocol/commits.py)."""
+
+from __future__ import annotations
+
+import pytest
+from webshepherd.protocol.commits import (
+    commit_kind,
+    held_request,
+    request_digest,
+    request_fields,
+    url_origin,
+)
+
+
+@pytest.mark.parametrize("method", ["POST", "put", "DELETE", "PATCH"])
+def test_a_method_that_is_not_safe_writes(method: str) -> None:
+    kind = commit_kind(method, "http://a.test/x", top_level_navigation=False, session_origin=None)
+    assert kind == "write"
+
+
+@pytest.mark.parametrize("method", ["GET", "head", "OPTIONS"])
+def test_a_safe_method_on_the_session_origin_commits_nothing(method: str) -> None:
+    kind = commit_kind(
+        method, "http://a.test/x", top_level_navigation=True, session_origin="http://a.test"
+    )
+    assert kind is None
+
+
+def test_only_a_top_level_navigation_to_another_origin_commits() -> None:
+    other = "https://b.test/"
+    assert commit_kind("GET", other, top_level_navigation=True, session_origin="http://a.test") == (
+        "navigation"
+    )
+    # a frame or a fetch reading another origin is not the page leaving
+    assert (
+        commit_kind("GET", other, top_level_navigation=False, session_origin="http://a.test")
+        is None
+    )
+
+
+def test_a_file_page_leaving_for_http_commits_and_file_pages_share_one_origin() -> None:
+    assert url_origin("file:///tmp/miniwob/click-button.html") == "file://"
+    kind = commit_kind(
+        "GET", "http://127.0.0.1:9/x", top_level_navigation=True, session_origin="file://"
+    )
+    assert kind == "navigation"
+    same = commit_kind(
+        "GET", "file:///tmp/other.html", top_level_navigation=True, session_origin="file://"
+    )
+    assert same is None
+
+
+def test_a_download_commits_whatever_its_method() -> None:
+    kind = commit_kind(
+        "GET",
+        "http://a.test/f",
+        top_level_navigation=True,
+        session_origin="http://a.test",
+        download=True,
+    )
+    assert kind == "download"
+
+
+def test_origins_drop_default_ports_and_keep_others() -> None:
+    assert url_origin("HTTP://Shop.Test:80/a") == "http://shop.test"
+    assert url_origin("https://shop.test:8443/a") == "https://shop.test:8443"
+    assert url_origin("data:text/html,hi") is None
+
+
+def test_form_json_and_multipart_fields_are_read_and_cut() -> None:
+    fields, size = request_fields(b"q=usb&qty=2", "application/x-www-form-urlencoded")
+    assert [(f.name, f.value) for f in fields] == [("q", "usb"), ("qty", "2")] and size == 11
+    fields, _ = request_fields(b'{"card": "4111", "n": 3}', "application/json")
+    assert [(f.name, f.value) for f in fields] == [("card", "4111"), ("n", "3")]
+    body = (
+        b'--XY\r\nContent-Disposition: form-data; name="note"\r\n\r\nhello\r\n'
+        b'--XY\r\nContent-Disposition: form-data; name="f"; filename="a.txt"\r\n\r\n'
+        b"zz\r\n--XY--\r\n"
+    )
+    fields, _ = request_fields(body, "multipart/form-data; boundary=XY")
+    assert [(f.name, f.value) for f in fields] == [("note", "hello"), ("f", "(file a.txt)")]
+    long, _ = request_fields(b"a=" + b"x" * 2000, "application/x-www-form-urlencoded")
+    assert len(long[0].value) == 512 and long[0].value.endswith("…")
+
+
+def test_the_digest_binds_the_exact_request() -> None:
+    one = held_request(
+        "post",
+        "http://a.test/orders",
+        "write",
+        body=b"item=1",
+        content_type="application/x-www-form-urlencoded",
+    )
+    same = held_request(
+        "POST",
+        "http://a.test/orders",
+        "write",
+        body=b"item=1",
+        content_type="application/x-www-form-urlencoded",
+        trigger="click('3')",
+    )
+    other = held_request(
+        "POST",
+        "http://a.test/orders",
+        "write",
+        body=b"item=2",
+        content_type="application/x-www-form-urlencoded",
+    )
+    assert len(request_digest(one)) == 64
+    assert request_digest(one) == request_digest(same)  # who caused it is not what is sent
+    assert request_digest(one) != request_digest(other)
