@@ -96,7 +96,7 @@ class GuardPolicy:
     extensions of ``download``. The default holds all four; ``GuardPolicy(rules=frozenset())``
     holds nothing."""
 
-    rules: frozenset[GuardRule] = frozenset(ALL_RULES)
+    rules: frozenset[GuardRule] = frozenset(ALL_RULES) - {"name_match"}  # names: opt-in
     words: tuple[str, ...] = DEFAULT_WORDS
     extensions: tuple[str, ...] = DEFAULT_EXTENSIONS
 

@@ -56,6 +56,10 @@ ELEMENTS = {
 }
 
 
+#: the stricter policy (serve --guard-names): every rule, names too (the default has no names)
+STRICT = GuardPolicy(rules=frozenset(ALL_RULES))
+
+
 def rules(action: str, policy: GuardPolicy | None = None, **kw: object) -> list[str]:
     args: dict[str, object] = {
         "url": URL,
@@ -64,7 +68,7 @@ def rules(action: str, policy: GuardPolicy | None = None, **kw: object) -> list[
         "origin": ORIGIN,
     }
     args.update(kw)
-    hits = guard_hits(policy or GuardPolicy(), action, **args)  # type: ignore[arg-type]
+    hits = guard_hits(policy or STRICT, action, **args)  # type: ignore[arg-type]
     return [h.rule for h in hits]
 
 
@@ -112,7 +116,7 @@ def test_name_match_whole_words_any_case(bid: str, matched: bool) -> None:
 
 
 def test_words_are_configurable() -> None:
-    policy = GuardPolicy(words=("orders",))
+    policy = GuardPolicy(STRICT.rules, words=("orders",))
     assert rules("click('10')", policy) == ["name_match"]
     assert rules("click('19')", policy) == []
 
@@ -150,6 +154,7 @@ def test_other_syntaxes_are_read_loosely() -> None:
 
 
 def test_rules_can_be_turned_off_one_by_one_or_all() -> None:
+    assert rules("click('12')", GuardPolicy()) == ["form_submit"]  # a name alone: opt-in
     assert rules("click('12')", GuardPolicy().without("name_match")) == ["form_submit"]
     assert rules("click('12')", GuardPolicy(rules=frozenset())) == []
     with pytest.raises(ValueError, match="unknown guard rule 'forms'"):
@@ -161,7 +166,7 @@ def test_rules_can_be_turned_off_one_by_one_or_all() -> None:
 
 def test_hits_say_what_on_the_page_met_the_rule() -> None:
     hits = guard_hits(
-        GuardPolicy(), "click('12')", url=URL, axtree=AXTREE, elements=ELEMENTS, origin=ORIGIN
+        STRICT, "click('12')", url=URL, axtree=AXTREE, elements=ELEMENTS, origin=ORIGIN
     )
     assert [h.detail for h in hits] == [
         "element 12 (button 'Place order') is named with 'order'",
@@ -179,7 +184,7 @@ def test_origins() -> None:
 
 
 def test_the_policy_in_one_line() -> None:
-    line = describe_guards(GuardPolicy())
+    line = describe_guards(STRICT)
     for word in DEFAULT_WORDS:
         assert word in line
     assert "GET" in line and "origin" in line and "downloads" in line
