@@ -20,6 +20,8 @@ from webshepherd.daemon.engine.engine import EngineConfig
 from webshepherd.daemon.extension_id import EXTENSION_ID
 from webshepherd.daemon.sessions import approvals
 from webshepherd.daemon.sessions.guards import GuardPolicy
+from webshepherd.daemon.sessions.modes import MODES, parse_sandbox
+from webshepherd.protocol.common import CommitMode
 from webshepherd.protocol.errors import WebShepherdError
 from webshepherd.protocol.token_store import APP_NAME, default_config_dir
 from webshepherd.protocol.version import DEFAULT_HOST, DEFAULT_PATH, DEFAULT_PORT, MAX_FRAME_BYTES
@@ -81,6 +83,11 @@ class DaemonConfig:
     approval_default: str = approvals.DEFAULT_ON_TIMEOUT  # "reject" or "approve"
     # actions held for a person whatever their reward (sessions/guards.py; on by default)
     guards: GuardPolicy = field(default_factory=GuardPolicy)
+    # a new session's mode (ask / watch / stop: sessions/modes.py; a paired person changes it)
+    mode: CommitMode = "ask"
+    # origins whose commits are flagged, never held (sessions/modes.py's parse_sandbox: each
+    # scheme://host[:port], or scheme://host:* for any port of that host)
+    sandbox_origins: tuple[str, ...] = ()
     request_timeout_s: float = 300.0
     queue_limit: int = 64
     batch_sessions: int = 8  # score jobs of up to this many sessions share one model call; 1: off
@@ -102,6 +109,14 @@ class DaemonConfig:
     max_observations: int = QuotaLimits.observations
     max_model_jobs: int = QuotaLimits.model_jobs
     max_session_bytes: int = QuotaLimits.session_bytes
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise WebShepherdError(f"mode {self.mode!r}: one of {', '.join(MODES)}")
+        try:
+            self.sandbox_origins = tuple(parse_sandbox(o) for o in self.sandbox_origins)
+        except ValueError as exc:
+            raise WebShepherdError(str(exc)) from None
 
     @property
     def quotas(self) -> QuotaLimits:

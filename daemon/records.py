@@ -12,13 +12,14 @@ machine to resume a session after a restart.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel
 from webshepherd.protocol.common import (
     AgentInfo,
     Candidate,
     CandidateResult,
+    CommitMode,
     Outcome,
     SessionSource,
     Timing,
@@ -207,3 +208,5 @@ class StoredSession:
     scores: tuple[StoredScore, ...]
     # the search tree's nodes, (node, parent, depth, action), in node order (tree search)
     tree: tuple[tuple[int, int | None, int, str | None], ...] = ()
+    mode: CommitMode | None = None  # the latest recorded (mode.set, else session.started)
+    holds: Literal["browser"] | None = None  # session.started's

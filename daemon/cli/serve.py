@@ -11,7 +11,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from webshepherd.daemon.secrets import add_otlp_header_arguments, otlp_headers
 from webshepherd.daemon.config import (
     DEFAULT_MODEL,
     MIB,
@@ -27,8 +26,10 @@ from webshepherd.daemon.engine.labels import UNPARSED_RULES
 from webshepherd.daemon.engine.loader import BACKEND_OPTIONS, BACKENDS
 from webshepherd.daemon.engine.prompts import PROMPT_STYLES
 from webshepherd.daemon.engine.types import JUDGE_INPUTS
+from webshepherd.daemon.secrets import add_otlp_header_arguments, otlp_headers
 from webshepherd.daemon.sessions.approvals import ApprovalPolicy, describe_policy
-from webshepherd.daemon.sessions.guards import ALL_RULES, GuardPolicy, describe_guards
+from webshepherd.daemon.sessions.guards import ALL_RULES, GuardPolicy
+from webshepherd.daemon.sessions.modes import MODES, parse_sandbox
 from webshepherd.protocol.errors import ModelUnavailableError
 
 if TYPE_CHECKING:
@@ -139,11 +140,36 @@ def add_serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
         help="what applies when nobody decides in time (default %(default)s)",
     )
     s.add_argument(
+        "--mode",
+        choices=MODES,
+        default=_daemon("mode"),
+        help="a new session's mode (default %(default)s): 'ask' a paired person decides what "
+        "would commit (nobody paired: refused at once), 'watch' it runs and is flagged, "
+        "'stop' it is refused without asking; a paired person changes a session's mode",
+    )
+    s.add_argument(
+        "--sandbox-origin",
+        dest="sandbox_origin",
+        action="append",
+        default=[],
+        type=_sandbox,
+        metavar="ORIGIN",
+        help="a site whose commits (to it, or from its pages) are flagged and recorded, never "
+        "held (repeatable): scheme://host[:port], or http://127.0.0.1:* for any port",
+    )
+    s.add_argument(
+        "--guard-names",
+        action="store_true",
+        help="the stricter policy: a step that activates an element named with one of the "
+        "guard words counts as committing (name_match; off by default: a name alone never "
+        "refuses a step)",
+    )
+    s.add_argument(
         "--guard-words",
         default=None,
         metavar="WORDS",
-        help="comma-separated words whose presence in a target's name holds the step for a "
-        "person whatever its reward (replaces the default list that serve prints; '' for none)",
+        help="comma-separated words for --guard-names (replaces the default list that serve "
+        "prints; '' for none)",
     )
     s.add_argument(
         "--no-guard",
@@ -282,6 +308,8 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     if args.data_dir is not None:
         daemon["data_dir"] = args.data_dir
     daemon["guards"] = guards_from_args(args)
+    daemon["mode"] = args.mode
+    daemon["sandbox_origins"] = tuple(dict.fromkeys(args.sandbox_origin))
     if args.otlp_endpoint:
         from webshepherd.daemon.server.telemetry import parse_headers, traces_url
 
@@ -307,15 +335,65 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     return Settings(DaemonConfig(**daemon), engine, model)
 
 
+def _sandbox(text: str) -> str:
+    try:
+        return parse_sandbox(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def guards_from_args(args: argparse.Namespace) -> GuardPolicy:
-    """The guard policy of ``--guard-words``, ``--no-guard`` and ``--no-guards``."""
+    """The guard policy of ``--guard-names``, ``--guard-words``, ``--no-guard`` and
+    ``--no-guards``."""
     if args.no_guards:
         return GuardPolicy(rules=frozenset())
     policy = GuardPolicy()
+    if args.guard_names:
+        policy = GuardPolicy(policy.rules | {"name_match"}, policy.words, policy.extensions)
     if args.guard_words is not None:
         words = tuple(w.strip() for w in args.guard_words.split(",") if w.strip())
         policy = GuardPolicy(policy.rules, words, policy.extensions)
     return policy.without(*args.no_guard)
+
+
+def describe_holds(config: DaemonConfig) -> str:
+    """What the daemon holds, predicts and flags, in one paragraph (``serve`` prints it)."""
+    rules = config.guards.rules
+    named = [
+        text
+        for rule, text in (
+            ("form_submit", "a form sent by a method other than GET"),
+            ("leaves_origin", "a step to another origin"),
+            ("download", "a download"),
+            ("name_match", f"an element named with one of: {', '.join(config.guards.words)}"),
+        )
+        if rule in rules
+    ]
+    if config.guards.enabled:
+        predicts = (
+            f"The rules read each candidate from the page ({'; '.join(named)}) and show it on "
+            "the card; in a session whose browser holds commits they only predict, for a "
+            "text-only client they hold the step for a person."
+        )
+    else:
+        predicts = "The rules are off (--no-guards): no step is held or predicted for its kind."
+    sandboxes = (
+        f"Sandbox origins, flagged and recorded, never held: {', '.join(config.sandbox_origins)}."
+        if config.sandbox_origins
+        else "No sandbox origins (--sandbox-origin ORIGIN: a site's commits flagged, not held)."
+    )
+    policy = ApprovalPolicy(config.approval_threshold, config.approval_drop)
+    rewards = describe_policy(policy, config.approval_timeout_s, config.approval_default)
+    return (
+        "policy: a browser a client drives with holds='browser' (the extension, the SDK's "
+        "gate) pauses every request that would commit (a method other than GET, HEAD or "
+        "OPTIONS; a top-level navigation to another origin; a download) before it leaves and "
+        f"asks the daemon. New sessions start in mode '{config.mode}': 'ask' a paired person "
+        "decides (nobody paired: refused at once), 'watch' it runs and is flagged, 'stop' it "
+        f"is refused without asking; a paired person switches a session's mode. {predicts} "
+        f"{sandboxes} {rewards[0].upper()}{rewards[1:]}; in 'watch' a reward never waits, in "
+        "'stop' such a step is refused."
+    )
 
 
 def config_from_args(args: argparse.Namespace) -> DaemonConfig:
@@ -339,10 +417,7 @@ def serve(args: argparse.Namespace) -> int:
     config = settings.daemon
     check_bind(config)  # refuse a bad bind before spending a minute loading the model
     check_port_free(config)
-    policy = ApprovalPolicy(config.approval_threshold, config.approval_drop)
-    line = describe_policy(policy, config.approval_timeout_s, config.approval_default)
-    print(f"webshepherd: {line}", file=sys.stderr, flush=True)
-    print(f"webshepherd: {describe_guards(config.guards)}", file=sys.stderr, flush=True)
+    print(f"webshepherd: {describe_holds(config)}", file=sys.stderr, flush=True)
 
     from webshepherd.daemon.build import build_engine, run_until_signal
 

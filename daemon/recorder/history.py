@@ -241,6 +241,7 @@ class History:
                 (session_id,),
             )
         )
+        mode, holds = self._mode(session_id)
         return StoredSession(
             session_id=session_id,
             intent=row["intent"],
@@ -257,7 +258,23 @@ class History:
             actions=actions,
             scores=tuple(scores),
             tree=tree,
+            mode=mode,
+            holds=holds,
         )
+
+    def _mode(self, session_id: str) -> tuple[Any, Any]:
+        """The session's latest recorded mode and its start's ``holds`` (events log)."""
+        mode = holds = None
+        for e in self.db.execute(
+            "SELECT type, body FROM events WHERE session_id = ? "
+            "AND type IN ('session.started', 'mode.set') ORDER BY seq",
+            (session_id,),
+        ):
+            body = json.loads(e["body"])
+            mode = body.get("mode") or mode
+            if e["type"] == "session.started":
+                holds = body.get("holds")
+        return mode, holds
 
 
 def _levels(items_json: str) -> dict[int, int]:

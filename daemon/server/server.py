@@ -122,6 +122,8 @@ class DaemonServer:
             approval_default=config.approval_default,
             guards=config.guards,
             scorer=Scorer(engine.model_id, engine.backend_name, engine.settings),
+            mode=config.mode,
+            sandbox_origins=config.sandbox_origins,
         )
         self.hub = Hub()
         self.core.person_present = self.hub.people_present  # who can answer an approval
@@ -369,7 +371,7 @@ class DaemonServer:
             return
         stored = self.history.stored_session(session_id)
         if stored is not None:
-            state = restored(stored)
+            state = restored(stored, self.config.mode)
             state.owner = conn.id if conn is not None else None
             self.core.restore(state)
             history = self.history.signal_history(session_id)
@@ -400,6 +402,14 @@ class DaemonServer:
                 owner = core.approvals.session_of(msg.request_id)
                 by = conn.label if msg.via is None else f"{conn.label}/{msg.via}"
                 await self._step(owner, lambda: core.decide(conn.id, by, msg))
+            case rq.CommitCheck():
+                approver = await self._commit_asker(conn, msg.session_id)
+                await self._step(
+                    msg.session_id, lambda: core.commit_check(conn.id, msg, approver=approver)
+                )
+            case rq.SessionMode():
+                await self._check_approver(conn, "session.mode", "set a session's mode")
+                await self._step(msg.session_id, lambda: core.set_mode(conn.id, conn.label, msg))
             case rq.Action():
                 await self._step(msg.session_id, lambda: core.action(conn.id, msg))
             case rq.SessionEnd():
@@ -471,6 +481,15 @@ class DaemonServer:
                 f"{request}: may not {verb}: this tool's pairing ({approver.label}) was "
                 f"revoked; {HOW_TO_PAIR}"
             )
+
+    async def _commit_asker(self, conn: Conn, session_id: str) -> str | None:
+        """The approver label of a paired person's tool asking about another connection's
+        session's request (still paired), else None (the machine checks the owner)."""
+        st = self.core.sessions.get(session_id)
+        if conn.approver is None or (st is not None and st.owner == conn.id):
+            return None
+        await self._check_approver(conn, "commit.check", "ask about another session's request")
+        return conn.label
 
     async def _pair(self, conn: Conn, msg: rq.Pair) -> None:
         """A one-time code from ``webshepherd pair``: a new approver credential, and this

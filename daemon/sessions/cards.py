@@ -25,10 +25,12 @@ from webshepherd.protocol.common import (
     CardCandidate,
     CardTarget,
     ElementFacts,
+    GuardHit,
+    HeldRequest,
     Screenshot,
 )
 
-__all__ = ["approval_card", "axtree_element"]
+__all__ = ["approval_card", "axtree_element", "commit_card"]
 
 _MAX_ROLE, _MAX_NAME, _MAX_URL = 128, 1024, 8192
 #: Actions that follow a link or submit a form when their target does.
@@ -87,9 +89,12 @@ def approval_card(
     elements: Mapping[str, ElementFacts] | None = None,
     screenshot: bytes | None = None,
     screenshot_mime: str | None = None,
+    predicts: Sequence[GuardHit] = (),
+    headline: str | None = None,
 ) -> ApprovalCard:
     """The card of candidate ``index`` of a scored step (its observation: ``axtree``,
-    ``boxes``, ``elements``, ``screenshot``). An action that does not parse gets a card with
+    ``boxes``, ``elements``, ``screenshot``; ``predicts``: the rules' reading of it,
+    ``headline``: the sentence read first). An action that does not parse gets a card with
     its thought, feedback and the other candidates, and the target its recorded text names."""
     held = candidates[index]
     try:
@@ -140,4 +145,15 @@ def approval_card(
             for r in others
         ],
         screenshot=shot,
+        predicts=list(predicts),
+        headline=_cut(headline, 1024) if headline else None,
+    )
+
+
+def commit_card(request: HeldRequest, headline: str) -> ApprovalCard:
+    """The card of a request the browser paused: exactly what would be sent, and where."""
+    return ApprovalCard(
+        destination=_cut(request.url, _MAX_URL),
+        request=request,
+        headline=_cut(headline, 1024),
     )

@@ -40,7 +40,7 @@ from webshepherd.daemon.sessions.approvals import (
     Resolution,
     approval_reason,
 )
-from webshepherd.daemon.sessions.cards import approval_card
+from webshepherd.daemon.sessions.cards import approval_card, commit_card
 from webshepherd.daemon.sessions.effects import (
     ApprovalClosed,
     AwaitApproval,
@@ -51,27 +51,50 @@ from webshepherd.daemon.sessions.effects import (
     RunScore,
     reply_and_publish,
 )
-from webshepherd.daemon.sessions.guards import GuardPolicy, guard_hits, session_origin
+from webshepherd.daemon.sessions.guards import GuardPolicy, guard_hits, origin_of, session_origin
+from webshepherd.daemon.sessions.modes import (
+    PAIR,
+    STOP_WAY_OUT,
+    commit_headline,
+    in_sandbox,
+    step_headline,
+)
 from webshepherd.daemon.sessions.signals import SignalBook
 from webshepherd.daemon.sessions.state import LiveSession
 from webshepherd.protocol import requests as rq
+from webshepherd.protocol.actions import ActionError, parse_action
+from webshepherd.protocol.commits import request_digest, url_origin
 from webshepherd.protocol.common import (
+    MAX_ACTION_CHARS,
+    ApprovalReason,
+    Candidate,
     ChecklistSource,
+    CommitMode,
+    Decider,
     DecisionInfo,
     GuardHit,
+    HeldRequest,
     Observation,
+    Prediction,
     Screenshot,
     Timing,
     Turn,
 )
-from webshepherd.protocol.errors import ProtocolError, SessionClosedError, UnknownSessionError
+from webshepherd.protocol.errors import (
+    ProtocolError,
+    SessionClosedError,
+    UnauthorizedError,
+    UnknownSessionError,
+)
 from webshepherd.protocol.progress import item_levels
 from webshepherd.protocol.replies import (
     ActionEvent,
     ActionRecorded,
     ApprovalRequest,
     ApprovalResolved,
+    CommitDecided,
     LabelRecorded,
+    ModeSet,
     Observed,
     Scored,
     SessionEnded,
@@ -80,7 +103,7 @@ from webshepherd.protocol.replies import (
     TreeNodeRecorded,
 )
 
-__all__ = ["PendingScore", "Scorer", "SessionCore"]
+__all__ = ["PendingCommit", "PendingScore", "Scorer", "SessionCore"]
 
 
 @dataclass(frozen=True)
@@ -102,6 +125,19 @@ class PendingScore:
     best: int
     guard: list[GuardHit] = field(default_factory=list)  # the guard rules it met
     guarded: list[int] = field(default_factory=list)  # every candidate a guard rule holds
+    predicted: list[Prediction] | None = None  # every candidate's hits (scored.predicted)
+
+
+@dataclass(frozen=True)
+class PendingCommit:
+    """A request the browser paused, waiting for a paired person (``commit.check``)."""
+
+    conn: int  # who asked: gets the commit.decided reply
+    request_id: str  # the commit.check's id
+    session_id: str
+    request: HeldRequest
+    digest: str
+    mode: CommitMode
 
 
 class SessionCore:
@@ -118,8 +154,12 @@ class SessionCore:
         clock: Callable[[], float] = time.time,
         new_id: Callable[[], str] = lambda: uuid.uuid4().hex,
         scorer: Scorer | None = None,
+        mode: CommitMode = "ask",
+        sandbox_origins: tuple[str, ...] = (),
     ):
         self.policy = policy
+        self.mode = mode  # a new session's (serve --mode)
+        self.sandbox_origins = sandbox_origins  # flagged, never held (serve --sandbox-origin)
         self.scorer = scorer
         self.guards = guards if guards is not None else GuardPolicy()  # on unless told
         self.default_samples = default_samples
@@ -129,6 +169,7 @@ class SessionCore:
         self.sessions: dict[str, LiveSession] = {}
         self.approvals = ApprovalBook(approval_default)
         self._pending: dict[str, PendingScore] = {}
+        self._commits: dict[str, PendingCommit] = {}  # approval request id -> paused request
         self.signals = SignalBook()  # live process signals (signals.py)
         # can a person answer an approval request now? (the socket layer: an extension or a
         # monitor is connected); a score that did not ask for approval is held only then
@@ -173,13 +214,13 @@ class SessionCore:
         if st is None:
             return lambda: None
         saved, track = st.snapshot(), self.signals.snapshot(session_id)
-        book, pending = self.approvals.snapshot(), dict(self._pending)
+        book, pending, commits = self.approvals.snapshot(), dict(self._pending), dict(self._commits)
 
         def roll_back() -> None:
             st.roll_back(saved)
             self.signals.restore(session_id, track)
             self.approvals.restore(book)
-            self._pending = pending
+            self._pending, self._commits = pending, commits
 
         return roll_back
 
@@ -195,7 +236,15 @@ class SessionCore:
         the session's start (else the engine is asked to generate one)."""
         sid = self.new_id()
         st = LiveSession(
-            sid, msg.intent, msg.start_url, msg.agent, msg.source, self.clock(), owner=conn
+            sid,
+            msg.intent,
+            msg.start_url,
+            msg.agent,
+            msg.source,
+            self.clock(),
+            owner=conn,
+            mode=self.mode,
+            holds=msg.holds,
         )
         self.sessions[sid] = st
         st.origin = session_origin(msg.start_url)
@@ -205,6 +254,8 @@ class SessionCore:
             start_url=msg.start_url,
             agent=msg.agent,
             source=msg.source,
+            mode=st.mode,
+            holds=st.holds,
         )
         out: list[Effect] = [SessionStartedRecord(event, st.created_at)]
         if self.scorer is not None:
@@ -214,7 +265,9 @@ class SessionCore:
         observed = [] if msg.observation is None else self._observe(st, msg.observation, conn=None)
         # rows first, then the reply, then events in the order things happened
         out += [e for e in observed if isinstance(e, Record)]
-        out.append(Reply(conn, SessionStarted(id=msg.id, session_id=sid)))
+        out.append(
+            Reply(conn, SessionStarted(id=msg.id, session_id=sid, mode=st.mode, holds=st.holds))
+        )
         out.append(Publish(sid, event, exclude=conn))
         out += [e for e in observed if not isinstance(e, Record)]
         if checklist is not None:
@@ -443,16 +496,27 @@ class SessionCore:
         )
         index = best if best is not None else 0
         hits = {i: h for i in range(len(candidates)) if (h := self._hits(job, i))}
-        guard, guarded = hits.get(index, []), sorted(hits)
+        predicted = [Prediction(index=i, hits=h) for i, h in sorted(hits.items())] or None
+        # the rules hold only where no browser gate does, off the sandbox, outside 'watch'
+        sandboxed = in_sandbox(origin_of(job.input.current_url), self.sandbox_origins)
+        rules_hold = st.holds is None and not sandboxed and st.mode != "watch"
+        guard = hits.get(index, []) if rules_hold else []
+        guarded = sorted(hits) if rules_hold else []
         present = self.person_present()
+        previous = st.previous_reward(job.step)
         reason = approval_reason(
             job.approval,
             best_reward,
-            st.previous_reward(job.step),
+            previous,
             self.policy,
             person_present=present,
             guarded=bool(guard),
         )
+        unheld: Decider | None = None  # who let a step the rules or the reward met run
+        if st.holds is None and hits.get(index) and not guard:
+            unheld = "sandbox" if sandboxed else "mode" if st.mode == "watch" else None
+        if reason in ("below_threshold", "reward_drop") and st.mode == "watch":
+            reason, unheld = None, "mode"  # watching: a reward never turns a step into a wait
         if best_reward is not None:
             st.step_rewards[job.step] = best_reward
             st.latest_reward = best_reward
@@ -471,14 +535,61 @@ class SessionCore:
         )
         if reason is None:
             action = score.candidates[best].action if best is not None else None
-            decision = DecisionInfo(status="auto", index=best, action=action)
-            return [score, *self._scored(job, score, best, decision, guarded)]
+            decision = DecisionInfo(
+                status="auto", index=best, action=action, decider=unheld, mode=st.mode
+            )
+            return [score, *self._scored(job, score, best, decision, guarded, predicted)]
         cand = score.candidates[index]
+        why = self._why(reason, guard, best_reward, previous)
+        if st.mode == "stop":
+            note = f"{why}; the session's mode is 'stop', so it was refused without asking"
+            return [
+                score,
+                *self._refuse(
+                    job, score, index, reason, guard, guarded, predicted,
+                    note=note, decider="mode", way_out=STOP_WAY_OUT,
+                ),
+            ]  # fmt: skip
         if guard and not present:
-            return [score, *self._refuse(job, score, index, guard, guarded)]
+            rules = " ".join(f"--no-guard {h.rule}" for h in guard)
+            page = origin_of(job.input.current_url) or "<origin>"
+            note = f"{why}; no person is connected to decide, so the guard refused it"
+            way_out = (
+                f"`serve {rules}` (that rule off), `serve --sandbox-origin {page}` (a sandbox "
+                f"site: flagged, not held), or {PAIR}"
+            )
+            return [
+                score,
+                *self._refuse(
+                    job, score, index, reason, guard, guarded, predicted,
+                    note=note, decider="guard", way_out=way_out,
+                ),
+            ]  # fmt: skip
         req = self.approvals.open(job.session_id, job.step, index, cand.action, guarded=bool(guard))
-        self._pending[req.request_id] = PendingScore(job, score, index, guard, guarded)
+        self._pending[req.request_id] = PendingScore(job, score, index, guard, guarded, predicted)
         st.waiting_approvals += 1
+        facts = (job.elements or {}).get(_bid_of(cand.action) or "")
+        card = approval_card(
+            candidates,
+            results,
+            index,
+            axtree=job.input.axtree,
+            boxes=job.boxes,
+            elements=job.elements,
+            screenshot=job.input.screenshot,
+            screenshot_mime=job.input.screenshot_mime,
+            predicts=hits.get(index, []),
+        )
+        headline = step_headline(
+            reason,
+            guard,
+            reward=results[index].reward,
+            threshold=self.policy.threshold,
+            previous=previous,
+            facts=facts,
+            destination=card.destination,
+        )
+        card = card.model_copy(update={"headline": headline[:1024]})
         event = ApprovalRequest(
             request_id=req.request_id,
             session_id=job.session_id,
@@ -491,16 +602,7 @@ class SessionCore:
             expires_in_s=self.approval_timeout_s,
             guard=guard,
             threshold=self.policy.threshold,
-            card=approval_card(
-                candidates,
-                results,
-                index,
-                axtree=job.input.axtree,
-                boxes=job.boxes,
-                elements=job.elements,
-                screenshot=job.input.screenshot,
-                screenshot_mime=job.input.screenshot_mime,
-            ),
+            card=card,
         )
         return [
             score,
@@ -509,22 +611,42 @@ class SessionCore:
             AwaitApproval(req.request_id, self.approval_timeout_s),
         ]
 
+    def _why(
+        self,
+        reason: ApprovalReason,
+        guard: list[GuardHit],
+        reward: float | None,
+        previous: float | None,
+    ) -> str:
+        """Why a step would wait for a person, in words (a refusal's note starts with it)."""
+        if guard:
+            rules = ", ".join(h.rule for h in guard)
+            return f"guarded ({rules}): {'; '.join(h.detail for h in guard)}"
+        shown = "none parsed" if reward is None else f"{reward:.3f}"
+        if reason == "below_threshold":
+            return f"the best reward ({shown}) is below the approval threshold"
+        if reason == "reward_drop":
+            return f"the best reward ({shown}) fell from the previous step's ({previous})"
+        return "the score asked for approval (approval='always')"
+
     def _refuse(
         self,
         job: RunScore,
         score: ScoreRecord,
         index: int,
+        reason: ApprovalReason,
         guard: list[GuardHit],
         guarded: list[int],
+        predicted: list[Prediction] | None,
+        *,
+        note: str,
+        decider: Decider,
+        way_out: str,
     ) -> list[Effect]:
-        """A guarded candidate with nobody connected to decide: refused at once, not held
-        until a timeout whose default is the same refusal, never approved silently. Recorded
-        as an approval request rejected by the daemon, so the recording keeps why."""
-        rules = ", ".join(h.rule for h in guard)
-        note = (
-            f"guarded ({rules}): {'; '.join(h.detail for h in guard)}; no person is connected "
-            "to decide, so the daemon refused it (pair the extension or the TUI to decide)"
-        )[:4000]
+        """A step refused at once, not held until a timeout (the guard with nobody connected
+        to decide, or the session's 'stop' mode), never approved silently. Recorded as an
+        approval request rejected by the daemon, so the recording keeps why."""
+        note = note[:4000]
         cand, result = score.candidates[index], score.results[index]
         req, res = self.approvals.refuse(job.session_id, job.step, index, cand.action, note)
         asked = ApprovalRequest(
@@ -535,7 +657,7 @@ class SessionCore:
             candidate_index=index,
             reward=result.reward,
             feedback=result.feedback,
-            reason="guarded",
+            reason=reason,
             expires_in_s=0.0,
             guard=guard,
         )
@@ -547,12 +669,20 @@ class SessionCore:
             note=note,
         )
         decision = DecisionInfo(
-            status="rejected", index=index, action=None, by=res.by, note=note, guard=guard
+            status="rejected",
+            index=index,
+            action=None,
+            by=res.by,
+            note=note,
+            guard=guard,
+            decider=decider,
+            way_out=way_out[:1024],
+            mode=self.sessions[job.session_id].mode,
         )
         return [
             ApprovalRequestedRecord(asked, self.clock()),
             ApprovalDecidedRecord(resolved, res.status, self.clock()),
-            *self._scored(job, score, index, decision, guarded),
+            *self._scored(job, score, index, decision, guarded, predicted),
         ]
 
     def _hits(self, job: RunScore, index: int) -> list[GuardHit]:
@@ -573,10 +703,11 @@ class SessionCore:
         best: int | None,
         decision: DecisionInfo,
         guarded: list[int],
+        predicted: list[Prediction] | None = None,
     ) -> list[Effect]:
         """The ``scored`` reply and event; ``guarded``: the candidates that meet a guard rule
         (an agent that runs one other than the held best, as tree search does, asks for it
-        first by scoring it alone)."""
+        first by scoring it alone); ``predicted``: every candidate's hits."""
         event = Scored(
             session_id=job.session_id,
             step=job.step,
@@ -586,6 +717,7 @@ class SessionCore:
             timing=score.timing,
             candidates=score.candidates,
             guarded=guarded or None,
+            predicted=predicted,
         )
         return [
             ScoreDecisionRecord(job.request_id, event),
@@ -595,8 +727,149 @@ class SessionCore:
             ),
         ]
 
+    # -- modes and paused requests ----------------------------------------------
+    def set_mode(self, conn: int, by: str, msg: rq.SessionMode) -> list[Effect]:
+        """A paired person sets the session's mode (the server lets only such a connection
+        send it); ``mode.set`` is the reply and an event to subscribers and approvers."""
+        st = self.get(msg.session_id)
+        st.mode = msg.mode
+        event = ModeSet(session_id=st.session_id, mode=msg.mode, by=by)
+        return [
+            Reply(conn, event.model_copy(update={"id": msg.id})),
+            Publish(st.session_id, event, exclude=conn, to_approvers=True),
+        ]
+
+    def commit_check(self, conn: int, msg: rq.CommitCheck, *, approver: str | None) -> list[Effect]:
+        """A request the browser paused before it left, decided by the session's mode and the
+        sandbox origins: the session's owner connection asks, or a paired person's tool
+        (``approver``: its label; the extension holds requests in the tabs it watches)."""
+        st = self.get(msg.session_id)
+        if conn != st.owner and approver is None:
+            raise UnauthorizedError(
+                "commit.check: only the session's own connection or a paired person's tool "
+                f"asks about its requests; session {st.session_id!r} is another connection's"
+            )
+        req = msg.request
+        digest = request_digest(req)
+        target = req.origin or url_origin(req.url)
+        page = url_origin(req.page_url) if req.page_url else None
+        sandbox = next((o for o in (target, page) if in_sandbox(o, self.sandbox_origins)), None)
+
+        def answer(status: str, decider: Decider, note: str, way_out: str | None = None,
+                   flagged: bool = False) -> list[Effect]:  # fmt: skip
+            info = DecisionInfo(
+                status="approved" if status == "approved" else "rejected",
+                by="daemon",
+                note=note,
+                decider=decider,
+                way_out=way_out,
+                mode=st.mode,
+            )
+            return self._commit_decided(conn, msg.id, st.session_id, req, digest, info, flagged)
+
+        if sandbox is not None:
+            note = f"{sandbox} is a sandbox origin (serve --sandbox-origin): flagged, not held"
+            return answer("approved", "sandbox", note, flagged=True)
+        if st.mode == "watch":
+            note = "the session's mode is 'watch': it runs, flagged"
+            return answer("approved", "mode", note, flagged=True)
+        if st.mode == "stop":
+            note = "the session's mode is 'stop': a request that commits is refused without asking"
+            return answer("rejected", "mode", note, STOP_WAY_OUT)
+        action = (req.trigger or f"{req.method} {req.url}")[:MAX_ACTION_CHARS]
+        step = max(st.step, 0)
+        if not self.person_present():
+            note = (
+                f"{commit_headline(req).removeprefix('Waiting for you: ')}; no person is "
+                "paired and connected to decide, so the daemon refused it"
+            )
+            way_out = (
+                f"`serve --sandbox-origin {target or '<origin>'}` (or `serve --mode watch`), "
+                f"or {PAIR}"
+            )
+            asked, resolved = self._commit_rows(st.session_id, step, action, req, note)
+            return [asked, resolved, *answer("rejected", "daemon", note, way_out)]
+        opened = self.approvals.open(st.session_id, step, 0, action, guarded=True)
+        self._commits[opened.request_id] = PendingCommit(
+            conn, msg.id, st.session_id, req, digest, st.mode
+        )
+        st.waiting_approvals += 1
+        event = ApprovalRequest(
+            request_id=opened.request_id,
+            session_id=st.session_id,
+            step=step,
+            candidate=Candidate(thought="", action=action),
+            candidate_index=None,
+            reward=None,
+            reason="commit",
+            expires_in_s=self.approval_timeout_s,
+            card=commit_card(req, commit_headline(req)),
+        )
+        return [
+            ApprovalRequestedRecord(event, self.clock()),
+            Publish(st.session_id, event, to_approvers=True),
+            AwaitApproval(opened.request_id, self.approval_timeout_s),
+        ]
+
+    def _commit_rows(
+        self, session_id: str, step: int, action: str, req: HeldRequest, note: str
+    ) -> tuple[ApprovalRequestedRecord, ApprovalDecidedRecord]:
+        """The approval row of a paused request the daemon refused at once (nobody to ask)."""
+        opened, res = self.approvals.refuse(session_id, step, 0, action, note)
+        asked = ApprovalRequest(
+            request_id=opened.request_id,
+            session_id=session_id,
+            step=step,
+            candidate=Candidate(thought="", action=action),
+            candidate_index=None,
+            reward=None,
+            reason="commit",
+            expires_in_s=0.0,
+            card=commit_card(req, commit_headline(req)),
+        )
+        resolved = ApprovalResolved(
+            request_id=opened.request_id,
+            session_id=session_id,
+            decision="reject",
+            by=res.by,
+            note=note,
+        )
+        return (
+            ApprovalRequestedRecord(asked, self.clock()),
+            ApprovalDecidedRecord(resolved, res.status, self.clock()),
+        )
+
+    def _commit_decided(
+        self,
+        conn: int,
+        rid: str,
+        session_id: str,
+        req: HeldRequest,
+        digest: str,
+        decision: DecisionInfo,
+        flagged: bool,
+    ) -> list[Effect]:
+        """``commit.decided``: the requester's reply, and an event to the session's owner,
+        subscribers and approvers (logged with the session's events)."""
+        event = CommitDecided(
+            session_id=session_id,
+            request=req,
+            request_digest=digest,
+            decision=decision,
+            flagged=flagged,
+        )
+        return [
+            Reply(conn, event.model_copy(update={"id": rid})),
+            Publish(session_id, event, exclude=conn, to_approvers=True),
+        ]
+
     # -- approvals -------------------------------------------------------
     def decide(self, conn: int, by: str, msg: rq.ApprovalDecide) -> list[Effect]:
+        if msg.decision == "edit" and msg.request_id in self._commits:
+            raise ProtocolError(
+                "decision: a request the browser paused is approved or rejected as it is; "
+                "'edit' does not apply to it"
+            )
         res = self.approvals.decide(msg.request_id, msg.decision, msg.action, by, msg.note)
         return self._resolved(res, conn, msg.id)
 
@@ -624,16 +897,24 @@ class SessionCore:
         return [] if res is None else self._resolved(res, None, None)
 
     def _resolved(self, res: Resolution, conn: int | None, rid: str | None) -> list[Effect]:
-        pending = self._pending.pop(res.request_id)
+        commit = self._commits.pop(res.request_id, None)
         st = self.sessions[res.session_id]
         st.waiting_approvals = max(0, st.waiting_approvals - 1)
+        timed_out = res.decision == "timeout"
+        decider: Decider = "timeout" if timed_out else "person"
+        note = res.note
+        if commit is not None and timed_out:
+            note = (
+                f"nobody decided within {self.approval_timeout_s:g} s; refused (a paused "
+                "request is never let go by default)"
+            )
         event = ApprovalResolved(
             request_id=res.request_id,
             session_id=res.session_id,
             decision=res.decision,
-            action=res.action,
+            action=None if commit is not None else res.action,
             by=res.by,
-            note=res.note,
+            note=note,
         )
         out: list[Effect] = [
             ApprovalDecidedRecord(event, res.status, self.clock()),
@@ -642,6 +923,34 @@ class SessionCore:
         if conn is not None and rid is not None:
             out.append(Reply(conn, event.model_copy(update={"id": rid})))
         out.append(ApprovalClosed(res.request_id))
+        way_out = None
+        if not res.approved:
+            way_out = (
+                f"a paired person decides within {self.approval_timeout_s:g} s (TUI or side "
+                "panel), or switches this session to 'watch'"
+                if timed_out
+                else "a paired person approves it when asked again, or switches this session "
+                "to 'watch'"
+            )
+        if commit is not None:
+            info = DecisionInfo(
+                status=res.status,
+                by=res.by,
+                note=note,
+                decider=decider,
+                way_out=way_out,
+                mode=commit.mode,
+            )
+            return out + self._commit_decided(
+                commit.conn,
+                commit.request_id,
+                commit.session_id,
+                commit.request,
+                commit.digest,
+                info,
+                False,
+            )
+        pending = self._pending.pop(res.request_id)
         decision = DecisionInfo(
             status=res.status,
             index=pending.best,
@@ -649,10 +958,26 @@ class SessionCore:
             by=res.by,
             note=res.note,
             guard=pending.guard,
+            decider=decider,
+            way_out=way_out,
+            mode=st.mode,
         )
         return out + self._scored(
-            pending.job, pending.score, pending.best, decision, pending.guarded
+            pending.job,
+            pending.score,
+            pending.best,
+            decision,
+            pending.guarded,
+            pending.predicted,
         )
+
+
+def _bid_of(action: str) -> str | None:
+    """The bid an action string names, if it parses."""
+    try:
+        return parse_action(action).bid
+    except ActionError:
+        return None
 
 
 def _decode_screenshot(shot: Screenshot | None) -> bytes | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, fields, replace
+from typing import Literal
 
 from webshepherd.daemon.engine.types import ParsedChecklist
 from webshepherd.daemon.records import StoredSession
@@ -11,6 +12,7 @@ from webshepherd.daemon.sessions.convert import parsed_checklist
 from webshepherd.daemon.sessions.guards import session_origin
 from webshepherd.protocol.common import (
     AgentInfo,
+    CommitMode,
     ElementFacts,
     Outcome,
     SessionSource,
@@ -30,6 +32,10 @@ class LiveSession:
     source: SessionSource
     created_at: float
     owner: int | None = None  # connection that receives the session's events besides subscribers
+    # how its commits and held steps are treated (sessions/modes.py); a paired person sets it
+    mode: CommitMode = "ask"
+    # "browser": its client's browser pauses commits (commit.check); the rules only predict
+    holds: Literal["browser"] | None = None
     step: int = -1  # index of the current observation; -1 before the first
     url: str | None = None
     axtree: str | None = None
@@ -133,11 +139,13 @@ class LiveSession:
             latest_reward=self.latest_reward,
             created_at=self.created_at,
             ended_at=self.ended_at,
+            mode=None if self.ended else self.mode,
         )
 
 
-def restored(stored: StoredSession) -> LiveSession:
-    """The machine's state of a recorded session (after a restart)."""
+def restored(stored: StoredSession, default_mode: CommitMode = "ask") -> LiveSession:
+    """The machine's state of a recorded session (after a restart): its mode the latest one
+    recorded (``mode.set``, else its start's), else ``default_mode``."""
     st = LiveSession(
         stored.session_id,
         stored.intent,
@@ -150,6 +158,8 @@ def restored(stored: StoredSession) -> LiveSession:
         outcome=stored.outcome,
         answer=stored.answer,
         ended_at=stored.ended_at,
+        mode=stored.mode or default_mode,
+        holds=stored.holds,
     )
     if stored.checklist is not None:
         st.checklist = parsed_checklist(stored.checklist)

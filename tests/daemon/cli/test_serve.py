@@ -226,12 +226,9 @@ def test_serve_shows_the_approval_policy_at_start(capsys: pytest.CaptureFixture[
     args = ["serve", "--port", "0", "--backend", "openai", "--base-url", url]
     assert main([*args, "--approval-threshold", "0.5"]) == 2  # the model server is down
     err = capsys.readouterr().err
-    assert (
-        "webshepherd: approvals: a score waits for a person when the best reward is below 0.5"
-        in (err)
-    )
+    assert "Approvals: a score waits for a person when the best reward is below 0.5" in err
     assert "only while an extension or `webshepherd tui` is paired and connected" in err
-    assert err.index("approvals:") < err.index("cannot reach the model server")  # at start
+    assert err.index("Approvals:") < err.index("cannot reach the model server")  # at start
 
 
 def test_serve_finds_a_used_port_before_loading_the_model(
@@ -272,7 +269,7 @@ def test_prompt_flag_chooses_the_judge_prompt(tiny_model_path: Path) -> None:
         engine.close()
 
 
-def test_serve_shows_the_guard_policy_beside_the_approval_policy(
+def test_serve_shows_what_holds_predicts_and_flags_in_one_paragraph(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     from webshepherd.daemon.cli import main
@@ -280,20 +277,31 @@ def test_serve_shows_the_guard_policy_beside_the_approval_policy(
     url = f"http://127.0.0.1:{closed_port()}/v1"
     assert main(["serve", "--port", "0", "--backend", "openai", "--base-url", url]) == 2
     err = capsys.readouterr().err
-    guards = next(line for line in err.splitlines() if line.startswith("webshepherd: guards:"))
-    assert "submits a form by a method other than GET" in guards
-    assert "named with one of: buy, pay, purchase, order," in guards
-    assert "leaves the session's origin" in guards and "downloads a file" in guards
-    assert "nobody paired to decide: refused at once" in guards
-    assert err.index("approvals:") < err.index("guards:") < err.index("cannot reach")
+    policy = next(line for line in err.splitlines() if line.startswith("webshepherd: policy:"))
+    assert "pauses every request that would commit" in policy  # what holds: the browser
+    assert "New sessions start in mode 'ask'" in policy and "refused at once" in policy
+    assert "a form sent by a method other than GET" in policy  # what predicts
+    assert "another origin" in policy and "a download" in policy
+    assert "named with" not in policy  # names: only with --guard-names
+    assert "No sandbox origins" in policy and "Approvals: a score waits" in policy
+    assert err.index("policy:") < err.index("cannot reach")
+    strict = ["--guard-names", "--mode", "stop", "--sandbox-origin", "HTTP://127.0.0.1:*/"]
+    assert main(["serve", "--port", "0", "--backend", "openai", "--base-url", url, *strict]) == 2
+    err = capsys.readouterr().err
+    assert "named with one of: buy, pay, purchase, order," in err
+    assert "New sessions start in mode 'stop'" in err
+    assert "never held: http://127.0.0.1:*." in err
 
 
 def test_guard_flags() -> None:
     from webshepherd.daemon.sessions.guards import ALL_RULES, DEFAULT_WORDS
 
     default = config_from_args(build_parser().parse_args(["serve"])).guards
-    assert default.rules == frozenset(ALL_RULES) and default.words == DEFAULT_WORDS
-    args = ["serve", "--guard-words", "Wire, pay now ,", "--no-guard", "download"]
+    assert default.rules == frozenset(ALL_RULES) - {"name_match"}  # a name alone: opt-in
+    assert default.words == DEFAULT_WORDS
+    names = config_from_args(build_parser().parse_args(["serve", "--guard-names"])).guards
+    assert names.rules == frozenset(ALL_RULES)
+    args = ["serve", "--guard-names", "--guard-words", "Wire, pay now ,", "--no-guard", "download"]
     guards = config_from_args(build_parser().parse_args(args)).guards
     assert guards.words == ("Wire", "pay now")
     assert guards.rules == frozenset(ALL_RULES) - {"download"}
@@ -303,3 +311,22 @@ def test_guard_flags() -> None:
     assert none.words == ()
     with pytest.raises(SystemExit):
         build_parser().parse_args(["serve", "--no-guard", "forms"])
+
+
+def test_mode_and_sandbox_flags() -> None:
+    """``--mode`` is a new session's mode (default ask); ``--sandbox-origin`` is checked and
+    made canonical (a port or ``*``), repeatable; a bad one is a clear usage error."""
+    default = config_from_args(build_parser().parse_args(["serve"]))
+    assert default.mode == "ask" and default.sandbox_origins == ()
+    args = ["serve", "--mode", "watch", "--sandbox-origin", "http://Shop.Test:80/"]
+    config = config_from_args(
+        build_parser().parse_args([*args, "--sandbox-origin", "http://127.0.0.1:*"])
+    )
+    assert config.mode == "watch"
+    assert config.sandbox_origins == ("http://shop.test", "http://127.0.0.1:*")
+    for bad in (["--mode", "never"], ["--sandbox-origin", "shop.test"]):
+        with pytest.raises(SystemExit):
+            build_parser().parse_args(["serve", *bad])
+    for origin in ("http://a.test/path", "ftp://a.test", "http://a.test:1:*"):
+        with pytest.raises(SystemExit):
+            build_parser().parse_args(["serve", "--sandbox-origin", origin])
