@@ -42,6 +42,18 @@ UNMIRRORED: dict[str, str] = {
         "one prefill per shared prefix: tests/daemon/engine/backends/"
         "test_transformers_batching.py (split against repeated cache)"
     ),
+    "daemon/engine/backends/decode_rows.py": (
+        "the rows both layouts grow: tests/daemon/engine/backends/test_transformers_backend.py "
+        "and test_transformers_sampling.py (pieces, stops, streaming, label masses)"
+    ),
+    "daemon/engine/backends/decode_split.py": (
+        "the split layout: tests/daemon/engine/backends/test_transformers_batching.py (split "
+        "against repeated cache, merged batches) and test_transformers_vision.py"
+    ),
+    "daemon/engine/backends/decode_copies.py": (
+        "the repeated-cache layout: tests/daemon/engine/backends/test_backend_options.py "
+        "(split_attention=False) and test_transformers_batching.py"
+    ),
     "daemon/engine/backends/vllm_outputs.py": "vLLM's outputs read: tests/vllm/ (needs vLLM)",
     "daemon/records.py": _DECLARATIONS,
     "daemon/recorder/history.py": (
