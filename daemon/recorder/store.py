@@ -322,7 +322,7 @@ class Recorder:
                         e.request_id,
                         e.session_id,
                         e.step,
-                        e.candidate_index,
+                        -1 if e.candidate_index is None else e.candidate_index,  # a paused request
                         e.reward,
                         e.reason,
                         e.feedback,

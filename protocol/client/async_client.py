@@ -57,7 +57,9 @@ from webshepherd.protocol.client.session import (
 from webshepherd.protocol.common import (
     AgentInfo,
     ClientInfo,
+    CommitMode,
     ElementFacts,
+    HeldRequest,
     ItemLabel,
     Observation,
     Role,
@@ -77,8 +79,10 @@ from webshepherd.protocol.replies import (
     ActionRecorded,
     ApprovalResolved,
     Checklist,
+    CommitDecided,
     HookGranted,
     LabelRecorded,
+    ModeSet,
     Observed,
     Paired,
     Pong,
@@ -95,6 +99,7 @@ from webshepherd.protocol.replies import (
 from webshepherd.protocol.requests import (
     Action,
     ApprovalDecide,
+    CommitCheck,
     HookGrant,
     Label,
     Observe,
@@ -103,6 +108,7 @@ from webshepherd.protocol.requests import (
     Score,
     SessionEnd,
     SessionGet,
+    SessionMode,
     SessionsList,
     SessionStart,
     TreeNode,
@@ -426,7 +432,11 @@ class AsyncClient:
         observation: Observation | dict[str, Any] | None = None,
         agent: AgentInfo | dict[str, Any] | str | None = None,
         source: SessionSource = "agent",
+        holds: Literal["browser"] | None = None,
     ) -> SessionHandle:
+        """Start a session. ``holds="browser"``: this client's browser pauses every request
+        that would commit and asks with :meth:`commit_check`, so the daemon's rules only
+        predict (``scored.predicted``) and never hold its steps."""
         if isinstance(agent, str):
             agent = AgentInfo(name=agent)
         msg = SessionStart(
@@ -437,6 +447,7 @@ class AsyncClient:
             observation=to_model(Observation, observation),
             agent=to_model(AgentInfo, agent) or AgentInfo(name=self.info.name),
             source=source,
+            holds=holds,
         )
         started = await self.call(msg, SessionStarted)
         return SessionHandle(self, started.session_id, intent)
@@ -570,6 +581,21 @@ class AsyncClient:
             note=note,
         )
         return await self.call(msg, ApprovalResolved)
+
+    async def commit_check(
+        self, session_id: str, request: HeldRequest, *, timeout: float | None = None
+    ) -> CommitDecided:
+        """Ask whether a request the browser paused may leave (``commit.check``): the daemon
+        answers by the session's mode (in 'ask' a paired person decides, which may take
+        until the approval timeout). Let the request go only when ``decision.status`` is
+        'approved' and ``request_digest`` is that of the request paused."""
+        msg = CommitCheck(id=self._next_id("q"), session_id=session_id, request=request)
+        return await self.call(msg, CommitDecided, timeout)
+
+    async def set_mode(self, session_id: str, mode: CommitMode) -> ModeSet:
+        """Set a session's mode (``session.mode``): only a paired person's tool may."""
+        msg = SessionMode(id=self._next_id("v"), session_id=session_id, mode=mode)
+        return await self.call(msg, ModeSet)
 
     async def pair(self, code: str, name: str) -> Paired:
         """Pair this connection with a one-time code from ``webshepherd pair`` (a person's

@@ -31,6 +31,7 @@ from webshepherd.protocol.replies import (
     ApprovalRequest,
     ApprovalResolved,
     Checklist,
+    CommitDecided,
     Error,
     Observed,
     Scored,
@@ -182,6 +183,8 @@ class ClientCore:
         out: list[Outcome] = [Resolved(rid, message)]
         if isinstance(message, Scored) and (refused := guard_refusal_line(message)):
             log.warning("%s", refused)
+        if isinstance(message, CommitDecided) and (refused := commit_refusal_line(message)):
+            log.warning("%s", refused)
         event = own_request_event(request, message)
         if event is not None:
             out.append(Event(event))
@@ -228,14 +231,30 @@ def held_score_line(request: ApprovalRequest) -> str:
 
 
 def guard_refusal_line(scored: Scored) -> str | None:
-    """What the SDK logs when the daemon refused its best candidate for a guard with nobody
-    connected to decide (None: not such a refusal)."""
+    """What the SDK logs when its best candidate was refused without a person deciding (the
+    guard with nobody connected, the session's mode, a timeout): who decided and the way
+    out (None: not such a refusal)."""
     d = scored.decision
-    if not d.guard or d.status != "rejected" or d.by != "daemon":
+    if d.action is not None or d.status not in ("rejected", "timeout") or d.decider == "person":
+        return None
+    if d.decider is None and not (d.guard and d.by == "daemon"):  # an older daemon's
         return None
     return (
         f"webshepherd: the daemon refused the action of {step_label(scored.step)}: {d.note} "
-        "(decision.guard lists the rules; do not run it)"
+        f"(decided by: {d.decider or 'guard'}; way out: {d.way_out or 'none given'}; "
+        "decision.guard lists the rules; do not run it)"
+    )
+
+
+def commit_refusal_line(decided: CommitDecided) -> str | None:
+    """What the SDK logs when a request it asked about may not leave (None: it may)."""
+    d = decided.decision
+    if d.status == "approved":
+        return None
+    r = decided.request
+    return (
+        f"webshepherd: the daemon refused the paused request {r.method} {r.url[:200]}: "
+        f"{d.note} (decided by: {d.decider}; way out: {d.way_out or 'none given'})"
     )
 
 

@@ -8,12 +8,21 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel
-from webshepherd.protocol.common import Candidate, ItemLabel, Observation, TreeNodeFields
+from webshepherd.protocol.common import (
+    Candidate,
+    CommitMode,
+    HeldRequest,
+    ItemLabel,
+    Observation,
+    TreeNodeFields,
+)
 from webshepherd.protocol.errors import WebShepherdError
 from webshepherd.protocol.replies import (
     ActionRecorded,
     Checklist,
+    CommitDecided,
     LabelRecorded,
+    ModeSet,
     Observed,
     Scored,
     SessionEnded,
@@ -109,6 +118,16 @@ class SessionHandle(SessionRef["AsyncClient"]):
     async def tree_node(self, node: TreeNodeFields) -> TreeNodeRecorded:
         """Report one node of a tree search, new or changed (``tree.node``)."""
         return await self.client.tree_node(self.session_id, node)
+
+    async def commit_check(
+        self, request: HeldRequest, *, timeout: float | None = None
+    ) -> CommitDecided:
+        """Ask whether a request the browser paused may leave (``commit.check``)."""
+        return await self.client.commit_check(self.session_id, request, timeout=timeout)
+
+    async def set_mode(self, mode: CommitMode) -> ModeSet:
+        """Set this session's mode (a paired person's tool only)."""
+        return await self.client.set_mode(self.session_id, mode)
 
     async def end(
         self,

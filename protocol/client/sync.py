@@ -105,9 +105,12 @@ class Client:
         observation: Observation | dict[str, Any] | None = None,
         agent: Any = None,
         source: Literal["agent", "human", "import"] = "agent",
+        holds: Literal["browser"] | None = None,
     ) -> SyncSession:
         handle = self._run(
-            self.aio.start_session(intent, start_url, checklist, observation, agent, source)
+            self.aio.start_session(
+                intent, start_url, checklist, observation, agent, source, holds=holds
+            )
         )
         return SyncSession(self, handle.session_id, intent)
 
@@ -118,6 +121,8 @@ class Client:
     label = _blocking(AsyncClient.label)
     tree_node = _blocking(AsyncClient.tree_node)
     decide = _blocking(AsyncClient.decide)
+    commit_check = _blocking(AsyncClient.commit_check)
+    set_mode = _blocking(AsyncClient.set_mode)
     pair = _blocking(AsyncClient.pair)
     sessions = _blocking(AsyncClient.sessions)
     session = _blocking(AsyncClient.session)
@@ -151,6 +156,8 @@ class SyncSession(SessionRef[Client]):
     act = _blocking(SessionHandle.act)
     label = _blocking(SessionHandle.label)
     tree_node = _blocking(SessionHandle.tree_node)
+    commit_check = _blocking(SessionHandle.commit_check)
+    set_mode = _blocking(SessionHandle.set_mode)
     end = _blocking(SessionHandle.end)
 
 
