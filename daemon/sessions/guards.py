@@ -8,39 +8,52 @@ its bid) and the action string; never a model's text.
 - ``form_submit``: a click, or Enter/Space, on an element that submits a form whose method is
   not GET (nor DIALOG, which submits nothing);
 - ``name_match``: a click, or Enter/Space, on an element whose accessible name holds one of
-  :attr:`GuardPolicy.words` as a whole word (case-insensitive);
+  :attr:`GuardPolicy.words` as a whole word, whatever its case, invisible characters and
+  look-alike letters (:func:`name_key`);
 - ``leaves_origin``: a ``goto`` to, a link to, or a form submitted to another origin than the
-  session's (its ``start_url``'s, else its first observation's);
+  session's (its ``start_url``'s, else its first observation's), URLs read as a browser reads
+  them (the WHATWG URL standard, by ``ada_url``: ``http://a.test\\@b.test/`` is on a.test);
 - ``download``: a link with ``download``, or a ``goto``/link to a file whose name ends with one
   of :attr:`GuardPolicy.extensions`.
 
 ``keyboard_press('Enter')`` and ``keyboard_type`` with a newline act on the focused element
 (the AX tree's ``focused`` line). An element the capture sent no facts for is judged by its
-AX-tree name only.
+AX-tree name only. A string of several calls is judged call by call (BrowserGym runs them
+all); a coordinate action (``mouse_click(x, y)``) acts on the innermost element whose box
+holds the point (:func:`coordinate_notes` names the points no box holds). In a session whose
+browser holds commits the rules predict (the card shows them) and never hold.
 """
 
 from __future__ import annotations
 
 import ast
+import json
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from functools import cached_property
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache, cached_property
+from importlib import resources
 from typing import get_args
-from urllib.parse import urljoin, urlsplit
 
-from webshepherd.protocol.actions import ActionError, parse_action, read_recorded
+import ada_url
+from webshepherd.protocol.actions import SIGNATURES, parse_python, read_recorded
 from webshepherd.protocol.common import ElementFacts, GuardHit, GuardRule
+from webshepherd.protocol.terminal_text import ESCAPED_RANGES
 
 __all__ = [
     "ALL_RULES",
     "DEFAULT_EXTENSIONS",
     "DEFAULT_WORDS",
     "GuardPolicy",
+    "Target",
+    "action_targets",
     "ax_line",
+    "coordinate_notes",
     "describe_guards",
     "guard_hits",
+    "join_url",
+    "name_key",
     "origin_of",
     "session_origin",
 ]
@@ -117,32 +130,31 @@ class GuardPolicy:
         return GuardPolicy(self.rules - set(rules), self.words, self.extensions)
 
     @cached_property
-    def _words(self) -> re.Pattern[str] | None:
-        words = [_fold(w) for w in self.words if w.strip()]
-        if not words:
-            return None
-        alts = "|".join(r"\s+".join(map(re.escape, w.split())) for w in words)
-        return re.compile(rf"(?<!\w)(?:{alts})(?!\w)")
+    def _words(self) -> list[tuple[str, re.Pattern[str]]]:
+        return [(w, _word_pattern(w)) for w in self.words if w.strip()]
 
     def matching_word(self, name: str) -> str | None:
-        """The first configured word in ``name`` (whole words, case-insensitive), or None."""
-        pattern = self._words
-        m = pattern.search(_fold(name)) if pattern else None
-        return m.group(0) if m else None
+        """The first configured word in ``name`` as a whole word, whatever its case, its
+        invisible characters and its look-alike letters (:func:`name_key`), or None."""
+        key = name_key(name)
+        return next((w for w, pattern in self._words if pattern.search(key)), None)
 
     def is_download(self, url: str) -> bool:
-        path = urlsplit(url).path.rsplit("/", 1)[-1].lower()
+        try:
+            path = ada_url.URL(url).pathname.rsplit("/", 1)[-1].lower()
+        except ValueError:
+            return False
         return "." in path and path.rsplit(".", 1)[1] in {e.lower() for e in self.extensions}
 
 
 @dataclass
-class _Target:
-    """What the action does to the page."""
+class Target:
+    """What one call of the action does to the page."""
 
     bid: str | None = None
     activates: bool = False  # a click, or a key that activates the element
     url: str | None = None  # a goto's destination
-    notes: list[str] = field(default_factory=list)
+    where: str = ""  # how a coordinate action found its element ("at (x, y)")
 
 
 def guard_hits(
@@ -153,35 +165,53 @@ def guard_hits(
     axtree: str,
     elements: Mapping[str, ElementFacts] | None,
     origin: str | None,
+    boxes: Mapping[str, Sequence[float]] | None = None,
 ) -> list[GuardHit]:
-    """The guard rules ``action`` meets on the page (``url``, ``axtree``, ``elements``) of a
-    session whose origin is ``origin``; empty when none (or the policy holds nothing)."""
+    """The guard rules ``action`` meets on the page (``url``, ``axtree``, ``elements``, the
+    elements' ``boxes`` for coordinate actions) of a session whose origin is ``origin``; empty
+    when none (or the policy holds nothing). A string of several calls meets the union of what
+    each call meets, the first hit of each rule kept."""
     if not policy.enabled:
         return []
-    target = _target(action, axtree)
     hits: list[GuardHit] = []
 
     def hit(rule: GuardRule, detail: str) -> None:
         if rule in policy.rules and all(h.rule != rule for h in hits):
             hits.append(GuardHit(rule=rule, detail=detail[:1024]))
 
+    for target in action_targets(action, axtree, boxes):
+        _judge(policy, target, hit, url=url, axtree=axtree, elements=elements, origin=origin)
+    return hits
+
+
+def _judge(
+    policy: GuardPolicy,
+    target: Target,
+    hit: Callable[[GuardRule, str], None],
+    *,
+    url: str,
+    axtree: str,
+    elements: Mapping[str, ElementFacts] | None,
+    origin: str | None,
+) -> None:
+    """Every rule one call meets, told to ``hit``."""
     if target.url is not None:
-        dest = urljoin(url, target.url)
+        dest = join_url(url, target.url)
         if _leaves(dest, origin):
             hit("leaves_origin", f"goes to {_short(dest)}, outside {origin}")
         if policy.is_download(dest):
             hit("download", f"goes to the file {_short(dest)}")
-        return hits
+        return
     if target.bid is None or not target.activates:
-        return hits
+        return
     bid = target.bid
     facts = (elements or {}).get(bid)
     role, name = ax_line(axtree, bid)
-    what = f"element {bid}" + (f" ({role} {name!r})" if role else "")
+    what = f"element {bid}" + (f" ({role} {name!r})" if role else "") + target.where
     if name and (word := policy.matching_word(name)) is not None:
         hit("name_match", f"{what} is named with {word!r}")
     if facts is None:
-        return hits
+        return
     method = (facts.form_method or "GET").upper()
     if facts.submits and method not in ("GET", "DIALOG"):
         dest = f" to {_short(facts.form_action)}" if facts.form_action else ""
@@ -198,33 +228,147 @@ def guard_hits(
             "leaves_origin",
             f"{what} submits a form to {_short(facts.form_action or '')}, outside {origin}",
         )
-    return hits
 
 
-def _target(action: str, axtree: str) -> _Target:
-    """The element or URL ``action`` acts on, and whether it activates the element."""
+#: BrowserGym's coordinate actions: the parameters of the point each presses at.
+_MOUSE: Mapping[str, tuple[str, ...]] = {
+    "mouse_click": ("x", "y", "button"),
+    "mouse_dblclick": ("x", "y", "button"),
+    "mouse_down": ("x", "y", "button"),
+    "mouse_up": ("x", "y", "button"),
+    "mouse_drag_and_drop": ("from_x", "from_y", "to_x", "to_y"),
+}
+_UNKNOWN = object()  # an argument that is not a literal
+
+
+def action_targets(
+    action: str, axtree: str, boxes: Mapping[str, Sequence[float]] | None = None
+) -> list[Target]:
+    """What each call in ``action`` acts on, in the order written: every call of a Python
+    string (``fill('3', 'x')\\nclick('12')``, a call inside a loop or an assignment) as
+    BrowserGym would run it; another syntax (WebArena's ``click [12]``) read loosely."""
     try:
-        parsed = parse_action(action)
-        name, args = parsed.name, dict(parsed.args)
-    except ActionError:  # another syntax (WebArena's ``click [12]``): read loosely
-        rec = read_recorded(action)
-        name = rec.op
-        args = {"url": rec.args[0]} if rec.op == "goto" and rec.args else {}
-        if rec.element is not None:
-            args["bid"] = rec.element
-        if rec.op == "press" and len(rec.args) > 1:
-            args["key_comb"] = rec.args[1]
-    if name == "goto" and isinstance(args.get("url"), str):
-        return _Target(url=args["url"])
+        tree = parse_python(action.strip())
+    except SyntaxError:
+        return [_loose_target(action, axtree)]
+    calls = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+    ]
+    if not calls:  # ``click [12]`` parses too, as a subscript
+        return [_loose_target(action, axtree)]
+    calls.sort(key=lambda c: (c.lineno, c.col_offset))
+    out: list[Target] = []
+    for call in calls:
+        assert isinstance(call.func, ast.Name)
+        out.extend(_call_targets(call.func.id, _bind_loosely(call), axtree, boxes))
+    return out
+
+
+def coordinate_notes(action: str, boxes: Mapping[str, Sequence[float]] | None) -> list[str]:
+    """What the guards cannot read of ``action``'s coordinate calls: each point that no element
+    box holds (no boxes sent: its target unknown), for the prediction to say so."""
+    try:
+        tree = parse_python(action.strip())
+    except SyntaxError:
+        return []
+    notes = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            params = _MOUSE.get(node.func.id)
+            if params is None or node.func.id == "mouse_move":
+                continue
+            args = _bind_loosely(node)
+            for x, y in _points(node.func.id, args):
+                if _at(boxes, x, y) is None:
+                    why = "no element boxes were sent" if not boxes else "no element box holds it"
+                    notes.append(f"{node.func.id} at ({x}, {y}): target unknown ({why})")
+    return notes
+
+
+def _bind_loosely(call: ast.Call) -> dict[str, object]:
+    """The call's arguments by parameter name (BrowserGym's order), each a literal's value or
+    :data:`_UNKNOWN`."""
+    assert isinstance(call.func, ast.Name)
+    name = call.func.id
+    params = _MOUSE.get(name) or tuple(p.name for p in SIGNATURES.get(name, ()))
+    args: dict[str, object] = {}
+
+    def value(node: ast.expr) -> object:
+        try:
+            return ast.literal_eval(node)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            return _UNKNOWN
+
+    for param, node in zip(params, call.args, strict=False):
+        args[param] = value(node)
+    for kw in call.keywords:
+        if kw.arg is not None:
+            args[kw.arg] = value(kw.value)
+    return args
+
+
+def _points(name: str, args: Mapping[str, object]) -> list[tuple[float, float]]:
+    keys = [("from_x", "from_y"), ("to_x", "to_y")] if "drag" in name else [("x", "y")]
+    out = []
+    for kx, ky in keys:
+        x, y = args.get(kx), args.get(ky)
+        if isinstance(x, int | float) and isinstance(y, int | float):
+            out.append((x, y))
+    return out
+
+
+def _at(boxes: Mapping[str, Sequence[float]] | None, x: float, y: float) -> str | None:
+    """The bid of the innermost (smallest) box that holds the point (the last of equals)."""
+    best: tuple[float, str] | None = None
+    for bid, box in (boxes or {}).items():
+        if len(box) != 4:
+            continue
+        left, top, width, height = box
+        if left <= x <= left + width and top <= y <= top + height:
+            area = width * height
+            if best is None or area <= best[0]:
+                best = (area, bid)
+    return best[1] if best else None
+
+
+def _call_targets(
+    name: str,
+    args: Mapping[str, object],
+    axtree: str,
+    boxes: Mapping[str, Sequence[float]] | None,
+) -> list[Target]:
+    if name == "goto":
+        url = args.get("url")
+        return [Target(url=url)] if isinstance(url, str) else []
     if name in _CLICKS:
-        return _Target(bid=_str(args.get("bid")), activates=True)
+        return [Target(bid=_str(args.get("bid")), activates=True)]
     if name == "press":
-        return _Target(bid=_str(args.get("bid")), activates=_activating(args.get("key_comb")))
+        return [Target(bid=_str(args.get("bid")), activates=_activating(args.get("key_comb")))]
     if name == "keyboard_press":
-        return _Target(bid=_focused(axtree), activates=_activating(args.get("key")))
+        return [Target(bid=_focused(axtree), activates=_activating(args.get("key")))]
     if name == "keyboard_type":
-        return _Target(bid=_focused(axtree), activates="\n" in str(args.get("text", "")))
-    return _Target(bid=_str(args.get("bid")))
+        text = args.get("text")
+        return [Target(bid=_focused(axtree), activates=isinstance(text, str) and "\n" in text)]
+    if name in _MOUSE and name != "mouse_move":
+        return [
+            Target(bid=_at(boxes, x, y), activates=True, where=f" at ({x}, {y})")
+            for x, y in _points(name, args)
+        ]
+    return [Target(bid=_str(args.get("bid")))]
+
+
+def _loose_target(action: str, axtree: str) -> Target:
+    """Another syntax (WebArena's ``click [12]``), read loosely."""
+    rec = read_recorded(action)
+    args: dict[str, object] = {"url": rec.args[0]} if rec.op == "goto" and rec.args else {}
+    if rec.element is not None:
+        args["bid"] = rec.element
+    if rec.op == "press" and len(rec.args) > 1:
+        args["key_comb"] = rec.args[1]
+    found = _call_targets(rec.op, args, axtree, None)
+    return found[0] if found else Target()
 
 
 def _activating(keys: object) -> bool:
@@ -268,18 +412,103 @@ def _focused(axtree: str) -> str | None:
     return None
 
 
-def _fold(text: str) -> str:
-    """Compatibility-folded, case-folded, with format characters (zero-width, bidi) removed:
-    a page cannot split a word with an invisible character to slip it past the words."""
+_INVISIBLE = re.compile(
+    "["
+    + "".join(
+        re.escape(chr(lo)) if lo == hi else f"{re.escape(chr(lo))}-{re.escape(chr(hi))}"
+        for lo, hi, _ in ESCAPED_RANGES
+    )
+    + "]"
+)
+
+
+def name_key(text: str) -> str:
+    """``text`` as the words are matched in it: compatibility-folded (NFKC), every character
+    the display escapes (protocol/terminal_text.py's ``ESCAPED_RANGES``: controls, bidi,
+    zero-width, joiners, variation selectors, tags) removed (the spacing ones made a space),
+    then each letter as its confusable skeleton (UTS #39: Cyrillic "В" reads "B", Greek "ο"
+    reads "o") and case-folded. A page cannot hide a word from the words with a character a
+    person does not see, nor with a letter that looks like the word's."""
     text = unicodedata.normalize("NFKC", text)
-    return "".join(c for c in text if unicodedata.category(c) != "Cf").casefold()
+    text = _INVISIBLE.sub(lambda m: " " if m.group().isspace() else "", text)
+    key = "".join(_letter_key(c) for c in unicodedata.normalize("NFD", text))
+    return key.translate(_ASCII_ALIKES)
+
+
+#: UTS #39's prototypes among ASCII, case-folded: "0rder" reads "order", "Subm1t" and "SUBMlT"
+#: read "submit" ("I" is "l"'s look-alike and "i"'s capital), "rn" reads "m".
+_ASCII_ALIKES = str.maketrans({"0": "o", "1": "l", "|": "l", "i": "l", "m": "rn"})
+
+
+def _word_pattern(word: str) -> re.Pattern[str]:
+    """A configured word (or phrase) as a whole-word pattern over :func:`name_key` text, its
+    words across any run of spaces."""
+    alts = r"\s+".join(re.escape(name_key(w)) for w in word.split())
+    return re.compile(rf"(?<!\w)(?:{alts})(?!\w)")
+
+
+def _letter_key(c: str) -> str:
+    """One character's key: the character case-folded where that is an ASCII letter or digit,
+    else the case-folded skeleton of the character, of its capital or of its folded form,
+    whichever first is one (Cyrillic "В" folds to "в", whose own skeleton is not "b"), else
+    the folded form's skeleton."""
+    folded = c.casefold()
+    prototypes = _prototypes()
+
+    def skeleton(text: str) -> str:
+        return "".join(prototypes.get(x, x) for x in text)
+
+    for key in (folded, skeleton(c).casefold(), skeleton(c.upper()).casefold()):
+        if key.isascii() and key.isalnum():
+            return key
+    return skeleton(folded)
+
+
+@cache
+def _prototypes() -> dict[str, str]:
+    """Each character's confusable prototype (UTS #39's confusables, as the
+    ``confusable_homoglyphs`` package ships them: a prototype lists its look-alikes, each
+    look-alike names its prototype; of a pair that name only each other, the lower code point
+    is the prototype), lower-cased where the prototype is a cased letter."""
+    path = resources.files("confusable_homoglyphs").joinpath("confusables.json")
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    marks = "\u200e\u200f"
+    table = {k.strip(marks): [e["c"].strip(marks) for e in v] for k, v in raw.items()}
+    out: dict[str, str] = {}
+    for k, alikes in table.items():
+        if len(k) != 1 or len(alikes) != 1 or alikes[0] == k:
+            continue
+        proto = alikes[0]
+        if len(proto) == 1 and len(table.get(proto, ())) == 1:
+            proto = min(k, proto)
+        if proto != k:
+            out[k] = proto
+    return out
+
+
+def join_url(base: str, url: str) -> str:
+    """``url`` read against the page at ``base`` as a browser reads it (the WHATWG URL
+    standard: backslashes as slashes, tabs and newlines removed, surrounding controls and
+    spaces stripped, hosts as punycode); ``url`` as it is where neither reads as a URL."""
+    try:
+        return ada_url.join_url(base, url)
+    except ValueError:
+        try:
+            return ada_url.URL(url).href
+        except ValueError:
+            return url
 
 
 def _leaves(url: str | None, origin: str | None) -> bool:
     """``url`` is on another origin than ``origin`` (a ``javascript:`` URL stays on the page;
-    ``mailto:``, ``file:`` and the like leave it)."""
-    if not url or origin is None or url.strip().lower().startswith("javascript:"):
+    ``mailto:``, ``data:`` and the like leave it)."""
+    if not url or origin is None:
         return False
+    try:
+        if ada_url.URL(url).protocol == "javascript:":
+            return False
+    except ValueError:
+        return True  # the browser reads no URL there: nothing says it stays
     return origin_of(url) != origin
 
 
@@ -288,26 +517,23 @@ def _short(url: str, limit: int = 200) -> str:
 
 
 def origin_of(url: str) -> str | None:
-    """``scheme://host[:port]`` of an http(s) URL (default ports dropped), else None."""
+    """The origin a browser gives ``url`` (WHATWG): ``scheme://host[:port]`` of an http(s),
+    ws(s) or ftp URL (host as punycode, default port dropped, any userinfo dropped);
+    ``file://`` for every file URL; None for the opaque rest (``about:``, ``data:``,
+    ``mailto:``) and for text that is no URL."""
     try:
-        parts = urlsplit(url.strip())
-        port = parts.port
+        parsed = ada_url.URL(url)
     except ValueError:
         return None
-    scheme = parts.scheme.lower()
-    if scheme not in ("http", "https") or not parts.hostname:
-        return None
-    host = parts.hostname.lower()
-    if ":" in host:
-        host = f"[{host}]"
-    if port is None or (scheme, port) in (("http", 80), ("https", 443)):
-        return f"{scheme}://{host}"
-    return f"{scheme}://{host}:{port}"
+    if parsed.protocol == "file:":
+        return "file://"
+    origin = parsed.origin
+    return None if origin == "null" else origin
 
 
 def session_origin(*urls: str | None) -> str | None:
-    """The session's origin: the first http(s) origin of ``urls`` (its ``start_url``, then its
-    first observation's URL)."""
+    """The session's origin: the first origin of ``urls`` (its ``start_url``, then its first
+    observation's URL); ``file://`` for a page read from a file."""
     for u in urls:
         o = origin_of(u) if u else None
         if o is not None:

@@ -7,6 +7,7 @@ from webshepherd.daemon.sessions.guards import (
     ALL_RULES,
     DEFAULT_WORDS,
     GuardPolicy,
+    coordinate_notes,
     describe_guards,
     guard_hits,
     origin_of,
@@ -191,3 +192,136 @@ def test_the_policy_in_one_line() -> None:
     assert "refused at once" in line
     assert describe_guards(GuardPolicy(rules=frozenset())).startswith("guards: off")
     assert set(ALL_RULES) == {"form_submit", "name_match", "leaves_origin", "download"}
+
+
+# -- issue 41: the hostile probe's classes ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("url", "origin"),
+    [
+        ("http://evil.test\\@shop.test/", "http://evil.test"),  # a backslash is a slash
+        ("http://evil.test\\\\shop.test/", "http://evil.test"),
+        ("http:\\\\evil.test/", "http://evil.test"),
+        ("http://shop.test@evil.test/", "http://evil.test"),  # userinfo dropped
+        (" \t\x01http://EVIL.test:80/\n", "http://evil.test"),  # C0 and spaces stripped
+        ("ht\ttp://ev\nil.test/", "http://evil.test"),  # tabs and newlines removed
+        ("https://b\u00fccher.test:443/", "https://xn--bcher-kva.test"),  # IDNA, default port
+        ("http://0x7f.1/", "http://127.0.0.1"),  # IPv4 in hex
+        ("file:///tmp/miniwob/click-test.html", "file://"),
+        ("FILE://host/share/x.html", "file://"),
+        ("about:blank", None),
+        ("data:text/html,hi", None),
+        ("http://a b/", None),  # no URL: None
+    ],
+)
+def test_origins_are_the_browsers(url: str, origin: str | None) -> None:
+    assert origin_of(url) == origin
+
+
+def test_a_goto_is_read_as_the_browser_reads_it() -> None:
+    assert rules("goto('http://evil.test\\\\@shop.test:8000/')") == ["leaves_origin"]
+    assert rules("goto('/\\\\evil.test/x')") == ["leaves_origin"]  # "/\" is "//": another host
+    assert rules("goto('http://x@shop.test:8000/cart')") == []  # same origin, userinfo aside
+    assert rules("goto('  http://shop.test:8000/setup.e\\txe')") == ["download"]
+    links = {"14": ElementFacts(tag="a", href="http://evil.test\\@shop.test:8000/")}
+    assert rules("click('14')", elements=links) == ["leaves_origin"]
+
+
+def test_a_file_page_leaves_its_origin_for_the_web() -> None:
+    page = "file:///tmp/miniwob/click-test.html"
+    origin = session_origin(page)
+    assert origin == "file://"
+    assert rules("goto('http://evil.test/')", url=page, origin=origin) == ["leaves_origin"]
+    assert rules("goto('other.html')", url=page, origin=origin) == []
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "P\u034fay",  # combining grapheme joiner
+        "Pa\ufe0fy",  # variation selector
+        "Pa\U000e0101y",  # supplementary variation selector
+        "P\u00aday",  # soft hyphen
+        "P\u180eay",  # Mongolian vowel separator
+        "P\U000e0061ay",  # a tag character
+        "\u0412U\u04ae",  # Cyrillic "В" and "Ү" (B and Y look-alikes)
+        "\u0432uy",  # Cyrillic small "в": its capital is "B"'s look-alike
+        "\u039frder",  # Greek capital omicron
+        "\u03bfrder",  # Greek small omicron
+        "\u0420\u0430\u0443",  # Cyrillic "Рау"
+        "\uff30\uff21\uff39",  # full-width "ＰＡＹ"
+        "0rder",  # a zero for an O
+        "Subm1t",
+        "SUBMlT",
+        "Subrnit",  # "rn" for "m"
+        "Sign\nup",  # a newline is a space
+    ],
+)
+def test_a_hidden_or_look_alike_word_still_matches(name: str) -> None:
+    tree = f"RootWebArea 'x', focused\n\t[30] button {name!r}"
+    assert rules("click('30')", axtree=tree, elements={}) == ["name_match"]
+
+
+@pytest.mark.parametrize("name", ["Repayment", "Payload", "Orders", "Sign in", "Subway"])
+def test_look_alike_folding_keeps_whole_words(name: str) -> None:
+    tree = f"RootWebArea 'x', focused\n\t[30] button {name!r}"
+    assert rules("click('30')", axtree=tree, elements={}) == []
+
+
+def test_every_call_of_a_multi_action_string_is_judged() -> None:
+    assert rules("fill('11', 'Ada')\nclick('12')") == ["name_match", "form_submit"]
+    assert rules("fill('11', 'Ada'); click('14')") == ["leaves_origin"]
+    assert rules("click('14')\nclick('15')\ngoto('/a.zip')") == ["leaves_origin", "download"]
+    assert rules("for _ in range(1):\n    click('12')", GuardPolicy()) == ["form_submit"]
+    assert rules("x = click('25')") == ["leaves_origin"]
+    assert rules("fill('11', 'Ada')\nhover('12')") == []
+
+
+BOXES = {
+    "12": [100.0, 200.0, 80.0, 30.0],
+    "14": [0.0, 0.0, 800.0, 600.0],  # a link over the page, under the button
+    "13": [300.0, 200.0, 80.0, 30.0],
+}
+
+
+@pytest.mark.parametrize(
+    "action",
+    [
+        "mouse_click(120, 210)",
+        "mouse_dblclick(x=179.5, y=229)",
+        "mouse_down(100, 200)",
+        "mouse_up(150, 215, button='left')",
+        "mouse_drag_and_drop(900, 900, 120, 210)",
+    ],
+)
+def test_a_coordinate_action_acts_on_the_innermost_box(action: str) -> None:
+    assert rules(action, GuardPolicy(), boxes=BOXES) == ["form_submit"]
+
+
+def test_a_coordinate_action_outside_the_button_meets_what_is_there() -> None:
+    assert rules("mouse_click(320, 210)", boxes=BOXES) == []  # 13: a GET form
+    assert rules("mouse_click(10, 10)", boxes=BOXES) == ["leaves_origin"]
+    assert rules("mouse_move(120, 210)", boxes=BOXES) == []
+    hits = guard_hits(
+        GuardPolicy(),
+        "mouse_click(120, 210)",
+        url=URL,
+        axtree=AXTREE,
+        elements=ELEMENTS,
+        origin=ORIGIN,
+        boxes=BOXES,
+    )
+    assert hits[0].detail.startswith("element 12 (button 'Place order') at (120, 210) submits")
+
+
+def test_a_coordinate_action_without_boxes_says_its_target_is_unknown() -> None:
+    assert rules("mouse_click(120, 210)") == []
+    assert coordinate_notes("mouse_click(120, 210)", None) == [
+        "mouse_click at (120, 210): target unknown (no element boxes were sent)"
+    ]
+    assert coordinate_notes("mouse_click(9000, 9000)", BOXES) == [
+        "mouse_click at (9000, 9000): target unknown (no element box holds it)"
+    ]
+    assert coordinate_notes("mouse_click(120, 210)", BOXES) == []
+    assert coordinate_notes("click('12')", None) == []
