@@ -694,6 +694,7 @@ class SessionCore:
             axtree=job.input.axtree,
             elements=job.elements,
             origin=job.origin,
+            boxes=job.boxes,
         )
 
     def _scored(
