@@ -81,6 +81,13 @@ async def test_a_post_submit_at_high_reward_waits_for_the_person(
             assert scored.decision.status == "approved"
             assert scored.decision.action == SUBMIT[1]
             assert [h.rule for h in scored.decision.guard] == ["form_submit"]
+            assert (scored.decision.decider, scored.decision.by) == ("person", "monitor:tui")
+            assert [(p.index, [h.rule for h in p.hits]) for p in scored.predicted or []] == [
+                (0, ["form_submit"])
+            ]
+            assert req["card"]["headline"] == (
+                "Waiting for you: this submits a POST form to shop.local/order"
+            )
         await d.close_clients()
     tl = History.open(tmp_path / "data" / DB_NAME).timeline(session.session_id)
     assert tl is not None
@@ -107,13 +114,18 @@ async def test_with_nobody_paired_a_guarded_step_is_refused_at_once(
             assert [h.rule for h in d_.guard] == ["form_submit"]
             assert d_.note is not None and d_.note.startswith("guarded (form_submit): element 4")
             assert "no person is connected to decide" in d_.note
+            assert (d_.decider, d_.mode) == ("guard", "ask")  # the guard, not a person
+            assert d_.way_out is not None and "`serve --no-guard form_submit`" in d_.way_out
+            assert "--sandbox-origin http://shop.local" in d_.way_out
+            assert "webshepherd pair tui" in d_.way_out
             assert len(server.core.approvals) == 0  # nothing left open
             # an unguarded step with the same mode goes through as before
             auto = await session.score([HELP], samples=1, timeout=10)
             assert auto.decision.status == "auto" and auto.decision.guard == []
         line = next(r.getMessage() for r in caplog.records if "refused" in r.getMessage())
         assert "the daemon refused the action of step 1: guarded (form_submit)" in line
-        assert "do not run it" in line
+        assert "do not run it" in line and "decided by: guard" in line
+        assert d_.way_out in line
         assert watcher  # connected throughout
         await d.close_clients()
     tl = History.open(tmp_path / "data" / DB_NAME).timeline(session.session_id)
