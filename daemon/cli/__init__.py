@@ -10,8 +10,10 @@ start fast.
 from __future__ import annotations
 
 import argparse
+import difflib
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any, NoReturn
 
 from webshepherd.daemon.cli.demo import add_demo_parser
 from webshepherd.daemon.cli.dev import add_dev_parser
@@ -48,7 +50,7 @@ COMMANDS = (
 
 
 #: The extra (pyproject's optional dependencies) that installs a module a command imports:
-#: a base install (`pip install webshepherd`) has the SDK only.
+#: a base install (`pip install .` in a clone) has the SDK only.
 EXTRA_OF = {
     **dict.fromkeys(
         ["torch", "transformers", "safetensors", "tokenizers", "keyring", "plotext", "rich"],
@@ -70,9 +72,16 @@ def missing_extra(command: str, exc: ModuleNotFoundError) -> str | None:
     extra = EXTRA_OF.get(module)
     if extra is None:
         return None
+    return f"`webshepherd {command}` needs {module}, which the '{extra}' extra installs: " + (
+        install_hint(extra)
+    )
+
+
+def install_hint(extra: str) -> str:
+    """How to install ``extra`` today: from a clone (the package is not on PyPI yet)."""
     return (
-        f"`webshepherd {command}` needs {module}, which the '{extra}' extra installs: "
-        f"pip install 'webshepherd[{extra}]' (everything: 'webshepherd[all]')"
+        f"pip install '.[{extra}]' in a clone of webshepherd (everything: '.[all]'; "
+        "the package is not published yet)"
     )
 
 
@@ -82,11 +91,74 @@ def _err(text: str) -> None:
     print(f"webshepherd: {terminal_safe(text, multiline=True)}", file=sys.stderr)
 
 
+def close_to(word: str, known: Iterable[str]) -> str | None:
+    """The known word ``word`` was likely meant to be (difflib's closest), or None."""
+    found = difflib.get_close_matches(word, list(known), n=1, cutoff=0.6)
+    return found[0] if found else None
+
+
+def _did_you_mean(word: str, known: Iterable[str]) -> str:
+    guess = close_to(word, known)
+    return f" (did you mean {guess!r}?)" if guess else ""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with "did you mean" for a mistyped command, choice or flag (every sub-parser
+    is one too: argparse makes them of the parent's class)."""
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        choices = action.choices
+        if choices is not None and value not in choices and isinstance(value, str):
+            names = [str(c) for c in choices]
+            raise argparse.ArgumentError(
+                action,
+                f"invalid choice: {value!r}{_did_you_mean(value, names)} "
+                f"(choose from {', '.join(names)})",
+            )
+        super()._check_value(action, value)
+
+    def parse_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> argparse.Namespace:
+        parsed, extra = self.parse_known_args(args, namespace)
+        if extra:
+            self._unrecognized(parsed, extra)
+        return parsed
+
+    def _unrecognized(self, parsed: argparse.Namespace, extra: list[str]) -> NoReturn:
+        """Name the unknown arguments, each flag with the closest of the command's own."""
+        parser: argparse.ArgumentParser = self
+        flags: set[str] = set()
+        while True:
+            flags.update(parser._option_string_actions)
+            sub = next(
+                (a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None
+            )
+            chosen = getattr(parsed, sub.dest, None) if sub is not None and sub.dest else None
+            if sub is None or chosen not in sub.choices:
+                break
+            parser = sub.choices[chosen]
+        words = [
+            w + _did_you_mean(w.split("=", 1)[0], flags) if w.startswith("-") else w for w in extra
+        ]
+        parser.error(f"unrecognized arguments: {' '.join(words)}")
+
+
+def _version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("webshepherd")
+    except metadata.PackageNotFoundError:
+        return "unknown (not installed: run `pip install .` in the clone)"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="webshepherd",
         description="Live process rewards for web agents (the Web-Shepherd PRM as a local daemon).",
     )
+    p.add_argument("--version", action="version", version=f"webshepherd {_version()}")
     p.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-vv: debug)")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for add_parser in COMMANDS:

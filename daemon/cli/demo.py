@@ -114,7 +114,9 @@ def add_demo_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     d.add_argument(
         "--headless",
         action="store_true",
-        help="with --browser: no window; a scripted decision clicks the overlay's Reject",
+        help="with --browser: no window, no person; the demo itself rejects the held "
+        "action through the extension's side panel (the step's own choice runs instead) and "
+        "writes screenshots and summary.json to --out",
     )
     d.add_argument(
         "--out",
@@ -132,7 +134,8 @@ def add_demo_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     d.add_argument(
         "--guards",
         action="store_true",
-        help="the daemon's guards on (off in the demos: their agent places the order "
-        "unattended); with nobody paired, the first step that commits is refused",
+        help="hold the shop's commits for a person (by default the demos make the shop a "
+        "sandbox origin, as serve --sandbox-origin does: their agent orders unattended and "
+        "each commit is flagged); with nobody paired, the first step that commits is refused",
     )
     d.set_defaults(func=cmd_demo)

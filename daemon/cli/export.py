@@ -57,7 +57,9 @@ def add_export_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "image_observation.path (the bytes are in the rows either way)",
     )
     e.add_argument("--data-dir", type=Path, default=None, help="where the recording lives")
-    e.add_argument("--quiet", action="store_true", help="no progress bar")
+    e.add_argument(
+        "--quiet", action="store_true", help="print nothing but errors (no progress, no summary)"
+    )
     e.set_defaults(func=cmd_export)
 
 
@@ -92,6 +94,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         bar.close()
     finally:
         history.close()
-    print(json.dumps(info, indent=2))
-    print(fmt.done(info, len(sessions)), file=sys.stderr)
+    if not args.quiet:
+        print(json.dumps(info, indent=2))
+        print(fmt.done(info, len(sessions)), file=sys.stderr)
     return 0

@@ -16,7 +16,7 @@ def cmd_tui(args: argparse.Namespace) -> int:
     except ImportError as exc:
         print(
             f"webshepherd: the TUI needs the 'tui' extra ({exc.name} is missing): "
-            "pip install 'webshepherd[tui]'",
+            "pip install '.[tui]' in a clone of webshepherd",
             file=sys.stderr,
         )
         return 1

@@ -14,6 +14,7 @@ import importlib.util
 import json
 import logging
 import os
+import socket
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -35,12 +36,39 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-_FIX = (
-    "To fix: download it on a machine with network "
-    "(`huggingface-cli download WebShepherd/WebShepherd_3B`) "
-    "and copy the Hugging Face cache or the folder here, pass a local folder, "
-    "or build a small test model with `webshepherd dev tiny-model PATH`."
-)
+
+def _fix(model: str) -> str:
+    """How to get past a model that cannot be loaded: the hub id asked for, or a folder, and
+    the shipped tiny judge to try webshepherd meanwhile."""
+    tiny = (
+        "to try webshepherd without it, serve the tiny judge that ships with the package: "
+        '`webshepherd serve --model "$(webshepherd dev tiny-model --quiet)"`'
+    )
+    if _looks_local(model):
+        return f"To fix: pass a model folder (one with config.json), or {tiny}."
+    return (
+        f"To fix: download it where there is network (`hf download {model}`) and copy the "
+        f"Hugging Face cache (or the folder) here, or {tiny}."
+    )
+
+
+#: How long the hub's address may take to answer before a download is skipped.
+HUB_PROBE_S = 3.0
+
+
+def _hub_unreachable() -> str | None:
+    """Why the Hugging Face hub (``$HF_ENDPOINT``) cannot be reached, or None when it can:
+    one quick connection, so an offline start fails at once instead of after the hub
+    client's retries (about 50 s of them, each warning printed again)."""
+    endpoint = os.environ.get("HF_ENDPOINT") or "https://huggingface.co"
+    parts = urllib.parse.urlsplit(endpoint)
+    host = parts.hostname or ""
+    port = parts.port or (80 if parts.scheme == "http" else 443)
+    try:
+        with socket.create_connection((host, port), timeout=HUB_PROBE_S):
+            return None
+    except OSError as e:
+        return f"{host}:{port} cannot be reached ({_short(e)})"
 
 
 def _looks_local(model: str) -> bool:
@@ -62,11 +90,11 @@ def _check_folder(model: str) -> None:
     if path.exists() and (not path.is_dir() or not (path / "config.json").exists()):
         raise ModelUnavailableError(
             f"cannot load model {model!r}: {path} exists but is not a model folder "
-            f"(no config.json). {_FIX}"
+            f"(no config.json). {_fix(model)}"
         )
     if not path.exists() and _looks_local(model):
         raise ModelUnavailableError(
-            f"cannot load model {model!r}: the local folder {path} does not exist. {_FIX}"
+            f"cannot load model {model!r}: the local folder {path} does not exist. {_fix(model)}"
         )
 
 
@@ -83,25 +111,30 @@ def load_backend(model: str, *, device: str = "auto") -> TransformersBackend:
         except Exception as e:
             raise ModelUnavailableError(
                 f"cannot load model {model!r} from the local folder {path}: "
-                f"{_short(e)} (bad or incomplete files?). {_FIX}"
+                f"{_short(e)} (bad or incomplete files?). {_fix(model)}"
             ) from e
     tried.append(f"local folder {path} (does not exist)")
     if _looks_local(model):
         raise ModelUnavailableError(
-            f"cannot load model {model!r}: tried {'; '.join(tried)}. {_FIX}"
+            f"cannot load model {model!r}: tried {'; '.join(tried)}. {_fix(model)}"
         )
     try:
         return TransformersBackend.load(model, device=device, local_files_only=True)
     except Exception as e:
         tried.append(f"Hugging Face cache with local_files_only ({_short(e)})")
+    unreachable = None if _offline() else _hub_unreachable()
     if _offline():
         tried.append("download (skipped: HF_HUB_OFFLINE is set)")
+    elif unreachable is not None:
+        tried.append(f"download (skipped: {unreachable})")
     else:
         try:
             return TransformersBackend.load(model, device=device)
         except Exception as e:
             tried.append(f"download from the Hugging Face hub ({_short(e)})")
-    raise ModelUnavailableError(f"cannot load model {model!r}: tried {'; '.join(tried)}. {_FIX}")
+    raise ModelUnavailableError(
+        f"cannot load model {model!r}: tried {'; '.join(tried)}. {_fix(model)}"
+    )
 
 
 #: ``--dtype``'s choices: the vllm backend's weights and activations (``auto``: vLLM's choice,
@@ -266,7 +299,7 @@ def load_vllm_backend(
         if (core or "head" in lowered) and platform == "cpu":
             hints.append("vLLM's CPU attention needs a head dimension it supports (64, 128, …)")
         if not local.exists():
-            hints.append(_FIX)
+            hints.append(_fix(model))
         hints.append("vLLM's log above has the details")
         raise ModelUnavailableError(
             f"vLLM ({platform}) could not load {model!r}: {reason}. " + "; ".join(hints) + "."

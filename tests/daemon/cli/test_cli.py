@@ -249,7 +249,7 @@ def test_serve_tiny_model_and_run_a_raw_session(env: dict[str, str], tiny_model_
     assert (Path(env["WEBSHEPHERD_DATA_DIR"]) / "webshepherd.sqlite3").exists()
 
 
-# A base install (`pip install webshepherd`): the extras' modules cannot be imported.
+# A base install (`pip install .`): the extras' modules cannot be imported.
 _BASE_INSTALL = """
 import importlib.abc, sys
 EXTRAS = {"torch", "transformers", "rich", "plotext", "keyring", "textual", "pyarrow", "datasets"}
@@ -275,4 +275,37 @@ def test_a_base_install_names_the_extra_to_install(env, command: str, extra: str
     assert done.returncode == 1, done.stderr
     (line,) = done.stderr.strip().splitlines()  # one line, no traceback
     assert f"`webshepherd {command}` needs" in line
-    assert f"pip install 'webshepherd[{extra}]'" in line
+    assert f"pip install '.[{extra}]' in a clone" in line  # not published: no PyPI name
+
+
+def test_version_prints_the_installed_version(env: dict[str, str]) -> None:
+    from importlib import metadata
+
+    done = run(["--version"], env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"webshepherd {metadata.version('webshepherd')}\n"
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["srve"], "invalid choice: 'srve' (did you mean 'serve'?)"),
+        (["export", "--format", "webpr"], "invalid choice: 'webpr' (did you mean 'webprm'?)"),
+        (["export", "--format", "sft", "--quite"], "--quite (did you mean '--quiet'?)"),
+        (["dev", "tiny-model", "--qiet"], "--qiet (did you mean '--quiet'?)"),
+        (["token", "--rotte=1"], "--rotte=1 (did you mean '--rotate'?)"),
+    ],
+)
+def test_a_mistyped_command_choice_or_flag_gets_a_did_you_mean(
+    env: dict[str, str], args: list[str], said: str
+) -> None:
+    done = run(args, env, timeout=60)
+    assert done.returncode == 2
+    assert said in done.stderr, done.stderr
+
+
+def test_a_word_like_nothing_known_gets_no_guess(env: dict[str, str]) -> None:
+    done = run(["token", "--zzzzzz"], env, timeout=60)
+    assert done.returncode == 2
+    assert "unrecognized arguments: --zzzzzz\n" in done.stderr
+    assert "did you mean" not in done.stderr

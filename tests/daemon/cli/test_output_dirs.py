@@ -42,14 +42,16 @@ async def test_report_goes_under_the_data_dir_and_open_without_display_prints_th
 
 
 async def test_export_goes_to_a_new_folder_under_the_data_dir(
-    daemon, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    daemon, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
 ) -> None:
     _, data_dir = await recorded(daemon)
     cwd = tmp_path / "cwd"
     cwd.mkdir()
     monkeypatch.chdir(cwd)
     args = ["export", "--format", "webprm", "--data-dir", data_dir, "--quiet"]
+    capsys.readouterr()
     assert await asyncio.to_thread(main, args) == 0
+    assert capsys.readouterr() == ("", "")  # --quiet: nothing but errors
     (folder,) = (Path(data_dir) / "exports").iterdir()
     assert folder.name.startswith("webprm-")
     assert (folder / "webprm.jsonl").is_file()

@@ -171,7 +171,8 @@ def test_missing_model_says_what_was_tried(tmp_path: Path, monkeypatch: pytest.M
         load_engine("WebShepherd/WebShepherd_3B")
     assert (
         "HF_HUB_OFFLINE is set" in err.value.message
-        and "huggingface-cli download" in err.value.message
+        and "`hf download WebShepherd/WebShepherd_3B`" in err.value.message
+        and "dev tiny-model --quiet" in err.value.message
     )
 
 

@@ -145,3 +145,29 @@ def test_vllm_reason_is_the_refusal_not_pydantics_header() -> None:
     assert vllm_reason(
         RuntimeError("Engine core initialization failed. See root cause above.")
     ) == ("RuntimeError: Engine core initialization failed")
+
+
+def test_a_hub_id_with_no_network_fails_at_once_naming_the_id(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Not offline by HF_HUB_OFFLINE, but the hub cannot be reached (here: a closed loopback
+    port as $HF_ENDPOINT): no download is tried, so none of its retries or their warnings."""
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{closed_port()}")
+    with pytest.raises(ModelUnavailableError) as err:
+        load_engine("WebShepherd/WebShepherd_8B")
+    message = err.value.message
+    assert "download (skipped: 127.0.0.1:" in message and "cannot be reached" in message
+    assert "`hf download WebShepherd/WebShepherd_8B`" in message
+    assert '`webshepherd serve --model "$(webshepherd dev tiny-model --quiet)"`' in message
+    assert "huggingface-cli" not in message
+    assert "Retrying" not in "".join(capfd.readouterr())
+
+
+def test_a_missing_local_folder_suggests_a_folder_and_the_tiny_judge(tmp_path: Path) -> None:
+    with pytest.raises(ModelUnavailableError) as err:
+        load_engine(str(tmp_path / "nope"))
+    assert "does not exist" in err.value.message
+    assert "hf download" not in err.value.message  # a path is not a hub id
+    assert "dev tiny-model --quiet" in err.value.message

@@ -195,7 +195,6 @@ async def test_export_load_and_rewardbench(daemon, tmp_path, capsys, tiny_model_
         data_dir,
         "--redact",
         r"me@x\.org",
-        "--quiet",
     )
     assert rc == 0
     summary = json.loads(capsys.readouterr().out)
@@ -257,7 +256,7 @@ async def test_export_load_and_rewardbench(daemon, tmp_path, capsys, tiny_model_
 
     # --sessions and --since select what is exported
     one = tmp_path / "one.jsonl"
-    args = ["export", "--format", "webprm", "--data-dir", data_dir, "--quiet"]
+    args = ["export", "--format", "webprm", "--data-dir", data_dir]
     assert await asyncio.to_thread(_cli, *args, "--out", str(one), "--sessions", s1) == 0
     assert json.loads(capsys.readouterr().out)["per_session"] == {s1: 2}
     assert {json.loads(x)["task_id"] for x in one.read_text().splitlines()} == {s1}
@@ -345,7 +344,7 @@ async def test_export_load_and_rewardbench(daemon, tmp_path, capsys, tiny_model_
     # (a decision labels no checklist item: docs/training.md)
     sft = tmp_path / "sft.jsonl"
     capsys.readouterr()  # what the harness printed
-    args = ["export", "--format", "sft", "--out", str(sft), "--data-dir", data_dir, "--quiet"]
+    args = ["export", "--format", "sft", "--out", str(sft), "--data-dir", data_dir]
     rc = await asyncio.to_thread(_cli, *args, "--sessions", s1, s2, s3)  # not the eval's
     assert rc == 0
     info = json.loads(capsys.readouterr().out)

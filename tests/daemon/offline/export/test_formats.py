@@ -25,7 +25,6 @@ def _export(capsys, data_dir: str, fmt: str, out, *extra: str) -> dict:
             str(out),
             "--data-dir",
             data_dir,
-            "--quiet",
             "--redact",
             re.escape(EMAIL),
             *extra,
@@ -132,7 +131,6 @@ async def test_mind2web_layout_loads(daemon, tmp_path, capsys):
             sid,
             "--data-dir",
             str(daemon.config.data_dir),
-            "--quiet",
         ],
     )
     assert rc == 0

@@ -122,7 +122,6 @@ async def test_redact_covers_every_column_and_file_name(daemon, tmp_path, capsys
             str(daemon.config.data_dir),
             "--redact",
             PATTERN,
-            "--quiet",
             *extra,
         ],
     )
