@@ -79,14 +79,13 @@ async def episode(
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     from rich.console import Console
     from webshepherd.daemon.demo.demo_setup import (
-        demo_guards,
         demo_servers,
         load_demo_engine,
-        print_guards_note,
+        print_commits_note,
     )
     from webshepherd.daemon.demo.variants import variant, with_decoy
 
-    print_guards_note(Console(file=sys.stderr), args.guards)
+    print_commits_note(Console(file=sys.stderr), args.guards)
     engine, _ = load_demo_engine(args.model, Console(file=sys.stderr))
     shops = []
     for n in args.variants:
@@ -94,9 +93,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         shops.append(("trap", n, with_decoy(variant(n), random.Random(n), cheapest=True)))
     runs: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
-        async with demo_servers(
-            engine, Path(tmp), args.samples, guards=demo_guards(args.guards)
-        ) as (srv, token, server):
+        async with demo_servers(engine, Path(tmp), args.samples, hold_commits=args.guards) as (
+            srv,
+            token,
+            server,
+        ):
             for seed in args.seeds:
                 for group, n, shop in shops:
                     for paradigm in PARADIGMS:
@@ -141,7 +142,8 @@ def main() -> None:
     ap.add_argument(
         "--guards",
         action="store_true",
-        help="the daemon's guards on (off by default: the episodes order unattended)",
+        help="hold the shop's commits for a person (by default the shop is a sandbox origin: "
+        "the episodes order unattended, each commit flagged)",
     )
     args = ap.parse_args()
     out = asyncio.run(run(args))

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.panel import Panel
 from webshepherd.daemon.demo.shop import ShopServer
-from webshepherd.daemon.sessions.guards import GuardPolicy, describe_guards
+from webshepherd.daemon.sessions.guards import GuardPolicy, describe_guards, session_origin
 
 if TYPE_CHECKING:
     from webshepherd.daemon.demo.variants import ShopVariant
@@ -89,41 +89,52 @@ def load_demo_engine(
     return build_engine(settings), tiny
 
 
-def demo_guards(on: bool) -> GuardPolicy:
-    """The guards of a demo's own daemon: the daemon's default with ``--guards``, else none
-    (a demo's agent places its order unattended, and nobody is paired to decide)."""
-    return GuardPolicy() if on else GuardPolicy(rules=frozenset())
+def demo_commits(shop_url: str, hold: bool) -> dict[str, Any]:
+    """The commit policy of a demo's own daemon (``DaemonConfig`` fields): the daemon's default
+    guards and mode, with the shop a sandbox origin (its commits flagged and recorded, never
+    held: what ``serve --sandbox-origin http://127.0.0.1:*`` does for a user) unless ``hold``
+    (``demo --guards``): then a commit waits for a person, and with nobody paired is refused."""
+    origin = session_origin(shop_url)
+    sandbox = () if hold or origin is None else (origin,)
+    return {"guards": GuardPolicy(), "sandbox_origins": sandbox}
 
 
-def print_guards_note(console: Console, on: bool) -> None:
-    """The one line a demo prints about its guards."""
-    if on:
+def print_commits_note(console: Console, hold: bool) -> None:
+    """The one line a demo prints about what commits and who decides."""
+    if hold:
         console.print(
-            escape(describe_guards(demo_guards(True)))
+            escape(describe_guards(GuardPolicy()))
             + "; nobody is paired in this demo, so the first step that commits is refused"
         )
     else:
         console.print(
-            "guards: off in this demo (its agent places the order unattended); --guards "
-            "turns them on (`webshepherd serve` has them on)"
+            "commits: the shop is a sandbox origin in this demo (as `webshepherd serve "
+            "--sandbox-origin http://127.0.0.1:*`), so its agent orders unattended and each "
+            "commit is flagged and recorded; --guards holds them for a person instead"
         )
 
 
 @contextlib.asynccontextmanager
 async def demo_servers(
-    engine: EngineAPI, workdir: Path, samples: int, shop: ShopVariant | None = None, **config: Any
+    engine: EngineAPI,
+    workdir: Path,
+    samples: int,
+    shop: ShopVariant | None = None,
+    *,
+    hold_commits: bool = False,
+    **config: Any,
 ) -> AsyncIterator[tuple[DaemonServer, str, ShopServer]]:
-    """The daemon on an ephemeral loopback port (a fresh token, data and config under
-    ``workdir``, no approval rules; ``config``: more ``DaemonConfig`` fields) and the shop;
-    yields ``(daemon, token, shop)`` and stops both."""
+    """The shop and the daemon on ephemeral loopback ports (a fresh token, data and config
+    under ``workdir``, no approval rules, the commit policy of :func:`demo_commits`; ``config``:
+    more ``DaemonConfig`` fields); yields ``(daemon, token, shop)`` and stops both."""
     from webshepherd.daemon.build import in_process_daemon
 
-    config.setdefault("guards", demo_guards(False))
-    async with in_process_daemon(
-        engine, workdir / "data", workdir / "config", samples, **config
-    ) as (server, token):
-        shop_server = ShopServer(variant=shop).start()
-        try:
+    shop_server = ShopServer(variant=shop).start()
+    try:
+        config = {**demo_commits(shop_server.url, hold_commits), **config}
+        async with in_process_daemon(
+            engine, workdir / "data", workdir / "config", samples, **config
+        ) as (server, token):
             yield server, token, shop_server
-        finally:
-            shop_server.stop()
+    finally:
+        shop_server.stop()

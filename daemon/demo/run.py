@@ -35,10 +35,9 @@ from rich.markup import escape
 from webshepherd.daemon.demo.agent import Proposal, ShopAgent
 from webshepherd.daemon.demo.browser import Browser
 from webshepherd.daemon.demo.demo_setup import (
-    demo_guards,
     demo_servers,
     load_demo_engine,
-    print_guards_note,
+    print_commits_note,
     print_noise_note,
 )
 from webshepherd.daemon.demo.shop import ShopServer
@@ -324,7 +323,7 @@ def run_demo(
             f"shop variant {shop_variant}: {console_safe(shop.shop)}, a shop the judge never saw"
         )
 
-    print_guards_note(console, guards)
+    print_commits_note(console, guards)
     engine, tiny = load_demo_engine(model, console, vision=vision)
     if vision:
         console.print(
@@ -423,7 +422,7 @@ async def _serve_and_drive(
     shop: ShopVariant,
     guards: bool = False,
 ) -> tuple[list[StepRecord], bool, str | None, str]:
-    async with demo_servers(engine, workdir, samples, shop=shop, guards=demo_guards(guards)) as (
+    async with demo_servers(engine, workdir, samples, shop=shop, hold_commits=guards) as (
         server,
         token,
         shop_server,

@@ -35,10 +35,9 @@ from webshepherd.daemon.demo.browser_page import DemoBrowserError, hook, pair, p
 from webshepherd.daemon.demo.browser_report import build_summary, print_totals, write_summary
 from webshepherd.daemon.demo.browser_steps import BrowserDemoOptions, DemoRun
 from webshepherd.daemon.demo.demo_setup import (
-    demo_guards,
     demo_servers,
     load_demo_engine,
-    print_guards_note,
+    print_commits_note,
     print_noise_note,
 )
 from webshepherd.daemon.demo.run import console_safe
@@ -174,7 +173,7 @@ def run_browser_demo(
     if opts.out is not None:
         opts.out.mkdir(parents=True, exist_ok=True)
     console.print(f"task: [bold]{TASK}[/]")
-    print_guards_note(console, opts.guards)
+    print_commits_note(console, opts.guards)
     engine, tiny = load_demo_engine(model, console)
     workdir = Path(tempfile.mkdtemp(prefix="webshepherd-demo-"))
     try:
@@ -222,7 +221,7 @@ async def _serve_and_drive(
         opts.samples,
         allowed_extension_ids=(EXTENSION_ID,),
         approval_timeout_s=opts.approval_timeout_s,
-        guards=demo_guards(opts.guards),
+        hold_commits=opts.guards,
     ) as (server, token, shop):
         console.print(
             f"daemon on {server.url} (temporary data dir); shop on {shop.url}; "

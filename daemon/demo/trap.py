@@ -213,22 +213,23 @@ def run_trap_demo(
 ) -> int:
     """``webshepherd demo --trap``: exit 0 whatever the outcome (the run is the point)."""
     from webshepherd.daemon.demo.demo_setup import (
-        demo_guards,
         demo_servers,
         load_demo_engine,
-        print_guards_note,
+        print_commits_note,
     )
 
     console = Console()
-    print_guards_note(console, guards)
+    print_commits_note(console, guards)
     engine, _ = load_demo_engine(model, console)
     workdir = Path(tempfile.mkdtemp(prefix="webshepherd-trap-"))
     opts = TrapOptions(paradigm=paradigm, seed=seed, samples=samples, max_steps=max_steps)
 
     async def go() -> dict[str, Any]:
-        async with demo_servers(
-            engine, workdir, samples, trap_variant(), guards=demo_guards(guards)
-        ) as (srv, token, shop):
+        async with demo_servers(engine, workdir, samples, trap_variant(), hold_commits=guards) as (
+            srv,
+            token,
+            shop,
+        ):
             result = await run_trap(srv.url, token, shop, opts)
             return trap_summary(result, shop, opts)
 

@@ -32,7 +32,7 @@ def test_demo_runs_end_to_end(tiny_model_path: Path, tmp_path: Path) -> None:
     assert "checklist" in out and "1. Search for USB-C cables" in out
     assert re.search(rf"order VW-\d+ placed in {len(steps)} steps", out)
     assert "knows only this shop" in out
-    assert "guards: off in this demo" in out  # said in one line; the order goes through
+    assert "the shop is a sandbox origin in this demo" in out  # one line; the order goes through
     assert "reward per step" in out  # the terminal plot
     # its step axis labels whole steps, each once
     plain = re.sub(r"\x1b\[[0-9;]*m", "", out)
