@@ -6,7 +6,15 @@ offline: `webshepherd serve` loads the tiny judge when given `--model` its folde
 sold-out cable listed as the cheapest) runs in this process, read by the demo's text browser.
 The search expands the state of highest reward; to return to an earlier state it resets the
 shop and replays the actions that led there. `--paradigm step` runs best-of-n step by step
-for comparison. Prints every explored node and whether the right cable was ordered.
+for comparison. Prints every explored node, every refused one with who refused it and why,
+and whether the right cable was ordered.
+
+Ordering commits: "Add to cart" posts a form. With `serve`'s defaults the daemon holds such a
+step for a paired person (nobody paired: it refuses it, and the search goes on without it).
+To let the search order in the bundled shop, which runs on loopback, start the daemon with
+`webshepherd serve --sandbox-origin 'http://127.0.0.1:*'` (the shop's commits flagged and
+recorded, never held) or `webshepherd serve --mode watch` (every session's commits run,
+flagged).
 """
 
 import argparse
@@ -18,6 +26,7 @@ from webshepherd.daemon.demo.text_env import TextEnvironment
 from webshepherd.daemon.demo.variants import trap_variant
 from webshepherd.protocol.agents import EpisodeOptions, run_episode
 from webshepherd.protocol.client import AsyncClient
+from webshepherd.protocol.terminal_text import terminal_safe
 
 
 # --- README ---
@@ -49,6 +58,8 @@ async def main(paradigm: str) -> None:
                     f"node {node.node} <- {node.parent}: {node.action} reward {node.reward} "
                     f"({how}{again})"
                 )
+            elif node.status == "failed" and node.guarded:  # refused: who, why, the way out
+                print(f"node {node.node} <- {node.parent}: {terminal_safe(node.error or '')}")
         print(f"stop: {result.tree.stop}, resets: {result.tree.resets}")
     else:
         for step in result.steps:

@@ -34,6 +34,7 @@ from webshepherd.protocol.agents.environment import (
 )
 from webshepherd.protocol.agents.policy import AsyncPolicy, PolicyContext, as_policy
 from webshepherd.protocol.agents.refine import refine
+from webshepherd.protocol.agents.refusal import refusal_text
 from webshepherd.protocol.agents.tree import SearchTree, TreeSearch
 from webshepherd.protocol.client.session import SessionHandle, Subscription
 from webshepherd.protocol.common import (
@@ -72,6 +73,8 @@ class StepResult:
     # the guard rules that held the step for a person (or refused it, nobody being connected)
     guard: list[GuardHit] = field(default_factory=list)
     refined: int = 0  # refinement rounds
+    # not run: who refused (a person only when one decided), why, and the way out
+    refusal: str | None = None
     error: str | None = None  # the ActionError text when the action could not run
     latency_ms: float = 0.0  # observe → action reported (proposal, scoring, decision)
     model_ms: float = 0.0  # the daemon's model time for this step's score requests
@@ -438,6 +441,7 @@ class _Episode:
             guard=list(decision.guard),
             refined=rounds,
             model_ms=model_ms,
+            refusal=refusal_text(decision) if chosen is None else None,
         )
         return rec, candidates[bon.index].action
 

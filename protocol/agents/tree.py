@@ -51,6 +51,7 @@ from webshepherd.protocol.actions import parse_action
 from webshepherd.protocol.agents.best_of_n import group_proposals
 from webshepherd.protocol.agents.environment import ActionError, ActionResult, PageState
 from webshepherd.protocol.agents.policy import PolicyContext
+from webshepherd.protocol.agents.refusal import refusal_text
 from webshepherd.protocol.common import (
     MAX_NODE_ERROR_CHARS,
     Candidate,
@@ -254,9 +255,12 @@ class TreeSearch:
         if decision.status == "approved":
             node.approved = True
             return True
-        who = f" by {decision.by}" if decision.by else ""
-        note = f": {decision.note}" if decision.note else ""
-        node.status, node.error = "failed", f"not run, {decision.status}{who}{note}"
+        if decision.status == "edited":  # a node runs its own action only
+            who = f" by {decision.by}" if decision.by else ""
+            note = f": {decision.note}" if decision.note else ""
+            node.status, node.error = "failed", f"not run, edited{who}{note}"
+        else:  # who refused (a person only when one decided), why, and the way out
+            node.status, node.error = "failed", f"not run: {refusal_text(decision)}"
         await self._report(node, "scored")
         return False
 

@@ -121,12 +121,20 @@ async def test_tree_search_explores_the_trap_shop(daemon_url) -> None:
     """Plumbing: the example runs and prints the explored nodes (whether the tiny judge leads
     the search out of the trap is a judge's matter: tests/protocol/agents/test_tree.py). The
     test daemon guards, as `serve` does, and nobody is paired: the daemon refuses "Add to
-    cart" (a POST form) wherever the search would run it, and the search never runs it."""
+    cart" (a POST form) wherever the search would run it, and the search never runs it; each
+    refused node is printed with who refused it (the guard, never a person), why and the way
+    out."""
     out = await run_example("tree_search", url=daemon_url, timeout=400)
     refusals = [line for line in out.splitlines() if line.startswith("webshepherd: ")]
     lines = [line for line in out.splitlines() if not line.startswith("webshepherd: ")]
-    assert re.match(r"node \d+ <- 0: .+ reward [\d.]+ \((path|left)", lines[0]), out
+    ran = re.compile(r"node \d+ <- \d+: .+ reward [\d.]+ \((path|left)")
+    assert ran.match(lines[0]) and lines[0].split(":")[0].endswith("<- 0"), out
     assert any(line.startswith("stop: ") for line in lines)
     assert lines[-1].startswith("ordered the cheapest cable: ")
     assert refusals and all("refused" in r and "form_submit" in r for r in refusals), out
+    refused = [line for line in lines if line.startswith("node ") and not ran.match(line)]
+    assert refused, out
+    for line in refused:
+        assert re.match(r"node \d+ <- \d+: not run: refused by guard \(guard form_submit\): ", line)
+        assert "no person is connected" in line and "— way out: `serve --no-guard" in line, line
     assert lines[-1].endswith("orders: []"), out  # nothing guarded ran

@@ -156,7 +156,8 @@ async def test_a_guarded_node_runs_only_once_a_person_approved_it(
         assert not guarded_runs
         refused = [n for n in t.nodes if n.guarded and n.status == "failed"]
         assert refused and all(
-            "not run, rejected by monitor:person" in (n.error or "") for n in refused
+            "not run: refused by " in (n.error or "") and "monitor:person" in (n.error or "")
+            for n in refused
         )
 
 
