@@ -7,9 +7,17 @@ in every ``hello`` (``hello.approver``). The agent's token never carries this po
 
 Both files live in the daemon's config dir, owner-only (0600), and hold only SHA-256
 digests: ``approvers.json`` (id, role, name, created_at, digest of each credential) and
-``pairing-codes.json`` (digest, role, name and expiry of each code, and the count of wrong
-codes since the last good one). The CLI and the daemon are separate processes: every
-read-modify-write holds an ``fcntl`` lock on ``approvers.lock``.
+``pairing-codes.json`` (digest, role, name and expiry of each code, and when the last wrong
+codes came). The CLI and the daemon are separate processes: every read-modify-write holds an
+``fcntl`` lock on ``approvers.lock``.
+
+Guessing is slowed, never rewarded with a void code (a token holder who voided the person's
+code would keep the person from pairing): every wrong code costs its connection a second (the
+server), a connection closes after :data:`MAX_PER_CONNECTION` wrong codes
+(:meth:`Approvers.wrong_code_on`), and past :data:`MAX_PER_WINDOW` wrong codes in
+:data:`WINDOW_S` seconds, from any connection or process, no code is tried until the window
+has room again; the pending code stays good. At most 10 a minute over a code's 10 minutes:
+about one chance in a million of guessing an 8-digit code.
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ import json
 import os
 import secrets
 import time
+from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,9 +43,13 @@ APPROVERS_FILE = "approvers.json"
 CODES_FILE = "pairing-codes.json"
 LOCK_FILE = "approvers.lock"
 CODE_TTL_S = 600.0
-#: wrong codes (since the last good one) after which every pending code is void
-MAX_FAILURES = 10
+#: wrong codes one connection may send; the last of them closes it
+MAX_PER_CONNECTION = 3
+#: wrong codes, from any connection, in :data:`WINDOW_S` seconds after which no code is tried
+MAX_PER_WINDOW = 10
+WINDOW_S = 60.0
 CODE_DIGITS = 8
+_TRACKED_CONNECTIONS = 4096
 
 
 def digest(secret: str) -> str:
@@ -94,7 +107,7 @@ class _Code(TypedDict, total=False):
 
 class _Codes(TypedDict):
     codes: list[_Code]
-    failures: int  # wrong codes since the last good one
+    wrong_at: list[float]  # when the wrong codes of the last window came (epoch seconds)
 
 
 def _write_private(path: Path, data: object) -> None:
@@ -124,6 +137,16 @@ class Approvers:
 
     def __init__(self, config_dir: Path) -> None:
         self.config_dir = config_dir
+        self._wrong_by_connection: OrderedDict[int, int] = OrderedDict()
+
+    def wrong_code_on(self, connection: int) -> bool:
+        """Count a wrong code on ``connection``; True when it was the connection's last
+        (:data:`MAX_PER_CONNECTION`): the server closes it. The daemon's memory, not a file."""
+        count = self._wrong_by_connection.pop(connection, 0) + 1
+        self._wrong_by_connection[connection] = count
+        while len(self._wrong_by_connection) > _TRACKED_CONNECTIONS:
+            self._wrong_by_connection.popitem(last=False)
+        return count >= MAX_PER_CONNECTION
 
     @property
     def path(self) -> Path:
@@ -202,9 +225,15 @@ class Approvers:
         if not isinstance(data, dict):
             data = {}
         codes = data.get("codes")
+        wrong = data.get("wrong_at")
+        now = time.time()
         return {
             "codes": [cast(_Code, c) for c in codes or [] if isinstance(c, dict)],
-            "failures": int(data.get("failures", 0)),
+            "wrong_at": [
+                float(t)
+                for t in (wrong if isinstance(wrong, list) else [])
+                if isinstance(t, int | float) and now - WINDOW_S < t <= now
+            ],
         }
 
     def create_code(
@@ -232,33 +261,34 @@ class Approvers:
     def redeem(self, code: str, name: str) -> tuple[Approver, str]:
         """Pair with ``code``: a new credential for the code's role, the code consumed. The
         name is the one ``webshepherd pair --name`` gave, else ``name``. A wrong, expired or
-        used code raises ``UnauthorizedError``; after :data:`MAX_FAILURES` wrong codes every
-        pending code is void."""
+        used code raises ``UnauthorizedError``, and so does every code while the last
+        :data:`WINDOW_S` seconds hold :data:`MAX_PER_WINDOW` wrong ones (the pending codes
+        stay good: the message says when to try again)."""
         want = digest(normalize_code(code))
         with self._locked():
             data = self._codes()
             now = time.time()
             live = [c for c in data["codes"] if float(c.get("expires_at", 0)) > now]
+            wrong = data["wrong_at"]
+            if len(wrong) >= MAX_PER_WINDOW:
+                wait = max(1, int(wrong[-MAX_PER_WINDOW] + WINDOW_S - now + 0.999))
+                raise UnauthorizedError(
+                    f"pair: {len(wrong)} wrong pairing codes in the last {WINDOW_S:g} s "
+                    "(someone may be guessing); no code is tried for now, and the pending code "
+                    f"still works: try it again in {wait} s"
+                )
             match: _Code | None = None
             for c in live:  # every live code compared, in constant time
                 if hmac.compare_digest(str(c.get("sha256", "")), want) and match is None:
                     match = c
             if match is None:
-                failures = data["failures"] + 1
-                void = failures >= MAX_FAILURES
-                _write_private(
-                    self.codes_path,
-                    {"codes": [] if void else live, "failures": 0 if void else failures},
-                )
-                more = (
-                    f"; after {MAX_FAILURES} wrong codes every pending code is void" if void else ""
-                )
+                _write_private(self.codes_path, {"codes": live, "wrong_at": [*wrong, now]})
                 raise UnauthorizedError(
                     "pair: wrong, expired or already used pairing code (a code works once, "
                     f"for {CODE_TTL_S / 60:g} minutes); run `webshepherd pair` again for a new "
-                    f"one{more}"
+                    f"one (a connection may send {MAX_PER_CONNECTION} wrong codes)"
                 )
             live.remove(match)
-            _write_private(self.codes_path, {"codes": live, "failures": 0})
+            _write_private(self.codes_path, {"codes": live, "wrong_at": wrong})
         role: ApproverRole = match["role"]
         return self.add(role, match.get("name") or name)

@@ -269,6 +269,8 @@ class DaemonServer:
             while True:
                 raw = await ws.recv_payload()  # bytes: pydantic validates UTF-8 itself
                 await self._on_frame(conn, raw)
+                if conn.closed:  # the daemon closed it (a policy): read nothing more
+                    break
                 await conn.room()  # the next request only once the replies are moving
         except ConnectionClosed:
             pass
@@ -494,14 +496,22 @@ class DaemonServer:
     async def _pair(self, conn: Conn, msg: rq.Pair) -> None:
         """A one-time code from ``webshepherd pair``: a new approver credential, and this
         connection is that approver from now on. A wrong code costs the connection
-        :data:`PAIR_FAILURE_DELAY_S` before its next request is read."""
+        :data:`PAIR_FAILURE_DELAY_S` before its next request is read; its last wrong code
+        (approvers.MAX_PER_CONNECTION) closes it."""
         try:
             approver, credential = await asyncio.to_thread(
                 self.approvers.redeem, msg.code, msg.name
             )
-        except WebShepherdError:
+        except WebShepherdError as exc:
             log.warning("connection %d (%s): wrong pairing code", conn.id, conn.label)
             await asyncio.sleep(PAIR_FAILURE_DELAY_S)
+            if self.approvers.wrong_code_on(conn.id):
+                self._error(conn.id, msg.id, exc)
+                await conn.drain()
+                why = "too many wrong pairing codes on this connection"
+                await conn.ws.close(CLOSE_POLICY, why)
+                conn.close(CLOSE_POLICY, why)
+                return
             raise
         conn.approver = approver
         log.info("paired %s (id %s) on connection %d", approver.label, approver.id, conn.id)

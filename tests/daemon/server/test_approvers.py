@@ -4,6 +4,7 @@ declares; a forged or revoked credential is refused; a pairing code works once, 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import stat
 import time
@@ -11,7 +12,12 @@ import time
 import pytest
 import pytest_asyncio
 from webshepherd.daemon.server import approvers as approvers_module
-from webshepherd.daemon.server.approvers import MAX_FAILURES, Approvers, normalize_code
+from webshepherd.daemon.server.approvers import (
+    MAX_PER_CONNECTION,
+    MAX_PER_WINDOW,
+    Approvers,
+    normalize_code,
+)
 from websockets.exceptions import ConnectionClosed
 
 from tests.fixtures.daemon import CANDS, hello, pairing_code, start_session
@@ -180,7 +186,12 @@ async def test_a_code_pairs_once_and_the_connection_becomes_the_approver(daemon)
     assert (welcome["role"], welcome["approver"]) == ("extension", True)  # not the declared
 
 
-async def test_an_expired_code_and_wrong_codes_pair_nothing(daemon, monkeypatch):
+def wrong_codes(good: str, n: int) -> list[str]:
+    digits = normalize_code(good)
+    return [f"{(int(digits) + k) % 10**8:08d}" for k in range(1, n + 1)]
+
+
+async def test_an_expired_code_pairs_nothing_and_costs_a_second(daemon):
     store = Approvers(daemon.config.config_dir)
     expired = store.create_code("monitor", ttl_s=-1).code
     c = await daemon.client(name="agent-1")
@@ -188,19 +199,58 @@ async def test_an_expired_code_and_wrong_codes_pair_nothing(daemon, monkeypatch)
     reply = await c.request({"type": "pair", "code": expired, "name": "x"})
     assert reply["code"] == "unauthorized" and "expired" in reply["message"]
     assert time.monotonic() - t0 >= 0.9  # a wrong code costs the connection a second
-    monkeypatch.setattr("webshepherd.daemon.server.server.PAIR_FAILURE_DELAY_S", 0.0)
-    good = pairing_code(daemon.config.config_dir, "monitor")
-    digits = normalize_code(good)
-    wrong = [f"{(int(digits) + k) % 10**8:08d}" for k in range(1, MAX_FAILURES)]
-    for w in wrong[:-1]:
-        assert (await c.request({"type": "pair", "code": w, "name": "x"}))["type"] == "error"
-    # MAX_FAILURES wrong codes in all: every pending code is void, the good one included
-    last = await c.request({"type": "pair", "code": wrong[-1], "name": "x"})
-    assert last["code"] == "unauthorized" and "every pending code is void" in last["message"]
-    reply = await c.request({"type": "pair", "code": good, "name": "x"})
-    assert reply["code"] == "unauthorized"
-    assert not daemon.server.hub.people_present()
     assert daemon.server.approvers.paired() == []
+
+
+async def test_a_connection_closes_at_its_third_wrong_code_and_the_code_stays_good(
+    daemon, monkeypatch
+):
+    monkeypatch.setattr("webshepherd.daemon.server.server.PAIR_FAILURE_DELAY_S", 0.0)
+    good = pairing_code(daemon.config.config_dir, "monitor", "desk")
+    c = await daemon.client(name="agent-1")
+    wrong = wrong_codes(good, MAX_PER_CONNECTION)
+    for w in wrong[:-1]:
+        reply = await c.request({"type": "pair", "code": w, "name": "x"})
+        assert reply["code"] == "unauthorized" and "3 wrong codes" in reply["message"]
+    last = await c.request({"type": "pair", "code": wrong[-1], "name": "x"})
+    assert last["code"] == "unauthorized"
+    with pytest.raises(ConnectionClosed):
+        await c.request({"type": "pair", "code": good, "name": "x"})
+    assert c.ws.close_code == 1008
+    # the person's code was not voided: it pairs from the person's tool
+    person = await daemon.client(role="monitor", name="tui", paired=False)
+    paired = await person.request({"type": "pair", "code": good, "name": "tui"})
+    assert (paired["type"], paired["name"]) == ("paired", "desk")
+
+
+async def test_many_wrong_codes_pause_pairing_without_voiding_the_code(daemon, monkeypatch):
+    """MAX_PER_WINDOW wrong codes from several connections: no code is tried until the
+    window has room, the right one neither; then the person's code still pairs."""
+    monkeypatch.setattr("webshepherd.daemon.server.server.PAIR_FAILURE_DELAY_S", 0.0)
+    monkeypatch.setattr(approvers_module, "WINDOW_S", 3.0)
+    good = pairing_code(daemon.config.config_dir, "extension", "laptop")
+    wrong = iter(wrong_codes(good, MAX_PER_WINDOW))
+    for _ in range(-(-MAX_PER_WINDOW // (MAX_PER_CONNECTION - 1))):
+        c = await daemon.client(name="guesser")
+        for _ in range(MAX_PER_CONNECTION - 1):  # short of the connection's last
+            w = next(wrong, None)
+            if w is not None:
+                reply = await c.request({"type": "pair", "code": w, "name": "x"})
+                assert reply["code"] == "unauthorized" and "wrong" in reply["message"]
+    t0 = time.monotonic()
+    person = await daemon.client(role="extension", name="ext", paired=False)
+    paused = await person.request({"type": "pair", "code": good, "name": "ext"})
+    assert paused["code"] == "unauthorized"
+    assert f"{MAX_PER_WINDOW} wrong pairing codes in the last 3 s" in paused["message"]
+    assert "the pending code still works" in paused["message"]
+    assert not daemon.server.hub.people_present()
+    wait = int(paused["message"].rsplit("again in ", 1)[1].split(" s")[0])
+    assert 1 <= wait <= 3
+    await asyncio.sleep(max(0.0, 3.1 - (time.monotonic() - t0)))
+    person = await daemon.client(role="extension", name="ext", paired=False)
+    paired = await person.request({"type": "pair", "code": good, "name": "ext"})
+    assert (paired["type"], paired["name"]) == ("paired", "laptop")
+    assert daemon.server.hub.people_present()
 
 
 async def test_the_files_are_owner_only_and_hold_no_secret(daemon):
