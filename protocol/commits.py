@@ -110,15 +110,16 @@ def request_fields(body: bytes | None, content_type: str | None) -> tuple[list[R
 def _multipart(body: bytes, content_type: str) -> list[tuple[str, str]]:
     boundary = ""
     for part in content_type.split(";")[1:]:
-        key, _, value = part.strip().partition("=")
+        key, _, param = part.strip().partition("=")
         if key.lower() == "boundary":
-            boundary = value.strip('"')
+            boundary = param.strip('"')
     if not boundary:
         return []
     out: list[tuple[str, str]] = []
     for chunk in body.split(b"--" + boundary.encode("latin-1"))[1:]:
         head, _, value = chunk.partition(b"\r\n\r\n")
-        name = filename = None
+        name: str | None = None
+        filename: str | None = None
         for line in head.decode("utf-8", "replace").split("\r\n"):
             if line.lower().startswith("content-disposition:"):
                 for item in line.split(";")[1:]:
@@ -129,8 +130,11 @@ def _multipart(body: bytes, content_type: str) -> list[tuple[str, str]]:
                         filename = v.strip('"')
         if name is None:
             continue
-        shown = f"(file {filename})" if filename is not None else value.rstrip(b"\r\n-")
-        out.append((name, shown if isinstance(shown, str) else shown.decode("utf-8", "replace")))
+        if filename is not None:
+            shown = f"(file {filename})"
+        else:
+            shown = value.rstrip(b"\r\n-").decode("utf-8", "replace")
+        out.append((name, shown))
     return out
 
 

@@ -44,7 +44,7 @@ import base64
 import hashlib
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from pydantic import Field
 from webshepherd.protocol.actions import parse_action
@@ -63,7 +63,47 @@ from webshepherd.protocol.common import (
 )
 
 if TYPE_CHECKING:
-    from webshepherd.protocol.agents.loop import _Episode
+    from webshepherd.protocol.agents.environment import Environment
+    from webshepherd.protocol.agents.policy import AsyncPolicy
+    from webshepherd.protocol.client.session import SessionHandle
+
+
+class SearchOptions(Protocol):
+    """What the search reads of the loop's ``EpisodeOptions``."""
+
+    @property
+    def samples(self) -> int: ...
+    @property
+    def reward_samples(self) -> int | None: ...
+    @property
+    def branching(self) -> int: ...
+    @property
+    def max_expansions(self) -> int: ...
+    @property
+    def max_depth(self) -> int: ...
+    @property
+    def max_model_calls(self) -> int | None: ...
+    @property
+    def max_seconds(self) -> float | None: ...
+    @property
+    def tie_margin(self) -> float: ...
+
+
+class SearchEpisode(Protocol):
+    """What the search needs of the loop's episode (``loop._Episode``): the session, the
+    environment, the policy and its prompt's facts, the options, and where the latest
+    action's error goes."""
+
+    handle: SessionHandle
+    env: Environment
+    policy: AsyncPolicy
+    intent: str
+    plan: tuple[str, ...] | None
+    last_error: str | None
+
+    @property
+    def opts(self) -> SearchOptions: ...
+
 
 SearchStop = Literal["answer", "frontier", "expansions", "model_calls", "wall_time"]
 
@@ -130,7 +170,7 @@ class SearchTree:
 class TreeSearch:
     """Runs best-first search for one episode (see the module docstring)."""
 
-    def __init__(self, episode: _Episode) -> None:
+    def __init__(self, episode: SearchEpisode) -> None:
         self.ep = episode
         self.opts = episode.opts
         self.tree = SearchTree()
