@@ -39,7 +39,14 @@ from webshepherd.protocol.replies import (
     SessionEnded,
     SessionStarted,
 )
-from webshepherd.protocol.requests import Action, Hello, Observe, Score, SessionStart
+from webshepherd.protocol.requests import (
+    Action,
+    CommitCheck,
+    Hello,
+    Observe,
+    Score,
+    SessionStart,
+)
 from webshepherd.protocol.steps import step_label
 from webshepherd.protocol.union import ServerMessage, parse_server_message
 from webshepherd.protocol.version import PROTOCOL_VERSION
@@ -159,9 +166,10 @@ class ClientCore:
         return out
 
     def _scoring(self, session_id: str) -> bool:
-        """Whether a ``score`` of this client for ``session_id`` waits for its reply."""
+        """Whether a ``score`` or ``commit.check`` of this client for ``session_id`` waits for
+        its reply."""
         return any(
-            isinstance(w.request, Score) and w.request.session_id == session_id
+            isinstance(w.request, Score | CommitCheck) and w.request.session_id == session_id
             for w in self._waiting.values()
         )
 
@@ -210,6 +218,7 @@ _WHY_HELD = {
     "below_threshold": "the best reward ({reward}) is below the daemon's approval threshold",
     "reward_drop": "the best reward ({reward}) fell sharply from the previous step's",
     "guarded": "a guard holds it whatever its reward ({guard})",
+    "commit": "the browser paused a request that commits ({action})",
 }
 
 
@@ -217,14 +226,19 @@ def held_score_line(request: ApprovalRequest) -> str:
     """What the SDK logs when one of its scores waits for a person: why, and how it ends."""
     reward = "none parsed" if request.reward is None else f"{request.reward:.3f}"
     guard = "; ".join(f"{h.rule}: {h.detail}" for h in request.guard)
-    why = _WHY_HELD.get(request.reason, request.reason).format(reward=reward, guard=guard)
+    why = _WHY_HELD.get(request.reason, request.reason).format(
+        reward=reward, guard=guard, action=request.candidate.action[:200]
+    )
+    what = "a paused request" if request.reason == "commit" else "the score"
     return (
-        f"webshepherd: the score of {step_label(request.step)} waits for a person: {why}. "
+        f"webshepherd: {what} of {step_label(request.step)} waits for a person: {why}. "
         f"Decide in the extension's side panel or `webshepherd tui` (Approvals tab) within "
         f"{request.expires_in_s:g} s, else the daemon's default applies; "
         + (
             "approval='never' does not skip a guard (nobody deciding in time rejects it)."
             if request.reason == "guarded"
+            else "nobody deciding in time refuses it."
+            if request.reason == "commit"
             else "score with approval='never' not to wait."
         )
     )

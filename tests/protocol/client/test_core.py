@@ -24,7 +24,9 @@ from webshepherd.protocol.errors import (
 from webshepherd.protocol.replies import (
     ActionEvent,
     ActionRecorded,
+    ApprovalRequest,
     ApprovalResolved,
+    CommitDecided,
     Observed,
     Pong,
     Scored,
@@ -52,6 +54,7 @@ EXCHANGES = [
     ("client.sessions.list.json", "server.sessions.json", Sessions),
     ("client.session.get.json", "server.session.json", Session),
     ("client.ping.json", "server.pong.json", Pong),
+    ("client.commit.check.json", "server.commit.decided.json", CommitDecided),
 ]
 #: Replies whose request other subscribers see as an event: its type on the wire.
 OWN_EVENTS = {
@@ -66,6 +69,7 @@ EVENTS = [
     "server.action-event.json",
     "server.approval.request.json",
     "server.approval.resolved.json",
+    "server.mode.set.json",
     "server.observed-event.json",
     "server.scored-edited.json",
     "server.session.started-event.json",
@@ -201,3 +205,30 @@ def test_ids_are_unique_and_a_forgotten_call_takes_no_reply() -> None:
     rid = waiting_on(c, "client.ping.json", Pong)
     c.forget(rid)
     assert c.receive(frame("server.pong.json")) == []
+
+
+def test_a_paused_request_s_wait_and_refusal_are_logged_with_the_way_out(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A commit.check this client waits on: the person's wait is logged at once, and a
+    refusal names who refused and the way out."""
+    c = core()
+    waiting_on(c, "client.commit.check.json", CommitDecided)
+    asked = ApprovalRequest(
+        request_id="a1-s1",
+        session_id="s1",
+        step=0,
+        candidate={"action": "click('42')"},
+        reward=None,
+        reason="commit",
+        expires_in_s=120,
+    )
+    with caplog.at_level("WARNING", logger="webshepherd"):
+        c.receive(asked.model_dump_json())
+        c.receive(frame("server.commit.decided.json"))
+    held, refused = (r.getMessage() for r in caplog.records)
+    assert "a paused request of step 1 waits for a person" in held
+    assert "the browser paused a request that commits (click('42'))" in held
+    assert "nobody deciding in time refuses it" in held
+    assert "refused the paused request POST http://shop.test/orders" in refused
+    assert "decided by: daemon; way out: serve --sandbox-origin http://shop.test" in refused
