@@ -202,7 +202,11 @@ async def test_only_a_paired_person_sets_the_mode_and_it_outlives_a_restart(
             set_ = await ext.request(
                 {"type": "session.mode", "session_id": session.session_id, "mode": "watch"}
             )
-            assert (set_["type"], set_["mode"], set_["by"]) == ("mode.set", "watch", "extension:side panel")
+            assert (set_["type"], set_["mode"], set_["by"]) == (
+                "mode.set",
+                "watch",
+                "extension:side panel",
+            )
             (summary,) = await agent.sessions()
             assert summary.mode == "watch"
             got = await session.commit_check(POST, timeout=10)  # the extension is paired
@@ -287,3 +291,27 @@ async def test_watching_a_low_reward_never_waits(tmp_path: Path) -> None:
             d_ = scored.decision
             assert (d_.status, d_.decider, d_.mode) == ("auto", "mode", "watch")
         await d.close_clients()
+
+
+async def test_the_blocking_client_asks_and_is_told(tmp_path: Path) -> None:
+    from webshepherd.protocol.client.sync import Client
+
+    async with scripted_daemon(tmp_path, ScriptedJudge(JUDGE), mode="stop") as server:
+
+        def blocking() -> tuple[str | None, str | None, bool | None]:
+            with Client(server.url, token=TEST_TOKEN, name="gate") as c:
+                session = c.start_session(
+                    "Buy a cable", observation=OBS, checklist=REFERENCE, holds="browser"
+                )
+                mine = session.commit_check(POST)
+                again = c.commit_check(session.session_id, POST)
+                assert again.request_digest == mine.request_digest
+                refused = False
+                try:
+                    session.set_mode("watch")
+                except UnauthorizedError:
+                    refused = True
+                (summary,) = c.sessions()
+                return mine.decision.decider, summary.mode, refused
+
+        assert await asyncio.to_thread(blocking) == ("mode", "stop", True)
