@@ -185,6 +185,13 @@ def test_unknown_and_closed_sessions():
     with pytest.raises(SessionClosedError):
         core.score(OWNER, rq.Score(id="c", session_id=sid, candidates=[{"action": "a"}]))
     assert core.get(sid, open_only=False).summary().state == "ended"
+    assert core.get(sid, open_only=False).summary().mode is None  # not live
+    with pytest.raises(SessionClosedError):
+        commit_check(core, sid)
+    with pytest.raises(SessionClosedError):
+        core.set_mode(MONITOR, "tui", rq.SessionMode(id="v", session_id=sid, mode="stop"))
+    with pytest.raises(UnknownSessionError):
+        commit_check(core, "nope")
 
 
 def test_score_needs_an_observation():
