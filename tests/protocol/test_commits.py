@@ -109,3 +109,42 @@ def test_the_digest_binds_the_exact_request() -> None:
     assert len(request_digest(one)) == 64
     assert request_digest(one) == request_digest(same)  # who caused it is not what is sent
     assert request_digest(one) != request_digest(other)
+
+
+def _vectors() -> dict:
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "protocol" / "vectors" / "commits.json"
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def test_the_shared_vectors_are_what_this_module_gives() -> None:
+    """protocol/vectors/commits.json, which the extension's gate is held to
+    (extension/test/commit-hold.test.ts): origins, kinds, fields, held requests and digests."""
+    import base64
+
+    from webshepherd.protocol.common import HeldRequest
+
+    v = _vectors()
+    for o in v["origins"]:
+        assert url_origin(o["url"]) == o["origin"], o
+    for k in v["kinds"]:
+        got = commit_kind(
+            k["method"],
+            k["url"],
+            top_level_navigation=k["top_level_navigation"],
+            session_origin=k["session_origin"],
+            download=k["download"],
+        )
+        assert got == k["kind"], k
+    for f in v["fields"]:
+        fields, size = request_fields(base64.b64decode(f["body_b64"]), f["content_type"])
+        assert [x.model_dump() for x in fields] == f["fields"] and size == f["body_bytes"], f
+    assert len(v["held"]) >= 3
+    for h in v["held"]:
+        i = dict(h["input"])
+        body = i.pop("body_b64")
+        req = held_request(body=None if body is None else base64.b64decode(body), **i)
+        assert req.model_dump(mode="json") == h["request"]
+        assert request_digest(HeldRequest.model_validate(h["request"])) == h["digest"]
