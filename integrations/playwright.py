@@ -19,6 +19,17 @@ await what they return.
 The capture leaves each element's ``bid`` attribute in the page, so ``page.click('[bid="12"]')``
 runs a BrowserGym action's target. The extension is not paired with a daemon here; pairing it
 (options page) adds its overlay, which :func:`launch` does not need.
+
+:func:`hold_commits` makes the browser hold what commits (a write, a navigation to another
+origin, a download) until the session's daemon lets that very request go (``commit.check``:
+the session's mode decides, a paired person in 'ask'). Any Chromium context works, with or
+without the extension:
+
+    session = client.start_session("buy a cable", start_url=url, holds="browser")
+    gate = hold_commits(context, session, start_url=url)   # async API: await it
+    gate.trigger("click('12')")       # the action about to run, named on the person's card
+    page.click('[bid="12"]')
+    refused = [d for d in gate.take_decisions() if d.decision.status != "approved"]
 """
 
 from __future__ import annotations
@@ -42,9 +53,10 @@ from webshepherd.daemon.browser.chromium import (
     worker_message,
 )
 from webshepherd.daemon.extension_id import EXTENSION_ID
+from webshepherd.integrations.commit_gate import CommitGate
 from webshepherd.protocol.common import Observation, Screenshot
 
-__all__ = ["CaptureError", "launch", "page_observation"]
+__all__ = ["CaptureError", "CommitGate", "hold_commits", "launch", "page_observation"]
 
 #: The extension's pages and its service worker have URLs under this (then its pinned id).
 _WORKER_PREFIX = "chrome-extension://"
@@ -101,6 +113,23 @@ def page_observation(page: Any, *, flags: str = "default", screenshot: bool = Fa
         raise ValueError(f"flags: 'default' or 'visible', not {flags!r}")
     steps = _observe(page, flags, screenshot)
     return drive_async(steps) if _is_async(page.evaluate) else drive(steps)
+
+
+def hold_commits(context: Any, session: Any, *, start_url: str | None = None) -> Any:
+    """A :class:`~webshepherd.integrations.commit_gate.CommitGate` attached to ``context``
+    that asks ``session`` (``SyncSession``, or with the async API a ``SessionHandle``: await
+    the result) about every request that would commit. ``start_url``: the session's start
+    page (its origin is the session's; default: the context's first page's)."""
+    gate = CommitGate(session.commit_check, session_id=session.session_id)
+    attached = gate.attach(context, start_url=start_url)
+    if attached is None:
+        return gate
+
+    async def attach() -> CommitGate:
+        await attached
+        return gate
+
+    return attach()
 
 
 # -- the steps, shared by the sync and async APIs (webshepherd.daemon.browser.chromium) -----
