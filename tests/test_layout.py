@@ -42,6 +42,21 @@ UNMIRRORED: dict[str, str] = {
         "one prefill per shared prefix: tests/daemon/engine/backends/"
         "test_transformers_batching.py (split against repeated cache)"
     ),
+    "daemon/engine/backends/table.py": _DECLARATIONS,
+    "daemon/engine/backends/model_files.py": (
+        "a model's folder, cache or hub: tests/daemon/engine/test_loader.py (missing folders, "
+        "offline hub ids, positions)"
+    ),
+    "daemon/engine/backends/transformers_loading.py": (
+        "its entry through load_engine: tests/daemon/engine/test_loader.py and test_engine.py"
+    ),
+    "daemon/engine/backends/vllm_loading.py": (
+        "vLLM's loading and refusals: tests/daemon/engine/test_loader.py and tests/vllm/"
+    ),
+    "daemon/engine/backends/openai_loading.py": (
+        "the remote servers' probe and options: tests/daemon/engine/test_loader.py and "
+        "backends/test_openai_chat_backend.py"
+    ),
     "daemon/engine/backends/decode_rows.py": (
         "the rows both layouts grow: tests/daemon/engine/backends/test_transformers_backend.py "
         "and test_transformers_sampling.py (pieces, stops, streaming, label masses)"

@@ -9,12 +9,12 @@ import sys
 from pathlib import Path
 
 from webshepherd.daemon.cli.progress import ProgressBar
-from webshepherd.daemon.secrets import add_token_arguments, token_from_args
 from webshepherd.daemon.config import DB_NAME
 from webshepherd.daemon.engine.engine import DEFAULT_MAX_CONTEXT
 from webshepherd.daemon.engine.labels import UNPARSED_RULES
 from webshepherd.daemon.engine.prompts import PROMPT_STYLES, PromptStyle, samples_single
 from webshepherd.daemon.offline.evaluation.rewardbench import LONG_PROMPTS
+from webshepherd.daemon.secrets import add_token_arguments, token_from_args
 from webshepherd.protocol.errors import WebShepherdError
 from webshepherd.protocol.terminal_text import terminal_safe
 

@@ -425,7 +425,7 @@ def serve(args: argparse.Namespace) -> int:
     remote = m.backend in BACKENDS and BACKENDS[m.backend].remote
     where = f"at {m.options.get('base_url')}" if remote else f"device {m.device}"
     shown = m.model
-    if m.backend == "openai-chat":
+    if m.backend in BACKENDS and BACKENDS[m.backend].judges_remote_model:
         shown = str(m.options.get("remote_model") or "the served model")
     print(f"webshepherd: loading {shown} ({m.backend}, {where}) ...", file=sys.stderr, flush=True)
     try:

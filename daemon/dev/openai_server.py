@@ -31,7 +31,6 @@ from functools import partial
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from webshepherd.daemon.secrets import refuse_flag
 from webshepherd.daemon.dev.openai_completer import (
     MAX_LOGPROBS,
     Completer,
@@ -42,6 +41,7 @@ from webshepherd.daemon.dev.openai_completer import (
     chat_reply,
 )
 from webshepherd.daemon.engine.backends.transformers_backend import TransformersBackend
+from webshepherd.daemon.secrets import refuse_flag
 
 __all__ = ["MAX_BODY_BYTES", "MAX_LOGPROBS", "Completer", "OpenAIServer", "RequestError", "main"]
 

@@ -1,0 +1,213 @@
+"""The remote backends' table entries: ``openai`` (an OpenAI-compatible completions server
+with logprobs, such as ``vllm serve``) and ``openai-chat`` (any chat-completions API with
+logprobs), both probed at start-up (``GET /models``), and their options."""
+
+from __future__ import annotations
+
+import json
+import logging
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import TYPE_CHECKING, Any
+
+from webshepherd.daemon.engine.backends.model_files import offline, short_error
+from webshepherd.daemon.engine.backends.table import BackendKind, BackendOption
+from webshepherd.daemon.engine.sampling import read_sampling
+from webshepherd.protocol.errors import ModelUnavailableError
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+    from webshepherd.daemon.engine.backends.base import Backend
+    from webshepherd.daemon.engine.backends.openai_backend import OpenAIBackend
+
+__all__ = ["CHAT_ENTRY", "ENTRY", "OPTIONS", "api_root", "load_openai_backend", "probe_models"]
+
+log = logging.getLogger(__name__)
+
+
+def api_root(base_url: str) -> str:
+    """``http://host:port`` or ``…/v1`` -> the API root ending in the version (``…/v1``)."""
+    url = urllib.parse.urlsplit(base_url.strip())
+    if url.scheme not in ("http", "https") or not url.netloc:
+        raise ModelUnavailableError(
+            f"--base-url {base_url!r} is not an http(s) URL (e.g. http://127.0.0.1:8000/v1)"
+        )
+    path = url.path.rstrip("/") or "/v1"
+    return urllib.parse.urlunsplit((url.scheme, url.netloc, path, "", ""))
+
+
+def probe_models(root: str, api_key: str | None, timeout_s: float = 5.0) -> list[dict[str, Any]]:
+    """``GET {root}/models``: the served models, or ``ModelUnavailableError`` saying why not."""
+    req = urllib.request.Request(
+        f"{root}/models", headers={"Authorization": f"Bearer {api_key}"} if api_key else {}
+    )
+    try:
+        with urllib.request.urlopen(req, timeout=timeout_s) as resp:
+            reply = json.loads(resp.read())
+    except urllib.error.HTTPError as e:
+        hint = (
+            ": it wants an API key (--api-key-env VAR names the environment variable holding it)"
+            if e.code in (401, 403)
+            else ""
+        )
+        raise ModelUnavailableError(
+            f"the model server at {root} answered HTTP {e.code} to GET /models{hint}"
+        ) from e
+    except (urllib.error.URLError, TimeoutError, OSError) as e:
+        reason = getattr(e, "reason", e)
+        raise ModelUnavailableError(
+            f"cannot reach the model server at {root} ({reason}): start it "
+            "(e.g. `vllm serve MODEL` or "
+            "`python -m webshepherd.daemon.dev.openai_server --model MODEL`) "
+            "or fix --base-url"
+        ) from e
+    except ValueError as e:
+        raise ModelUnavailableError(
+            f"the server at {root} is not an OpenAI-compatible API (GET /models is not JSON)"
+        ) from e
+    data = reply.get("data") if isinstance(reply, dict) else None
+    if not isinstance(data, list):
+        raise ModelUnavailableError(
+            f"the server at {root} is not an OpenAI-compatible API (GET /models has no 'data')"
+        )
+    return [m for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
+
+
+def _tokenizer(model: str) -> PreTrainedTokenizerBase | None:
+    """The chat template and tokenizer of ``model`` when they can be had, else None."""
+    try:
+        from transformers import AutoTokenizer
+    except ImportError:
+        return None
+    tries = [True] if offline() else [True, False]
+    for local in tries:
+        try:
+            return AutoTokenizer.from_pretrained(model, local_files_only=local)
+        except Exception as e:
+            last = e
+    log.warning(
+        "no tokenizer for %s (%s): prompts use ChatML and token counts are estimates",
+        model,
+        short_error(last),
+    )
+    return None
+
+
+def load_openai_backend(
+    model: str,
+    *,
+    base_url: str | None,
+    api_key: str | None = None,
+    remote_model: str | None = None,
+    probe_timeout_s: float = 5.0,
+    chat: bool = False,
+    **options: Any,
+) -> OpenAIBackend:
+    """An :class:`~webshepherd.daemon.engine.backends.openai_backend.OpenAIBackend` on a server that
+    answers ``GET /models``. ``model`` names the tokenizer / chat template; ``remote_model``
+    the server's model name (default: ``model``, or the only model the server has). With
+    ``chat``, an :class:`~webshepherd.daemon.engine.backends.openai_chat_backend.OpenAIChatBackend`
+    (no tokenizer is looked for)."""
+    from webshepherd.daemon.engine.backends.openai_backend import OpenAIBackend
+    from webshepherd.daemon.engine.backends.openai_chat_backend import OpenAIChatBackend
+
+    kind = "openai-chat" if chat else "openai"
+    if not base_url:
+        raise ModelUnavailableError(
+            f"the {kind} backend needs the server's URL: --base-url http://HOST:PORT/v1"
+        )
+    root = api_root(base_url)
+    served = probe_models(root, api_key, probe_timeout_s)
+    ids = [str(m["id"]) for m in served]
+    name = remote_model or model
+    if name not in ids:
+        if remote_model is None and len(ids) == 1:
+            log.info("the server at %s serves %s: scoring with it", root, ids[0])
+            name = ids[0]
+        else:
+            listed = ", ".join(ids) if ids else "no model"
+            raise ModelUnavailableError(
+                f"the server at {root} does not serve {name!r} (it serves {listed}): "
+                "name one with --remote-model"
+            )
+    card = served[ids.index(name)]
+    tokenizer = _tokenizer(model) if chat is False else None
+    max_len = card.get("max_model_len")
+    if isinstance(max_len, int) and max_len > 0:
+        options.setdefault("max_context", max_len)
+    if chat:
+        return OpenAIChatBackend(root, name, api_key=api_key, **options)
+    options.setdefault("sampling", read_sampling(model, local_files_only=offline()))
+    return OpenAIBackend(root, name, api_key=api_key, tokenizer=tokenizer, **options)
+
+
+def _openai(
+    model: str,
+    device: str,
+    context: int | None,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    remote_model: str | None = None,
+) -> Backend:
+    loaded = load_openai_backend(
+        model, base_url=base_url, api_key=api_key, remote_model=remote_model
+    )
+    log.info("scoring with %s at %s", loaded.model_id, base_url)
+    return loaded
+
+
+def _openai_chat(
+    model: str,
+    device: str,
+    context: int | None,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    remote_model: str | None = None,
+) -> Backend:
+    loaded = load_openai_backend(
+        remote_model or model,
+        base_url=base_url,
+        api_key=api_key,
+        remote_model=remote_model,
+        chat=True,
+    )
+    log.info("judging with the chat model %s at %s", loaded.model_id, base_url)
+    return loaded
+
+
+_REMOTE = "with --backend openai/openai-chat: "
+
+#: the remote backends' options, in ``serve --help``'s order
+OPTIONS: dict[str, BackendOption] = {
+    "base_url": BackendOption(
+        "--base-url",
+        _REMOTE + "the server's API root, e.g. http://127.0.0.1:8000/v1",
+        metavar="URL",
+    ),
+    "api_key_env": BackendOption(
+        "--api-key-env",
+        _REMOTE + "the environment variable that holds the server's API key (never the key "
+        "itself: it would show in `ps`)",
+        metavar="VAR",
+        secret="api_key",
+    ),
+    "remote_model": BackendOption(
+        "--remote-model",
+        _REMOTE + "the server's name for the model (default: --model, or the only model the "
+        "server has); with openai, --model still names the tokenizer and chat template",
+        metavar="NAME",
+    ),
+}
+_SERVED = ("base_url", "api_key_env", "remote_model")
+
+ENTRY = BackendKind(
+    "an OpenAI-compatible completions server such as `vllm serve`", _openai, _SERVED, remote=True
+)
+CHAT_ENTRY = BackendKind(
+    "any chat-completions API returning logprobs: no GPU, no local files",
+    _openai_chat,
+    _SERVED,
+    remote=True,
+    judges_remote_model=True,
+)
