@@ -5,7 +5,7 @@
 import type { DaemonConnection } from "./connection.js";
 import type { SessionView } from "./messages.js";
 import { observeTab } from "./observe-tab.js";
-import { CHANNEL, hookError, hookKey, keyDigest, signReply, type HookReply, type HookRequest } from "./page-hook.js";
+import { CHANNEL, hookError, hookKey, keyDigest, requestDigest, signReply, type HookReply, type HookRequest } from "./page-hook.js";
 import type { Candidate } from "./protocol.gen.js";
 import type { SessionViews } from "./session-views.js";
 import type { Settings } from "./settings.js";
@@ -54,11 +54,12 @@ async function redeem(conn: DaemonConnection, key: string, signing: Signing): Pr
   return r.session_id ?? null;
 }
 
-/** Answers one request, signed (page-hook.ts) once its key's reply key is known. */
+/** Answers one request, signed (page-hook.ts) once its key's reply key is known, naming the request it answers. */
 export async function handleHook(ctx: HookContext, from: HookSender, req: HookRequest): Promise<HookReply | null> {
+  const digest = await requestDigest(req); // before answering: the request as it came
   const signing: Signing = { replyKey: null };
   const r = await answer(ctx, from, req, signing);
-  return r !== null && signing.replyKey ? signReply(r, signing.replyKey) : r;
+  return r !== null && signing.replyKey ? signReply({ ...r, request_digest: digest }, signing.replyKey) : r;
 }
 
 async function answer(ctx: HookContext, from: HookSender, req: HookRequest, signing: Signing): Promise<HookReply | null> {

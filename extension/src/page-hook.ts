@@ -22,7 +22,11 @@
  * also carries `signed` (the reply's JSON text, without `signed` and `mac`) and `mac`
  * (HMAC-SHA256 of `signed`, hex) under the reply key the daemon gave the agent with its key
  * (`hook.granted.reply_key`) and the extension when it redeemed it. The page never sees that
- * key; the agent trusts only `signed`, and only when `mac` checks out.
+ * key; the agent trusts only `signed`, and only when `mac` checks out. A signed reply also
+ * names the request it answers, `request_digest` (SHA-256 hex of the request's
+ * `canonicalJson` as the extension got it: channel, dir, id, type, key and body): a page
+ * script that re-posts the agent's request with its own body under the overheard id and key
+ * gets a signed reply, but one that names the script's request, not the agent's.
  */
 export const CHANNEL = "webshepherd";
 
@@ -68,6 +72,26 @@ export function hookKey(req: HookRequest): string | null {
 /** SHA-256 of a key, hex: what a tab's binding keeps. */
 export async function keyDigest(key: string): Promise<string> {
   const bytes = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(key)));
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/**
+ * JSON with every object's keys sorted (by UTF-16 code units), no spaces, strings and numbers
+ * as JSON.stringify writes them; what the agent's SDK computes too (protocol/client/page_hook.py).
+ */
+export function canonicalJson(value: unknown): string {
+  if (value === null || typeof value !== "object") return JSON.stringify(value) ?? "null";
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
+  const o = value as Record<string, unknown>;
+  const keys = Object.keys(o)
+    .filter((k) => o[k] !== undefined)
+    .sort();
+  return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(o[k])}`).join(",")}}`;
+}
+
+/** SHA-256 hex of the request's canonical JSON: the `request_digest` of its signed reply. */
+export async function requestDigest(req: HookRequest): Promise<string> {
+  const bytes = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(canonicalJson(req))));
   return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 

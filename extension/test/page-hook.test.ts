@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { HookContext } from "../src/hook-handler.js";
-import { createHmac } from "node:crypto";
-import { hookKey, keyDigest, originOf, parseHookRequest, signReply, type HookReply, type HookRequest } from "../src/page-hook.js";
+import { createHash, createHmac } from "node:crypto";
+import { canonicalJson, hookKey, keyDigest, originOf, parseHookRequest, requestDigest, signReply, type HookReply, type HookRequest } from "../src/page-hook.js";
 import type { TabSession } from "../src/tab-sessions.js";
 
 // the handler's imports reach the capture code, which registers chrome listeners at load
@@ -97,4 +97,34 @@ test("replies are signed: signed is the reply's JSON without signed and mac, mac
   assert.deepEqual(body, { channel: "webshepherd", dir: "reply", id: "ws-1", type: "scored", best: 0 });
   assert.equal(out.mac, createHmac("sha256", "reply-key").update(out.signed as string).digest("hex"));
   assert.notEqual(out.mac, createHmac("sha256", "other").update(out.signed as string).digest("hex"));
+});
+
+// the same vector as tests/protocol/client/test_page_hook.py: the SDK's canonical JSON and digest
+const VECTOR = { id: "ws-1", type: "score", key: KEY, candidates: [{ action: "click('12')", thought: "é\u2028\n" }], samples: 1, approval: "never", z: [1.5e-7, 1e21, 100, -0.5, true, null], "\u{1F600}": 1, "\uFFFF": 2 };
+const VECTOR_JSON =
+  '{"approval":"never","candidates":[{"action":"click(\'12\')","thought":"é\u2028\\n"}],"id":"ws-1","key":"' +
+  KEY +
+  '","samples":1,"type":"score","z":[1.5e-7,1e+21,100,-0.5,true,null],"\u{1F600}":1,"\uFFFF":2}';
+
+test("canonical JSON: keys sorted by UTF-16 code units at every level, JSON.stringify's strings and numbers", async () => {
+  assert.equal(canonicalJson(VECTOR), VECTOR_JSON);
+  assert.equal(canonicalJson({ b: { d: 1, c: undefined }, a: [] }), '{"a":[],"b":{"d":1}}');
+  const digest = createHash("sha256").update(VECTOR_JSON, "utf8").digest("hex");
+  assert.equal(await requestDigest(VECTOR as unknown as HookRequest), digest);
+});
+
+test("a signed reply names the request it answers; another body under the same id and key is another request", async () => {
+  const { ctx } = await context(true);
+  const tab = ctx.sessions.get(1)!;
+  tab.replyKey = "reply-key";
+  const agents = request("action", { key: KEY, action: "fill('3', 'x')" });
+  const forged = request("action", { key: KEY, action: "click('666')" });
+  const a = await handleHook(ctx, { tabId: 1, url: `${A}/`, origin: A }, agents);
+  const f = await handleHook(ctx, { tabId: 1, url: `${A}/`, origin: A }, forged);
+  const signedA = JSON.parse(a?.signed as string) as Record<string, unknown>;
+  const signedF = JSON.parse(f?.signed as string) as Record<string, unknown>;
+  assert.equal(signedA.request_digest, await requestDigest(agents));
+  assert.equal(signedF.request_digest, await requestDigest(forged));
+  assert.notEqual(signedA.request_digest, signedF.request_digest);
+  assert.equal(signedA.id, signedF.id);
 });
