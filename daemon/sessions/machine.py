@@ -15,7 +15,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from webshepherd.daemon.engine.types import ParsedChecklist, StepInput, StepScore
 from webshepherd.daemon.records import (
@@ -752,14 +752,19 @@ class SessionCore:
             )
         req = msg.request
         digest = request_digest(req)
-        target = req.origin or url_origin(req.url)
+        target = url_origin(req.url)  # read from the URL, never from the client's `origin`
         page = url_origin(req.page_url) if req.page_url else None
         sandbox = next((o for o in (target, page) if in_sandbox(o, self.sandbox_origins)), None)
 
-        def answer(status: str, decider: Decider, note: str, way_out: str | None = None,
-                   flagged: bool = False) -> list[Effect]:  # fmt: skip
+        def answer(
+            status: Literal["approved", "rejected"],
+            decider: Decider,
+            note: str,
+            way_out: str | None = None,
+            flagged: bool = False,
+        ) -> list[Effect]:
             info = DecisionInfo(
-                status="approved" if status == "approved" else "rejected",
+                status=status,
                 by="daemon",
                 note=note,
                 decider=decider,

@@ -493,6 +493,12 @@ def test_sandbox_origins_are_flagged_never_held():
     sid = started(core)
     got = decided(commit_check(core, sid))
     assert (got.decision.status, got.decision.decider, got.flagged) == ("approved", "sandbox", True)
+    # the origin is read from the URL, not from what the client says it is
+    lying = {**POST, "url": "http://evil.test/x", "origin": "http://shop.local"}
+    effects = core.commit_check(
+        OWNER, rq.CommitCheck(id="q2", session_id=sid, request=lying), approver=None
+    )
+    assert [e.event.reason for e in effects if isinstance(e, Publish)] == ["commit"]  # asked
 
 
 def test_only_the_owner_or_a_paired_person_asks_and_only_a_person_sets_the_mode():
