@@ -602,3 +602,12 @@ def test_a_low_reward_follows_the_mode(mode, status):
     got = scored_of(out)
     assert (got.decision.status, got.decision.mode) == (status, mode)
     assert got.decision.decider == "mode"
+
+
+def test_a_text_only_step_on_a_sandbox_page_runs_flagged_by_the_sandbox():
+    core = make_core(sandbox_origins=("http://shop.local",))
+    core.person_present = lambda: False
+    sid = started(core)
+    got = scored_of(core.score_done(form_job(core, sid), step_score(0.9, 0.1), Timing(total_ms=1)))
+    assert (got.decision.status, got.decision.decider) == ("auto", "sandbox")
+    assert got.predicted and got.guarded is None
