@@ -5,28 +5,51 @@ env = ProcessRewardWrapper(gym.make("browsergym/openended", task_kwargs={...}))
 obs, info = env.reset()            # starts a webshepherd session
 env.set_thought("The search box is [12].")
 obs, reward, terminated, truncated, info = env.step("fill('12', 'usb-c cable')")
-info["webshepherd"]["reward"]      # the judge's reward for that action (None: unparsed)
-env.close()                         # ends the session: success when the task reward > 0
+info["webshepherd"]["reward"]      # the judge's reward for that action (None: see "reason")
+env.close()                         # ends the session with the env's own outcome
 ```
+
+The daemon: ``url``/``token``, else ``$WEBSHEPHERD_URL`` and ``$WEBSHEPHERD_TOKEN`` (or the
+token store), as :class:`~webshepherd.protocol.client.sync.Client` resolves them.
 
 The observation the daemon receives is BrowserGym's own ``flatten_axtree_to_str`` of the
 env's ``axtree_object`` with the default flags (what the model was trained on), Chromium's
 ``InlineTextBox`` nodes left out: byte for byte what the browser extension sends.
 
+Commits are held in the browser (``hold_commits=True``, the default): the session starts with
+``holds="browser"`` and a :class:`~webshepherd.integrations.commit_gate.CommitGate` on the
+env's Playwright context pauses every request that would commit (a method other than GET, HEAD
+or OPTIONS, a top-level navigation to another origin, a download) and asks the daemon, which
+answers by the session's mode (``ask``: a paired person decides, nobody paired: refused;
+``watch``: runs, flagged; ``stop``: refused) and the operator's sandbox origins. A refused
+request fails in the browser; the step's ``obs["last_action_error"]`` says
+``refused by <who> (<rule or mode>): <note> — way out: <way_out>`` and
+``info["webshepherd"]["commits"]`` lists every request the step paused, with its decision.
+A step that sends nothing runs, whatever its button is called. ``hold_commits=False``: the
+daemon's guard rules hold by what the page says (the text-only fallback).
+
 Checklist: ``checklist=`` is a reference checklist (``"Checklist 1: ...\nChecklist 2: ..."``,
-as WebPRM and WebArena tasks have); without it the model writes one from the intent.
+as WebPRM and WebArena tasks have); without it the model writes one from the intent. A judge
+that gives no judgement (no parseable checklist, a model error) gives ``reward=None`` and
+``info["webshepherd"]["reason"]``; the step still runs.
 
 Thought: the one given with :meth:`ProcessRewardWrapper.set_thought` before ``step`` (it is
 used once). Approval: with ``approval="always"`` (or ``"auto"`` and the daemon's policy) a
-person decides; a rejected action is not executed and ``step`` returns the pre-step
-observation with ``last_action_error`` set to ``"rejected by webshepherd: ..."``, task reward
-0, ``info["webshepherd"]["decision"] == "rejected"``; an edited action runs instead of the
-agent's.
+person decides; a refused action is not executed and ``step`` returns the pre-step
+observation with ``last_action_error`` saying who refused, task reward 0, the env's own last
+``info`` (``task_info`` included) and ``info["webshepherd"]["refused"]``; an edited action
+runs instead of the agent's.
+
+Outcome: recorded from the env at ``reset()`` (the env reused) and ``close()``: ``success``
+when the episode terminated with a reward > 0, ``failure`` when it terminated with a reward
+<= 0, ``unknown`` when it was interrupted before the env terminated (the session's answer
+says so).
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import io
 from collections.abc import Sequence
 from typing import Any, Literal
@@ -35,13 +58,17 @@ import gymnasium as gym
 from browsergym.utils.obs import IGNORED_AXTREE_ROLES, flatten_axtree_to_str
 from webshepherd.protocol.agents.best_of_n import BestOfN, action_key, best_of_n_sync, decide
 from webshepherd.protocol.agents.environment import ActionError, ActionResult, PageState
+from webshepherd.protocol.agents.refusal import refusal_info, refusal_text, refused
 from webshepherd.protocol.client.sync import Client, SyncSession
-from webshepherd.protocol.common import Candidate
-from webshepherd.protocol.version import DEFAULT_URL
+from webshepherd.protocol.common import Candidate, Outcome
+from webshepherd.protocol.errors import ModelError, ModelUnavailableError
+from webshepherd.protocol.replies import CommitDecided
 
 Approval = Literal["auto", "always", "never"]
 #: Roles left out of the text: BrowserGym's own, and Chromium's InlineTextBox (not in training).
 OBSERVATION_IGNORED_ROLES = [*IGNORED_AXTREE_ROLES, "InlineTextBox"]
+#: A judge that gave no judgement: a result (reward None and its reason), never an exception.
+JUDGING_ERRORS = (ModelError, ModelUnavailableError)
 
 
 def observation_text(obs: dict[str, Any]) -> str:
@@ -66,8 +93,43 @@ def observation(obs: dict[str, Any]) -> dict[str, Any]:
     return {"url": obs["url"], "axtree": observation_text(obs), "screenshot": screenshot_png(obs)}
 
 
+def judging_failure(exc: Exception) -> str:
+    """The readable reason a judge gave no judgement (``info["webshepherd"]["reason"]``)."""
+    message = getattr(exc, "message", None) or str(exc)
+    return f"the judge gave no judgement: {message}"
+
+
+def commit_record(decided: CommitDecided) -> dict[str, Any]:
+    """One request a step paused, as ``info["webshepherd"]["commits"]`` lists it."""
+    req, d = decided.request, decided.decision
+    return {
+        "method": req.method,
+        "url": req.url,
+        "kind": req.kind,
+        "trigger": req.trigger,
+        "refused": refused(d),
+        "flagged": decided.flagged,
+        **{k: v for k, v in refusal_info(d, req.trigger).items() if k != "action"},
+    }
+
+
+def commit_refusal_text(decided: CommitDecided) -> str:
+    """``<METHOD> <url> refused by <who> (...)``: a refused request, as the step's error."""
+    req = decided.request
+    return f"{req.method} {req.url} " + refusal_text(decided.decision)
+
+
+def episode_outcome(terminated: bool, reward: float | None, steps: int) -> tuple[Outcome, str]:
+    """The session's outcome and answer from the env's own termination and final reward."""
+    if terminated:
+        won = reward is not None and reward > 0
+        return ("success" if won else "failure"), f"the env terminated with reward {reward}"
+    return "unknown", f"interrupted mid-episode after {steps} steps: the env did not terminate"
+
+
 class ProcessRewardWrapper(gym.Wrapper):
-    """Scores each action with the webshepherd daemon before the wrapped env runs it."""
+    """Scores each action with the webshepherd daemon before the wrapped env runs it; holds
+    the browser's commits for the daemon to decide (``hold_commits``)."""
 
     def __init__(
         self,
@@ -80,25 +142,32 @@ class ProcessRewardWrapper(gym.Wrapper):
         samples: int = 1,
         approval: Approval = "never",
         client: Client | None = None,
+        hold_commits: bool = True,
     ) -> None:
         super().__init__(env)
         self._own_client = client is None
-        self.client = client if client is not None else Client(url or DEFAULT_URL, token)
+        self.client = client if client is not None else Client(url, token)
         self.intent = intent
         self.checklist = checklist
         self.samples = samples
         self.approval: Approval = approval
+        self.hold_commits = hold_commits
         self.session: SyncSession | None = None
+        self._gate: Any = None  # the CommitGate on the env's current context
+        self._gate_context: Any = None
         self._thought: str | None = None
         self._obs: dict[str, Any] | None = None
-        self._task_reward = 0.0
+        self._info: dict[str, Any] = {}
+        self._steps = 0
+        self._terminated = False
+        self._last_reward: float | None = None
 
     def set_thought(self, thought: str | None) -> None:
         """The agent's reasoning for the next ``step`` (sent with the action, used once)."""
         self._thought = thought
 
     def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
-        self._end("unknown")
+        self._end_episode()
         obs, info = self.env.reset(**kwargs)
         intent = self.intent or obs.get("goal") or _goal_text(obs)
         if not self.client.connected:
@@ -109,39 +178,97 @@ class ProcessRewardWrapper(gym.Wrapper):
             checklist=self.checklist,
             observation=observation(obs),
             agent="browsergym",
+            holds="browser" if self.hold_commits else None,
         )
-        self._obs, self._task_reward, self._thought = obs, 0.0, None
+        if self.hold_commits:
+            self._hold(self.session, obs["url"])
+        self._obs, self._thought = obs, None
+        self._steps, self._terminated, self._last_reward = 0, False, None
         info = dict(info)
         info["webshepherd"] = {"session_id": self.session.session_id}
+        self._info = info
         return obs, info
+
+    def _hold(self, session: SyncSession, start_url: str) -> None:
+        """The gate on the env's context (again when the env made a new browser at reset)."""
+        from webshepherd.integrations.commit_gate import CommitGate
+
+        context = getattr(self.env.unwrapped, "context", None)
+        if context is None:
+            raise TypeError(
+                "hold_commits=True needs a BrowserGym env with a Playwright context "
+                "(env.unwrapped.context); pass hold_commits=False to have the daemon's guard "
+                "rules hold by what the page says"
+            )
+        if self._gate is not None:
+            old, self._gate = self._gate, None
+            # its context closed with the env's old browser: nothing left to undo
+            with contextlib.suppress(Exception):
+                old.detach()
+        self._gate = CommitGate(session.commit_check, session_id=session.session_id)
+        self._gate.attach(context, start_url=start_url)
+        self._gate_context = context
 
     def step(self, action: str) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         session, before = self._require()
         thought, self._thought = self._thought, None
         candidate = Candidate(thought=thought or "", action=action)
-        scored = session.score([candidate], samples=self.samples, approval=self.approval)
+        ws: dict[str, Any] = {"session_id": session.session_id, "action": action, "commits": []}
+        try:
+            scored = session.score([candidate], samples=self.samples, approval=self.approval)
+        except JUDGING_ERRORS as exc:  # no judgement: a result, and the step runs as asked
+            ws.update(reward=None, reason=judging_failure(exc), checklist=[], feedback="")
+            ws["decision"] = "auto"
+            return self._run(session, action, thought, ws)
         result = scored.results[0] if scored.results else None
-        ws = {
-            "session_id": session.session_id,
-            "reward": result.reward if result else None,
-            "checklist": [item.model_dump() for item in result.items] if result else [],
-            "feedback": result.feedback if result else "",
-            "decision": scored.decision.status,
-        }
+        ws.update(
+            reward=result.reward if result else None,
+            checklist=[item.model_dump() for item in result.items] if result else [],
+            feedback=result.feedback if result else "",
+            decision=scored.decision.status,
+        )
+        if result is not None and result.reward is None:
+            ws["reason"] = "the judge's output was not parsed into a reward"
         chosen = decide([candidate], 0, scored.decision)
-        if chosen is None:  # rejected: the env does not run it
+        if chosen is None:  # refused: the env does not run it, and keeps its own last info
+            ws["refused"] = refusal_info(scored.decision, action)
             obs = dict(before)
             obs["last_action"] = action
-            obs["last_action_error"] = f"rejected by webshepherd: {scored.decision.note or ''}"
-            return obs, 0.0, False, False, {"webshepherd": ws}
-        ws["action"] = chosen.action
-        obs, reward, terminated, truncated, info = self.env.step(chosen.action)
-        session.client.report_action(session.session_id, chosen.action, chosen.thought)
+            obs["last_action_error"] = refusal_text(scored.decision)
+            info = dict(self._info)
+            info["webshepherd"] = ws
+            return obs, 0.0, False, False, info
+        return self._run(session, chosen.action, chosen.thought, ws)
+
+    def _run(
+        self, session: SyncSession, action: str, thought: str | None, ws: dict[str, Any]
+    ) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        """``env.step(action)`` with the gate told what runs; the requests it paused."""
+        ws["action"] = action
+        if self._gate is not None:
+            self._gate.trigger(action)
+        try:
+            obs, reward, terminated, truncated, info = self.env.step(action)
+        finally:
+            decided = self._gate.take_decisions() if self._gate is not None else []
+            if self._gate is not None:
+                self._gate.trigger(None)
+        self._steps += 1
+        self._terminated = bool(terminated)
+        self._last_reward = float(reward)
+        ws["commits"] = [commit_record(d) for d in decided]
+        refusals = [commit_refusal_text(d) for d in decided if refused(d.decision)]
+        if refusals:
+            obs = dict(obs)
+            own = obs.get("last_action_error") or ""
+            obs["last_action_error"] = "\n".join([*refusals, *([own] if own else [])])
+            ws["refused"] = next(r for r in ws["commits"] if r["refused"])
+        session.client.report_action(session.session_id, action, thought)
         session.observe(obs["url"], observation_text(obs), screenshot_png(obs))
         self._obs = obs
-        self._task_reward += float(reward)
         info = dict(info)
         info["webshepherd"] = ws
+        self._info = info
         return obs, reward, terminated, truncated, info
 
     def choose(self, candidates: Sequence[tuple[str | None, str]]) -> tuple[int, BestOfN]:
@@ -156,22 +283,29 @@ class ProcessRewardWrapper(gym.Wrapper):
         return index, result
 
     def close(self) -> None:
-        self._end("success" if self._task_reward > 0 else "failure")
         try:
-            self.env.close()
+            self._end_episode()
         finally:
-            if self._own_client:
-                self.client.close()
+            try:
+                if self._gate is not None:
+                    gate, self._gate = self._gate, None
+                    gate.detach()
+                self.env.close()
+            finally:
+                if self._own_client:
+                    self.client.close()
 
     def _require(self) -> tuple[SyncSession, dict[str, Any]]:
         if self.session is None or self._obs is None:
             raise RuntimeError("call reset() before step() or choose()")
         return self.session, self._obs
 
-    def _end(self, outcome: Literal["success", "failure", "unknown"]) -> None:
+    def _end_episode(self) -> None:
+        """End the session with the episode's outcome, read from the env's own reward."""
         if self.session is not None:
             session, self.session = self.session, None
-            session.end(outcome)
+            outcome, answer = episode_outcome(self._terminated, self._last_reward, self._steps)
+            session.end(outcome, answer)
 
 
 def _goal_text(obs: dict[str, Any]) -> str:

@@ -4,6 +4,7 @@ BrowserGym's browsers on Debian's Chromium. These tests run in ``.venv-integrati
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -11,6 +12,7 @@ import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from webshepherd.daemon.demo.shop import ShopServer
@@ -40,12 +42,15 @@ def shop() -> Iterator[ShopServer]:
         yield server
 
 
-@pytest.fixture
-def daemon(tmp_path: Path) -> Iterator[Daemon]:
-    """``webshepherd``'s real server with the tiny model, run by the main venv's Python."""
+@contextlib.contextmanager
+def daemon_process(base: Path, spec: dict[str, Any] | None = None) -> Iterator[Daemon]:
+    """``webshepherd``'s real server run by the main venv's Python (``spec``: a scripted judge
+    and config overrides, as tests/integrations/daemon_process.py reads them; None: the tiny
+    model with the tests' defaults)."""
     python = os.environ.get("WEBSHEPHERD_DAEMON_PYTHON", str(ROOT / ".venv" / "bin" / "python"))
+    argv = [python, "-m", "tests.integrations.daemon_process", str(base)]
     proc = subprocess.Popen(
-        [python, "-m", "tests.integrations.daemon_process", str(tmp_path / "daemon")],
+        [*argv, json.dumps(spec)] if spec else argv,
         cwd=ROOT,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -58,7 +63,7 @@ def daemon(tmp_path: Path) -> Iterator[Daemon]:
         raise RuntimeError(f"the daemon exited ({proc.returncode}) before listening")
     try:
         info = json.loads(line)
-        yield Daemon(info["url"], TEST_TOKEN, tmp_path / "daemon" / "data", info["monitor_code"])
+        yield Daemon(info["url"], TEST_TOKEN, base / "data", info["monitor_code"])
     finally:
         proc.stdin.close()
         try:
@@ -66,6 +71,13 @@ def daemon(tmp_path: Path) -> Iterator[Daemon]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+@pytest.fixture
+def daemon(tmp_path: Path) -> Iterator[Daemon]:
+    """``webshepherd``'s real server with the tiny model, run by the main venv's Python."""
+    with daemon_process(tmp_path / "daemon") as running:
+        yield running
 
 
 @pytest.fixture(autouse=True)

@@ -11,13 +11,15 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
 from browsergym.core.env import BrowserEnv
 from browsergym.core.task import OpenEndedTask
 from webshepherd.daemon.demo.shop import ShopServer
 from webshepherd.integrations.browsergym import ProcessRewardWrapper, observation_text
 from webshepherd.protocol.client.sync import Client
 
-from tests.integrations.conftest import CHECKLIST, CHROMIUM, ROOT, Daemon
+from tests.fixtures.write_pages import FETCH_POST, MINIWOB_SUBMIT, WriteServers
+from tests.integrations.conftest import CHECKLIST, CHROMIUM, ROOT, Daemon, daemon_process
 
 GOAL = "Search the shop for a USB-C cable"
 
@@ -114,7 +116,7 @@ def test_a_rejected_action_does_not_run(shop: ShopServer, daemon: Daemon) -> Non
         start = env.unwrapped.page.url
         obs, reward, terminated, _, info = env.step(f"click('{bid(obs, 'link', 'Deals')}')")
         assert info["webshepherd"]["decision"] == "rejected"
-        assert obs["last_action_error"].startswith("rejected by webshepherd")
+        assert obs["last_action_error"].startswith("refused by person monitor:test-monitor (")
         assert env.unwrapped.page.url == start  # the link was never clicked
         assert (reward, terminated) == (0.0, False)
     finally:
@@ -183,3 +185,176 @@ def test_the_env_as_an_agent_environment_resets_to_its_start(shop: ShopServer) -
             await env.close()
 
     asyncio.run(main())
+
+
+# -- issue 41 and 44: the browser holds what commits; refusals keep the env whole ------------
+
+
+class ClickTask(OpenEndedTask):
+    """A page whose ``#go`` ends the episode with ``reward`` once ``#out`` reads "done" (the
+    MiniWoB-like Submit page): an episode that terminates, with the env's own reward."""
+
+    def __init__(self, seed: int, start_url: str, goal: str, reward: float = 1.0) -> None:
+        super().__init__(seed, start_url, goal)
+        self.reward = reward
+
+    def validate(self, page: Any, chat_messages: list[Any]) -> tuple[float, bool, str, dict]:
+        done = page.text_content("#out") == "done"
+        return (self.reward if done else 0.0), done, "", {"clicked": done}
+
+
+def page_env(url: str, task: Any = OpenEndedTask, **kwargs: Any) -> BrowserEnv:
+    return BrowserEnv(
+        task_entrypoint=task,
+        task_kwargs={"start_url": url, "goal": "Click the button.", **kwargs},
+        headless=True,
+        pw_chromium_kwargs={"executable_path": CHROMIUM},
+    )
+
+
+def go(obs: dict[str, Any], env: Any) -> str:
+    """The BrowserGym action that clicks the page's trigger (``#go``)."""
+    return f"click('{env.unwrapped.page.get_attribute('#go', 'bid')}')"
+
+
+def ended(daemon: Daemon, session_id: str) -> dict[str, Any]:
+    with Client(daemon.url, daemon.token) as client:
+        events = client.session(session_id).events
+    return next(e for e in events if e.get("type") == "session.ended")
+
+
+def test_a_write_is_held_in_the_browser_and_never_reaches_the_server(daemon: Daemon) -> None:
+    """The defaults (mode ask) and nobody paired: a button's fetch POST is refused by the
+    daemon before it leaves; the step says who refused it, why and the way out."""
+    with WriteServers() as servers:
+        env = ProcessRewardWrapper(
+            page_env(servers.url(FETCH_POST)), url=daemon.url, token=daemon.token,
+            checklist=CHECKLIST,
+        )  # fmt: skip
+        try:
+            obs, info = env.reset()
+            obs, reward, terminated, _, info = env.step(go(obs, env))
+            env.unwrapped.page.wait_for_function(
+                "document.getElementById('out').textContent !== ''"
+            )
+            out = env.unwrapped.page.text_content("#out")
+        finally:
+            env.close()
+        assert servers.count(FETCH_POST.held[0]) == 0  # it never left the browser
+    assert out is not None and out.startswith("failed")  # the page's fetch failed
+    ws = info["webshepherd"]
+    assert ws["decision"] == "auto"  # the daemon's rules predict only: the click ran
+    (commit,) = ws["commits"]
+    assert (commit["method"], commit["kind"], commit["refused"]) == ("POST", "write", True)
+    assert commit["decider"] == "daemon" and commit["mode"] == "ask"
+    assert commit["url"].endswith("/api/order") and "no person is paired" in commit["note"]
+    assert "--sandbox-origin" in commit["way_out"]
+    error = obs["last_action_error"]
+    assert error.startswith(f"POST {servers.home}/api/order refused by daemon (mode ask): ")
+    assert "— way out: `serve --sandbox-origin" in error and "person " not in error.split(":")[0]
+    assert "task_info" in info and (reward, terminated) == (0.0, False)
+
+
+def test_a_submit_that_only_runs_script_runs(daemon: Daemon) -> None:
+    """A MiniWoB-like "Submit" that sends nothing runs whatever it is called."""
+    with WriteServers() as servers:
+        env = ProcessRewardWrapper(
+            page_env(servers.url(MINIWOB_SUBMIT)), url=daemon.url, token=daemon.token,
+            checklist=CHECKLIST,
+        )  # fmt: skip
+        try:
+            obs, _ = env.reset()
+            assert "button 'Submit'" in observation_text(obs)
+            obs, _, _, _, info = env.step(go(obs, env))
+            assert env.unwrapped.page.text_content("#out") == "done"
+        finally:
+            env.close()
+    ws = info["webshepherd"]
+    assert ws["decision"] == "auto" and ws["commits"] == [] and "refused" not in ws
+    assert not obs["last_action_error"]
+
+
+def test_outcomes_are_the_envs_recorded_at_reset_with_the_env_reused(daemon: Daemon) -> None:
+    """Success (terminated, reward > 0), failure (terminated, reward 0), unknown
+    (interrupted): each episode's session ends with the env's own result."""
+    with WriteServers() as servers:
+        env = ProcessRewardWrapper(
+            page_env(servers.url(MINIWOB_SUBMIT), ClickTask, reward=1.0),
+            url=daemon.url,
+            token=daemon.token,
+            checklist=CHECKLIST,
+        )
+        sessions = []
+        try:
+            for reward in (1.0, 0.0, None):
+                if reward is not None:
+                    env.unwrapped.task_kwargs["reward"] = reward
+                obs, info = env.reset()
+                sessions.append(info["webshepherd"]["session_id"])
+                if reward is not None:
+                    obs, got, terminated, _, step_info = env.step(go(obs, env))
+                    assert (got, terminated) == (reward, True)
+                    assert step_info["task_info"] == {"clicked": True}
+        finally:
+            env.close()
+    results = [ended(daemon, sid) for sid in sessions]
+    assert [r["outcome"] for r in results] == ["success", "failure", "unknown"]
+    assert results[0]["answer"] == "the env terminated with reward 1.0"
+    assert results[2]["answer"].startswith("interrupted mid-episode after 0 steps")
+
+
+def test_a_refused_step_returns_the_envs_own_last_info(shop: ShopServer, daemon: Daemon) -> None:
+    done = threading.Event()
+    monitor = decide_every_request(daemon, "reject", done)
+    env = ProcessRewardWrapper(
+        make_env(shop), url=daemon.url, token=daemon.token, approval="always", checklist=CHECKLIST
+    )
+    try:
+        obs, _ = env.reset()
+        obs, _, _, _, info = env.step(f"fill('{bid(obs, 'searchbox')}', 'usb-c cable')")
+        before = {k: v for k, v in info.items() if k != "webshepherd"}
+        deals = f"click('{bid(obs, 'link', 'Deals')}')"
+        obs, _, _, _, info = env.step(deals)
+    finally:
+        done.set()
+        env.close()
+        monitor.join(10)
+    assert "task_info" in before and {k: v for k, v in info.items() if k != "webshepherd"} == before
+    refused = info["webshepherd"]["refused"]
+    assert refused["action"] == deals and refused["decider"] == "person"
+    assert refused["by"] == "monitor:test-monitor" and refused["note"] == "not this link"
+    assert obs["last_action_error"].startswith("refused by person monitor:test-monitor (")
+
+
+def test_a_judging_failure_is_a_reward_none_with_a_reason(tmp_path: Path) -> None:
+    """A judge that writes no checklist the daemon parses (no reference given): the step's
+    reward is None, info says why, and the action runs; nothing raises into the loop."""
+    spec = {"judge": {"default": [0.5, [1], "fine"]}}
+    with daemon_process(tmp_path / "scripted", spec) as scripted, WriteServers() as servers:
+        env = ProcessRewardWrapper(
+            page_env(servers.url(MINIWOB_SUBMIT)), url=scripted.url, token=scripted.token
+        )
+        try:
+            obs, _ = env.reset()
+            obs, _, _, _, info = env.step(go(obs, env))
+            assert env.unwrapped.page.text_content("#out") == "done"  # it ran
+        finally:
+            env.close()
+    ws = info["webshepherd"]
+    assert ws["reward"] is None and ws["reason"].startswith("the judge gave no judgement: ")
+    assert "checklist" in ws["reason"]
+
+
+def test_the_daemon_is_named_by_webshepherd_url_as_the_client_does(
+    daemon: Daemon, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WEBSHEPHERD_URL", daemon.url)
+    monkeypatch.setenv("WEBSHEPHERD_TOKEN", daemon.token)
+    with WriteServers() as servers:
+        env = ProcessRewardWrapper(page_env(servers.url(MINIWOB_SUBMIT)), checklist=CHECKLIST)
+        try:
+            assert env.client.url == daemon.url
+            _, info = env.reset()
+        finally:
+            env.close()
+    assert ended(daemon, info["webshepherd"]["session_id"])["outcome"] == "unknown"
