@@ -9,6 +9,8 @@
  * approvals changed.
  */
 import { cardLines, cropOf } from "./card-view.js";
+import { decisionLines, requestLines } from "./request-card.js";
+import { rewardText } from "./reward-text.js";
 import { displayText } from "./display-text.js";
 import { HOW_TO_PAIR, sendToWorker, type Decision, type PendingApproval, type ToPages } from "./messages.js";
 import type { ApprovalRequest } from "./protocol.gen.js";
@@ -82,6 +84,48 @@ function cardFields(req: ApprovalRequest): HTMLElement {
   return dl;
 }
 
+/** A paused request's card: the headline, then exactly what would be sent and what caused it. */
+function requestFields(req: ApprovalRequest): HTMLElement | null {
+  const r = requestLines(req);
+  if (!r) return null;
+  const dl = el("dl", { className: "card" });
+  dl.dataset.testid = "ws-request";
+  const row = (name: string, testid: string, value: Node | string) => {
+    const dd = el("dd", {}, value);
+    dd.dataset.testid = testid;
+    dl.append(el("dt", {}, name), dd);
+  };
+  row("Method", "ws-request-method", r.method);
+  row("URL", "ws-request-url", r.url);
+  row("Fields", "ws-request-fields", r.fields.length > 0 ? el("ul", {}, ...r.fields.map((f) => el("li", {}, f))) : "—");
+  row("Body", "ws-request-body", r.body);
+  row("Target origin", "ws-request-origin", r.origin);
+  row("Caused by", "ws-request-trigger", r.trigger);
+  if (r.page) row("From page", "ws-request-page", r.page);
+  return dl;
+}
+
+/** The paused requests decided lately, newest first: what, who decided, why, the way out. */
+async function recentDecisions(): Promise<HTMLElement> {
+  const recent = await sendToWorker({ kind: "commits.recent" });
+  const box = el("section", { className: "recent" });
+  box.dataset.testid = "ws-recent";
+  if (recent.length === 0) return box;
+  box.append(el("h2", {}, "Requests decided"));
+  for (const d of [...recent].reverse()) {
+    const item = el("div", { className: "decided" });
+    item.dataset.testid = "ws-decided";
+    item.dataset.status = d.decision.status;
+    item.dataset.decider = d.decision.decider ?? "";
+    item.append(
+      el("code", {}, displayText(`${d.request.method} ${d.request.url}`)),
+      ...decisionLines(d.decision, d.flagged).map((line) => el("div", {}, line)),
+    );
+    box.append(item);
+  }
+  return box;
+}
+
 export function mountApprovals(root: HTMLElement, via: "panel" | "popup"): void {
   const status = el("p", { className: "status" });
   status.setAttribute("role", "status");
@@ -89,7 +133,8 @@ export function mountApprovals(root: HTMLElement, via: "panel" | "popup"): void 
   list.dataset.testid = "ws-approvals";
   const unpaired = el("p", { className: "unpaired", hidden: true }, HOW_TO_PAIR);
   unpaired.dataset.testid = "ws-unpaired";
-  root.append(unpaired, list, status);
+  const recent = el("div");
+  root.append(unpaired, list, status, recent);
   let paired = false; // only a paired browser gets decision controls
 
   const decide = async (requestId: string, decision: Decision, action: string | null) => {
@@ -124,16 +169,17 @@ export function mountApprovals(root: HTMLElement, via: "panel" | "popup"): void 
       if (ev.key === "Enter") void decide(req.request_id, "edit", edit.value);
       if (ev.key === "Escape") edit.hidden = true;
     };
+    const commit = requestFields(req); // a paused request: approved or rejected as it is, never edited
     c.onkeydown = (ev) => {
       if (ev.altKey || ev.ctrlKey || ev.metaKey) return;
       const k = ev.key.toLowerCase();
       if (k === "a") approve.click();
       else if (k === "r") reject.click();
-      else if (k === "e") editBtn.click();
+      else if (k === "e" && !commit) editBtn.click();
       else return;
       ev.preventDefault();
     };
-    const reward = req.reward === null || req.reward === undefined ? "n/a" : req.reward.toFixed(2);
+    const reward = rewardText(req.reward);
     const crop = cropCanvas(req);
     if (!paired) c.onkeydown = null;
     c.append(
@@ -155,6 +201,7 @@ export function mountApprovals(root: HTMLElement, via: "panel" | "popup"): void 
     unpaired.textContent = `${pairing.note ? `${pairing.note} ` : ""}${HOW_TO_PAIR}`;
     const pending = await sendToWorker({ kind: "approvals.list" });
     list.replaceChildren(...(pending.length > 0 ? pending.map(card) : [el("p", {}, "No approval is waiting.")]));
+    recent.replaceChildren(await recentDecisions());
   };
 
   chrome.runtime.onMessage.addListener((msg: ToPages) => {

@@ -4,7 +4,8 @@
  * overlay's state and approvals.
  */
 import { showBadge } from "./badge.js";
-import { detachTab } from "./capture/cdp.js";
+import { detachTab, onDetached } from "./capture/cdp.js";
+import { CommitGate, type Paused } from "./commit-gate.js";
 import { DaemonConnection, type ConnState } from "./connection.js";
 import { NavHistory } from "./demonstration-nav.js";
 import type { PairingState, SessionView, ToPages, ToWorker } from "./messages.js";
@@ -12,7 +13,7 @@ import { sendToTab } from "./messages.js";
 import { observeTab } from "./observe-tab.js";
 import { handleHook, type HookContext } from "./hook-handler.js";
 import { originOf } from "./page-hook.js";
-import type { ServerMessage } from "./protocol.gen.js";
+import type { CommitDecided, ServerMessage } from "./protocol.gen.js";
 import { SessionViews } from "./session-views.js";
 import { loadSettings, saveSettings, type Settings } from "./settings.js";
 import { TabSessions } from "./tab-sessions.js";
@@ -27,6 +28,36 @@ let pairingNote: string | null = null;
 /** The last AX-tree text sent per tab, so `score` re-sends `observe` only when the page changed. */
 const lastSent = new Map<number, string>();
 
+/** Whether this browser holds commits: it carries a person's pairing (while the connection is
+ * down, a request that commits fails closed rather than going unasked). */
+const holding = () => Boolean(settings?.approver);
+
+const gate = new CommitGate({
+  session: (tabId) => sessions.get(tabId),
+  holding,
+  connection: () => conn,
+  trigger: (sessionId) => views.lastDecided(sessionId),
+  decided: (_tabId, answer) => commitDecided(answer),
+});
+sessions.onChange = (tabId) => gate.sync(tabId);
+onDetached((tabId) => gate.detached(tabId));
+
+chrome.debugger.onEvent.addListener((source, method, params) => {
+  if (method !== "Fetch.requestPaused" || source.tabId === undefined) return;
+  const tabId = source.tabId;
+  void ready.then(() => gate.paused(tabId, params as unknown as Paused));
+});
+
+/** Every followed tab's hold as the pairing says now. */
+function syncHolds() {
+  for (const tab of sessions.tabs()) void gate.sync(tab).catch((err) => console.warn("webshepherd: commit hold", err));
+}
+
+/** A paused request decided (our own check's reply, or an event of another client's). */
+function commitDecided(answer: CommitDecided) {
+  pushView(views.commitDecided(answer));
+  approvalsChanged();
+}
 function refreshBadge(detail?: string) {
   void showBadge(views.pendingApprovals() > 0 && connState === "connected" ? "approval" : connState, detail);
 }
@@ -49,6 +80,18 @@ function fromOwnPage(sender: chrome.runtime.MessageSender): boolean {
 
 function onEvent(msg: ServerMessage) {
   switch (msg.type) {
+    case "observed":
+      if (msg.session_id && sessions.tabsOf(msg.session_id).length > 0) {
+        pushView(views.observed(msg.session_id, msg.step, msg.url ?? null, msg.axtree ?? null));
+      }
+      break;
+    case "mode.set":
+      pushView(views.mode(msg.session_id, msg.mode));
+      approvalsChanged();
+      break;
+    case "commit.decided":
+      if (sessions.tabsOf(msg.session_id).length > 0) commitDecided(msg);
+      break;
     case "checklist":
       pushView(views.checklist(msg.session_id, msg.items));
       break;
@@ -94,7 +137,29 @@ function onEvent(msg: ServerMessage) {
 
 async function resubscribe() {
   const ids = sessions.sessionIds();
-  if (conn && ids.length > 0) await conn.request({ type: "subscribe", sessions: ids }).catch(() => undefined);
+  if (!conn || ids.length === 0) return;
+  await conn.request({ type: "subscribe", sessions: ids }).catch(() => undefined);
+  // the followed sessions' modes (the side panel's control)
+  const listed = await conn.request({ type: "sessions.list", limit: 1000 }).catch(() => null);
+  if (listed?.type !== "sessions") return;
+  for (const summary of listed.sessions) if (ids.includes(summary.session_id)) pushView(views.mode(summary.session_id, summary.mode));
+  approvalsChanged();
+}
+
+/** The connection the page hook uses: a session it starts says this browser holds its
+ * commits (while paired), and the started session's mode is noted. */
+function hookConnection(): DaemonConnection | null {
+  const c = conn;
+  if (!c) return null;
+  const wrapped = Object.create(c) as DaemonConnection;
+  const request = async (msg: Parameters<DaemonConnection["request"]>[0], timeoutMs?: number) => {
+    const out = msg.type === "session.start" && holding() ? { ...msg, holds: "browser" as const } : msg;
+    const reply = await c.request(out, timeoutMs);
+    if (reply.type === "session.started") views.mode(reply.session_id, reply.mode);
+    return reply;
+  };
+  wrapped.request = request as DaemonConnection["request"];
+  return wrapped;
 }
 
 function connect() {
@@ -131,7 +196,10 @@ async function sendObserve(tabId: number, force = false): Promise<number | null>
   if (!force && lastSent.get(tabId) === observation.axtree) return null;
   const reply = await conn.request({ type: "observe", session_id: s.sessionId, ...observation });
   lastSent.set(tabId, observation.axtree);
-  return reply.type === "observed" ? reply.step : null;
+  if (reply.type !== "observed") return null;
+  // a new page: what was scored on the old one goes from the overlay before anything new is drawn
+  pushView(views.observed(s.sessionId, reply.step, observation.url, observation.axtree));
+  return reply.step;
 }
 
 // -- demonstrations: the person's own actions, recorded with source "human" --------------
@@ -215,7 +283,7 @@ chrome.webNavigation.onCommitted.addListener((details) => {
 });
 
 const hookContext: HookContext = {
-  connection: () => conn,
+  connection: hookConnection,
   sessions,
   views,
   settings: () => settings,
@@ -231,12 +299,14 @@ const ready = (async () => {
   settings = await loadSettings();
   for (const id of sessions.sessionIds()) views.ensure(id);
   connect();
+  syncHolds();
 })();
 
 chrome.storage.onChanged.addListener((changes, area) => {
   if (area !== "local" || !(changes.url || changes.token || changes.flags || changes.pageHook || changes.approver)) return;
   void ready.then(async () => {
     settings = await loadSettings();
+    if (changes.approver) syncHolds();
     // a new credential is already in force on this connection (the `paired` reply); one removed is not
     if (changes.url || changes.token || (changes.approver && !settings.approver)) connect();
   });
@@ -280,6 +350,25 @@ chrome.runtime.onMessage.addListener((msg: ToWorker, sender, sendResponse) => {
       }
       if (msg.kind === "approvals.list") {
         return sendResponse(fromOwnPage(sender) ? views.pending() : []);
+      }
+      if (msg.kind === "sessions.modes") {
+        return sendResponse(fromOwnPage(sender) ? views.modes(sessions.sessionIds()) : []);
+      }
+      if (msg.kind === "commits.recent") {
+        return sendResponse(fromOwnPage(sender) ? views.recentCommits() : []);
+      }
+      if (msg.kind === "session.mode") {
+        // only a person sets a mode: the side panel is an extension page no web page can script
+        if (!fromOwnPage(sender)) return sendResponse({ ok: false, error: "a session's mode is set only in the extension's side panel" });
+        if (!conn || conn.state !== "connected") return sendResponse({ ok: false, error: "not connected to the daemon" });
+        if (!["ask", "watch", "stop"].includes(msg.mode)) return sendResponse({ ok: false, error: `mode: one of ask, watch, stop (got ${String(msg.mode)})` });
+        try {
+          const set = await conn.request({ type: "session.mode", session_id: msg.sessionId, mode: msg.mode });
+          if (set.type === "mode.set") onEvent(set); // our own change comes back as a reply
+          return sendResponse({ ok: true });
+        } catch (err) {
+          return sendResponse({ ok: false, error: (err as Error).message });
+        }
       }
       if (msg.kind === "pairing.state") {
         return sendResponse(fromOwnPage(sender) ? pairingState() : { paired: false, name: null, note: null });

@@ -6,6 +6,7 @@
  */
 import { displayText } from "./display-text.js";
 import type { ApprovalRequest } from "./protocol.gen.js";
+import { rewardText as fmt } from "./reward-text.js";
 
 export interface CardLines {
   action: string;
@@ -18,7 +19,6 @@ export interface CardLines {
   others: string[];
 }
 
-const fmt = (r: number | null | undefined): string => (r === null || r === undefined ? "—" : r.toFixed(3));
 
 /** Why the step waits for a person: the reward policy's reason, then each guard rule met. */
 export function whyItWaits(req: ApprovalRequest): string[] {

@@ -1,6 +1,6 @@
 /** Typed messages between the service worker and the content script. */
 import type { HookReply, HookRequest } from "./page-hook.js";
-import type { ApprovalRequest, Candidate, ChecklistItem, Scored } from "./protocol.gen.js";
+import type { ApprovalRequest, Candidate, ChecklistItem, CommitDecided, Scored } from "./protocol.gen.js";
 import type { TabSession } from "./tab-sessions.js";
 
 /** What the overlay draws for a session; the worker keeps it so a reloaded page can redraw. */
@@ -10,7 +10,17 @@ export interface SessionView {
   checklist: ChecklistItem[];
   /** Best reward of each scored step, in order. */
   rewards: (number | null)[];
-  last: { candidates: Candidate[]; scored: Scored } | null;
+  /** The latest scoring, only while it belongs to the current observation (`step`): a new
+   *  observation or a step held on a new page clears it, so nothing stale is drawn. `targets`:
+   *  each candidate's target as the observation's AX tree names it (role and name), or null. */
+  last: { candidates: Candidate[]; scored: Scored; targets: (string | null)[] } | null;
+  /** The current observation: its step and URL (null: none seen yet). */
+  step: number | null;
+  url: string | null;
+  /** The session's mode (ask / watch / stop); null: not known yet. */
+  mode: CommitMode | null;
+  /** Requests that committed unheld (watch mode, a sandbox origin), newest last: the overlay's notes. */
+  flags: string[];
   /** Feedback streaming in for the current request, per candidate. */
   progress: Record<number, string>;
   approvals: ApprovalRequest[];
@@ -47,6 +57,18 @@ export interface PendingApproval {
 
 export type Decision = "approve" | "reject" | "edit";
 
+export type CommitMode = "ask" | "watch" | "stop";
+
+/** A followed session as the side panel's mode control lists it. */
+export interface SessionMode {
+  sessionId: string;
+  intent: string;
+  mode: CommitMode | null;
+}
+
+/** A paused request the daemon decided, as the extension's pages show it (newest last). */
+export type RecentCommit = Pick<CommitDecided, "session_id" | "request" | "decision" | "flagged">;
+
 /** content -> worker; the `Reply` type is what `sendResponse` gets. */
 export type ToWorker =
   | { kind: "hook"; request: HookRequest }
@@ -54,6 +76,11 @@ export type ToWorker =
   /** side panel / popup -> worker (refused from anything but the extension's own pages) */
   | { kind: "approval.decide"; requestId: string; decision: Decision; action: string | null; via: "panel" | "popup" }
   | { kind: "approvals.list" }
+  /** side panel -> worker: the followed sessions and their modes; a paired person sets one */
+  | { kind: "sessions.modes" }
+  | { kind: "session.mode"; sessionId: string; mode: CommitMode }
+  /** side panel / popup -> worker: the paused requests decided lately */
+  | { kind: "commits.recent" }
   /** options page -> worker: pair with a one-time code from `webshepherd pair extension` */
   | { kind: "pair"; code: string }
   /** own pages -> worker: whether this browser may decide */
@@ -71,6 +98,10 @@ export type WorkerReply<M extends ToWorker> = M extends { kind: "hook" }
     ? { session: TabSession | null; view: SessionView | null; hook: boolean }
     : M extends { kind: "approvals.list" }
       ? PendingApproval[]
+      : M extends { kind: "sessions.modes" }
+        ? SessionMode[]
+      : M extends { kind: "commits.recent" }
+        ? RecentCommit[]
       : M extends { kind: "pairing.state" }
         ? PairingState
       : M extends { kind: "demonstration.state" }

@@ -1,6 +1,49 @@
 /** The overlay's state per session, updated from daemon messages (pure; the worker owns one). */
-import type { PendingApproval, SessionView, TreeBranch } from "./messages.js";
-import type { ApprovalRequest, Candidate, ChecklistItem, Scored, Signal, TreeNodeEvent } from "./protocol.gen.js";
+import { targetBid } from "./action-strings.js";
+import type { CommitMode, PendingApproval, RecentCommit, SessionMode, SessionView, TreeBranch } from "./messages.js";
+import type { ApprovalRequest, Candidate, ChecklistItem, CommitDecided, Scored, Signal, TreeNodeEvent } from "./protocol.gen.js";
+
+/** How many flagged commits a view keeps, and how many decided requests the panel lists. */
+const MAX_FLAGS = 5;
+const MAX_RECENT = 20;
+
+/** `role 'name'` of the element with `bid` in an AX tree's text (BrowserGym's lines:
+ * `[bid] role 'name' ...`), or null when the tree has no such element. Raw: show it through
+ * displayText. */
+export function axTarget(axtree: string, bid: string): string | null {
+  const esc = bid.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  const m = new RegExp(`^[\\t ]*\\[${esc}\\] (\\S+)(?: (['"])((?:\\\\.|(?!\\2).)*)\\2)?`, "m").exec(axtree);
+  if (!m) return null;
+  return m[3] ? `${m[1]} “${m[3]}”` : m[1]!;
+}
+
+/** Whether two URLs show the same document (a fragment apart). */
+export function sameDocument(a: string, b: string): boolean {
+  return a.split("#")[0] === b.split("#")[0];
+}
+
+/** What of a view belongs on the page at `href`: the scores (and their outlines) only when
+ * they were scored on this page's observation; held steps' outlines only for the current one. */
+export function drawable(v: SessionView, href: string): { last: SessionView["last"]; outlined: SessionView["approvals"] } {
+  const here = v.url === null || sameDocument(v.url, href);
+  const last = here && v.last && (v.step === null || v.last.scored.step === v.step) ? v.last : null;
+  const outlined = here ? v.approvals.filter((a) => a.reason !== "commit" && (v.step === null || a.step === v.step)) : [];
+  return { last, outlined };
+}
+
+/** The note the overlay shows for a request that committed unheld: `committed: POST shop.test/orders`. */
+export function committedNote(d: Pick<CommitDecided, "request">): string {
+  const r = d.request;
+  let where = r.url;
+  try {
+    const u = new URL(r.url);
+    where = `${u.host}${u.pathname === "/" ? "" : u.pathname}`;
+  } catch {
+    // not a URL the browser parses: shown as it is
+  }
+  const what = r.kind === "download" ? "download" : r.kind === "navigation" ? "opened" : r.method;
+  return `committed: ${what} ${where}`;
+}
 
 /** What a `tree.node` event's kind says the search is doing. */
 const DOING: Record<string, string> = {
@@ -22,6 +65,9 @@ export class SessionViews {
   private views = new Map<string, SessionView>();
   /** Per session, each reported node's parent and depth (to name the branch being tried). */
   private trees = new Map<string, Map<number, { parent: number | null; depth: number }>>();
+  /** Per session, the current observation's AX tree (to name candidates' targets). */
+  private axtrees = new Map<string, string>();
+  private recent: RecentCommit[] = [];
 
   get(sessionId: string): SessionView | null {
     return this.views.get(sessionId) ?? null;
@@ -30,7 +76,7 @@ export class SessionViews {
   ensure(sessionId: string, intent = ""): SessionView {
     let v = this.views.get(sessionId);
     if (!v) {
-      v = { sessionId, intent, checklist: [], rewards: [], last: null, progress: {}, approvals: [], stalled: null, tree: null };
+      v = { sessionId, intent, checklist: [], rewards: [], last: null, step: null, url: null, mode: null, flags: [], progress: {}, approvals: [], stalled: null, tree: null };
       this.views.set(sessionId, v);
     }
     if (intent) v.intent = intent;
@@ -52,19 +98,47 @@ export class SessionViews {
     return v.progress[candidate]!;
   }
 
+  /** A new observation of the session's page (`step`, its URL and AX tree): what was scored on
+   * an earlier one no longer belongs on the page, so it goes before anything new is drawn. */
+  observed(sessionId: string, step: number, url: string | null, axtree: string | null): SessionView {
+    const v = this.ensure(sessionId);
+    if (v.step !== null && step < v.step) return v; // a late event of an older page
+    this.advance(v, step);
+    v.url = url;
+    if (axtree !== null) this.axtrees.set(sessionId, axtree);
+    return v;
+  }
+
+  /** Moves the view to observation `step`, dropping what was scored on an earlier one. */
+  private advance(v: SessionView, step: number): void {
+    if (v.step !== null && step <= v.step) return;
+    if (step > (v.step ?? -1) && v.step !== null) v.url = null; // not known until observed
+    v.step = step;
+    if (v.last && v.last.scored.step < step) v.last = null;
+    v.progress = {};
+  }
+
   /** A scored step; `candidates` from our own request, or from the event itself. */
   scored(scored: Scored, candidates: Candidate[] | undefined): SessionView {
     const v = this.ensure(scored.session_id);
     const cands = candidates ?? (scored.candidates as Candidate[] | undefined) ?? [];
     const best = scored.results.find((r) => r.index === scored.best)?.reward ?? null;
-    if (v.last?.scored.step === scored.step) {
+    const same = v.last?.scored.step === scored.step;
+    if (same) {
       // the same step again (our reply and the subscription's event, or a re-score): replace it
       if (cands.length === 0) return v;
       v.rewards[v.rewards.length - 1] = best;
     } else {
       v.rewards.push(best);
     }
-    v.last = { candidates: cands, scored };
+    if (v.step !== null && scored.step < v.step) return v; // scored on a page no longer shown: the curve only
+    this.advance(v, scored.step);
+    const axtree = this.axtrees.get(scored.session_id) ?? "";
+    const targets = cands.map((c) => {
+      const bid = targetBid(c.action);
+      return bid === null ? null : axTarget(axtree, bid);
+    });
+    v.last = { candidates: cands, scored, targets };
     v.progress = {};
     // a stall at step t holds through step t+1's scoring (its action may stall again)
     if (v.stalled && scored.step >= v.stalled.step + 2) v.stalled = null;
@@ -93,6 +167,8 @@ export class SessionViews {
 
   approval(req: ApprovalRequest): SessionView {
     const v = this.ensure(req.session_id);
+    // a step held on a newer page: the older page's scores go (a paused request is of this page)
+    if (req.reason !== "commit") this.advance(v, req.step);
     if (!v.approvals.some((a) => a.request_id === req.request_id)) v.approvals.push(req);
     v.progress = {}; // the step is scored: its feedback is the request's, parsed
     return v;
@@ -105,6 +181,44 @@ export class SessionViews {
       if (v.approvals.length !== n) return v;
     }
     return null;
+  }
+
+  /** The session's mode, from `session.started`, `mode.set` or a session summary. */
+  mode(sessionId: string, mode: CommitMode | null | undefined): SessionView | null {
+    if (!mode) return null;
+    const v = this.ensure(sessionId);
+    v.mode = mode;
+    return v;
+  }
+
+  /** A paused request decided: kept for the panel; one that ran flagged becomes an overlay note. */
+  commitDecided(d: CommitDecided): SessionView | null {
+    this.recent.push({ session_id: d.session_id, request: d.request, decision: d.decision, flagged: d.flagged ?? false });
+    if (this.recent.length > MAX_RECENT) this.recent.splice(0, this.recent.length - MAX_RECENT);
+    const v = this.views.get(d.session_id);
+    if (!v) return null;
+    if (d.decision.mode) v.mode = d.decision.mode;
+    if (!d.flagged) return v;
+    v.flags = [...v.flags, committedNote(d)].slice(-MAX_FLAGS);
+    return v;
+  }
+
+  /** The paused requests decided lately, newest last. */
+  recentCommits(): RecentCommit[] {
+    return [...this.recent];
+  }
+
+  /** The followed sessions and their modes (the side panel's control). */
+  modes(ids: readonly string[]): SessionMode[] {
+    return ids.map((id) => this.ensure(id)).map((v) => ({ sessionId: v.sessionId, intent: v.intent, mode: v.mode }));
+  }
+
+  /** The action of the session's latest decided step and its target's bid (what most likely
+   * caused a request paused now), or null. */
+  lastDecided(sessionId: string): { action: string; element: string | null } | null {
+    const d = this.views.get(sessionId)?.last?.scored.decision;
+    if (!d?.action || (d.status !== "auto" && d.status !== "approved" && d.status !== "edited")) return null;
+    return { action: d.action, element: targetBid(d.action) };
   }
 
   /** Every open approval request, oldest session first (what the side panel and popup list). */
@@ -121,6 +235,7 @@ export class SessionViews {
   drop(sessionId: string): void {
     this.views.delete(sessionId);
     this.trees.delete(sessionId);
+    this.axtrees.delete(sessionId);
   }
 }
 

@@ -20,6 +20,13 @@ const KEY = "tabSessions";
 
 export class TabSessions {
   private map = new Map<number, TabSession>();
+  /** Awaited after a tab's session is set or removed (the worker turns the tab's commit hold
+   * on or off before the page hears its session started). */
+  onChange: ((tabId: number) => Promise<void>) | null = null;
+
+  private async changed(tabId: number): Promise<void> {
+    await this.onChange?.(tabId).catch((err: unknown) => console.warn("webshepherd: tab session change", err));
+  }
 
   async load(): Promise<void> {
     const got = await chrome.storage.session.get(KEY);
@@ -34,6 +41,11 @@ export class TabSessions {
     return this.map.get(tabId);
   }
 
+  /** Every tab that follows a session. */
+  tabs(): number[] {
+    return [...this.map.keys()];
+  }
+
   tabsOf(sessionId: string): number[] {
     return [...this.map].filter(([, s]) => s.sessionId === sessionId).map(([t]) => t);
   }
@@ -45,9 +57,12 @@ export class TabSessions {
   async set(tabId: number, s: TabSession): Promise<void> {
     this.map.set(tabId, s);
     await this.save();
+    await this.changed(tabId);
   }
 
   async remove(tabId: number): Promise<void> {
-    if (this.map.delete(tabId)) await this.save();
+    if (!this.map.delete(tabId)) return;
+    await this.save();
+    await this.changed(tabId);
   }
 }

@@ -40,8 +40,8 @@ test("the card's lines: target, destination, typed, thought, feedback, others, a
   assert.equal(c.typed, "“\\u202e91\\u202c”");
   assert.equal(c.thought, "Pay \\u202eevil\\u202c now.");
   assert.equal(c.feedback, "The button places the order.");
-  assert.deepEqual(c.others, ["#2  0.400  go_back()", "#1  —  scroll(0, 300)"]);
-  assert.deepEqual(c.why, ["reward 0.120 is below the threshold 0.30"]);
+  assert.deepEqual(c.others, ["#2  0.40  go_back()", "#1  n/a  scroll(0, 300)"]);
+  assert.deepEqual(c.why, ["reward 0.12 is below the threshold 0.30"]);
 });
 
 test("without a card: the request's own thought and feedback, no target", () => {
@@ -59,7 +59,7 @@ test("a target not in the AX tree says so", () => {
 });
 
 test("why it waits: each reason, and every guard hit after it", () => {
-  assert.deepEqual(whyItWaits(request({ reason: "reward_drop" })), ["reward 0.120 dropped from the previous step's"]);
+  assert.deepEqual(whyItWaits(request({ reason: "reward_drop" })), ["reward 0.12 dropped from the previous step's"]);
   assert.deepEqual(whyItWaits(request({ reason: "always" })), ["the agent asks a person at every step"]);
   const guarded = request({
     reason: "guarded",
@@ -70,7 +70,7 @@ test("why it waits: each reason, and every guard hit after it", () => {
     ],
   });
   assert.deepEqual(whyItWaits(guarded), [
-    "a guard holds it whatever the reward (0.950)",
+    "a guard holds it whatever the reward (0.95)",
     "⚠ form_submit: submits a POST form to /checkout",
     "⚠ name_match: its name holds \\u2066pay\\u2069",
   ]);

@@ -3,10 +3,18 @@
 export type CdpSend = <T = any>(method: string, params?: Record<string, unknown>) => Promise<T>;
 
 const attached = new Set<number>();
+const detachListeners: ((tabId: number) => void)[] = [];
 
 chrome.debugger?.onDetach?.addListener((source) => {
-  if (source.tabId !== undefined) attached.delete(source.tabId);
+  if (source.tabId === undefined) return;
+  attached.delete(source.tabId);
+  for (const fn of detachListeners) fn(source.tabId);
 });
+
+/** Calls `fn` when a tab's attachment goes away (the tab closed, the person cancelled it). */
+export function onDetached(fn: (tabId: number) => void): void {
+  detachListeners.push(fn);
+}
 
 /** Attaches (once) and returns a `send` bound to the tab. */
 export async function cdpForTab(tabId: number): Promise<CdpSend> {

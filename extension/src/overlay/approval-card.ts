@@ -8,6 +8,7 @@
 import type { ApprovalRequest } from "../protocol.gen.js";
 import { rewardColour } from "./reward-colour.js";
 import { displayText } from "../display-text.js";
+import { rewardText } from "../reward-text.js";
 import { stepLabel } from "../steps.js";
 
 export const WHERE_TO_DECIDE = "Decide in webshepherd's side panel or its toolbar popup, or in the TUI.";
@@ -24,11 +25,22 @@ export function approvalCard(req: ApprovalRequest): HTMLElement {
   card.dataset.testid = "ws-approval";
   card.dataset.requestId = req.request_id;
   card.setAttribute("aria-label", "Approval needed");
-  const reward = req.reward === null || req.reward === undefined ? "n/a" : req.reward.toFixed(2);
+  const reward = rewardText(req.reward);
   const rewardEl = el("strong", {}, reward);
   rewardEl.style.color = rewardColour(req.reward);
+  const headline = req.card?.headline;
+  if (req.reason === "commit") {
+    // a request the browser paused: what it would send, in plain words, no reward
+    card.append(
+      el("h3", {}, displayText(headline ?? "Waiting for a person: a request that commits")),
+      el("code", {}, displayText(`${req.card?.request?.method ?? ""} ${req.card?.request?.url ?? ""}`.trim())),
+      el("p", { className: "where" }, WHERE_TO_DECIDE),
+    );
+    return card;
+  }
   card.append(
     el("h3", {}, `Waiting for a person: ${stepLabel(req.step)} (${displayText(req.reason.replace(/_/g, " "))})`),
+    ...(headline ? [el("p", { className: "headline" }, displayText(headline))] : []),
     el("code", {}, displayText(req.candidate.action)),
     el("div", {}, "reward ", rewardEl),
     el("div", { className: "feedback" }, displayText(req.feedback ?? "", { multiline: true })),

@@ -11,12 +11,14 @@ import { approvalCard } from "./approval-card.js";
 import { drawOutlines } from "./outlines.js";
 import { rewardColour } from "./reward-colour.js";
 import { rewardCurvePoints } from "./reward-curve.js";
-import { streamedFeedback, treeLine } from "../session-views.js";
+import { drawable, streamedFeedback, treeLine } from "../session-views.js";
+import { rewardText } from "../reward-text.js";
 import { displayText } from "../display-text.js";
 import { OVERLAY_CSS } from "./styles.js";
 import { stepLabel } from "../steps.js";
 
 const POS_KEY = "overlayPosition";
+
 
 function h<K extends keyof HTMLElementTagNameMap>(tag: K, cls = "", text = ""): HTMLElementTagNameMap[K] {
   const e = document.createElement(tag);
@@ -113,6 +115,19 @@ export class Overlay {
     this.title.textContent = v.intent ? `webshepherd · ${displayText(v.intent)}` : "webshepherd";
     const parts: HTMLElement[] = [];
     for (const req of v.approvals) parts.push(approvalCard(req));
+    const { last } = drawable(v, location.href);
+
+    if (v.mode) {
+      const mode = h("div", "mode", `mode: ${v.mode}`);
+      mode.dataset.testid = "ws-mode";
+      parts.push(mode);
+    }
+    for (const note of v.flags) {
+      const flag = h("div", "committed", displayText(note));
+      flag.dataset.testid = "ws-committed";
+      flag.setAttribute("role", "status");
+      parts.push(flag);
+    }
 
     if (v.tree) {
       const line = h("div", "tree", displayText(treeLine(v.tree)));
@@ -128,7 +143,6 @@ export class Overlay {
       parts.push(note);
     }
 
-    const last = v.last;
     const scoredItems = last ? (last.scored.results.find((r) => r.index === last.scored.best)?.items ?? []) : [];
     const list = h("ul");
     list.dataset.testid = "ws-checklist";
@@ -164,10 +178,16 @@ export class Overlay {
       for (const res of order) {
         const li = h("li", res.index === last.scored.best ? "cand best" : "cand");
         li.dataset.testid = "ws-candidate";
-        const reward = h("span", "reward", res.reward === null ? "n/a" : res.reward.toFixed(2));
+        const reward = h("span", "reward", rewardText(res.reward));
         reward.style.color = rewardColour(res.reward);
         const action = h("code", "action", displayText(last.candidates[res.index]?.action ?? `#${res.index}`));
         li.append(reward, action);
+        const target = last.targets?.[res.index];
+        if (target) {
+          const t = h("span", "target", displayText(target));
+          t.dataset.testid = "ws-candidate-target";
+          li.append(t);
+        }
         cands.append(li);
       }
       const box = h("div");
@@ -180,7 +200,7 @@ export class Overlay {
     // streaming: the feedback part of each candidate's text; scored: the best candidate's
     // parsed feedback (a held step's: its request's, the held candidate being the best)
     const best = last?.scored.results.find((r) => r.index === last.scored.best);
-    const held = v.approvals.filter((a) => last === null || a.step > last.scored.step).at(-1);
+    const held = v.approvals.filter((a) => a.reason !== "commit" && (last === null || a.step > last.scored.step)).at(-1);
     const scoredFeedback = held ? (held.card?.feedback ?? held.feedback ?? "") : (best?.feedback ?? "");
     feedback.textContent = Object.keys(this.progress).length > 0 ? this.streaming() : displayText(scoredFeedback, { multiline: true });
     const fb = h("div");
@@ -193,7 +213,7 @@ export class Overlay {
       svg.setAttribute("viewBox", "0 0 300 40");
       svg.setAttribute("preserveAspectRatio", "none");
       svg.setAttribute("role", "img");
-      svg.setAttribute("aria-label", `reward curve: ${v.rewards.map((r) => (r === null ? "n/a" : r.toFixed(2))).join(", ")}`);
+      svg.setAttribute("aria-label", `reward curve: ${v.rewards.map(rewardText).join(", ")}`);
       svg.dataset.testid = "ws-curve";
       const line = document.createElementNS(NS, "polyline");
       line.setAttribute("points", rewardCurvePoints(v.rewards, 300, 40));
@@ -213,16 +233,17 @@ export class Overlay {
     const v = this.view;
     if (!v) return;
     const specs = [];
-    for (const req of v.approvals) {
+    const { last, outlined } = drawable(v, location.href);
+    for (const req of outlined) {
       const bid = targetBid(req.candidate.action);
       if (bid) specs.push({ bid, colour: rewardColour(req.reward), label: `approve? ${displayText(req.candidate.action)}`, best: true });
     }
-    if (v.last) {
-      for (const res of v.last.scored.results) {
-        const bid = targetBid(v.last.candidates[res.index]?.action ?? "");
+    if (last) {
+      for (const res of last.scored.results) {
+        const bid = targetBid(last.candidates[res.index]?.action ?? "");
         if (!bid) continue;
-        const best = res.index === v.last.scored.best;
-        specs.push({ bid, colour: rewardColour(res.reward), label: `${res.reward === null ? "n/a" : res.reward.toFixed(2)}${best ? " ★" : ""}`, best });
+        const best = res.index === last.scored.best;
+        specs.push({ bid, colour: rewardColour(res.reward), label: `${rewardText(res.reward)}${best ? " ★" : ""}`, best });
       }
     }
     drawOutlines(this.layer, specs);

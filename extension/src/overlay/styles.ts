@@ -29,4 +29,8 @@ code { font: 11px ui-monospace, monospace; word-break: break-all; }
 svg { width: 100%; height: 40px; background: #f6f8fa; border-radius: 4px; }
 .approval { border: 2px solid #bf8700; border-radius: 6px; padding: 6px; display: grid; gap: 6px; background: #fff8c5; }
 .approval .where { margin: 0; font-weight: 600; }
+.approval .headline { margin: 0; }
+.cand .target { grid-column: 2; color: #57606a; font-size: 11px; }
+.committed { background: #ffebe9; border: 1px solid #cf222e; border-radius: 4px; padding: 2px 4px; font: 11px ui-monospace, monospace; }
+.mode { font-size: 11px; color: #57606a; }
 `;

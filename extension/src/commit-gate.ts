@@ -1,0 +1,157 @@
+/**
+ * The browser holds what commits: in a tab that follows a live session (not a demonstration),
+ * while this browser is paired, the CDP Fetch domain on the tab's one debugger attachment
+ * pauses every request before it leaves (and each document's response, to see a download).
+ * One that commits (commit-hold.ts) goes to the daemon as `commit.check`; it continues only
+ * when the `commit.decided` is approved and names this very request's digest, and is failed
+ * (BlockedByClient) otherwise: on a refusal, a lost connection or any error. Nothing stays
+ * paused: every paused request is continued or failed.
+ */
+import { cdpForTab, type CdpSend } from "./capture/cdp.js";
+import { commitKind, heldRequest, isAttachment, requestDigest, urlOrigin } from "./commit-hold.js";
+import type { DaemonConnection } from "./connection.js";
+import type { CommitDecided, HeldRequest } from "./protocol.gen.js";
+import type { TabSession } from "./tab-sessions.js";
+
+export interface GateContext {
+  session(tabId: number): TabSession | undefined;
+  /** Whether this browser holds commits now (it is paired with the daemon). */
+  holding(): boolean;
+  connection(): DaemonConnection | null;
+  /** The action that most likely caused a request now (the session's latest decided step). */
+  trigger(sessionId: string): { action: string; element: string | null } | null;
+  /** The daemon's answer, for the overlay's flags and the panel. */
+  decided(tabId: number, answer: CommitDecided): void;
+}
+
+/** What Fetch.requestPaused carries (the part read here). */
+export interface Paused {
+  requestId: string;
+  request: {
+    url: string;
+    method: string;
+    headers?: Record<string, string>;
+    postData?: string;
+    postDataEntries?: { bytes?: string }[];
+  };
+  frameId?: string;
+  resourceType?: string;
+  responseStatusCode?: number;
+  responseErrorReason?: string;
+  responseHeaders?: { name: string; value: string }[];
+}
+
+const PATTERNS = [
+  { urlPattern: "*", requestStage: "Request" },
+  { urlPattern: "*", resourceType: "Document", requestStage: "Response" },
+];
+
+function header(headers: Record<string, string> | undefined, name: string): string | null {
+  for (const [k, v] of Object.entries(headers ?? {})) if (k.toLowerCase() === name) return v;
+  return null;
+}
+
+/** The body the browser would send, as bytes (its entries when given, else its text). */
+export function bodyBytes(req: Paused["request"]): Uint8Array | null {
+  if (req.postDataEntries && req.postDataEntries.length > 0) {
+    const parts = req.postDataEntries.map((e) => Uint8Array.from(atob(e.bytes ?? ""), (c) => c.charCodeAt(0)));
+    const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+    let at = 0;
+    for (const p of parts) {
+      out.set(p, at);
+      at += p.length;
+    }
+    return out;
+  }
+  return req.postData ? new TextEncoder().encode(req.postData) : null;
+}
+
+/** The session's origin, as urlOrigin writes it (a page hook's sender origin). */
+function sessionOrigin(s: TabSession): string | null {
+  if (!s.origin || s.origin === "null") return null;
+  return s.origin === "file://" ? "file://" : (urlOrigin(`${s.origin}/`) ?? s.origin);
+}
+
+export class CommitGate {
+  private readonly on = new Set<number>();
+
+  constructor(private readonly ctx: GateContext) {}
+
+  /** Whether `tabId`'s requests are held now. */
+  holds(tabId: number): boolean {
+    const s = this.ctx.session(tabId);
+    return this.ctx.holding() && s !== undefined && !s.demonstration;
+  }
+
+  /** Turns the tab's hold on or off as its session and the pairing say. */
+  async sync(tabId: number): Promise<void> {
+    if (this.holds(tabId)) {
+      const send = await cdpForTab(tabId);
+      await send("Fetch.enable", { patterns: PATTERNS }); // again after a restarted worker: idempotent
+      this.on.add(tabId);
+    } else if (this.on.delete(tabId)) {
+      const send = await cdpForTab(tabId);
+      await send("Fetch.disable").catch(() => undefined);
+    }
+  }
+
+  /** The debugger went away (the tab closed, or the person cancelled it): nothing is held there. */
+  detached(tabId: number): void {
+    this.on.delete(tabId);
+  }
+
+  /** A paused request: continued, or failed, never left. */
+  async paused(tabId: number, p: Paused): Promise<void> {
+    const send = await cdpForTab(tabId);
+    let go = false;
+    try {
+      go = await this.judge(tabId, p, send);
+    } catch (err) {
+      console.warn("webshepherd: a paused request failed closed", err);
+      go = false;
+    }
+    const done = go
+      ? send("Fetch.continueRequest", { requestId: p.requestId })
+      : send("Fetch.failRequest", { requestId: p.requestId, errorReason: "BlockedByClient" });
+    await done.catch(() => undefined); // the tab or its request is gone
+  }
+
+  /** Whether the request may go on. */
+  private async judge(tabId: number, p: Paused, send: CdpSend): Promise<boolean> {
+    const s = this.ctx.session(tabId);
+    if (!s || !this.holds(tabId)) return true; // a tab that no longer holds: the Python gate's job there
+    const response = p.responseStatusCode !== undefined || p.responseErrorReason !== undefined;
+    const download = response && isAttachment(p.responseHeaders);
+    if (response && !download) return true;
+    const topLevel = p.resourceType === "Document" && (await isMainFrame(send, p.frameId));
+    const kind = commitKind(p.request.method, p.request.url, { topLevelNavigation: topLevel, sessionOrigin: sessionOrigin(s), download });
+    if (kind === null) return true;
+    const tab = await chrome.tabs.get(tabId).catch(() => null);
+    const trigger = this.ctx.trigger(s.sessionId);
+    const req: HeldRequest = heldRequest({
+      method: p.request.method,
+      url: p.request.url,
+      kind,
+      topLevel,
+      body: response ? null : bodyBytes(p.request),
+      contentType: header(p.request.headers, "content-type"),
+      pageUrl: tab?.url ?? null,
+      trigger: trigger?.action ?? null,
+      element: trigger?.element ?? null,
+    });
+    const digest = await requestDigest(req);
+    const conn = this.ctx.connection();
+    if (!conn || conn.state !== "connected") return false; // nobody to ask: fail closed
+    const answer = await conn.request({ type: "commit.check", session_id: s.sessionId, request: req });
+    if (answer.type !== "commit.decided") return false;
+    this.ctx.decided(tabId, answer);
+    return answer.decision.status === "approved" && answer.request_digest === digest;
+  }
+}
+
+/** Whether a paused document request is the tab's own page (its main frame), not a frame's. */
+async function isMainFrame(send: CdpSend, frameId: string | undefined): Promise<boolean> {
+  if (!frameId) return true;
+  const tree = await send<{ frameTree: { frame: { id: string } } }>("Page.getFrameTree");
+  return tree.frameTree.frame.id === frameId;
+}
