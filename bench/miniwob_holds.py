@@ -26,6 +26,7 @@ Prints the figures side by side; ``--json OUT`` writes them. No figure is assert
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -50,6 +51,7 @@ SEED = 7
 #: AX-tree roles a final control may have when the page has no ``#subbtn``
 CLICKABLE = ("button", "link", "menuitem", "tab", "option", "gridcell")
 _LINE = re.compile(r"^\s*\[([^\]\s]+)\]\s+(\S+)")
+SECTIONS = ("finals", "writes", "latency", "wrapper")
 
 
 def miniwob_pages(python: str) -> Path:
@@ -225,6 +227,250 @@ def finals(tasks: list[str], pages: Path, tries: int) -> dict[str, Any]:
     }
 
 
+# -- writes: fixture pages that write, under the previous rules and under a browser gate ----
+
+
+def answer(request: Any, status: str, session_id: str = "bench") -> Any:
+    """A ``commit.decided`` about ``request``: approved or rejected at once (no daemon)."""
+    from webshepherd.protocol.commits import request_digest
+    from webshepherd.protocol.common import DecisionInfo
+    from webshepherd.protocol.replies import CommitDecided
+
+    return CommitDecided(
+        session_id=session_id,
+        request=request,
+        request_digest=request_digest(request),
+        decision=DecisionInfo(status=status, by="bench", decider="mode", mode="stop"),
+    )
+
+
+def settle(page: Any, servers: Any, ms: int = 600) -> None:
+    """Let a page's requests go out (a delayed submit waits 300 ms) and reach the servers."""
+    page.wait_for_timeout(ms)
+
+
+def trigger_action(page: Any, wp: Any) -> str:
+    """The BrowserGym action of the page's trigger, by the bid the capture gave it."""
+    bid = page.evaluate("document.querySelector('#go').getAttribute('bid')")
+    if wp.how == "select":
+        return f"select_option('{bid}', '{wp.option}')"
+    return f"click('{bid}')"
+
+
+def writes() -> dict[str, Any]:
+    """Each fixture page's trigger: the rules' verdict on it (old, new) from the extension's
+    capture, what reaches the servers with no gate, and with a gate that refuses."""
+    from playwright.sync_api import sync_playwright
+    from tqdm import tqdm
+    from webshepherd.daemon.sessions.guards import ALL_RULES, GuardPolicy, guard_hits, origin_of
+    from webshepherd.integrations.commit_gate import CommitGate
+    from webshepherd.integrations.playwright import launch, page_observation
+
+    from tests.fixtures.write_pages import ALL_PAGES, WriteServers
+
+    old, new = GuardPolicy(rules=frozenset(ALL_RULES)), GuardPolicy()
+    rows: list[dict[str, Any]] = []
+    with sync_playwright() as pw, WriteServers() as servers:
+        context = launch(pw, chromium=CHROMIUM)
+        try:
+            for wp in tqdm(ALL_PAGES, desc="write pages", file=sys.stderr):
+                page = context.new_page()
+                try:
+                    page.goto(servers.url(wp))
+                    obs = page_observation(page)
+                    action = trigger_action(page, wp)
+                    verdicts = {
+                        label: [
+                            h.rule
+                            for h in guard_hits(
+                                policy,
+                                action,
+                                url=obs.url,
+                                axtree=obs.axtree,
+                                elements=obs.elements,
+                                origin=origin_of(servers.home),
+                            )
+                        ]
+                        for label, policy in (("old", old), ("new", new))
+                    }
+                    servers.clear()
+                    saved: list[Any] = []
+                    page.on("download", lambda d, saved=saved: saved.append(d))
+                    wp.act(page)
+                    settle(page, servers)
+                    open_sent = sum(servers.count(e) for e in wp.sends) + len(saved)
+                finally:
+                    page.close()
+                # the same trigger with the gate attached, refusing whatever it holds
+                page = context.new_page()
+                gate = CommitGate(lambda r: answer(r, "rejected"))
+                try:
+                    page.goto(servers.url(wp))
+                    gate.attach(context, start_url=servers.home)
+                    servers.clear()
+                    saved = []
+                    page.on("download", lambda d, saved=saved: saved.append(d))
+                    gate.trigger(action)
+                    # a refused navigation may fail the click's own wait: what left is counted
+                    with contextlib.suppress(Exception):
+                        wp.act(page)
+                    settle(page, servers)
+                    gated_sent = sum(servers.count(e) for e in wp.held) + len(saved)
+                    held = [d.request.kind for d in gate.take_decisions()]
+                finally:
+                    gate.detach()
+                    page.close()
+                rows.append(
+                    {
+                        "page": wp.name,
+                        "kind": wp.kind,
+                        "action": action,
+                        "old_rules": verdicts["old"],
+                        "new_rules": verdicts["new"],
+                        "sent_without_gate": open_sent,
+                        "sent_with_gate": gated_sent,
+                        "gate_held": held,
+                    }
+                )
+        finally:
+            context.close()
+    committing = [r for r in rows if r["kind"] is not None]
+    harmless = [r for r in rows if r["kind"] is None]
+    return {
+        "pages": rows,
+        "writes": len(committing),
+        "old_unheld": sum(not r["old_rules"] for r in committing),
+        "new_rules_unheld": sum(not r["new_rules"] for r in committing),
+        "gate_unheld": sum(not r["gate_held"] for r in committing),
+        "harmless": len(harmless),
+        "old_harmless_stopped": sum(bool(r["old_rules"]) for r in harmless),
+        "gate_harmless_held": sum(bool(r["gate_held"]) for r in harmless),
+    }
+
+
+# -- latency: a held request approved at once vs the same request unheld ---------------------
+
+#: The fixture's POST, sent by the page and timed there (performance.now around the fetch).
+TIMED_POST = """async () => {
+  const t = performance.now();
+  const r = await fetch('/api/order', {method: 'POST', headers: {'Content-Type':
+    'application/json'}, body: JSON.stringify({item: 'usb-c cable', qty: 2})});
+  await r.text();
+  return performance.now() - t;
+}"""
+TIMED_GET = TIMED_POST.replace("method: 'POST'", "method: 'GET'").replace(
+    ", body: JSON.stringify({item: 'usb-c cable', qty: 2})", ""
+)
+
+
+def serve_daemon(base: Path, mode: str) -> None:
+    """A daemon (tiny model, the tests' settings, ``mode``) until stdin closes; prints its URL."""
+    import asyncio
+    from dataclasses import replace
+
+    from webshepherd.daemon.build import running_daemon
+    from webshepherd.daemon.config import ModelSettings
+    from webshepherd.daemon.dev.tiny_model import ensure_tiny_model
+
+    from tests.fixtures.daemon import make_settings
+
+    async def run() -> None:
+        settings = make_settings(base, mode=mode)
+        model = ModelSettings(str(ensure_tiny_model(progress=False)), device="cpu")
+        async with running_daemon(replace(settings, model=model)) as server:
+            print(json.dumps({"url": server.url}), flush=True)
+            await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+
+    asyncio.run(run())
+
+
+def latency(repeats: int, tmp: Path) -> dict[str, Any]:
+    """The fixture's POST timed in the page: unheld, held and approved at once by a local
+    decide, held and asked of a watch-mode daemon; and a GET, with and without the gate."""
+    from playwright.sync_api import sync_playwright
+    from tqdm import tqdm
+    from webshepherd.integrations.commit_gate import CommitGate
+    from webshepherd.protocol.client.sync import Client
+
+    from tests.fixtures.write_pages import FETCH_POST, WriteServers
+
+    proc = subprocess.Popen(
+        [sys.executable, str(Path(__file__).resolve()), "--serve-daemon", str(tmp / "watch")],
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    if not line:
+        raise SystemExit("the watch-mode daemon exited before listening")
+    url = json.loads(line)["url"]
+    samples: dict[str, list[float]] = {
+        "POST unheld": [],
+        "POST held, local approve": [],
+        "POST held, watch daemon": [],
+        "GET, no gate": [],
+        "GET through the gate": [],
+    }
+    flagged: list[bool] = []
+    try:
+        with sync_playwright() as pw, WriteServers() as servers, Client(url, TOKEN) as client:
+            session = client.start_session(
+                "time a held request",
+                start_url=servers.home,
+                checklist="Checklist 1: Send the order",
+                holds="browser",
+                agent="bench",
+            )
+            browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True)
+            try:
+                contexts = {}
+                for name in samples:
+                    ctx = browser.new_context()
+                    page = ctx.new_page()
+                    page.goto(servers.url(FETCH_POST))
+                    if name == "POST held, local approve" or name == "GET through the gate":
+                        gate = CommitGate(lambda r: answer(r, "approved"))
+                        gate.attach(ctx, start_url=servers.home)
+                    elif name == "POST held, watch daemon":
+                        gate = CommitGate(session.commit_check, session_id=session.session_id)
+                        gate.attach(ctx, start_url=servers.home)
+                    else:
+                        gate = None
+                    contexts[name] = (ctx, page, gate)
+                for i in tqdm(range(repeats + 1), desc="held requests", file=sys.stderr):
+                    for name, (_, page, gate) in contexts.items():
+                        ms = page.evaluate(TIMED_GET if name.startswith("GET") else TIMED_POST)
+                        if gate is not None:
+                            decided = gate.take_decisions()
+                            if name.startswith("POST") and not decided:
+                                raise SystemExit(f"{name}: the gate held nothing")
+                            flagged += [d.flagged for d in decided if "watch" in name]
+                        if i:  # the first of each is a warm-up
+                            samples[name].append(float(ms))
+                for ctx, _, gate in contexts.values():
+                    if gate is not None:
+                        gate.detach()
+                    ctx.close()
+            finally:
+                browser.close()
+            session.end("unknown")
+    finally:
+        stop_daemon(proc)
+    med = {k: statistics.median(v) for k, v in samples.items()}
+    return {
+        "median_ms": med,
+        "added_ms": {
+            "local approve": med["POST held, local approve"] - med["POST unheld"],
+            "watch daemon": med["POST held, watch daemon"] - med["POST unheld"],
+            "GET through the gate": med["GET through the gate"] - med["GET, no gate"],
+        },
+        "watch_flagged": all(flagged) and bool(flagged),
+        "samples_ms": samples,
+    }
+
+
 # -- wrapper: the BrowserGym wrapper's cost per step ----------------------------------------
 
 
@@ -263,30 +509,42 @@ def checkbox_bid(obs: dict[str, Any]) -> str:
     return m.group(1)
 
 
-def recorded_timings(data_dir: Path) -> list[dict[str, float]]:
-    """queue_ms / model_ms of every score request the daemon recorded, in order."""
-    rows: list[dict[str, float]] = []
-    for db in sorted(data_dir.rglob("*.sqlite*")) + sorted(data_dir.rglob("*.db")):
+def recorded_timings(data_dir: Path) -> list[list[dict[str, float]]]:
+    """queue_ms / model_ms of the score requests the daemon recorded: one list per session,
+    sessions in the order they started, each in its steps' order."""
+    sessions: dict[str, list[dict[str, float]]] = {}
+    for db in sorted(data_dir.rglob("*")):
         if db.suffix not in (".sqlite", ".sqlite3", ".db"):
             continue
         con = sqlite3.connect(db)
         try:
-            got = con.execute("SELECT queue_ms, model_ms FROM score_requests ORDER BY id").fetchall()
+            got = con.execute(
+                "SELECT session_id, queue_ms, model_ms FROM score_requests ORDER BY id"
+            ).fetchall()
         except sqlite3.Error:
             continue
         finally:
             con.close()
-        rows += [{"queue_ms": q, "model_ms": m} for q, m in got if q is not None]
-    return rows
+        for sid, q, m in got:
+            if q is not None:
+                sessions.setdefault(sid, []).append({"queue_ms": q, "model_ms": m})
+    return list(sessions.values())
 
 
-def wrapper(pages: Path, steps: int, daemon_python: str, tmp: Path) -> dict[str, Any]:
+def wrapper(pages: Path, steps: int, resets: int, daemon_python: str, tmp: Path) -> dict[str, Any]:
+    """Plain vs wrapped ``env.step`` alternating (one agent: the wrapped env's session), then
+    ``resets`` fresh sessions stepped twice right after reset; the daemon's recorded timings."""
     from browsergym.core.env import BrowserEnv
     from browsergym.miniwob.all import ClickCheckboxesTask
     from tqdm import tqdm
     from webshepherd.integrations.browsergym import ProcessRewardWrapper
 
     os.environ["MINIWOB_URL"] = pages.as_uri() + "/"
+    # BrowserGym's chat window launches playwright 1.44's default Chromium: Debian's instead
+    chrome = tmp / "ms-playwright" / "chromium-1117" / "chrome-linux" / "chrome"
+    chrome.parent.mkdir(parents=True, exist_ok=True)
+    chrome.symlink_to(os.path.realpath(CHROMIUM))
+    os.environ["PLAYWRIGHT_BROWSERS_PATH"] = str(tmp / "ms-playwright")
     daemon, url = start_daemon(daemon_python, tmp / "daemon")
 
     def make() -> Any:
@@ -299,6 +557,7 @@ def wrapper(pages: Path, steps: int, daemon_python: str, tmp: Path) -> dict[str,
     plain = make()
     wrapped = ProcessRewardWrapper(make(), url=url, token=TOKEN)
     samples: dict[str, list[float]] = {"plain": [], "webshepherd": []}
+    no_result = 0
     try:
         obs_p, _ = plain.reset(seed=SEED)
         obs_w, _ = wrapped.reset(seed=SEED)
@@ -309,33 +568,42 @@ def wrapper(pages: Path, steps: int, daemon_python: str, tmp: Path) -> dict[str,
                 env.step(f"click('{bids[name]}')")  # toggles the box: the same work each step
                 if i:  # the first step of each is a warm-up
                     samples[name].append(time.perf_counter() - t0)
+        # fresh sessions stepped as soon as reset returns: the first score queues behind the
+        # session's checklist generation (no reference checklist, as on MiniWoB)
+        for r in tqdm(range(resets), desc="steps right after reset", file=sys.stderr):
+            obs, _ = wrapped.reset(seed=SEED + 1 + r)
+            bid = checkbox_bid(obs)
+            for _ in range(2):
+                *_, info = wrapped.step(f"click('{bid}')")
+                no_result += info["webshepherd"]["reward"] is None
     finally:
         plain.close()
         wrapped.close()
         stop_daemon(daemon)
-    timings = recorded_timings(tmp / "daemon")
+    sessions = recorded_timings(tmp / "daemon")
+    steady = sessions[0][1:] if sessions else []  # the alternating session, after its warm-up
+    fresh = sessions[1:]
     med = {k: statistics.median(v) for k, v in samples.items()}
-    after_first = timings[1:]  # the first score also waits for the checklist's generation
     return {
         "median_s": med,
         "ratio": med["webshepherd"] / med["plain"],
         "overhead_s": med["webshepherd"] - med["plain"],
         "samples_s": samples,
-        "daemon_timings": timings,
-        "queue_ms_median": statistics.median(t["queue_ms"] for t in after_first)
-        if after_first
-        else None,
-        "model_ms_median": statistics.median(t["model_ms"] for t in after_first)
-        if after_first
-        else None,
-        "first_queue_ms": timings[0]["queue_ms"] if timings else None,
+        "daemon_timings": sessions,
+        "queue_ms_median": statistics.median(t["queue_ms"] for t in steady) if steady else None,
+        "model_ms_median": statistics.median(t["model_ms"] for t in steady) if steady else None,
+        "queue_ms_max": max(t["queue_ms"] for t in steady) if steady else None,
+        "fresh_first_queue_ms": [s[0]["queue_ms"] for s in fresh if s],
+        "fresh_second_queue_ms": [s[1]["queue_ms"] for s in fresh if len(s) > 1],
+        "fresh_no_result": no_result,
     }
 
 
 def wrapper_child(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     """The ``wrapper`` section, run by the integrations venv's Python (BrowserGym is there)."""
     cmd = [args.integrations_python, str(Path(__file__).resolve()), "--wrapper-only", str(out)]
-    cmd += ["--steps", str(args.steps), "--daemon-python", args.daemon_python]
+    cmd += ["--steps", str(args.steps), "--resets", str(args.resets)]
+    cmd += ["--daemon-python", args.daemon_python]
     proc = subprocess.run(cmd, cwd=ROOT)
     if proc.returncode != 0:
         raise SystemExit(f"the wrapper section failed (exit {proc.returncode})")
@@ -361,7 +629,40 @@ def print_report(report: dict[str, Any]) -> None:
             print(f"{label:34s} {f[key]:>3d} / {n:<3d}  {rules}")
         missed = [t["task"] for t in f["per_task"] if not t["found"]]
         if missed:
-            print(f"no final control found: {', '.join(missed)}")
+            print(f"no one-click final control: {', '.join(missed)}")
+    if "writes" in report:
+        w = report["writes"]
+        n = w["writes"]
+        print(f"fixture writes ({n} pages that commit, {w['harmless']} harmless):")
+        for label, key in (
+            ("previous rules (name_match on)", "old_unheld"),
+            ("new rules without a gate", "new_rules_unheld"),
+            ("browser gate", "gate_unheld"),
+        ):
+            print(f"  leave the browser unheld, {label:31s} {w[key]:>2d} / {n}")
+        print(
+            f"  harmless pages stopped by the previous rules {w['old_harmless_stopped']} / "
+            f"{w['harmless']}, held by the gate {w['gate_harmless_held']} / {w['harmless']}"
+        )
+        print(f"    {'page':18s} {'kind':10s} {'previous rules':28s} {'gate holds':10s} left")
+        for r in w["pages"]:
+            old = ",".join(r["old_rules"]) or "-"
+            held = ",".join(r["gate_held"]) or "-"
+            print(
+                f"    {r['page']:18s} {r['kind'] or '-':10s} {old:28s} {held:10s} "
+                f"{r['sent_without_gate']} ungated, {r['sent_with_gate']} gated (refusing)"
+            )
+    if "latency" in report:
+        lat = report["latency"]
+        print("a request timed in the page (fetch to response read), median ms:")
+        for k, v in lat["median_ms"].items():
+            print(f"  {k:26s} {v:7.1f}")
+        a = lat["added_ms"]
+        print(
+            f"  added by holding: local approve +{a['local approve']:.1f} ms, watch-mode daemon "
+            f"+{a['watch daemon']:.1f} ms (flagged: {lat['watch_flagged']}); "
+            f"a GET through the gate +{a['GET through the gate']:.1f} ms"
+        )
     if "wrapper" in report:
         w = report["wrapper"]
         m = w["median_s"]
@@ -372,32 +673,54 @@ def print_report(report: dict[str, Any]) -> None:
         )
         if w["queue_ms_median"] is not None:
             print(
-                f"daemon, one agent: queue_ms median {w['queue_ms_median']:.1f}, "
-                f"model_ms median {w['model_ms_median']:.0f} (steps 2..); "
-                f"first step's queue_ms {w['first_queue_ms']:.0f}"
+                f"daemon, one agent: queue_ms median {w['queue_ms_median']:.1f} "
+                f"(max {w['queue_ms_max']:.1f}), model_ms median {w['model_ms_median']:.0f}"
             )
+        first = ", ".join(f"{q:.0f}" for q in w["fresh_first_queue_ms"])
+        second = ", ".join(f"{q:.0f}" for q in w["fresh_second_queue_ms"])
+        print(
+            f"stepped right after reset: first score's queue_ms {first or '-'}; second's "
+            f"{second or '-'}; steps with no result {w['fresh_no_result']}"
+        )
     print(f"load average before {report['loadavg_before']}, after {report['loadavg_after']}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--tasks", type=int, default=20, help="MiniWoB++ tasks (spread evenly)")
+    parser.add_argument(
+        "--task", action="append", default=[], help="this task (repeatable) instead of --tasks"
+    )
     parser.add_argument("--tries", type=int, default=6, help="controls tried per task")
     parser.add_argument("--steps", type=int, default=8, help="timed env steps per side")
-    parser.add_argument("--only", nargs="*", default=["finals", "wrapper"])
+    parser.add_argument("--resets", type=int, default=3, help="fresh wrapped sessions")
+    parser.add_argument("--repeats", type=int, default=20, help="timed requests per case")
+    parser.add_argument("--only", nargs="*", default=list(SECTIONS))
     parser.add_argument("--json", type=Path)
     parser.add_argument("--daemon-python", default=str(ROOT / ".venv" / "bin" / "python"))
     parser.add_argument(
         "--integrations-python", default=str(ROOT / ".venv-integrations" / "bin" / "python")
     )
     parser.add_argument("--wrapper-only", type=Path, help=argparse.SUPPRESS)  # the child's JSON
+    parser.add_argument("--serve-daemon", type=Path, help=argparse.SUPPRESS)  # a watch daemon
     args = parser.parse_args()
-    unknown = set(args.only) - {"finals", "wrapper"}
+    unknown = set(args.only) - set(SECTIONS)
     if unknown:
-        raise SystemExit(f"--only: unknown section {sorted(unknown)[0]!r}; known: finals, wrapper")
+        raise SystemExit(
+            f"--only: unknown section {sorted(unknown)[0]!r}; known: {', '.join(SECTIONS)}"
+        )
+    if args.serve_daemon:
+        serve_daemon(args.serve_daemon, "watch")
+        return
     if args.wrapper_only:  # the child, in the integrations venv
         with tempfile.TemporaryDirectory() as tmp_name:
-            res = wrapper(miniwob_pages(sys.executable), args.steps, args.daemon_python, Path(tmp_name))
+            res = wrapper(
+                miniwob_pages(sys.executable),
+                args.steps,
+                args.resets,
+                args.daemon_python,
+                Path(tmp_name),
+            )
         args.wrapper_only.write_text(json.dumps(res))
         return
     pages = miniwob_pages(args.integrations_python)
@@ -409,7 +732,15 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         if "finals" in args.only:
-            report["finals"] = finals(pick_tasks(pages, args.tasks), pages, args.tries)
+            tasks = args.task or pick_tasks(pages, args.tasks)
+            unknown_tasks = [t for t in tasks if not (pages / f"{t}.html").is_file()]
+            if unknown_tasks:
+                raise SystemExit(f"--task: no MiniWoB++ task {unknown_tasks[0]!r} in {pages}")
+            report["finals"] = finals(tasks, pages, args.tries)
+        if "writes" in args.only:
+            report["writes"] = writes()
+        if "latency" in args.only:
+            report["latency"] = latency(args.repeats, tmp)
         if "wrapper" in args.only:
             report["wrapper"] = wrapper_child(args, tmp / "wrapper.json")
     report["loadavg_after"] = os.getloadavg()
