@@ -40,7 +40,13 @@ from typing import Any
 
 from webshepherd.daemon.browser.chromium import Steps, drive, drive_async
 from webshepherd.protocol.actions import ActionError, parse_action
-from webshepherd.protocol.commits import commit_kind, held_request, request_digest, url_origin
+from webshepherd.protocol.commits import (
+    SAFE_METHODS,
+    commit_kind,
+    held_request,
+    request_digest,
+    url_origin,
+)
 from webshepherd.protocol.common import MAX_ACTION_CHARS, DecisionInfo, HeldRequest
 from webshepherd.protocol.replies import CommitDecided
 
@@ -100,6 +106,8 @@ class CommitGate:
         self._async = False
         self._tabs: list[_Tab] = []
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._claimed: set[Any] = set()  # pages attached or being attached
+        self._attaching: dict[Any, asyncio.Task[Any]] = {}  # async: a new page's attach
 
     # -- the API ------------------------------------------------------------------------
 
@@ -132,6 +140,29 @@ class CommitGate:
         self._trigger = action
         self._element = _bid(action)
 
+    def watch(self, page: Any) -> Any:
+        """Return once ``page`` is held. The gate attaches to a page opened after
+        :meth:`attach` by itself, a moment after it opens (its first requests may leave
+        before): wait for this before driving a new page. With the async API, await it."""
+        if self._context is None:
+            raise GateError("this gate is not attached: attach(context) first")
+        if self._async:
+            return self._watch_async(page)
+        if page not in self._claimed:
+            drive(self._attach_page(page))
+        for _ in range(500):  # the page's own handler is attaching it: let Playwright run
+            if any(tab.page is page for tab in self._tabs):
+                return None
+            page.wait_for_timeout(10)
+        raise GateError("the page was not attached within 5 s")
+
+    async def _watch_async(self, page: Any) -> None:
+        if page not in self._claimed:
+            self._attaching[page] = self._keep(drive_async(self._attach_page(page)))
+        task = self._attaching.get(page)
+        if task is not None:
+            await task
+
     def take_decisions(self) -> list[CommitDecided]:
         """The answers about held requests since the last call, oldest first."""
         with self._lock:
@@ -143,6 +174,8 @@ class CommitGate:
         longer watched. With the async API, await the result."""
         context, self._context = self._context, None
         tabs, self._tabs = self._tabs, []
+        self._claimed.clear()
+        self._attaching.clear()
         if context is None:
             return drive_async(_nothing()) if self._async else None
         with contextlib.suppress(KeyError, ValueError):
@@ -167,13 +200,11 @@ class CommitGate:
         context.on("page", self._on_page)
 
     def _on_page(self, page: Any) -> Any:
-        if self._context is None:
+        if self._context is None or page in self._claimed:
             return None
         steps = self._attach_page(page)
         if self._async:
-            task = asyncio.get_running_loop().create_task(drive_async(steps))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            self._attaching[page] = self._keep(drive_async(steps))
             return None
         try:
             drive(steps)
@@ -183,6 +214,7 @@ class CommitGate:
         return None
 
     def _attach_page(self, page: Any) -> Steps[None]:
+        self._claimed.add(page)
         cdp = yield self._context.new_cdp_session(page)
         tree = yield cdp.send("Page.getFrameTree")
         tab = _Tab(page, cdp, tree["frameTree"]["frame"]["id"])
@@ -194,9 +226,13 @@ class CommitGate:
         yield cdp.send("Fetch.enable", {"patterns": PATTERNS})
 
     def _spawn(self, tab: _Tab, event: dict[str, Any]) -> None:
-        task = asyncio.get_running_loop().create_task(drive_async(self._paused(tab, event)))
+        self._keep(drive_async(self._paused(tab, event)))
+
+    def _keep(self, work: Awaitable[Any]) -> asyncio.Task[Any]:
+        task = asyncio.get_running_loop().create_task(work)  # type: ignore[arg-type]
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return task
 
     def _run_sync(self, tab: _Tab, event: dict[str, Any]) -> None:
         drive(self._paused(tab, event))
@@ -263,7 +299,9 @@ class CommitGate:
         url = str(req["url"])
         response = "responseStatusCode" in event or "responseErrorReason" in event
         top = event.get("resourceType") == "Document" and event.get("frameId") == tab.main_frame
-        if top and not response and self.origin is None:
+        if self.origin is None:
+            self.origin = url_origin(tab.page.url)  # the page the session is on
+        if top and not response and self.origin is None and method.upper() in SAFE_METHODS:
             self.origin = url_origin(url)  # the session's first page
             return None
         download = response and _is_download(event)

@@ -249,6 +249,8 @@ def test_a_page_opened_after_attaching_is_held_and_detach_lets_go(browser: Brows
     decide = Decider("rejected")
     gate = open_page(browser, MINIWOB_SUBMIT, decide)
     second = browser.context.new_page()
+    gate.watch(second)
+    gate.watch(second)  # once held, at once
     second.goto(browser.servers.url(FORM_ATTRIBUTE))
     FORM_ATTRIBUTE.act(second)
     browser.until(lambda: len(decide.asked) == 1, "the new page's POST held")
