@@ -133,3 +133,78 @@ def test_attributes_the_page_cannot_shadow_and_descendants(tmp_path: Path) -> No
     assert facts["report"] == ElementFacts(tag="a", href=f"{base}/report.csv", download=True)
     assert facts["partner"] == ElementFacts(tag="b", href="https://partner.example/")
     assert "help" not in facts and "plain" not in facts
+
+
+# A page that lies to a capture running in its main world (issue 41): DOM prototypes and form
+# getters overridden, and controls tied to their form by HTML's association, not by nesting.
+HOSTILE = """<!doctype html><title>hostile</title>
+<script>
+  const ga = Element.prototype.getAttribute, ha = Element.prototype.hasAttribute;
+  Element.prototype.closest = function () { return null; };
+  Element.prototype.getAttribute = function (n) {
+    if (n === 'method' || n === 'formmethod') return 'get';
+    if (n === 'href') return '/safe';
+    return ga.call(this, n);
+  };
+  Element.prototype.hasAttribute = function (n) {
+    return n === 'download' || n === 'formmethod' ? false : ha.call(this, n);
+  };
+  for (const C of [HTMLButtonElement, HTMLInputElement])
+    Object.defineProperty(C.prototype, 'form', {get() { return null; }});
+  Object.defineProperty(HTMLFormElement.prototype, 'method', {get() { return 'get'; }});
+  Object.defineProperty(HTMLFormElement.prototype, 'elements', {get() { return []; }});
+  Object.defineProperty(HTMLLabelElement.prototype, 'control', {get() { return null; }});
+</script>
+<form id="pay" action="/pay" method="post">
+  <input name="card" data-k="card"><input name="cvc">
+  <button data-k="inside">Pay</button>
+</form>
+<button form="pay" data-k="outside">Pay from outside</button>
+<input type="submit" form="pay" value="Order" data-k="outside-input">
+<label for="far" data-k="label">Confirm</label>
+<button form="pay" id="far" formmethod="post" formaction="/confirm">Far away</button>
+<form action="/find"><input name="q" form="pay" data-k="owned-elsewhere"></form>
+<form action="/keep" method="post"><button form="nope" data-k="orphan">Orphan</button></form>
+<form action="/one"><input name="only" data-k="only"></form>
+<a href="https://evil.test/" data-k="link">Link</a>
+<a href="/f.zip" download data-k="dl">Download</a>
+<map name="m"><area href="https://evil.test/area" shape="rect" coords="0,0,9,9" data-k="area"></map>
+<img usemap="#m" src="data:image/gif;base64,R0lGODlhAQABAAAAACw=" width="10" height="10">
+"""
+
+
+def test_html_form_association_read_where_the_page_cannot_lie(tmp_path: Path) -> None:
+    from tests.e2e.browser import serve_dir
+
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "hostile.html").write_text(HOSTILE, "utf-8")
+    with serve_dir(site, 0) as base, sync_playwright() as pw:
+        context = launch(pw, chromium=CHROMIUM, user_data_dir=tmp_path / "profile")
+        page = context.new_page()
+        page.goto(f"{base}/hostile.html", wait_until="load")
+        obs = page_observation(page)
+        assert obs.elements is not None
+        keys = page.evaluate(
+            "() => Object.fromEntries([...document.querySelectorAll('[data-k]')]"
+            ".map((e) => [e.dataset.k, ga.call(e, 'bid')]))"
+        )
+        context.close()
+    facts = {k: obs.elements.get(bid) for k, bid in keys.items() if bid is not None}
+    pay = ElementFacts(tag="button", submits=True, form_method="POST", form_action=f"{base}/pay")
+    assert facts["inside"] == pay  # the lying getAttribute('method') is not the capture's
+    assert facts["outside"] == pay  # form= ties it to the POST form
+    assert facts["outside-input"] == pay.model_copy(update={"tag": "input"})
+    assert facts["card"] == pay.model_copy(update={"tag": "input"})  # Enter: default button
+    assert facts["owned-elsewhere"] == pay.model_copy(update={"tag": "input"})  # its owner: pay
+    # a click on the label clicks its control, a POST with its own formaction
+    assert facts["label"] == ElementFacts(
+        tag="label", submits=True, form_method="POST", form_action=f"{base}/confirm"
+    )
+    assert facts["orphan"] is None  # form= names no form: it submits nothing
+    assert facts["only"] == ElementFacts(
+        tag="input", submits=True, form_method="GET", form_action=f"{base}/one"
+    )
+    assert facts["link"] == ElementFacts(tag="a", href="https://evil.test/")
+    assert facts["dl"] == ElementFacts(tag="a", href=f"{base}/f.zip", download=True)
+    assert facts["area"] == ElementFacts(tag="area", href="https://evil.test/area")

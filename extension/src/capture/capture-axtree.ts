@@ -142,14 +142,14 @@ export async function captureAxtree(send: CdpSend, options: CaptureOptions = {})
     // Sent together: Chromium answers them in order while this worker handles each result as it comes.
     const overlayIds = overlayBackendIds(send, docs.get(frames[0]!.frameId));
     const facts = Promise.all(
-      [...docs.values()].map((doc) =>
-        callOn<Record<string, ElementFactsWire>>(send, doc, collectElementFacts, [BID_ATTR, OVERLAY_HOST_ATTR, MAX_ELEMENTS]).catch(
-          (err) => {
+      frames
+        .filter((frame) => docs.has(frame.frameId))
+        .map((frame) =>
+          isolatedFacts(send, frame).catch((err) => {
             warnings.push(`element facts: ${String(err)}`);
             return {};
-          },
+          }),
         ),
-      ),
     );
     const snapshot = withExtra
       ? send<DomSnapshot>("DOMSnapshot.captureSnapshot", {
@@ -208,6 +208,29 @@ export async function captureAxtree(send: CdpSend, options: CaptureOptions = {})
     return { tree, extraProperties, elements, warnings, timing, settled };
   } finally {
     if (!cleaned) await cleanUp(unmarking);
+  }
+}
+
+/** The world the element facts are read in: the page's scripts cannot redefine what they call there. */
+export const ISOLATED_WORLD = "webshepherd-capture";
+
+/**
+ * The frame's element facts, read in an isolated world of the frame (`Page.createIsolatedWorld`):
+ * the DOM is the page's, its prototypes and globals are not, so a page that overrides
+ * `Element.prototype.closest`, `getAttribute` or a form's getters cannot lie to the capture.
+ */
+async function isolatedFacts(send: CdpSend, frame: FrameInfo): Promise<Record<string, ElementFactsWire>> {
+  const { executionContextId } = await send<{ executionContextId: number }>("Page.createIsolatedWorld", {
+    frameId: frame.frameId,
+    worldName: ISOLATED_WORLD,
+    grantUniveralAccess: false,
+  });
+  const doc = await frameDocument(send, frame, executionContextId);
+  if (doc === null) throw new Error(`frame ${frame.frameId}: no document in the isolated world`);
+  try {
+    return await callOn<Record<string, ElementFactsWire>>(send, doc, collectElementFacts, [BID_ATTR, OVERLAY_HOST_ATTR, MAX_ELEMENTS]);
+  } finally {
+    await send("Runtime.releaseObject", { objectId: doc }).catch(() => undefined);
   }
 }
 

@@ -1,19 +1,26 @@
 /**
  * What the page says of each marked element an action may target, read from the DOM (never
- * from a model): the daemon's guards decide from these (daemon/sessions/guards.py). The demo's
- * text browser computes the same facts from its parsed HTML (daemon/demo/element_facts.py,
- * the same rules):
+ * from a model): the daemon's guards predict from these (daemon/sessions/guards.py). The
+ * demo's text browser computes the same facts from its parsed HTML for the pages it serves
+ * (daemon/demo/element_facts.py):
  *
- * - a link with an `href`: its absolute target and its `download` attribute;
- * - a submit button or input: the form's method (upper case) and action (absolute), the
- *   button's `formmethod` / `formaction` first;
- * - a text field whose Enter submits its form (HTML's implicit submission: through the form's
- *   default button, or with no such button when it is the form's only text field);
+ * - a link (`a` or `area` with an `href`): its absolute target and its `download` attribute;
+ * - a submit button or input (a `button` of type submit, an `input` of type submit or image):
+ *   the method (upper case) and action (absolute) of its form owner as HTML associates them
+ *   (`el.form`: the `form=` attribute first, else the nearest form ancestor; none when `form=`
+ *   names no form), the button's `formmethod` / `formaction` first;
+ * - a text field whose Enter submits its form owner (HTML's implicit submission: through the
+ *   form's default button, its first submit button in `form.elements` order, or with no such
+ *   button when it is the only field that blocks implicit submission);
+ * - a `label` (or anything in one) whose labeled control (`label.control`, `for=` first) is
+ *   a submit button: a click on it clicks the button;
  * - anything inside a link or a submit button carries that link's or button's facts.
  *
- * Attributes are read, not the form's reflected properties: a page's `<input name="action">`
- * would shadow `form.action`. `collectElementFacts` runs in each frame's main world through
- * CDP, so it must stay self-contained (serialized with `Function.prototype.toString`).
+ * Attributes and the form's own lists are read through the DOM's prototypes, never as the
+ * form's properties: a page's `<input name="action">` (or `name="getAttribute"`) shadows the
+ * form's property of that name. `collectElementFacts` runs in an isolated world of each frame
+ * (capture-axtree.ts), where a page script's overrides of `Element.prototype` and the like do
+ * not reach; it must stay self-contained (serialized with `Function.prototype.toString`).
  */
 
 export interface ElementFactsWire {
@@ -34,13 +41,23 @@ export function collectElementFacts(
   max: number,
 ): Record<string, ElementFactsWire> {
   const doc = this;
+  const win = doc.defaultView ?? globalThis;
   const TEXT = new Set([
     "text", "search", "url", "tel", "email", "password", "date", "month", "week", "time",
     "datetime-local", "number",
   ]);
   const METHODS: Record<string, string> = { get: "GET", post: "POST", dialog: "DIALOG" };
-  const lower = (el: Element) => el.tagName.toLowerCase();
-  const attr = (el: Element, name: string) => el.getAttribute(name);
+  const getter = (proto: object, name: string) => Object.getOwnPropertyDescriptor(proto, name)!.get!;
+  const E = win.Element.prototype;
+  const getAttribute = E.getAttribute;
+  const hasAttribute = E.hasAttribute;
+  const formElements = getter(win.HTMLFormElement.prototype, "elements");
+  const labelControl = getter(win.HTMLLabelElement.prototype, "control");
+  const FORM_OWNERS = ["HTMLButtonElement", "HTMLInputElement", "HTMLSelectElement", "HTMLTextAreaElement", "HTMLObjectElement", "HTMLOutputElement", "HTMLFieldSetElement"] as const;
+  const ownerGetters = FORM_OWNERS.map((name) => [(win as unknown as Record<string, { prototype: object }>)[name]!, getter((win as unknown as Record<string, { prototype: object }>)[name]!.prototype, "form")] as const);
+  const lower = (el: Element) => el.localName.toLowerCase();
+  const attr = (el: Element, name: string): string | null => getAttribute.call(el, name);
+  const has = (el: Element, name: string): boolean => hasAttribute.call(el, name);
   const absolute = (value: string | null): string => {
     try {
       return new URL(value ?? "", doc.baseURI).href;
@@ -57,17 +74,28 @@ export function collectElementFacts(
     }
     return tag === "input" && (inputType(el) === "submit" || inputType(el) === "image");
   };
-  const activates = (el: Element): Element | null => {
-    for (let at: Element | null = el; at; at = at.parentElement) {
-      if (lower(at) === "a" && at.hasAttribute("href")) return at;
-      if (isSubmitter(at)) return at;
+  /** The element's form owner (HTML's association: `form=`, else the nearest form ancestor). */
+  const formOf = (el: Element): Element | null => {
+    for (const [ctor, get] of ownerGetters) {
+      if (el instanceof (ctor as unknown as typeof Element)) return (get.call(el) as Element | null) ?? null;
     }
     return null;
   };
-  const formOf = (el: Element): Element | null => el.closest("form");
+  const activates = (el: Element): Element | null => {
+    for (let at: Element | null = el; at; at = at.parentElement) {
+      const tag = lower(at);
+      if ((tag === "a" || tag === "area") && has(at, "href")) return at;
+      if (isSubmitter(at)) return at;
+      if (tag === "label") {
+        const control = labelControl.call(at) as Element | null;
+        if (control && isSubmitter(control)) return control;
+      }
+    }
+    return null;
+  };
   const submits = (tag: string, form: Element, submitter: Element | null): ElementFactsWire => {
-    const method = submitter?.hasAttribute("formmethod") ? attr(submitter, "formmethod") : (attr(form, "method") ?? "get");
-    const action = submitter && attr(submitter, "formaction") ? attr(submitter, "formaction") : (attr(form, "action") ?? "");
+    const method = submitter && has(submitter, "formmethod") ? attr(submitter, "formmethod") : (attr(form, "method") ?? "get");
+    const action = submitter && has(submitter, "formaction") ? attr(submitter, "formaction") : (attr(form, "action") ?? "");
     return {
       tag,
       submits: true,
@@ -78,8 +106,8 @@ export function collectElementFacts(
   const factsOf = (el: Element): ElementFactsWire | null => {
     const tag = lower(el);
     const target = activates(el);
-    if (target !== null && lower(target) === "a") {
-      return { tag, href: absolute(attr(target, "href")), download: target.hasAttribute("download") };
+    if (target !== null && (lower(target) === "a" || lower(target) === "area")) {
+      return { tag, href: absolute(attr(target, "href")), download: has(target, "download") };
     }
     if (target !== null) {
       const form = formOf(target);
@@ -88,9 +116,9 @@ export function collectElementFacts(
     if (tag === "input" && TEXT.has(inputType(el))) {
       const form = formOf(el);
       if (form === null) return null;
-      const inForm = Array.from(form.querySelectorAll("button, input"));
-      const byDefault = inForm.find(isSubmitter) ?? null;
-      const fields = inForm.filter((f) => lower(f) === "input" && TEXT.has(inputType(f)));
+      const owned = Array.from(formElements.call(form) as HTMLCollection);
+      const byDefault = owned.find(isSubmitter) ?? null;
+      const fields = owned.filter((f) => lower(f) === "input" && TEXT.has(inputType(f)));
       if (byDefault === null && fields.length > 1) return null; // Enter submits nothing
       return submits(tag, form, byDefault);
     }
@@ -102,8 +130,8 @@ export function collectElementFacts(
   const visit = (root: ParentNode) => {
     for (const el of Array.from(root.querySelectorAll("*"))) {
       if (n >= max) return;
-      if (el.hasAttribute(overlayAttr)) continue;
-      const bid = el.getAttribute(bidAttr);
+      if (has(el, overlayAttr)) continue;
+      const bid = attr(el, bidAttr);
       if (bid !== null) {
         const facts = factsOf(el);
         if (facts !== null) {

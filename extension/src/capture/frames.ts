@@ -1,4 +1,4 @@
-/** Frames of a tab as CDP sees them, and calling a page function in a frame's main world. */
+/** Frames of a tab as CDP sees them, and calling a page function in a frame's main world (or an isolated one). */
 import type { CdpSend } from "./cdp.js";
 
 export interface FrameInfo {
@@ -34,8 +34,8 @@ export async function frameOwner(send: CdpSend, frameId: string): Promise<{ back
   }
 }
 
-/** The frame's document as a remote object in the frame's main world. */
-export async function frameDocument(send: CdpSend, frame: FrameInfo): Promise<string | null> {
+/** The frame's document as a remote object in the frame's main world, or in the execution context given. */
+export async function frameDocument(send: CdpSend, frame: FrameInfo, executionContextId?: number): Promise<string | null> {
   let backendNodeId: number | undefined;
   if (frame.parentId === null) {
     const { root } = await send<{ root: { backendNodeId: number } }>("DOM.getDocument", { depth: 0 });
@@ -50,7 +50,7 @@ export async function frameDocument(send: CdpSend, frame: FrameInfo): Promise<st
     backendNodeId = node.contentDocument?.backendNodeId;
   }
   if (backendNodeId === undefined) return null;
-  const { object } = await send<{ object: { objectId: string } }>("DOM.resolveNode", { backendNodeId });
+  const { object } = await send<{ object: { objectId: string } }>("DOM.resolveNode", { backendNodeId, executionContextId });
   return object.objectId;
 }
 
