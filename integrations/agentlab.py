@@ -19,37 +19,68 @@ scored and picked the same way (needs the multi-candidate interface).
 
 ``approval_threshold``: a pick whose reward is below it (or unparsed) waits for a person
 (the TUI, the extension, any monitor client). The protocol has no per-request threshold, so
-this costs a second score request of the pick alone with ``approval="always"``. A rejected
-action does not run: the agent returns ``noop()`` (always in BrowserGym's action sets) and
-the person's note is the subagent's hint on the next step; an edited action runs instead.
+this costs a second score request of the pick alone with ``approval="always"``; an edited
+action runs instead.
+
+A refused pick (a person rejected it, or the daemon's guard rules refused it with nobody
+paired to decide) does not run: the agent takes the best candidate that may run instead, the
+next by reward that is neither refused nor guarded (``scored.guarded``), asked for in turn
+under ``approval_threshold``; only when every candidate is refused it returns ``noop()``
+(always in BrowserGym's action sets). The subagent's hint on the next step says what was
+refused, by whom and why (:func:`webshepherd.protocol.agents.refusal.refusal_text`). The
+agent never sees AgentLab's env, so the guard rules hold by what the page says (no browser
+gate here: :class:`~webshepherd.integrations.browsergym.ProcessRewardWrapper` has one).
+
+A judge that gives no judgement (no parseable checklist, a model error) is a result: every
+reward ``None``, ``extra_info["webshepherd"]["reason"]`` says why, and the subagent's most
+proposed action runs.
 
 The observation the daemon scores is computed from the raw BrowserGym obs in
 ``obs_preprocessor`` (before the subagent's own preprocessing drops ``axtree_object``):
 :func:`.browsergym.observation_text`, the extension's bytes. One session per agent (per
-episode); it ends when the subagent returns ``None``, on :meth:`RewardGuidedAgent.close`, on
-``RewardGuidedAgentArgs.close()`` (AgentLab calls it after a study), or when the agent is
-garbage-collected, with outcome ``unknown`` (an AgentLab agent never sees the task reward).
+episode); it ends on :meth:`RewardGuidedAgent.close`, on ``RewardGuidedAgentArgs.close()``
+(AgentLab calls it after a study), or when the agent is garbage-collected (AgentLab drops it
+when ``ExpArgs.run`` returns), with the episode's result as AgentLab recorded it: the
+experiment's ``summary_info.json`` (``cum_reward``, ``terminated``, ``err_msg``; the
+experiment's folder is the one ``ExpArgs.run`` logs to as it makes the agent). Success: the
+env terminated with a cumulative reward > 0; failure: terminated with <= 0; unknown: an error
+or an episode ended before the env terminated, said in the session's answer.
 
-The daemon's token comes from the token store (or ``WEBSHEPHERD_TOKEN``), never from the
-args: AgentLab pickles agent args into each experiment's ``exp_args.pkl``.
+The daemon: ``url`` (else ``$WEBSHEPHERD_URL``) and the token from ``$WEBSHEPHERD_TOKEN`` or
+the token store, as :class:`~webshepherd.protocol.client.sync.Client` resolves them; never a
+token in the args: AgentLab pickles agent args into each experiment's ``exp_args.pkl``.
 """
 
 from __future__ import annotations
 
 import copy
+import json
+import logging
 import time
 import weakref
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from agentlab.agents.agent_args import AgentArgs
 from browsergym.experiments.agent import Agent, AgentInfo
-from webshepherd.integrations.browsergym import _goal_text, observation
-from webshepherd.protocol.agents.best_of_n import BestOfN, action_key, best_of_n_sync, decide
+from webshepherd.integrations.browsergym import (
+    JUDGING_ERRORS,
+    _goal_text,
+    judging_failure,
+    observation,
+)
+from webshepherd.protocol.agents.best_of_n import (
+    BestOfN,
+    action_key,
+    best_of_n_sync,
+    decide,
+    group_proposals,
+)
+from webshepherd.protocol.agents.refusal import refusal_info
 from webshepherd.protocol.client.sync import Client, SyncSession
-from webshepherd.protocol.common import Candidate
-from webshepherd.protocol.version import DEFAULT_URL
+from webshepherd.protocol.common import Candidate, Outcome
 
 Select = Literal["best", "refine"]
 REJECTED_ACTION = "noop()"
@@ -66,11 +97,27 @@ class Proposal:
 
 @dataclass
 class Round:
-    """One scored round of candidates."""
+    """One round of candidates: scored (``result``), or not judged (``reason`` says why)."""
 
     proposals: list[Proposal]
-    result: BestOfN
+    result: BestOfN | None
     hint: list[str] | None
+    candidates: list[Candidate] = field(default_factory=list)  # distinct, most proposed first
+    counts: list[int] = field(default_factory=list)
+    reason: str | None = None
+
+    @property
+    def rewards(self) -> list[float | None]:
+        return list(self.result.rewards) if self.result else [None] * len(self.candidates)
+
+    @property
+    def index(self) -> int:
+        """The pick: best-of-n's, or the most proposed when nothing was judged."""
+        return self.result.index if self.result else 0
+
+    @property
+    def feedback(self) -> str:
+        return self.result.feedback if self.result else ""
 
 
 @dataclass
@@ -138,8 +185,9 @@ class RewardGuidedAgent(Agent):
         self.args = args
         self.subagent = subagent
         self.action_set = subagent.action_set
-        self.client = Client(args.url or DEFAULT_URL)
+        self.client = Client(args.url)  # None: $WEBSHEPHERD_URL, else the local daemon
         self.session: SyncSession | None = None
+        self.exp_dir = _experiment_dir()  # where AgentLab writes this episode's result
         self._observation: dict[str, Any] | None = None
         self._hint: list[str] | None = None
         self._checklist: list[str] | None = None
@@ -165,7 +213,7 @@ class RewardGuidedAgent(Agent):
                 observation=self._observation,
                 agent=f"agentlab:{getattr(self.subagent, '__class__', type(self)).__name__}",
             )
-            self._finalizer = weakref.finalize(self, _end, self.client, self.session)
+            self._finalizer = weakref.finalize(self, _end, self.client, self.session, self.exp_dir)
         else:
             self.session.observe(**self._observation)
         return self.subagent.obs_preprocessor(obs)
@@ -177,37 +225,28 @@ class RewardGuidedAgent(Agent):
         started = time.perf_counter()
         hint, self._hint = self._hint, None
         first = self._round(obs, hint)
-        if first is None:  # the subagent stops: so does the episode
-            self.close()
+        if first is None:  # the subagent stops: so does the episode (ended with its result)
             return None, AgentInfo(stats={"ws_reward": None, "ws_latency_s": 0.0})
         rounds = [first]
-        best = first.result
-        if self.args.select == "refine" and _below(best.reward, self.args.refine_below):
+        if self.args.select == "refine" and _below(
+            first.rewards[first.index], self.args.refine_below
+        ):
             if not self.multi_candidate:
                 raise TypeError("select='refine' needs a subagent with get_candidate_generations")
-            second = self._round(obs, [f"Judge's feedback: {best.feedback}"])
+            feedback = first.feedback or first.reason or "no judgement"
+            second = self._round(obs, [f"Judge's feedback: {feedback}"])
             rounds += [second] if second is not None else []
         final = rounds[-1]
-        result = final.result
-        chosen = result.chosen
-        decision, note = result.decision.status, ""
-        if (
-            chosen is not None
-            and self.args.approval_threshold is not None
-            and _below(result.reward, self.args.approval_threshold)
-        ):
-            asked = session.score([chosen], samples=self.args.samples, approval="always")
-            decision, note = asked.decision.status, asked.decision.note or ""
-            chosen = decide([chosen], 0, asked.decision)
+        chosen, k, decision, refusals = self._pick(session, final)
         latency = time.perf_counter() - started
 
-        picked = _proposal_for(final, result.candidates[result.index].action)
+        picked = _proposal_for(final, final.candidates[k].action)
         info = picked.info if picked is not None else AgentInfo()
+        if refusals:  # the subagent learns what was refused, by whom and why
+            self._hint = [r["text"] for r in refusals]
         if chosen is None:
             action = REJECTED_ACTION
-            rejected = result.candidates[result.index].action
-            self._hint = [f"{rejected} was rejected by a person: {note or 'no reason given'}"]
-            session.act(action, self._hint[0])
+            session.act(action, self._hint[0] if self._hint else None)
         else:
             action = chosen.action
             if picked is not None:
@@ -215,22 +254,60 @@ class RewardGuidedAgent(Agent):
             session.act(action, chosen.thought or None)
         ws = {
             "session_id": session.session_id,
-            "reward": result.reward,
-            "rewards": list(result.rewards),
-            "candidates": [c.action for c in result.candidates],
-            "counts": list(result.counts),
-            "index": result.index,
-            "feedback": result.feedback,
-            "checklist": _items(result),
+            "reward": final.rewards[final.index],
+            "rewards": final.rewards,
+            "candidates": [c.action for c in final.candidates],
+            "counts": list(final.counts),
+            "index": final.index,
+            "ran": k if chosen is not None else None,
+            "feedback": final.feedback,
+            "checklist": _items(final.result) if final.result else [],
             "decision": decision,
             "action": action,
+            "refused": refusals,
             "rounds": len(rounds),
             "hint": final.hint,
         }
+        if final.reason:
+            ws["reason"] = final.reason
         return action, _with_rewards(info, ws, latency, self._markdown(rounds, ws))
 
+    def _pick(
+        self, session: SyncSession, rnd: Round
+    ) -> tuple[Candidate | None, int, str, list[dict[str, Any]]]:
+        """The best candidate that may run: best-of-n's pick unless refused, else the next by
+        reward that is neither refused nor guarded (each asked for under
+        ``approval_threshold``). ``(candidate or None, its index, decision, refusals)``."""
+        result = rnd.result
+        guarded = set(result.scored.guarded or []) if result else set()
+        refusals: list[dict[str, Any]] = []
+        decision = result.decision.status if result else "auto"
+        for k in _ranked(rnd):
+            cand = rnd.candidates[k]
+            d = None
+            if result is not None and k == result.index:
+                chosen, d = result.chosen, result.decision
+            elif k in guarded:  # a guard would hold it too: no way round a refusal
+                continue
+            else:
+                chosen = cand
+            if (
+                chosen is not None
+                and self.args.approval_threshold is not None
+                and _below(rnd.rewards[k], self.args.approval_threshold)
+            ):
+                asked = session.score([chosen], samples=self.args.samples, approval="always")
+                chosen, d = decide([chosen], 0, asked.decision), asked.decision
+            if d is not None:
+                decision = d.status
+            if chosen is not None:
+                return chosen, k, decision, refusals
+            assert d is not None
+            refusals.append(refusal_info(d, cand.action))
+        return None, rnd.index, decision, refusals
+
     def close(self) -> None:
-        """Ends the session (outcome ``unknown``) and closes the connection."""
+        """Ends the session (with AgentLab's result when written) and closes the connection."""
         if self._finalizer is not None:
             self._finalizer()
         else:
@@ -241,14 +318,27 @@ class RewardGuidedAgent(Agent):
         if not proposals:
             return None
         assert self.session is not None
-        result = best_of_n_sync(
-            self.session,
-            [Candidate(thought=p.info.think or "", action=p.action) for p in proposals],
-            top_n=len(proposals),
-            samples=self.args.samples,
-            approval="never",
-        )
-        return Round(proposals, result, hint)
+        cands = [Candidate(thought=p.info.think or "", action=p.action) for p in proposals]
+        try:
+            result = best_of_n_sync(
+                self.session,
+                cands,
+                top_n=len(proposals),
+                samples=self.args.samples,
+                approval="never",
+            )
+        except JUDGING_ERRORS as exc:  # no judgement: a result, never an exception
+            groups = group_proposals(cands)
+            return Round(
+                proposals,
+                None,
+                hint,
+                [g.candidate for g in groups],
+                [g.count for g in groups],
+                judging_failure(exc),
+            )
+        reason = None if result.reward is not None else "the judge's output was not parsed"
+        return Round(proposals, result, hint, result.candidates, result.counts, reason)
 
     def _propose(self, obs: Any, hint: list[str] | None) -> list[Proposal]:
         n = self.args.n_candidates
@@ -288,16 +378,16 @@ class RewardGuidedAgent(Agent):
     def _markdown(self, rounds: Sequence[Round], ws: dict[str, Any]) -> str:
         lines = [f"## webshepherd: session `{ws['session_id']}`", ""]
         for n, rnd in enumerate(rounds, 1):
-            res = rnd.result
             title = f"### Round {n}" + (f" (hint: {'; '.join(rnd.hint)})" if rnd.hint else "")
             lines += [title, "", "| # | action | proposed | reward |", "|---|---|---|---|"]
             for i, (cand, count, reward) in enumerate(
-                zip(res.candidates, res.counts, res.rewards, strict=True)
+                zip(rnd.candidates, rnd.counts, rnd.rewards, strict=True)
             ):
-                mark = " **picked**" if i == res.index else ""
+                mark = " **picked**" if i == rnd.index else ""
                 shown = "unparsed" if reward is None else f"{reward:.3f}"
                 action = cand.action.replace("|", "\\|")
                 lines.append(f"| {i} | `{action}`{mark} | {count} | {shown} |")
+            lines += ["", f"*Not judged: {rnd.reason}*"] if rnd.result is None else []
             lines.append("")
         lines += ["### Checklist (the pick's label probabilities)", ""]
         probs = {item["index"]: item for item in ws["checklist"]}
@@ -310,17 +400,60 @@ class RewardGuidedAgent(Agent):
             )
             lines.append(f"- {text}: {shown}")
         lines += ["", f"**Feedback:** {ws['feedback']}", ""]
+        lines += [f"**Refused:** {r['text']}" for r in ws["refused"]]
         lines.append(f"**Decision:** {ws['decision']}; executed `{ws['action']}`")
         return "\n".join(lines)
 
 
-def _end(client: Client, session: SyncSession) -> None:
+def _experiment_dir() -> Path | None:
+    """The experiment folder ``ExpArgs.run`` logs to (its ``experiment.log`` handler on the
+    root logger, set before it makes the agent); None outside AgentLab's loop."""
+    for handler in reversed(logging.getLogger().handlers):
+        name = getattr(handler, "baseFilename", None)
+        if isinstance(handler, logging.FileHandler) and name and name.endswith("experiment.log"):
+            return Path(name).parent
+    return None
+
+
+def episode_result(exp_dir: Path | None) -> tuple[Outcome, str]:
+    """The session's outcome and answer from AgentLab's ``summary_info.json`` in ``exp_dir``:
+    success when the env terminated with cum_reward > 0, failure when it terminated with
+    <= 0, unknown for an error, an episode ended before termination, or no result written."""
+    path = exp_dir / "summary_info.json" if exp_dir is not None else None
+    if path is None or not path.is_file():
+        return "unknown", "interrupted: AgentLab wrote no result for this episode"
     try:
-        session.end("unknown")
+        summary = json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError) as exc:
+        return "unknown", f"AgentLab's result could not be read: {exc}"
+    reward, error = summary.get("cum_reward"), summary.get("err_msg")
+    if error:
+        lines = str(error).strip().splitlines()
+        return "unknown", f"the episode ended in an error: {' '.join(lines[:3])}"
+    if summary.get("terminated"):
+        won = isinstance(reward, int | float) and reward > 0
+        return ("success" if won else "failure"), f"the env terminated, cum_reward {reward}"
+    return "unknown", f"interrupted mid-episode: the env did not terminate (cum_reward {reward})"
+
+
+def _end(client: Client, session: SyncSession, exp_dir: Path | None) -> None:
+    try:
+        session.end(*episode_result(exp_dir))
     except Exception:  # the daemon or the connection is gone: nothing left to end
         pass
     finally:
         client.close()
+
+
+def _ranked(rnd: Round) -> list[int]:
+    """The round's candidates best first: best-of-n's pick, then by reward (None last), most
+    proposed, proposed first."""
+
+    def rank(i: int) -> tuple[bool, bool, float, int, int]:
+        r = rnd.rewards[i]
+        return (i == rnd.index, r is not None, r if r is not None else 0.0, rnd.counts[i], -i)
+
+    return sorted(range(len(rnd.candidates)), key=rank, reverse=True)
 
 
 def _below(reward: float | None, threshold: float) -> bool:

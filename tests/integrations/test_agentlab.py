@@ -26,7 +26,7 @@ from webshepherd.integrations.browsergym import observation_text
 from webshepherd.protocol.agents.best_of_n import action_key, select
 from webshepherd.protocol.client.sync import Client
 
-from tests.integrations.conftest import ROOT, Daemon
+from tests.integrations.conftest import ROOT, Daemon, daemon_process
 from tests.integrations.test_browsergym import decide_every_request
 
 GOAL = "Search the shop for a USB-C cable"
@@ -205,7 +205,12 @@ def test_best_of_n_rewards_in_agent_info_and_every_page_recorded(
     assert executed == [s.action for s in acted]
     assert steps[1].obs["last_action"] == acted[0].action  # the env ran the pick
     assert summary["stats.max_ws_latency_s"] == max(s.stats["ws_latency_s"] for s in acted)
-    assert events[-1]["type"] == "session.ended"
+    # the episode's result as AgentLab recorded it: max_steps reached, the env not terminated
+    assert summary["truncated"] and not summary["terminated"]
+    assert events[-1]["type"] == "session.ended" and events[-1]["outcome"] == "unknown"
+    assert events[-1]["answer"] == (
+        "interrupted mid-episode: the env did not terminate (cum_reward 0)"
+    )
 
 
 def test_refine_sends_the_judges_feedback_as_the_hint(
@@ -260,8 +265,106 @@ def test_a_rejected_action_does_not_run(shop: ShopServer, daemon: Daemon, tmp_pa
     assert len({s.obs["reference_axtree"] for s in steps}) == 1  # nor typed
     events = history(daemon, acted[0].agent_info.extra_info["webshepherd"]["session_id"])
     requests = [e for e in events if e.get("type") == "approval.request"]
-    assert len(requests) == len(acted)
+    # every candidate was asked for in turn, best first, before the agent gave up: noop()
+    asked = [len(s.agent_info.extra_info["webshepherd"]["candidates"]) for s in acted]
+    assert len(requests) == sum(asked)
+    for step in acted:
+        refused = step.agent_info.extra_info["webshepherd"]["refused"]
+        assert len(refused) == len(step.agent_info.extra_info["webshepherd"]["candidates"])
+        assert all(r["decider"] == "person" and r["note"] == "not this link" for r in refused)
     assert [e["action"] for e in events if e.get("type") == "action"] == [REJECTED_ACTION] * 2
+
+
+def reject_first_of_each_pair(daemon: Daemon, done: threading.Event) -> threading.Thread:
+    """A paired monitor that rejects the 1st, 3rd, ... approval request and approves the
+    others: each step's best is refused, the next asked for is let run."""
+    client = Client(daemon.url, daemon.token, role="monitor", name="test-monitor")
+    client.connect()
+    client.pair(daemon.monitor_code, "test-monitor")
+    sub = client.subscribe()
+
+    def run() -> None:
+        n = 0
+        try:
+            while not done.is_set():
+                try:
+                    event = sub.get(timeout=0.5)
+                except TimeoutError:
+                    continue
+                if event.type == "approval.request":
+                    n += 1
+                    verdict = "reject" if n % 2 else "approve"
+                    client.decide(event.request_id, verdict, note="not the best one")  # type: ignore[arg-type]
+        finally:
+            client.close()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_a_refused_best_falls_back_to_the_next_best_candidate(
+    shop: ShopServer, daemon: Daemon, tmp_path: Path
+) -> None:
+    """The best candidate refused by a person: the next by reward runs (not noop()), and the
+    subagent's next hint says who refused what and why."""
+    done = threading.Event()
+    monitor = reject_first_of_each_pair(daemon, done)
+    args = RewardGuidedAgentArgs(
+        subagent_args=ScriptedArgs(),
+        n_candidates=3,
+        approval_threshold=1.01,  # every candidate that would run is asked for
+        checklist=CHECKLIST,
+        url=daemon.url,
+    )
+    try:
+        steps, _ = run(args, shop, tmp_path)
+    finally:
+        done.set()
+        monitor.join(10)
+    acted = [s for s in steps if s.action is not None]
+    assert len(acted) == 2
+    for step in acted:
+        ws = step.agent_info.extra_info["webshepherd"]
+        best = ws["index"]
+        others = [i for i in range(len(ws["candidates"])) if i != best]
+        # the next best: highest reward, then most proposed, then proposed first
+        rank = {i: (ws["rewards"][i] or -1.0, ws["counts"][i], -i) for i in others}
+        nxt = max(others, key=lambda i: rank[i])
+        assert ws["ran"] == nxt and step.action == ws["candidates"][nxt] != REJECTED_ACTION
+        (refused,) = ws["refused"]
+        assert refused["action"] == ws["candidates"][best] and refused["decider"] == "person"
+        assert refused["text"].startswith(
+            f"{ws['candidates'][best]}: refused by person monitor:test-monitor (mode ask): "
+            "not the best one"
+        )
+        assert ws["decision"] == "approved"
+    hint = acted[1].agent_info.extra_info["hint"]  # what the subagent got on the next step
+    assert hint == [acted[0].agent_info.extra_info["webshepherd"]["refused"][0]["text"]]
+    assert steps[1].obs["last_action"] == acted[0].action  # the env ran the fallback
+
+
+def test_a_judging_failure_is_a_reward_none_with_a_reason(
+    shop: ShopServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A judge that writes no checklist the daemon parses (no reference given): rewards None,
+    the reason in extra_info, the subagent's most proposed action runs; no error."""
+    spec = {"judge": {"default": [0.5, [1], "fine"]}}
+    with daemon_process(tmp_path / "scripted", spec) as scripted:
+        monkeypatch.setenv("WEBSHEPHERD_URL", scripted.url)  # no url in the args
+        args = RewardGuidedAgentArgs(subagent_args=ScriptedArgs(), n_candidates=3)
+        steps, summary = run(args, shop, tmp_path / "exp")
+        events = history(scripted, steps[0].agent_info.extra_info["webshepherd"]["session_id"])
+    acted = [s for s in steps if s.action is not None]
+    assert len(acted) == 2 and summary["err_msg"] is None
+    for step in acted:
+        ws = step.agent_info.extra_info["webshepherd"]
+        assert ws["rewards"] == [None] * len(ws["candidates"]) and ws["reward"] is None
+        assert ws["reason"].startswith("the judge gave no judgement: ") and ws["index"] == 0
+        assert step.action == ws["candidates"][0]  # the most proposed
+        assert "*Not judged: the judge gave no judgement" in step.agent_info.markdown_page
+    assert acted[0].action.startswith("fill(")  # proposed twice
+    assert [e["action"] for e in events if e.get("type") == "action"] == [s.action for s in acted]
 
 
 def test_benchmark_and_reproducibility_delegate_to_the_subagent() -> None:
