@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
-from webshepherd.daemon.sessions.guards import ax_line
+from webshepherd.daemon.sessions.guards import action_targets, ax_line
 from webshepherd.protocol.actions import ActionError, parse_action, read_recorded
 from webshepherd.protocol.common import (
     ApprovalCard,
@@ -105,6 +105,11 @@ def approval_card(
         name, args, bid = recorded.op, {}, recorded.element
         if bid is not None and not _BID.match(bid):
             bid = None  # free text, not a recorded call naming an element
+        # several calls, or a coordinate one: the element the first activating call acts on
+        # (mouse_click(120, 210): the innermost box holding the point), never the first number
+        acts = [t for t in action_targets(held.action, axtree, boxes) if t.activates]
+        if acts or recorded.op.startswith("mouse_"):
+            name, bid = ("click", acts[0].bid) if acts else (recorded.op, None)
     target: CardTarget | None = None
     facts: ElementFacts | None = None
     if bid:

@@ -206,3 +206,23 @@ async def test_a_held_steps_approval_request_carries_the_card(daemon) -> None:
     (recorded,) = [e for e in history["events"] if e["type"] == "approval.request"]
     assert recorded["card"]["target"] == target
     assert recorded["card"]["screenshot"] == {"mime": "image/png"}
+
+
+def test_a_coordinate_click_names_the_element_under_the_point_not_a_number() -> None:
+    facts = {
+        "13": ElementFacts(
+            tag="button", submits=True, form_method="POST", form_action="http://shop/checkout"
+        )
+    }
+    boxes = {"1": [0, 0, 800, 600], "13": [10, 20, 100, 30], "130": [300, 20, 100, 30]}
+    c = card(["mouse_click(130, 30)"], [0.5], boxes=boxes)
+    assert c.target is not None and c.target.bid == "1"  # under the point; 130 is its x
+    c = card(["mouse_click(50, 30)"], [0.5], boxes=boxes, elements=facts)
+    assert c.target is not None and (c.target.bid, c.target.name) == ("13", "Place order")
+    assert c.destination == "http://shop/checkout"
+    assert card(["mouse_click(50, 30)"], [0.5]).target is None  # no boxes: target unknown
+
+
+def test_a_multi_action_card_names_the_call_that_activates() -> None:
+    c = card(["fill('12', 'x')\nclick('13')"], [0.5])
+    assert c.target is not None and c.target.bid == "13"
