@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
 
 from textual import work
 from textual.app import App
 from textual.binding import BindingType
-from webshepherd.protocol.common import Decision
+from webshepherd.protocol.common import CommitMode, Decision
 from webshepherd.protocol.errors import WebShepherdError
 from webshepherd.protocol.terminal_text import terminal_safe
 from webshepherd.protocol.version import DEFAULT_URL
@@ -18,7 +19,7 @@ from webshepherd.tui.link import DaemonLink
 from webshepherd.tui.screens.help import HelpScreen
 from webshepherd.tui.screens.history import HistoryScreen
 from webshepherd.tui.screens.main import MainScreen
-from webshepherd.tui.screens.messages import DecisionMade, ReplayRequested
+from webshepherd.tui.screens.messages import DecisionMade, ModeRequested, ReplayRequested
 from webshepherd.tui.screens.replay import ReplayScreen
 from webshepherd.tui.state import MonitorState
 
@@ -45,7 +46,10 @@ class WebShepherdApp(App[None]):
         data_dir: Path | None = None,
         report_dir: Path | None = None,
         approver: str | None = None,
+        credential: Callable[[], str | None] | None = None,
     ) -> None:
+        """``approver``: the credential to start with; ``credential``: reads it again (its
+        file), so a pairing made while the TUI runs is taken up."""
         super().__init__()
         self.data_dir = data_dir
         self.report_dir = report_dir
@@ -63,6 +67,7 @@ class WebShepherdApp(App[None]):
             on_status=self.set_status,
             backoff_max_s=backoff_max_s,
             approver=approver,
+            credential=credential,
         )
         self.main = MainScreen(self.state)
 
@@ -100,15 +105,21 @@ class WebShepherdApp(App[None]):
     async def on_decision_made(self, message: DecisionMade) -> None:
         self.send_decision(message.request_id, message.decision, message.action)
 
+    def unpaired(self, what: str) -> bool:
+        """Say so and return True when this TUI is not paired (it decides nothing)."""
+        if self.link.paired:
+            return False
+        self.notify(
+            f"{what}: this TUI is not paired, so it decides nothing; a person runs "
+            "`webshepherd pair tui` at a terminal (this TUI takes the pairing up at once)",
+            severity="error",
+            markup=False,
+        )
+        return True
+
     @work(group="decide")
     async def send_decision(self, request_id: str, decision: Decision, action: str | None) -> None:
-        if not self.link.paired:
-            self.notify(
-                f"{decision}: this TUI is not paired, so it decides nothing; a person runs "
-                "`webshepherd pair tui` at a terminal, then restarts the TUI",
-                severity="error",
-                markup=False,
-            )
+        if self.unpaired(decision):
             return
         try:
             await self.link.decide(request_id, decision, action)
@@ -118,6 +129,22 @@ class WebShepherdApp(App[None]):
             )
             return
         self.notify(f"{decision}: sent", timeout=2)
+
+    async def on_mode_requested(self, message: ModeRequested) -> None:
+        self.send_mode(message.session_id, message.mode)
+
+    @work(group="decide")
+    async def send_mode(self, session_id: str, mode: CommitMode) -> None:
+        if self.unpaired(f"mode {mode}"):
+            return
+        try:
+            now = await self.link.set_mode(session_id, mode)
+        except WebShepherdError as exc:
+            self.notify(
+                f"mode {mode} failed: {terminal_safe(exc.message)}", severity="error", markup=False
+            )
+            return
+        self.notify(f"mode: {now}", timeout=2)
 
     def on_replay_requested(self, message: ReplayRequested) -> None:
         sid = message.session_id

@@ -1,5 +1,6 @@
 """Every key of the monitor, once: the bindings each screen installs, the footer's names for
-them and the help screen's lines all come from these tables."""
+them and the help screen's lines all come from these tables. A key means one thing on every
+screen (tests/tui/test_keys.py checks it)."""
 
 from __future__ import annotations
 
@@ -59,6 +60,7 @@ MAIN = (
     Key("r", "decide('reject')", "r", "Reject", "reject it"),
     Key("e", "edit", "e", "Edit", "edit its action"),
     Key("o", "replay", "o", "Replay", "replay the selected session"),
+    Key("m", "mode", "m", "Mode", "switch its mode: ask, watch, stop"),
 )
 
 EDIT = (Key("escape", "cancel", "esc", "Cancel", "cancel (enter sends the action)"),)
@@ -66,7 +68,7 @@ EDIT = (Key("escape", "cancel", "esc", "Cancel", "cancel (enter sends the action
 HISTORY = (
     Key("escape", "app.pop_screen", "esc", "Back", "back"),
     Key("f5", "reload", "f5", "Reload", "reload"),
-    Key("r", "report", "r", "Write report", "write its HTML report"),
+    Key("w", "report", "w", "Write report", "write its HTML report"),
 )
 
 REPLAY = (

@@ -14,7 +14,7 @@ import logging
 from collections.abc import Callable
 
 from webshepherd.protocol.client import AsyncClient
-from webshepherd.protocol.common import Decision
+from webshepherd.protocol.common import CommitMode, Decision
 from webshepherd.protocol.errors import UnauthorizedError, WebShepherdError
 from webshepherd.protocol.version import DEFAULT_URL
 from webshepherd.tui.state import MonitorState
@@ -34,9 +34,18 @@ class DaemonLink:
         history_limit: int = 50,
         backoff_max_s: float = 2.0,
         approver: str | None = None,
+        credential: Callable[[], str | None] | None = None,
+        credential_poll_s: float = 1.0,
     ) -> None:
         self.state = state
         self.url = url
+        # re-read while running: a `webshepherd pair tui` (or a revoke and a new pairing) is
+        # picked up without a restart
+        self.credential = credential
+        self.credential_poll_s = credential_poll_s
+        self.approver = approver
+        self.repairs = 0  # times a new credential was taken up
+        self._repairing = False  # the watcher closed the client for a new credential
         self.on_change = on_change
         self.on_status = on_status
         self.history_limit = history_limit
@@ -47,7 +56,7 @@ class DaemonLink:
         self.refused_approver = False  # the credential was refused: monitoring unpaired
 
     def _client(self, approver: str | None) -> AsyncClient:
-        return AsyncClient(
+        client = AsyncClient(
             self.url,
             self._token,
             name="webshepherd-tui",
@@ -57,6 +66,8 @@ class DaemonLink:
             backoff_initial_s=0.1,
             backoff_max_s=self._backoff_max_s,
         )
+        client.daemon_wait_s = 0.0  # type: ignore[attr-defined]  # run() retries and says so
+        return client
 
     @property
     def paired(self) -> bool:
@@ -64,28 +75,47 @@ class DaemonLink:
         welcome = self.client.welcome
         return welcome is not None and welcome.approver
 
+    def _credential_changed(self) -> str | None:
+        """The credential file's new content when it differs from the one in use, else None."""
+        if self.credential is None:
+            return None
+        now = self.credential()
+        return now if now is not None and now != self.approver else None
+
     async def run(self) -> None:
-        """Connect (retrying), subscribe, catch up, then fold events until cancelled."""
+        """Connect (retrying), subscribe, catch up, then fold events until cancelled; start
+        over with a new approver credential when its file changes."""
+        while await self._run_once():
+            approver = self._credential_changed() or self.approver
+            self.approver, self.refused_approver = approver, False
+            self.client = self._client(approver)
+            self.repairs += 1
+
+    async def _run_once(self) -> bool:
+        """One connection's life; True when it ended for a new credential."""
         client = self.client
         delay = 0.2
         while True:
+            if self._credential_changed() is not None:
+                return True
             try:
                 await client.connect()
                 break
             except UnauthorizedError as exc:
                 if "approver" not in exc.message or self.refused_approver:
                     self.on_status(f"refused: {exc.message}", False)
-                    return
+                    return False
                 # a revoked or stale pairing: monitor unpaired, say how to pair again
                 log.warning("approver credential refused (%s); monitoring unpaired", exc.message)
                 self.refused_approver = True
                 client = self.client = self._client(None)
             except WebShepherdError as exc:
-                self.on_status(f"cannot reach {self.url}; retrying ({exc.code.value})", False)
+                log.info("cannot reach %s: %s", self.url, exc.message)
+                self.on_status(unreachable(self.url), False)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, self._backoff_max_s)
         sub = client.subscribe("*")
-        watcher: asyncio.Task[None] | None = None
+        watcher: asyncio.Task[bool] | None = None
         try:
             await sub.start()
             self._connected()
@@ -97,11 +127,13 @@ class DaemonLink:
         except UnauthorizedError as exc:
             self.on_status(f"refused: {exc.message}", False)
         finally:
-            if watcher is not None:
+            if watcher is not None and not watcher.done():
                 watcher.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await watcher
             await client.close()
+        repair, self._repairing = self._repairing, False
+        return repair
 
     def _connected(self) -> None:
         daemon = self.client.welcome.daemon if self.client.welcome else None
@@ -114,10 +146,21 @@ class DaemonLink:
             paired = " · not paired: run `webshepherd pair tui` to decide approvals"
         self.on_status(f"connected to {self.url}{paired}{model}", True)  # can it decide: first
 
-    async def _watch(self) -> None:
+    async def _watch(self) -> bool:
+        """Say when the connection drops and comes back (and catch up then); True, after
+        closing the client, when the approver credential's file changed."""
         seen, was = self.client.reconnects, True
+        polled = asyncio.get_running_loop().time()
         while True:
             await asyncio.sleep(0.2)
+            clock = asyncio.get_running_loop().time()
+            if clock - polled >= self.credential_poll_s or self.client.reconnects != seen:
+                polled = clock
+                if self._credential_changed() is not None:
+                    log.info("the approver credential changed: connecting again with it")
+                    self._repairing = True
+                    await self.client.close()  # ends the subscription: run() starts over
+                    return True
             now = self.client.connected
             if was and not now:
                 self.on_status(f"connection lost; reconnecting to {self.url} …", False)
@@ -158,3 +201,19 @@ class DaemonLink:
     async def decide(self, request_id: str, decision: Decision, action: str | None = None) -> str:
         reply = await self.client.decide(request_id, decision, action)
         return reply.decision
+
+    async def set_mode(self, session_id: str, mode: CommitMode) -> CommitMode:
+        """Switch a session's mode (``session.mode``; a paired TUI only); folds the reply."""
+        reply = await self.client.set_mode(session_id, mode)
+        self.state.fold(reply)
+        self.on_change()
+        return reply.mode
+
+
+def unreachable(url: str) -> str:
+    """The status line while no daemon answers at ``url``, in words, with the command that
+    starts one."""
+    return (
+        f"no webshepherd daemon answers at {url} (retrying): start one with "
+        "`webshepherd serve`, or point the TUI at yours with --url or WEBSHEPHERD_URL"
+    )

@@ -26,7 +26,10 @@ from webshepherd.protocol.agreement import (
 from webshepherd.protocol.common import (
     ApprovalCard,
     Candidate,
+    CommitMode,
+    DecisionInfo,
     GuardHit,
+    HeldRequest,
     ItemLabel,
     ScoredCandidate,
     TreeNodeFields,
@@ -50,6 +53,7 @@ class StepView:
     chosen: int | None = None
     decision: str | None = None
     decision_action: str | None = None
+    decided: DecisionInfo | None = None  # the scored event's decision whole (who, why, way out)
     executed: str | None = None
     executed_source: str | None = None
 
@@ -97,6 +101,16 @@ class Signal:
 
 
 @dataclass
+class CommitView:
+    """A paused request the daemon answered without a person's approval showing on the card:
+    one that ran flagged (watch mode, a sandbox origin) or one that was refused."""
+
+    request: HeldRequest
+    decision: DecisionInfo
+    flagged: bool
+
+
+@dataclass
 class SessionView:
     session_id: str
     intent: str = ""
@@ -116,6 +130,9 @@ class SessionView:
     tree_trying: int | None = None  # the node the search is trying now
     tree_event: tuple[int, str] | None = None  # the latest update: (node, event)
     tree_path: list[int] = field(default_factory=list)  # the path the search returned
+    mode: CommitMode | None = None  # what its commits get (ask, watch, stop); None: not said
+    commits: list[CommitView] = field(default_factory=list)  # flagged or refused, in order
+    holding: dict[str, tuple[int, float | None]] = field(default_factory=dict)  # held steps
     version: int = 0  # grows with every change
     steps_version: int = 0  # grows when the checklist or a step changes (not on progress text)
 
@@ -142,16 +159,30 @@ class SessionView:
         return None
 
     @property
+    def held(self) -> tuple[int, float | None] | None:
+        """The newest step waiting for a person: its index and the held candidate's reward."""
+        return max(self.holding.values(), key=lambda h: h[0]) if self.holding else None
+
+    @property
     def step_count(self) -> int:
-        """How many steps the session has (protocol/steps.py: scored or acted at)."""
+        """How many steps the session has (protocol/steps.py: scored or acted at), a step
+        held for a person included (its ``scored`` comes after the decision)."""
         return step_count(
-            (k for k, s in self.steps.items() if s.candidates),
+            [
+                *(k for k, s in self.steps.items() if s.candidates),
+                *(h for h, _ in self.holding.values()),
+            ],
             (k for k, s in self.steps.items() if s.executed is not None),
         )
 
     @property
     def latest_reward(self) -> float | None:
+        """The held step's reward while one waits, else the newest scored step's (executed,
+        else best)."""
+        held = self.held
         cur = self.current
+        if held is not None and held[1] is not None and (cur is None or held[0] >= cur.step):
+            return held[1]
         if cur is None:
             return None
         r = cur.executed_reward
@@ -161,8 +192,9 @@ class SessionView:
     def state_label(self) -> str:
         if self.state == "ended":
             return f"ended: {self.outcome or 'unknown'}"
-        if self.state == "waiting_approval":
-            return "waiting for approval"
+        held = self.held
+        if self.state == "waiting_approval" or held is not None:
+            return f"waiting at {step_label(held[0])}" if held else "waiting for approval"
         return "running"
 
     def first_bad_steps(self) -> FirstBadSteps:
@@ -315,9 +347,11 @@ class MonitorState:
         s = reply.session
         view.intent, view.agent, view.start_url = s.intent, s.agent.name, s.start_url
         view.created_at, view.state, view.outcome = s.created_at, s.state, s.outcome
+        view.mode = s.mode or view.mode or (old.mode if old else None)
         if s.state != "waiting_approval":  # requests left over from before a restart are gone
             for aid in [a for a, v in self.approvals.items() if v.session_id == sid]:
                 del self.approvals[aid]
+            view.holding.clear()
         view.touch_steps()
         self.version += 1
         self.approvals_version += 1
@@ -335,6 +369,22 @@ class MonitorState:
             self.version += 1  # the order may change
         if m.agent is not None:
             v.agent = m.agent.name
+        if m.mode is not None:
+            v.mode = m.mode
+        v.version += 1
+
+    def _mode_set(self, m: Any) -> None:
+        v = self.session(m.session_id)
+        v.mode = m.mode
+        v.version += 1
+
+    def _commit_decided(self, m: Any) -> None:
+        """A paused request's answer: kept when it ran flagged or was refused (an approval a
+        person gave shows as its ``approval.resolved``)."""
+        if not m.flagged and m.decision.status == "approved":
+            return
+        v = self.session(m.session_id)
+        v.commits.append(CommitView(m.request, m.decision, m.flagged))
         v.version += 1
 
     def _checklist(self, m: Any) -> None:
@@ -379,7 +429,7 @@ class MonitorState:
         d = m.decision
         if d.status in ("approved", "rejected", "edited") and d.index is not None:
             self._top_pick(m.session_id, m.step, d.index, d.index == m.best)
-        s.decision, s.decision_action = d.status, d.action
+        s.decision, s.decision_action, s.decided = d.status, d.action, d
         s.chosen = d.index if d.index is not None else m.best
         if v.state == "waiting_approval":
             v.state = "running"
@@ -457,6 +507,7 @@ class MonitorState:
         v = self.session(m.session_id)
         if v.state != "ended":
             v.state = "waiting_approval"
+            v.holding[m.request_id] = (m.step, m.reward)
         v.version += 1
         self.approvals_version += 1
 
@@ -473,6 +524,7 @@ class MonitorState:
         sid = m.session_id or (gone.session_id if gone else None)
         if sid is not None and sid in self.sessions:
             v = self.sessions[sid]
+            v.holding.pop(m.request_id, None)
             if v.state == "waiting_approval" and not any(
                 a.session_id == sid for a in self.approvals.values()
             ):
@@ -483,6 +535,7 @@ class MonitorState:
     def _ended(self, m: Any) -> None:
         v = self.session(m.session_id)
         v.state, v.outcome = "ended", m.outcome
+        v.holding.clear()
         v.progress_request, v.progress = None, {}
         v.version += 1
 
@@ -514,5 +567,7 @@ _HANDLERS = {
     "approval.request": MonitorState._approval_request,
     "approval.resolved": MonitorState._approval_resolved,
     "session.ended": MonitorState._ended,
+    "mode.set": MonitorState._mode_set,
+    "commit.decided": MonitorState._commit_decided,
     "stats": MonitorState._stats,
 }

@@ -13,7 +13,7 @@ import argparse
 import difflib
 import sys
 from collections.abc import Iterable, Sequence
-from typing import Any, NoReturn
+from typing import Any, NoReturn, cast
 
 from webshepherd.daemon.cli.demo import add_demo_parser
 from webshepherd.daemon.cli.dev import add_dev_parser
@@ -160,7 +160,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--version", action="version", version=f"webshepherd {_version()}")
     p.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-vv: debug)")
-    sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    sub = cast(
+        "argparse._SubParsersAction[argparse.ArgumentParser]",
+        p.add_subparsers(dest="command", metavar="COMMAND", required=True),
+    )
     for add_parser in COMMANDS:
         add_parser(sub)
     return p

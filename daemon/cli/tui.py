@@ -5,14 +5,19 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from webshepherd.daemon.secrets import add_token_arguments, token_from_args
-from webshepherd.protocol.version import DEFAULT_URL
+from webshepherd.protocol.errors import WebShepherdError
+from webshepherd.protocol.version import DEFAULT_URL, URL_ENV, daemon_url
+
+if TYPE_CHECKING:
+    from webshepherd.tui.app import WebShepherdApp
 
 
 def cmd_tui(args: argparse.Namespace) -> int:
     try:
-        from webshepherd.tui.app import WebShepherdApp
+        app = tui_app(args)
     except ImportError as exc:
         print(
             f"webshepherd: the TUI needs the 'tui' extra ({exc.name} is missing): "
@@ -20,28 +25,35 @@ def cmd_tui(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
+    app.run()
+    return 0
+
+
+def tui_app(args: argparse.Namespace) -> WebShepherdApp:
+    """The monitor as ``webshepherd tui`` starts it: the daemon at --url, else
+    $WEBSHEPHERD_URL, else the default; the TUI's approver credential, read again while it
+    runs (a `webshepherd pair tui` is taken up at once)."""
+    from webshepherd.tui.app import WebShepherdApp
+    from webshepherd.tui.credential import read_credential
+
     token = token_from_args(args)
     if token is None:
         from webshepherd.protocol.token_store import TokenStore
 
         token = TokenStore().read()
         if not token:
-            print(
-                "webshepherd: no pairing token found: start the daemon once "
-                "(`webshepherd serve` creates it), set WEBSHEPHERD_TOKEN or pass --token-file",
-                file=sys.stderr,
+            raise WebShepherdError(
+                "no pairing token found: start the daemon once (`webshepherd serve` creates "
+                "it), set WEBSHEPHERD_TOKEN or pass --token-file"
             )
-            return 1
-    from webshepherd.tui.credential import read_credential
-
-    WebShepherdApp(
-        args.url,
+    return WebShepherdApp(
+        daemon_url(args.url),
         token,
         data_dir=args.data_dir,
         report_dir=args.report_dir,
         approver=read_credential(),  # the TUI's own, from `webshepherd pair tui`
-    ).run()
-    return 0
+        credential=read_credential,
+    )
 
 
 def add_tui_parser(
@@ -51,7 +63,9 @@ def add_tui_parser(
     p: argparse.ArgumentParser = subparsers.add_parser(
         "tui", help="live monitor: sessions, reward curves, approvals, device"
     )
-    p.add_argument("--url", default=DEFAULT_URL, help=f"daemon URL (default {DEFAULT_URL})")
+    p.add_argument(
+        "--url", default=None, help=f"daemon URL (default ${URL_ENV}, else {DEFAULT_URL})"
+    )
     add_token_arguments(p)
     p.add_argument(
         "--data-dir",

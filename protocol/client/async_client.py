@@ -54,6 +54,7 @@ from webshepherd.protocol.client.session import (
     to_candidates,
     to_model,
 )
+from webshepherd.protocol.client.wait import DAEMON_WAIT_S, until_daemon
 from webshepherd.protocol.common import (
     AgentInfo,
     ClientInfo,
@@ -197,7 +198,7 @@ class AsyncClient:
         """Open the connection and say hello. Raises on a refused token or an unreachable daemon."""
         self._closing = False
         self._core.refused = None
-        await self._open()
+        await until_daemon(self._open, self.url, getattr(self, "daemon_wait_s", DAEMON_WAIT_S))
         assert self.welcome is not None
         return self.welcome
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
+from webshepherd.daemon.cli import main
 from webshepherd.daemon.cli import tui as cli_tui
 from webshepherd.tui import device
 from webshepherd.tui.app import WebShepherdApp
@@ -23,7 +24,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
 def test_parser_defaults_and_flags():
     args = parse(["tui"])
     assert (args.url, args.token_file, args.func) == (
-        "ws://127.0.0.1:8765/v1",
+        None,  # --url, else $WEBSHEPHERD_URL, else the default (tui_app resolves it)
         None,
         cli_tui.cmd_tui,
     )
@@ -34,7 +35,7 @@ def test_parser_defaults_and_flags():
 def test_token_from_the_local_store(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("WEBSHEPHERD_CONFIG_DIR", str(tmp_path))
     monkeypatch.delenv("WEBSHEPHERD_TOKEN", raising=False)
-    assert cli_tui.cmd_tui(parse(["tui"])) == 1
+    assert main(["tui"]) == 1
     assert "no pairing token" in capsys.readouterr().err
     (tmp_path / "token").write_text("stored-token\n")
     started = []

@@ -118,3 +118,17 @@ async def test_replay_home_and_end_reach_the_screen():
         assert replay.frame == last
         await pilot.press("left", "g")
         assert replay.frame == 0
+
+
+def test_a_key_means_one_thing_on_every_screen():
+    """`r` rejected on the live screen and wrote a report in the history: no key may do two
+    things (escape aside: it always leaves what is open)."""
+    meaning: dict[str, set[str]] = {}
+    for _title, entries in SECTIONS:
+        for e in entries:
+            if isinstance(e, Key):
+                for name in e.keys.split(","):
+                    meaning.setdefault(name, set()).add(e.action)
+    twice = {k: v for k, v in meaning.items() if len(v) > 1 and k != "escape"}
+    assert twice == {}
+    assert meaning["m"] == {"mode"} and meaning["w"] == {"report"}

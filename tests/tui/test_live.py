@@ -244,7 +244,9 @@ async def test_an_unpaired_tui_monitors_but_decides_nothing(daemon, credential):
         await wait_until(pilot, lambda: app.link.catch_ups >= 1, what="connected")
         assert not app.link.paired
         assert app.link.refused_approver is (credential == "revoked")
-        assert "webshepherd pair tui" in screen_text(app)
+        await wait_until(
+            pilot, lambda: "webshepherd pair tui" in screen_text(app), what="how to pair, shown"
+        )
         panel = app.screen.query_one(ApprovalsPanel)
         await pilot.press("2")
         await agent.send(
@@ -260,7 +262,11 @@ async def test_an_unpaired_tui_monitors_but_decides_nothing(daemon, credential):
         req = await person.wait_for("approval.request", timeout=60)
         await wait_until(pilot, lambda: panel.table.row_count == 1, what="the request")
         await pilot.press("a")
-        await pilot.pause(0.5)
+        await wait_until(
+            pilot,
+            lambda: any("not paired" in n.message for n in app._notifications),
+            what="the TUI saying it is not paired",
+        )
         assert panel.table.row_count == 1  # nothing was decided
         assert app.state.sessions[sid].state == "waiting_approval"
         reply = await person.request(

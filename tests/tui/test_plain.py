@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 from webshepherd.tui.app import WebShepherdApp
-from webshepherd.tui.plain import plain
+from webshepherd.tui.plain import counted, plain
 from webshepherd.tui.widgets.approvals_table import ApprovalsPanel
 from webshepherd.tui.widgets.sessions_table import SessionsTable
 
@@ -184,3 +184,9 @@ async def test_every_character_class_is_shown_as_an_escape():
         flat = " ".join(line.strip() for line in card.splitlines())
         for cls, raw in CLASSES.items():  # the typed text carries every class
             assert terminal_safe(raw) in flat, f"{cls}: {terminal_safe(raw)!r} not in the card"
+
+
+def test_counted_says_one_step_and_two_steps():
+    assert [counted(n, "step") for n in (0, 1, 2)] == ["0 steps", "1 step", "2 steps"]
+    assert counted(1, "flagged commit") == "1 flagged commit"
+    assert counted(3, "entry", "entries") == "3 entries"

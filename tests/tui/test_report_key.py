@@ -16,7 +16,7 @@ from tests.tui.test_live import step
 pytestmark = pytest.mark.model
 
 
-async def test_history_r_writes_the_selected_report(daemon, tmp_path):
+async def test_history_w_writes_the_selected_report(daemon, tmp_path):
     agent = await daemon.client(name="agent-1")
     older = await start_session(agent, agent={"name": "older"})
     await step(agent, older, 1)
@@ -38,12 +38,12 @@ async def test_history_r_writes_the_selected_report(daemon, tmp_path):
         rows = history.query_one(DataTable)
         await wait_until(pilot, lambda: rows.row_count == 2, what="the history list")
         await pilot.press("down")  # the older session
-        await pilot.press("r")
+        await pilot.press("w")
         await wait_until(pilot, lambda: history.last_report is not None, what="the report")
         assert history.last_report == tmp_path / "reports" / f"webshepherd-{older}.html"
         html = history.last_report.read_text()
         assert "older" in html and "<svg" in html
-        await pilot.press("up", "r")
+        await pilot.press("up", "w")
         target = tmp_path / "reports" / f"webshepherd-{sid}.html"
         await wait_until(pilot, lambda: history.last_report == target, what="the second report")
         assert html.count('class="step"') < target.read_text().count('class="step"')

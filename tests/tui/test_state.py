@@ -222,3 +222,56 @@ def test_live_typed_signal_event_is_shown():
     (signal,) = state.sessions["s"].signals
     assert (signal.step, signal.kind) == (3, "repeated_action")
     assert signal.message == "click('12') again on an unchanged page"
+
+
+def test_a_held_step_counts_with_its_number_and_reward_until_decided():
+    """A step waits for a person before its `scored`: the row counts it and shows its
+    reward (it showed the last scored step's: "1 step, reward 0.000" for a step-4 hold)."""
+    state = folded(session_events("a", 1, seed=1, outcome=None))
+    v = state.sessions["a"]
+    before = v.latest_reward
+    state.fold_raw(
+        {
+            "type": "approval.request",
+            "request_id": "q4",
+            "session_id": "a",
+            "step": 3,
+            "candidate": {"thought": "", "action": "click('9')"},
+            "reward": 0.125,
+            "reason": "below_threshold",
+            "expires_in_s": 120,
+        }
+    )
+    assert (v.held, v.step_count, v.latest_reward) == ((3, 0.125), 2, 0.125)
+    assert v.state_label == "waiting at step 4" and before != 0.125
+    state.fold_raw(
+        {"type": "approval.resolved", "request_id": "q4", "session_id": "a", "decision": "reject"}
+    )
+    assert (v.held, v.step_count, v.latest_reward) == (None, 1, before)
+    assert v.state_label == "running"
+
+
+def test_modes_and_paused_requests_fold():
+    state = folded(session_events("a", 1, seed=1, outcome=None))
+    v = state.sessions["a"]
+    assert v.mode is None  # an old recording says none
+    state.fold_raw({"type": "mode.set", "session_id": "a", "mode": "stop", "by": "monitor:t"})
+    assert v.mode == "stop"
+    request = {"method": "POST", "url": "http://shop.test/o", "kind": "write"}
+    digest = "0" * 64
+
+    def decided(status: str, decider: str, flagged: bool) -> dict:
+        return {
+            "type": "commit.decided",
+            "session_id": "a",
+            "request": request,
+            "request_digest": digest,
+            "decision": {"status": status, "decider": decider, "way_out": "switch to watch"},
+            "flagged": flagged,
+        }
+
+    state.fold_raw(decided("approved", "person", False))  # a person let it go: nothing to flag
+    state.fold_raw(decided("approved", "mode", True))
+    state.fold_raw(decided("rejected", "mode", False))
+    assert [(c.flagged, c.decision.decider) for c in v.commits] == [(True, "mode"), (False, "mode")]
+    assert v.commits[0].request.url == "http://shop.test/o"

@@ -1,4 +1,4 @@
-"""The daemon's recorded sessions (``sessions.list``); enter replays one, ``r`` writes its
+"""The daemon's recorded sessions (``sessions.list``); enter replays one, ``w`` writes its
 HTML report (from the local recording, as ``webshepherd report`` does)."""
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ class HistoryScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Static(
-            "recorded sessions (newest first) — enter replays, r writes its HTML report, "
+            "recorded sessions (newest first) — enter replays, w writes its HTML report, "
             "escape goes back",
             id="history-title",
         )

@@ -12,14 +12,14 @@ from textual.binding import BindingType
 from textual.containers import Container
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
-from webshepherd.protocol.common import Decision
+from webshepherd.protocol.common import CommitMode, Decision
 from webshepherd.protocol.steps import step_label
 from webshepherd.protocol.terminal_text import terminal_safe
 from webshepherd.tui.device import DeviceReading
 from webshepherd.tui.keys import MAIN, bindings
 from webshepherd.tui.plain import plain
 from webshepherd.tui.screens.edit_action import EditActionScreen
-from webshepherd.tui.screens.messages import DecisionMade, ReplayRequested
+from webshepherd.tui.screens.messages import DecisionMade, ModeRequested, ReplayRequested
 from webshepherd.tui.state import MonitorState
 from webshepherd.tui.widgets.agreement_line import AgreementLine
 from webshepherd.tui.widgets.approvals_table import ApprovalsPanel
@@ -28,6 +28,14 @@ from webshepherd.tui.widgets.session_detail import SessionDetail
 from webshepherd.tui.widgets.sessions_table import SessionsTable
 
 WIDE = 120
+#: What ``m`` switches a session's mode to, from each (a session whose mode is not known
+#: yet: to 'watch', as from the daemon's default 'ask').
+NEXT_MODE: dict[CommitMode | None, CommitMode] = {
+    "ask": "watch",
+    "watch": "stop",
+    "stop": "ask",
+    None: "watch",
+}
 FOCUS_IN = {"tab-sessions": "#sessions", "tab-approvals": "#approvals", "tab-device": "#device"}
 
 
@@ -164,6 +172,13 @@ class MainScreen(Screen[None]):
         if pending is None:
             self.notify("no pending approval", severity="warning")
             return
+        if pending.card is not None and pending.card.request is not None:
+            self.notify(
+                "a request the browser paused is approved (a) or rejected (r) as it is; "
+                "it cannot be edited",
+                severity="warning",
+            )
+            return
 
         def done(action: str | None) -> None:
             if action:
@@ -176,6 +191,26 @@ class MainScreen(Screen[None]):
             f"reward {reward} · {pending.reason}\n{pending.feedback}"
         )
         self.app.push_screen(EditActionScreen(terminal_safe(pending.action), context), done)
+
+    def selected_session(self) -> str | None:
+        """The session ``m`` and ``o`` act on: the highlighted approval's on the Approvals
+        tab, else the sessions table's."""
+        if self.query_one(TabbedContent).active == "tab-approvals":
+            pending = self.approvals.selected
+            if pending is not None:
+                return pending.session_id
+        return self.table.selected
+
+    def action_mode(self) -> None:
+        sid = self.selected_session()
+        view = self.state.sessions.get(sid) if sid else None
+        if sid is None or view is None:
+            self.notify("no session selected", severity="warning")
+            return
+        if view.state == "ended":
+            self.notify("the session has ended: its mode no longer matters", severity="warning")
+            return
+        self.post_message(ModeRequested(sid, NEXT_MODE[view.mode]))
 
     def action_replay(self) -> None:
         sid = self.table.selected

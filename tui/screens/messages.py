@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from textual.message import Message
-from webshepherd.protocol.common import Decision
+from webshepherd.protocol.common import CommitMode, Decision
 
 
 class DecisionMade(Message):
@@ -22,3 +22,12 @@ class ReplayRequested(Message):
     def __init__(self, session_id: str) -> None:
         super().__init__()
         self.session_id = session_id
+
+
+class ModeRequested(Message):
+    """A person asked to switch a session's mode (what its commits get)."""
+
+    def __init__(self, session_id: str, mode: CommitMode) -> None:
+        super().__init__()
+        self.session_id = session_id
+        self.mode = mode

@@ -18,6 +18,9 @@ from webshepherd.tui.widgets.target_crop import target_crop
 COLUMNS = ("session", "step", "reward", "reason", "action")
 FLEX = "action"  # the rest of the width (tui/widgets/fit.py)
 LABEL_W = 10  # the card's field names
+FIELDS_SHOWN, FIELD_CHARS = 8, 60  # a paused request's fields: how many, each cut to this
+KEYS = "a approve · r reject · e edit the action"
+COMMIT_KEYS = "a approve · r reject (a paused request is sent as it is or not at all: no edit)"
 CROP_COLS, CROP_ROWS = 72, 10  # the most the target's cut-out takes
 
 
@@ -34,6 +37,8 @@ def why_it_waits(a: ApprovalView) -> list[Text]:
         lines = [Text("the agent asks a person at every step")]
     elif a.reason == "guarded":
         lines = [Text(f"a guard holds it whatever the reward ({r})", "bold red")]
+    elif a.reason == "commit":
+        lines = [Text("the browser paused a request that commits, before it left", "bold red")]
     else:
         lines = [plain(a.reason)]
     for hit in a.guard:
@@ -44,6 +49,11 @@ def why_it_waits(a: ApprovalView) -> list[Text]:
 def indented(text: str) -> Text:
     """Untrusted text of several lines, its later lines under the first (past the labels)."""
     return Text("\n" + " " * LABEL_W).join(plain(text, multiline=True).split("\n"))
+
+
+def cut(text: str, most: int) -> str:
+    """``text`` cut to ``most`` characters, an ellipsis marking the cut."""
+    return text if len(text) <= most else text[: most - 1] + "…"
 
 
 def card_text(a: ApprovalView, intent: str | None) -> Text:
@@ -57,6 +67,8 @@ def card_text(a: ApprovalView, intent: str | None) -> Text:
         out.append_text(Text.assemble(*value))
 
     card = a.card
+    if card is not None and card.request is not None:
+        return request_text(a, intent)
     field("action", plain(a.action, "magenta"))
     target = card.target if card else None
     if target is not None:
@@ -78,6 +90,55 @@ def card_text(a: ApprovalView, intent: str | None) -> Text:
     field("feedback", indented(feedback or "—"))
     for i, o in enumerate(card.others if card else []):
         field("others" if i == 0 else "", f"#{o.index} {fmt_reward(o.reward)}  ", plain(o.action))
+    if intent:
+        field("task", indented(intent))
+    return out
+
+
+def request_text(a: ApprovalView, intent: str | None) -> Text:
+    """A paused request's card (reason 'commit'): the daemon's headline in plain words, then
+    exactly what would be sent, as the browser would send it (the host as punycode, fields
+    escaped and cut), where it is sent from and which action caused it."""
+    assert a.card is not None and a.card.request is not None
+    r = a.card.request
+    out = Text()
+    headline = a.card.headline or f"Waiting for you: this sends a {r.method} request"
+    out.append_text(plain(headline, "bold yellow", multiline=True))
+
+    def field(name: str, *value: Text | str) -> None:
+        out.append(f"\n{name:<{LABEL_W}}", "bold")
+        out.append_text(Text.assemble(*value))
+
+    field(
+        "method",
+        plain(r.method, "bold"),
+        f"  ({r.kind}{', the page itself' if r.top_level else ''})",
+    )
+    field("url", plain(r.url, "underline"))
+    for i, f in enumerate(r.fields[:FIELDS_SHOWN]):
+        field(
+            "fields" if i == 0 else "",
+            plain(cut(f.name, 32), "cyan"),
+            " = ",
+            plain(cut(f.value, FIELD_CHARS)),
+        )
+    if len(r.fields) > FIELDS_SHOWN:
+        field("", Text(f"… {len(r.fields) - FIELDS_SHOWN} more", "dim"))
+    if not r.fields and r.body_bytes:
+        field("body", f"{r.body_bytes} bytes")
+    field("origin", plain(r.origin or "—"))
+    if r.page_url:
+        field("from", plain(r.page_url))
+    field(
+        "trigger",
+        plain(r.trigger, "magenta")
+        if r.trigger
+        else Text("the page itself (no action of the agent's)", "dim"),
+    )
+    for i, line in enumerate(why_it_waits(a)):
+        field("waits" if i == 0 else "", line)
+    for i, hit in enumerate(a.card.predicts):
+        field("predicted" if i == 0 else "", plain(hit.rule, "bold"), ": ", plain(hit.detail))
     if intent:
         field("task", indented(intent))
     return out
@@ -110,7 +171,7 @@ class ApprovalsPanel(Vertical):
         with VerticalScroll(id="approval-card"):
             yield Static("", id="approval-detail")
             yield Static("", id="approval-crop")
-        yield Static("a approve · r reject · e edit the action", id="approval-keys")
+        yield Static(KEYS, id="approval-keys")
 
     @property
     def ready(self) -> bool:
@@ -176,11 +237,14 @@ class ApprovalsPanel(Vertical):
         crop = self.query_one("#approval-crop", Static)
         if a is None:
             detail.update(Text("no pending approvals", style="dim"))
+            self.query_one("#approval-keys", Static).update(KEYS)
             crop.update("")
             crop.display = False
             return
         view = self._state.sessions.get(a.session_id) if self._state else None
         detail.update(card_text(a, view.intent if view else None))
+        commit = a.card is not None and a.card.request is not None
+        self.query_one("#approval-keys", Static).update(COMMIT_KEYS if commit else KEYS)
         shot = a.card.screenshot if a.card else None
         box = a.card.target.box if a.card and a.card.target else None
         picture = None

@@ -11,8 +11,8 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 from webshepherd.protocol.steps import step_label, step_number
 from webshepherd.protocol.terminal_text import terminal_safe
-from webshepherd.tui.plain import plain
-from webshepherd.tui.state import LABEL_MARK, SessionView, StepView
+from webshepherd.tui.plain import counted, plain
+from webshepherd.tui.state import LABEL_MARK, CommitView, SessionView, StepView
 from webshepherd.tui.widgets.fit import name_cell
 from webshepherd.tui.widgets.reward_plot import RewardPlot
 from webshepherd.tui.widgets.search_tree import tree_text
@@ -58,6 +58,31 @@ def checklist_text(view: SessionView, width: int) -> Text:
     return out
 
 
+def decision_words(step: StepView) -> str:
+    """The step's decision, and who made it when the daemon said (never "person" unless a
+    person decided: the daemon's ``decider``)."""
+    d = step.decided
+    if d is None or d.decider is None or d.status == "auto":
+        return step.decision or "?"
+    return f"{d.status} by {d.decider}"
+
+
+def refusal_text(step: StepView | None) -> Text:
+    """A refused step's reason and way out, as the daemon gave them."""
+    d = step.decided if step is not None else None
+    if d is None or d.status != "rejected" or not (d.note or d.way_out):
+        return Text()
+    out = Text.assemble((f"✗ refused by {d.decider or d.by or 'the daemon'}", "bold red"))
+    if d.note:
+        out.append(": ")
+        out.append_text(plain(d.note))
+    if d.way_out:
+        out.append("\n  way out: ", "bold")
+        out.append_text(plain(d.way_out))
+    out.append("\n")
+    return out
+
+
 def candidates_table(step: StepView | None) -> Table | Text:
     if step is None:
         return Text("no candidates scored yet", style="dim")
@@ -65,7 +90,7 @@ def candidates_table(step: StepView | None) -> Table | Text:
         box=None,
         expand=True,
         padding=(0, 1),
-        title=f"{step_label(step.step)} candidates · decision: {step.decision or '?'}",
+        title=f"{step_label(step.step)} candidates · decision: {decision_words(step)}",
         title_justify="left",
         title_style="bold",
     )
@@ -83,8 +108,37 @@ def candidates_table(step: StepView | None) -> Table | Text:
     return table
 
 
+def commit_line(c: CommitView) -> Text:
+    """One paused request the daemon answered without a person: ⚑ ran flagged, or ✗ refused,
+    who decided and why; a refusal's way out. Every string from the request or the daemon's
+    note through :func:`plain` (URLs' hosts as punycode)."""
+    r, d = c.request, c.decision
+    what = Text.assemble(plain(f"{r.method} ", "bold"), plain(r.url, "underline"))
+    who = d.decider or "daemon"
+    if c.flagged:
+        line = Text.assemble(("⚑ flagged ", "bold yellow"), what, f" (ran; decided by {who})")
+    else:
+        line = Text.assemble(("✗ refused ", "bold red"), what, f" (by {who})")
+    if d.note:
+        line.append("\n    ")
+        line.append_text(plain(d.note, "dim"))
+    if d.way_out and not c.flagged:
+        line.append("\n    way out: ", "bold")
+        line.append_text(plain(d.way_out))
+    return line
+
+
 def activity_text(view: SessionView, step: StepView | None) -> Text:
-    out = Text()
+    out = refusal_text(step)
+    if view.commits:
+        flagged = sum(c.flagged for c in view.commits)
+        refused = len(view.commits) - flagged
+        out.append(
+            f"paused requests: {counted(flagged, 'flagged commit')}, {refused} refused\n", "bold"
+        )
+        for c in view.commits[-5:]:
+            out.append_text(commit_line(c))
+            out.append("\n")
     for g in view.signals[-3:]:
         where = f"{step_label(g.step)}: " if g.step is not None else ""
         out.append(f"⚠ {where}{terminal_safe(g.message)}\n", "bold white on red")
@@ -170,7 +224,10 @@ class SessionDetail(VerticalScroll):
         # the intent in full (wrapped), then the agent, state and step count on a line
         room = max(self.size.width - 2, 10)
         agent = name_cell(view.agent).plain  # as long as the tables show it
-        meta = plain(f"{agent} · {view.state_label} · {view.step_count} steps", "dim")
+        mode = f" · mode {view.mode}" if view.mode else ""
+        meta = plain(
+            f"{agent} · {view.state_label} · {counted(view.step_count, 'step')}{mode}", "dim"
+        )
         meta.truncate(room, overflow="ellipsis")
         head = Text.assemble(plain(view.intent or view.session_id, "bold", multiline=True))
         head.append("\n")

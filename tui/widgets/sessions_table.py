@@ -1,5 +1,5 @@
-"""The sessions list: agent, intent, steps, latest reward, state; newest first; columns as
-wide as their content (tui/widgets/fit.py)."""
+"""The sessions list: agent, intent, steps, latest reward (a held step's while it waits),
+state and mode; newest first; columns as wide as their content (tui/widgets/fit.py)."""
 
 from __future__ import annotations
 
@@ -17,9 +17,10 @@ FLEX = "intent"  # the rest of the width (tui/widgets/fit.py)
 
 def row_of(v: SessionView) -> tuple[Text | str, ...]:
     """A session's cells, the intent uncut."""
-    state = Text(v.state_label, STATE_STYLE.get(v.state, ""))
+    label = v.state_label + (f" · {v.mode}" if v.mode and v.state != "ended" else "")
+    state = Text(label, STATE_STYLE.get(v.state, ""))
     if v.signals and v.state != "ended":
-        state = Text("⚠ " + v.state_label, "bold red")
+        state = Text("⚠ " + label, "bold red")
     return (
         name_cell(v.agent),
         plain(v.intent),

@@ -156,4 +156,4 @@ async def test_the_selected_sessions_intent_is_shown_in_full_at_120x40() -> None
         lines = [line[x:] for line in screen_text(app).splitlines()]
     shown = " ".join(" ".join(lines).split())
     assert INTENT in shown
-    assert "shop-agent · waiting for approval" in shown
+    assert "shop-agent · waiting at step 4 · 1 step " in shown  # the held step, one step

@@ -51,7 +51,7 @@ async def test_tables_fit_80_columns():
         for name in ("agent", "intent", "steps", "reward", "state"):
             assert f" {name} " in f"{header} ", header
         row = row_with(text, AGENT)
-        assert "waiting for approval" in row, row
+        assert "waiting at step 13" in row, row  # the held step (index 12), not "running"
         assert "Buy the cheapest" in row and "…" in row  # the intent takes the rest, cut
         assert LONG[: NAME_MAX - 1] + "…" in text and LONG not in text
         table_fits(table)
