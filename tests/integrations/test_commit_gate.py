@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -275,6 +276,40 @@ def test_the_gate_refuses_bad_use(browser: Browser) -> None:
         gate.trigger(12)  # type: ignore[arg-type]
     gate.trigger("click('1') click('2')")  # not one action: no element
     assert gate._element is None
+
+
+def test_a_type_the_browser_does_not_show_is_a_held_download(browser: Browser) -> None:
+    decide = Decider("rejected")
+    open_page(browser, DOWNLOAD, decide)
+    saved = downloads(browser)
+    browser.page.evaluate("location.href = '/archive'")  # application/zip, no attachment
+    browser.until(lambda: len(decide.asked) == 1, "asked")
+    browser.pump(AFTER_S)
+    assert decide.asked[0].kind == "download" and saved == []
+
+
+def test_a_file_pages_origin_is_file(browser: Browser, tmp_path: Path) -> None:
+    """Leaving a ``file://`` page for the web is a navigation to another origin; another file
+    page is not."""
+    there = tmp_path / "there.html"
+    there.write_text("<p>there</p>")
+    start = tmp_path / "start.html"
+    start.write_text(
+        f"<a id='file' href='{there.as_uri()}'>file</a>"
+        f"<a id='web' href='{browser.servers.home}/landed?via=file'>web</a>"
+    )
+    decide = Decider("rejected")
+    gate = CommitGate(decide)
+    gate.attach(browser.context, start_url=start.as_uri())
+    assert gate.origin == "file://"
+    browser.page.goto(start.as_uri())
+    browser.page.click("#file")
+    browser.until(lambda: browser.page.url == there.as_uri(), "the file page")
+    browser.page.go_back()
+    browser.page.click("#web", no_wait_after=True)
+    browser.until(lambda: len(decide.asked) == 1, "asked")
+    assert decide.asked[0].kind == "navigation"
+    assert decide.asked[0].origin == browser.servers.home
 
 
 def test_the_session_origin_is_the_first_pages(browser: Browser) -> None:
