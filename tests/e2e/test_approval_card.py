@@ -140,20 +140,26 @@ async def test_the_side_panel_card_for_a_click(paired, pages_site):
 async def test_the_side_panel_card_for_a_guarded_form_submission(paired, pages_site):
     """A real daemon step on a POST checkout form: the page's facts (the form each control
     submits, its method and action) read from the DOM, the screenshot and boxes from the page;
-    whichever candidate is best, it submits the form, so the guard holds it."""
+    whichever candidate is best, it submits the form, so the guard holds it. The agent starts
+    the session itself, text only (no `holds`): a session the paired extension starts through
+    the page hook holds commits in the browser, where the rules only predict (issue 41)."""
     daemon, browser = paired
     url = f"{pages_site}/checkout.html"
     page = await browser.ctx.new_page()
     await page.set_viewport_size({"width": 800, "height": 400})
     await page.goto(url, wait_until="load")
-    key = await hook_key(daemon)
+    agent = await daemon.client(name="shop-agent")
     # a reference checklist: this test is about the guard and the card, not about the tiny
     # judge writing a checklist for a page it never saw
-    started = await hook(
-        page, "session.start", intent="Order the desk lamp", checklist=CHECKLIST, key=key
-    )
+    started = await agent.request(
+        {"type": "session.start", "intent": "Order the desk lamp", "start_url": url,
+         "checklist": CHECKLIST}
+    )  # fmt: skip
     assert started["type"] == "session.started", started
     sid = started["session_id"]
+    granted = await agent.request({"type": "hook.grant", "session_id": sid})
+    attached = await hook(page, "attach", key=granted["key"])  # the extension follows it
+    assert (attached["type"], attached["session_id"]) == ("attached", sid), attached
     capture = await browser.capture(url)
     place = re.search(r"\[(\w+)\] button 'Place order'", capture["axtree"]).group(1)
     name = re.search(r"\[(\w+)\] textbox 'Name'", capture["axtree"]).group(1)
@@ -169,7 +175,6 @@ async def test_the_side_panel_card_for_a_guarded_form_submission(paired, pages_s
         )
     assert elements[place]["form_method"] == "POST"
     shot = base64.b64encode(await page.screenshot()).decode()  # device pixel ratio 1
-    agent = await daemon.client(name="shop-agent")
     cands = [
         {"thought": "Everything is filled in; place the order.", "action": f"click('{place}')"},
         {"thought": "Submit with Enter.", "action": f"press('{name}', 'Enter')"},
