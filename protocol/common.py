@@ -381,6 +381,11 @@ class Prediction(Model):
 
     index: int = Field(ge=0)
     hits: list[GuardHit]
+    notes: list[Annotated[str, Field(max_length=1024)]] = Field(
+        default_factory=list,
+        description="What the rules could not read of the candidate (addition to v1): e.g. a "
+        "coordinate click that no element box holds, its target unknown (at most 16).",
+    )
 
 
 class ApprovalCard(Model):

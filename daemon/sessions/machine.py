@@ -51,7 +51,13 @@ from webshepherd.daemon.sessions.effects import (
     RunScore,
     reply_and_publish,
 )
-from webshepherd.daemon.sessions.guards import GuardPolicy, guard_hits, origin_of, session_origin
+from webshepherd.daemon.sessions.guards import (
+    GuardPolicy,
+    coordinate_notes,
+    guard_hits,
+    origin_of,
+    session_origin,
+)
 from webshepherd.daemon.sessions.modes import (
     PAIR,
     STOP_WAY_OUT,
@@ -496,7 +502,13 @@ class SessionCore:
         )
         index = best if best is not None else 0
         hits = {i: h for i in range(len(candidates)) if (h := self._hits(job, i))}
-        predicted = [Prediction(index=i, hits=h) for i, h in sorted(hits.items())] or None
+        unread = {  # coordinate calls whose target no box names (guards.coordinate_notes)
+            i: n for i, c in enumerate(candidates) if (n := coordinate_notes(c.action, job.boxes))
+        }
+        predicted = [
+            Prediction(index=i, hits=hits.get(i, []), notes=unread.get(i, [])[:16])
+            for i in sorted(hits.keys() | unread.keys())
+        ] or None
         # the rules hold only where no browser gate does, off the sandbox, outside 'watch'
         sandboxed = in_sandbox(origin_of(job.input.current_url), self.sandbox_origins)
         rules_hold = st.holds is None and not sandboxed and st.mode != "watch"

@@ -508,6 +508,10 @@ export type Id22 = string | null;
 export type Predicted = Prediction[] | null;
 export type Hits = GuardHit[];
 export type Index2 = number;
+/**
+ * What the rules could not read of the candidate (addition to v1): e.g. a coordinate click that no element box holds, its target unknown (at most 16).
+ */
+export type Notes = string[];
 export type Feedback = string;
 export type Index3 = number;
 export type InProgress = number;
@@ -1247,6 +1251,7 @@ export interface GuardHit {
 export interface Prediction {
   hits: Hits;
   index: Index2;
+  notes?: Notes;
 }
 export interface CandidateResult {
   feedback?: Feedback;

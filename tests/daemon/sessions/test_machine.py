@@ -611,3 +611,25 @@ def test_a_text_only_step_on_a_sandbox_page_runs_flagged_by_the_sandbox():
     got = scored_of(core.score_done(form_job(core, sid), step_score(0.9, 0.1), Timing(total_ms=1)))
     assert (got.decision.status, got.decision.decider) == ("auto", "sandbox")
     assert got.predicted and got.guarded is None
+
+
+def test_coordinate_clicks_are_judged_on_their_box_or_predicted_as_unread():
+    core = make_core(mode="watch")
+    sid = started(core)
+    out = core.score_done(
+        form_job(core, sid, "mouse_click(5, 5)"), step_score(0.9, 0.1), Timing(total_ms=1)
+    )
+    (p,) = scored_of(out).predicted
+    assert (p.index, p.hits) == (0, [])  # no boxes: the target is not known
+    assert p.notes == ["mouse_click at (5, 5): target unknown (no element boxes were sent)"]
+    boxed = {**FORM_OBS, "boxes": {"4": [0, 0, 10, 10]}}
+    effects = core.score(
+        OWNER,
+        rq.Score(
+            id="c2", session_id=sid, candidates=[{"action": "mouse_click(5, 5)"}],
+            observation=boxed,
+        ),
+    )  # fmt: skip
+    (job,) = [e for e in effects if isinstance(e, RunScore)]
+    (p,) = scored_of(core.score_done(job, step_score(0.9), Timing(total_ms=1))).predicted
+    assert [h.rule for h in p.hits] == ["form_submit"] and p.notes == []
