@@ -10,7 +10,13 @@ Hooks used (the user's own are chained, not replaced): ``register_new_step_callb
 the model answers, before the actions run: observe, score, maybe replace the action),
 ``on_step_end`` (passed to ``agent.run``; the reward goes into the step's first
 ``ActionResult.metadata["webshepherd"]``) and ``register_done_callback`` (ends the session
-with ``history.is_successful()`` and the final result).
+with ``history.is_successful()`` and the final result). ``agent.run`` itself is wrapped so
+that the session ends on every way the run ends: done (as above), ``max_steps`` reached, an
+error, Ctrl-C or a cancelled task (outcome ``unknown``, the answer saying how it ended).
+
+The daemon: the client's ``url`` (else ``$WEBSHEPHERD_URL``) and token (else
+``$WEBSHEPHERD_TOKEN`` or the token store), as :class:`~webshepherd.protocol.client.AsyncClient`
+resolves them.
 
 Observation: BrowserGym's own capture of the agent's page (playwright attached to the same
 Chromium over CDP: BrowserGym marks elements with ``bid``, reads
@@ -39,16 +45,20 @@ writes one from the task.
 Modes: ``observe`` records and scores; ``gate`` asks the daemon's approval policy
 (``approval="auto"``): a low reward waits for a person inside browser-use's
 ``step_timeout`` (the score request's timeout is the step timeout less 5 s; at the limit
-browser-use cancels the step, records its timeout error, and no action runs); a rejected
-action is replaced by ``webshepherd_feedback``; ``refine`` replaces an action whose reward is
-below ``threshold`` (default 0.5) by ``webshepherd_feedback``, a registered action whose
-result (the judge's feedback) goes into the agent's memory: the paper's refinement. An
-unparsed reward (None) counts as below the threshold, as in the daemon's approval policy.
+browser-use cancels the step, records its timeout error, and no action runs); a refused
+action is replaced by ``webshepherd_feedback``, which says who refused it (the person, the
+guard, the mode or the daemon), why and the way out; ``refine`` replaces an action whose
+reward is below ``threshold`` (default 0.5) by ``webshepherd_feedback``, a registered action
+whose result (the judge's feedback) goes into the agent's memory: the paper's refinement. An
+unparsed reward (None) counts as below the threshold, as in the daemon's approval policy. A
+judge that gave no judgement at all (no parseable checklist, a model error) is a result:
+reward None, ``StepReward.reason`` says why, and the agent's action runs.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -58,9 +68,10 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel
 from webshepherd.integrations.browser_use_actions import to_browsergym
-from webshepherd.integrations.browsergym import observation_text
+from webshepherd.integrations.browsergym import JUDGING_ERRORS, judging_failure, observation_text
+from webshepherd.protocol.agents.refusal import refusal_text, refused
 from webshepherd.protocol.client import AsyncClient, SessionHandle
-from webshepherd.protocol.common import Candidate
+from webshepherd.protocol.common import Candidate, Outcome
 
 Mode = Literal["observe", "gate", "refine"]
 OVERLAY_TIMEOUT_MS = 5000
@@ -95,6 +106,8 @@ class StepReward:
     feedback: str
     decision: str
     replaced: bool  # the agent's actions were replaced by webshepherd_feedback
+    refusal: str | None = None  # who refused it, why, and the way out
+    reason: str | None = None  # why the reward is None (the judge gave no judgement)
 
 
 class PageCapture:
@@ -242,25 +255,33 @@ class Handle:
             )
         approval = "auto" if self.mode == "gate" else "never"
         timeout = max(1.0, float(self.agent.settings.step_timeout) - 5.0)
-        scored = await self.session.score(
-            [Candidate(thought=thought, action=action)], approval=approval, timeout=timeout
-        )
+        try:
+            scored = await self.session.score(
+                [Candidate(thought=thought, action=action)], approval=approval, timeout=timeout
+            )
+        except JUDGING_ERRORS as exc:  # no judgement: a result, and the agent's action runs
+            await self.session.act(action, thought or None)
+            why = judging_failure(exc)
+            self._pending = StepReward(n_steps, action, None, "", "auto", False, None, why)
+            self.rewards.append(self._pending)
+            return
         result = scored.results[0] if scored.results else None
         reward = result.reward if result else None
         feedback = result.feedback if result else ""
         decision = scored.decision
-        rejected = decision.status in ("rejected", "timeout") and decision.action is None
+        rejected = refused(decision) and decision.action is None
         low = self.mode == "refine" and (reward is None or reward < self.threshold)
         replaced = rejected or low
+        refusal = refusal_text(decision) if rejected else None
         if replaced:
-            note = decision.note or ""
-            why = f"rejected by a person: {note}" if rejected else f"reward {reward}"
+            why = refusal if refusal is not None else f"reward {reward}"
             text = f"webshepherd held back {action} ({why}). Judge's feedback: {feedback}"
             output.action = [self._feedback_action(text)]
         else:
             await self.session.act(action, thought or None)
+        unparsed = "the judge's output was not parsed" if result and reward is None else None
         self._pending = StepReward(
-            n_steps, action, reward, feedback, scored.decision.status, replaced
+            n_steps, action, reward, feedback, decision.status, replaced, refusal, unparsed
         )
         self.rewards.append(self._pending)
 
@@ -299,11 +320,27 @@ class Handle:
     async def on_done(self, history: Any) -> None:
         if self.session is not None:
             success = history.is_successful()
-            outcome: Literal["success", "failure", "unknown"] = (
+            outcome: Outcome = (
                 "unknown" if success is None else ("success" if success else "failure")
             )
             await self.session.end(outcome, history.final_result())
             self.session = None
+        await self.close()
+
+    async def on_run_end(self, history: Any = None, error: BaseException | None = None) -> None:
+        """The run ended without ``done`` (max_steps, an error, Ctrl-C, a cancelled task):
+        the session ends ``unknown`` with how it ended, and the connection closes."""
+        if self.session is not None:
+            session, self.session = self.session, None
+            if error is not None:
+                how = f"the run ended with {type(error).__name__}: {error}".rstrip(": ")
+            else:
+                errors = history.errors() if history is not None else []
+                last = next((e for e in reversed(errors or []) if e), None)
+                how = f"the run ended without done: {last or 'no final result'}"
+            # the daemon or the connection gone: nothing left to end
+            with contextlib.suppress(Exception):
+                await session.end("unknown", how.splitlines()[0][:2000])
         await self.close()
 
     async def close(self) -> None:
@@ -368,6 +405,18 @@ async def attach(
 
     agent.register_new_step_callback = new_step
     agent.register_done_callback = done
+    user_run = agent.run
+
+    async def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            history = await user_run(*args, **kwargs)
+        except BaseException as exc:  # an error, Ctrl-C, a cancelled task: ended all the same
+            await asyncio.shield(handle.on_run_end(error=exc))
+            raise
+        await handle.on_run_end(history)  # after done: nothing left to end
+        return history
+
+    agent.run = run
     return handle
 
 

@@ -268,3 +268,102 @@ async def test_the_example_runs_as_written_offline(daemon: Daemon) -> None:
     lines = out.decode().splitlines()
     assert any(line.split()[1:2] and line.split()[1].startswith("fill(") for line in lines), lines
     assert "Missing credentials" not in err.decode()
+
+
+class NeverDone(ScriptedChat):
+    """Scrolls forever (never ``done``); ``cancel_at``: the call that cancels the run's task
+    (as Ctrl-C in an asyncio program or a caller's timeout does)."""
+
+    def __init__(self, cancel_at: int | None = None) -> None:
+        super().__init__()
+        self.cancel_at = cancel_at
+
+    async def ainvoke(self, messages: Any, output_format: Any = None, **kwargs: Any) -> Any:
+        self.calls += 1
+        if self.calls == self.cancel_at:
+            task = asyncio.current_task()
+            assert task is not None
+            task.cancel()
+            await asyncio.sleep(1)  # the cancellation lands here
+        answer = {
+            "thinking": f"step {self.calls}",
+            "evaluation_previous_goal": "ok",
+            "memory": "",
+            "next_goal": "scroll",
+            "action": [{"scroll": {"down": True, "pages": 0.5}}],
+        }
+        return ChatInvokeCompletion(completion=output_format.model_validate(answer), usage=None)
+
+
+async def session_end(daemon: Daemon, session_id: str) -> dict[str, Any]:
+    async with AsyncClient(daemon.url, daemon.token) as client:
+        events = (await client.session(session_id)).events
+    return next(e for e in events if e.get("type") == "session.ended")
+
+
+async def test_the_session_ends_when_the_run_reaches_max_steps(
+    shop: ShopServer, daemon: Daemon
+) -> None:
+    llm = NeverDone()
+    agent = make_agent(shop, llm)
+    client = AsyncClient(daemon.url, daemon.token)
+    handle = await attach(agent, client=client, mode="observe", checklist=CHECKLIST)
+    try:
+        history = await agent.run(max_steps=2, on_step_end=handle.on_step_end)
+    finally:
+        await agent.browser_session.kill()
+        await client.close()
+    assert not history.is_done() and handle.session_id is not None and handle.session is None
+    end = await session_end(daemon, handle.session_id)
+    assert end["outcome"] == "unknown"
+    assert end["answer"] == ("the run ended without done: Failed to complete task in maximum steps")
+
+
+async def test_the_session_ends_when_the_run_is_cancelled(shop: ShopServer, daemon: Daemon) -> None:
+    llm = NeverDone(cancel_at=2)
+    agent = make_agent(shop, llm)
+    client = AsyncClient(daemon.url, daemon.token)
+    handle = await attach(agent, client=client, mode="observe", checklist=CHECKLIST)
+    try:
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.create_task(agent.run(max_steps=5, on_step_end=handle.on_step_end))
+    finally:
+        await agent.browser_session.kill()
+        await client.close()
+    assert handle.session_id is not None and handle.session is None
+    end = await session_end(daemon, handle.session_id)
+    assert end["outcome"] == "unknown" and end["answer"].startswith(
+        "the run ended with CancelledError"
+    )
+
+
+async def test_a_refused_action_says_who_refused_it(shop: ShopServer, tmp_path: Any) -> None:
+    """gate: a low reward (a scripted judge's 0.1) waits for the paired monitor, which
+    rejects: the action is held back with who refused it (the person, by name) and why."""
+    import threading
+
+    from tests.integrations.conftest import daemon_process
+    from tests.integrations.test_browsergym import decide_every_request
+
+    spec = {"judge": {"default": [0.1, [0], "not yet"]}}
+    with daemon_process(tmp_path / "scripted", spec) as scripted:
+        done = threading.Event()
+        monitor = await asyncio.to_thread(decide_every_request, scripted, "reject", done)
+        llm = ScriptedChat()
+        agent = make_agent(shop, llm)
+        client = AsyncClient(scripted.url, scripted.token)
+        handle = await attach(agent, client=client, mode="gate", checklist=CHECKLIST)
+        try:
+            history = await agent.run(max_steps=2, on_step_end=handle.on_step_end)
+        finally:
+            done.set()
+            await agent.browser_session.kill()
+            await client.close()
+            await asyncio.to_thread(monitor.join, 10)
+    first = handle.rewards[0]
+    assert first.replaced and first.decision == "rejected" and first.reward == 0.1
+    assert first.refusal is not None
+    assert first.refusal.startswith("refused by person monitor:test-monitor (")
+    assert first.refusal.split(": ", 1)[1].startswith("not this link")
+    shown = history.history[1].result[0].extracted_content
+    assert shown.startswith(f"webshepherd held back {first.action} ({first.refusal})")
