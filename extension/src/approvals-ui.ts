@@ -179,10 +179,24 @@ export function mountApprovals(root: HTMLElement, via: "panel" | "popup"): void 
       else return;
       ev.preventDefault();
     };
-    const reward = rewardText(req.reward);
     const crop = cropCanvas(req);
     if (!paired) c.onkeydown = null;
+    if (commit) {
+      const headline = el("h3", { className: "headline" }, requestLines(req)!.headline);
+      headline.dataset.testid = "ws-headline";
+      c.dataset.reason = "commit";
+      c.append(
+        headline,
+        el("p", { className: "intent" }, displayText(intent, { multiline: true })),
+        commit,
+        ...(paired ? [el("div", { className: "buttons" }, approve, reject)] : []),
+      );
+      return c;
+    }
+    const reward = rewardText(req.reward);
+    const headline = req.card?.headline ? [el("p", { className: "headline" }, displayText(req.card.headline))] : [];
     c.append(
+      ...headline,
       el("h3", {}, `Step ${stepNumber(req.step)}: ${displayText(req.reason.replace(/_/g, " "))}`),
       el("p", { className: "intent" }, displayText(intent, { multiline: true })),
       el("code", {}, displayText(req.candidate.action)),

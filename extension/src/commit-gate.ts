@@ -7,7 +7,7 @@
  * (BlockedByClient) otherwise: on a refusal, a lost connection or any error. Nothing stays
  * paused: every paused request is continued or failed.
  */
-import { cdpForTab, type CdpSend } from "./capture/cdp.js";
+import { cdpForTab } from "./capture/cdp.js";
 import { commitKind, heldRequest, isAttachment, requestDigest, urlOrigin } from "./commit-hold.js";
 import type { DaemonConnection } from "./connection.js";
 import type { CommitDecided, HeldRequest } from "./protocol.gen.js";
@@ -74,6 +74,9 @@ function sessionOrigin(s: TabSession): string | null {
 
 export class CommitGate {
   private readonly on = new Set<number>();
+  /** Each held tab's main frame (read when its hold starts: asked while a navigation is
+   * paused, the browser would not answer before it goes on). */
+  private readonly mainFrames = new Map<number, string>();
 
   constructor(private readonly ctx: GateContext) {}
 
@@ -87,9 +90,12 @@ export class CommitGate {
   async sync(tabId: number): Promise<void> {
     if (this.holds(tabId)) {
       const send = await cdpForTab(tabId);
+      const tree = await send<{ frameTree: { frame: { id: string } } }>("Page.getFrameTree");
+      this.mainFrames.set(tabId, tree.frameTree.frame.id); // a tab's main frame keeps its id across navigations
       await send("Fetch.enable", { patterns: PATTERNS }); // again after a restarted worker: idempotent
       this.on.add(tabId);
     } else if (this.on.delete(tabId)) {
+      this.mainFrames.delete(tabId);
       const send = await cdpForTab(tabId);
       await send("Fetch.disable").catch(() => undefined);
     }
@@ -98,6 +104,7 @@ export class CommitGate {
   /** The debugger went away (the tab closed, or the person cancelled it): nothing is held there. */
   detached(tabId: number): void {
     this.on.delete(tabId);
+    this.mainFrames.delete(tabId);
   }
 
   /** A paused request: continued, or failed, never left. */
@@ -105,7 +112,7 @@ export class CommitGate {
     const send = await cdpForTab(tabId);
     let go = false;
     try {
-      go = await this.judge(tabId, p, send);
+      go = await this.judge(tabId, p);
     } catch (err) {
       console.warn("webshepherd: a paused request failed closed", err);
       go = false;
@@ -117,13 +124,15 @@ export class CommitGate {
   }
 
   /** Whether the request may go on. */
-  private async judge(tabId: number, p: Paused, send: CdpSend): Promise<boolean> {
+  private async judge(tabId: number, p: Paused): Promise<boolean> {
     const s = this.ctx.session(tabId);
     if (!s || !this.holds(tabId)) return true; // a tab that no longer holds: the Python gate's job there
     const response = p.responseStatusCode !== undefined || p.responseErrorReason !== undefined;
     const download = response && isAttachment(p.responseHeaders);
     if (response && !download) return true;
-    const topLevel = p.resourceType === "Document" && (await isMainFrame(send, p.frameId));
+    // a document of the main frame (a frame we cannot tell counts as the page's own: held, not waved through)
+    const main = this.mainFrames.get(tabId);
+    const topLevel = p.resourceType === "Document" && (main === undefined || p.frameId === undefined || p.frameId === main);
     const kind = commitKind(p.request.method, p.request.url, { topLevelNavigation: topLevel, sessionOrigin: sessionOrigin(s), download });
     if (kind === null) return true;
     const tab = await chrome.tabs.get(tabId).catch(() => null);
@@ -147,11 +156,4 @@ export class CommitGate {
     this.ctx.decided(tabId, answer);
     return answer.decision.status === "approved" && answer.request_digest === digest;
   }
-}
-
-/** Whether a paused document request is the tab's own page (its main frame), not a frame's. */
-async function isMainFrame(send: CdpSend, frameId: string | undefined): Promise<boolean> {
-  if (!frameId) return true;
-  const tree = await send<{ frameTree: { frame: { id: string } } }>("Page.getFrameTree");
-  return tree.frameTree.frame.id === frameId;
 }

@@ -1,0 +1,264 @@
+"""The browser holds what commits (issue 41): in a tab that follows a session, the paired
+extension pauses a request that would commit before it leaves and asks the daemon; a POST
+reaches a loopback recording server only once a person approves it in the side panel, never
+when the session's mode is 'stop' or the person rejects it; a GET goes unasked. And the
+overlay never shows a step scored on another page."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import http.server
+import re
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.e2e.browser import hook_key, require_browser
+from tests.e2e.test_golden_capture import hook
+from tests.fixtures.poll import until
+
+require_browser()
+
+SHOP = """<!doctype html><html><head><title>Shop</title></head><body>
+<h1>Desk lamp</h1><button id="add">Add to cart</button><a href="/cart.html">Cart</a>
+</body></html>"""
+CART = """<!doctype html><html><head><title>Cart</title></head><body>
+<h1>Your cart</h1><button id="buy">Place order</button><a href="/shop.html">Back</a>
+</body></html>"""
+CHECKLIST = "Checklist 1: Add the lamp to the cart\nChecklist 2: Place the order"
+POST_ORDER = """(body) => { window.__order = fetch('/orders', {method: 'POST',
+  headers: {'Content-Type': 'application/x-www-form-urlencoded'}, body})
+  .then(r => r.status, e => 'failed: ' + e.message); }"""
+
+
+class Recorder(http.server.BaseHTTPRequestHandler):
+    """Serves the two pages and records every request it gets (method, path, body)."""
+
+    seen: list[tuple[str, str, bytes]]
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def _answer(self, body: bytes, ctype: str = "text/html") -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self) -> None:
+        self.seen.append(("GET", self.path, b""))
+        pages = {"/shop.html": SHOP, "/cart.html": CART}
+        if self.path in pages:
+            self._answer(pages[self.path].encode())
+        else:
+            self._answer(b'{"ok": true}', "application/json")
+
+    def do_POST(self) -> None:
+        size = int(self.headers.get("Content-Length") or 0)
+        self.seen.append(("POST", self.path, self.rfile.read(size)))
+        self._answer(b"ordered", "text/plain")
+
+
+@contextlib.contextmanager
+def recording_server() -> Iterator[tuple[str, list[tuple[str, str, bytes]]]]:
+    seen: list[tuple[str, str, bytes]] = []
+    handler = type("Handler", (Recorder,), {"seen": seen})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", seen
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+def shop():
+    with recording_server() as s:
+        yield s
+
+
+def posts(seen: list[tuple[str, str, bytes]]) -> list[tuple[str, bytes]]:
+    return [(path, body) for method, path, body in seen if method == "POST"]
+
+
+async def start_session(daemon, browser, base: str):
+    page = await browser.ctx.new_page()
+    await page.goto(f"{base}/shop.html", wait_until="load")
+    key = await hook_key(daemon)
+    started = await hook(
+        page, "session.start", intent="Buy a desk lamp", checklist=CHECKLIST, key=key
+    )
+    assert started["type"] == "session.started", started
+    return page, key, started["session_id"]
+
+
+async def set_mode(browser, session_id: str, mode: str):
+    panel = await browser.open_panel()
+    row = panel.locator(f"[data-testid=ws-session-mode][data-session-id='{session_id}']")
+    await row.wait_for(timeout=10_000)
+    await row.get_by_role("button", name=mode, exact=True).click()
+    await panel.locator(
+        f"[data-testid=ws-session-mode][data-session-id='{session_id}'][data-mode='{mode}']"
+    ).wait_for(timeout=10_000)
+    return panel
+
+
+async def test_stop_mode_refuses_a_post_before_it_leaves_and_a_get_goes_unasked(paired, shop):
+    daemon, browser = paired
+    base, seen = shop
+    page, _key, sid = await start_session(daemon, browser, base)
+    panel = await set_mode(browser, sid, "stop")
+    assert "refuse whatever commits" in await panel.get_by_test_id("ws-modes").inner_text()
+
+    await page.evaluate(POST_ORDER, "sku=42&qty=1")
+    result = await page.evaluate("() => window.__order")
+    assert str(result).startswith("failed"), result
+    assert posts(seen) == []  # it never left the browser
+    # the panel says who refused, why and the way out
+    decided = panel.locator("[data-testid=ws-decided][data-decider=mode]")
+    await decided.wait_for(timeout=10_000)
+    text = await decided.inner_text()
+    assert f"POST {base}/orders" in text
+    assert "refused by the session's mode" in text and "way out:" in text
+    assert "by a person" not in text
+
+    # a GET (a safe method, the same origin) is not held
+    status = await page.evaluate("() => fetch('/data.json').then(r => r.status)")
+    assert status == 200
+    assert ("GET", "/data.json", b"") in seen
+    assert posts(seen) == []
+
+
+async def test_a_post_waits_for_the_person_and_arrives_once_approved(paired, shop):
+    daemon, browser = paired
+    base, seen = shop
+    page, _key, _sid = await start_session(daemon, browser, base)
+    await page.evaluate(POST_ORDER, "sku=42&qty=1&note=%E2%80%AEgift")
+    panel = await browser.open_panel()
+    card = panel.locator("[data-testid=ws-decide][data-reason=commit]")
+    await card.wait_for(timeout=20_000)
+    # the headline first, then exactly what would be sent
+    assert (await card.get_by_test_id("ws-headline").inner_text()).startswith(
+        "Waiting for you: this sends a POST to 127.0.0.1"
+    )
+    assert await card.get_by_test_id("ws-request-method").inner_text() == "POST"
+    assert await card.get_by_test_id("ws-request-url").inner_text() == f"{base}/orders"
+    fields = await card.get_by_test_id("ws-request-fields").inner_text()
+    assert "sku = 42" in fields and "qty = 1" in fields
+    assert "note = \\u202egift" in fields  # escaped, never drawn as a control
+    assert await card.get_by_test_id("ws-request-origin").inner_text() == base
+    assert await card.get_by_role("button", name="Edit").count() == 0
+    assert posts(seen) == []  # held while the person reads it
+
+    await card.get_by_role("button", name="Approve").click()
+    assert await page.evaluate("() => window.__order") == 200
+    assert posts(seen) == [("/orders", b"sku=42&qty=1&note=%E2%80%AEgift")]  # exactly once
+    decided = panel.locator("[data-testid=ws-decided][data-decider=person]")
+    await decided.wait_for(timeout=10_000)
+    assert "allowed by a person" in await decided.inner_text()
+
+
+async def test_a_post_the_person_rejects_never_arrives(paired, shop):
+    daemon, browser = paired
+    base, seen = shop
+    page, _key, _sid = await start_session(daemon, browser, base)
+    await page.evaluate(POST_ORDER, "sku=7")
+    panel = await browser.open_panel()
+    card = panel.locator("[data-testid=ws-decide][data-reason=commit]")
+    await card.wait_for(timeout=20_000)
+    await card.get_by_role("button", name="Reject").click()
+    result = await page.evaluate("() => window.__order")
+    assert str(result).startswith("failed"), result
+    assert posts(seen) == []
+
+
+async def test_watch_mode_runs_the_post_and_flags_it_on_the_overlay(paired, shop):
+    daemon, browser = paired
+    base, seen = shop
+    page, _key, sid = await start_session(daemon, browser, base)
+    await set_mode(browser, sid, "watch")
+    await page.evaluate(POST_ORDER, "sku=9")
+    assert await page.evaluate("() => window.__order") == 200
+    assert posts(seen) == [("/orders", b"sku=9")]
+    note = page.get_by_test_id("ws-committed")
+    await note.wait_for(timeout=10_000)
+    assert (
+        await note.inner_text() == "committed: POST 127.0.0.1:" + base.rsplit(":", 1)[1] + "/orders"
+    )
+
+
+async def test_the_overlay_never_shows_a_step_scored_on_another_page(paired, shop):
+    daemon, browser = paired
+    base, _seen = shop
+    page, key, _sid = await start_session(daemon, browser, base)
+    shop_tree = (await browser.capture(f"{base}/shop.html"))["axtree"]
+    add = re.search(r"\[(\w+)\] button 'Add to cart'", shop_tree).group(1)
+    cart = re.search(r"\[(\w+)\] link 'Cart'", shop_tree).group(1)
+    cands = [
+        {"thought": "Add it.", "action": f"click('{add}')"},
+        {"thought": "Look at the cart.", "action": f"click('{cart}')"},
+    ]
+    scored = await hook(page, "score", candidates=cands, samples=1, approval="never", key=key)
+    assert scored["type"] == "scored", (scored.get("code"), scored.get("message"))
+    listed = page.get_by_test_id("ws-candidate")
+    await listed.first.wait_for()
+    # each candidate names its target beside its action
+    targets = await page.get_by_test_id("ws-candidate-target").all_inner_texts()
+    assert sorted(targets) == ["button “Add to cart”", "link “Cart”"]
+    await page.locator(f"[data-testid=ws-outline][data-bid='{add}']").wait_for()
+
+    # the agent opens the cart; its step there waits for a person
+    await page.goto(f"{base}/cart.html", wait_until="load")
+    cart_tree = (await browser.capture(f"{base}/cart.html"))["axtree"]
+    buy = re.search(r"\[(\w+)\] button 'Place order'", cart_tree).group(1)
+    pending = hook(
+        page,
+        "score",
+        candidates=[{"thought": "Buy.", "action": f"click('{buy}')"}],
+        samples=1,
+        approval="always",
+        key=key,
+    )
+    waiting = asyncio.ensure_future(pending)
+    await page.get_by_test_id("ws-approval").wait_for(timeout=60_000)
+    # nothing of the shop page's step: no candidates list, no badge but the held step's
+    assert await page.get_by_test_id("ws-candidates").count() == 0
+    outlines = page.locator("[data-testid=ws-outline]")
+    bids = {await o.get_attribute("data-bid") for o in await outlines.all()}
+    assert bids == {buy}, bids
+    badges = await page.get_by_test_id("ws-badge").all_inner_texts()
+    assert badges == [f"approve? click('{buy}')"], badges  # no "0.00 ★" left on [bid]
+    # let it go
+    panel = await browser.open_panel()
+    card = panel.locator("[data-testid=ws-decide]")
+    await card.wait_for(timeout=10_000)
+    await card.get_by_role("button", name="Reject").click()
+    await asyncio.wait_for(waiting, 60)
+
+
+async def test_an_unpaired_browser_holds_nothing(start_daemon, browser, shop):
+    """A browser an agent framework launched (not paired): its requests go unasked here (the
+    Python gate holds them there)."""
+    from webshepherd.daemon.extension_id import EXTENSION_ID
+
+    from tests.e2e.conftest import wait_connected
+    from tests.fixtures.daemon import TEST_TOKEN
+
+    daemon = await start_daemon(allowed_extension_ids=(EXTENSION_ID,))
+    await browser.configure(daemon.url, TEST_TOKEN)
+    await wait_connected(browser)
+    base, seen = shop
+    page, _key, _sid = await start_session(daemon, browser, base)
+    await page.evaluate(POST_ORDER, "sku=1")
+    assert await page.evaluate("() => window.__order") == 200
+
+    async def arrived() -> bool:
+        return posts(seen) == [("/orders", b"sku=1")]
+
+    await until(arrived, 5, "the unheld POST")
