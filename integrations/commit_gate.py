@@ -24,8 +24,9 @@ or answers about another request, refuses (fail closed) and is recorded with why
 origin is ``start_url``'s when given, else the first page's, else the first top-level
 navigation's (``file://`` for file pages).
 
-Not covered: a page opened by the page (``window.open``) sends its first request before the
-gate attaches to it; out-of-process frames and service workers are other targets.
+A page opened after :meth:`CommitGate.attach` is held a moment after it opens
+(:meth:`CommitGate.watch` returns once it is): one the page opens (``window.open``) may send its
+first request before. Out-of-process frames and service workers are other targets, not held.
 """
 
 from __future__ import annotations
@@ -34,8 +35,9 @@ import asyncio
 import base64
 import contextlib
 import inspect
+import logging
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from webshepherd.daemon.browser.chromium import Steps, drive, drive_async
@@ -78,6 +80,7 @@ _SHOWN_TYPES = frozenset(
     }
 )
 _MAX_ELEMENT = 64
+log = logging.getLogger(__name__)
 _CLOSED = ("closed", "detached", "Invalid InterceptionId", "No tab", "Target")
 
 
@@ -228,8 +231,8 @@ class CommitGate:
     def _spawn(self, tab: _Tab, event: dict[str, Any]) -> None:
         self._keep(drive_async(self._paused(tab, event)))
 
-    def _keep(self, work: Awaitable[Any]) -> asyncio.Task[Any]:
-        task = asyncio.get_running_loop().create_task(work)  # type: ignore[arg-type]
+    def _keep(self, work: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+        task: asyncio.Task[Any] = asyncio.get_running_loop().create_task(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return task
@@ -245,7 +248,7 @@ class CommitGate:
             request = self._held(tab, event)
         except Exception as exc:  # fail closed: a request the gate cannot read does not leave
             yield from _send(tab, "Fetch.failRequest", rid, errorReason=_refusal(event))
-            self._record_refusal(None, f"the gate could not read the request: {exc!r}")
+            log.warning("refused a request the gate could not read: %r", exc)
             return
         if request is None:
             yield from _send(tab, "Fetch.continueRequest", rid)
@@ -329,11 +332,7 @@ class CommitGate:
             element=self._element,
         )
 
-    def _record_refusal(
-        self, request: HeldRequest | None, why: str, decider: str = "daemon"
-    ) -> None:
-        if request is None:
-            return
+    def _record_refusal(self, request: HeldRequest, why: str, decider: str = "daemon") -> None:
         info = DecisionInfo.model_validate(
             {
                 "status": "rejected",
