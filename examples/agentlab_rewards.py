@@ -26,8 +26,7 @@ def main(subagent_args: AgentArgs, start_url: str, exp_root: str) -> ExpArgs:
         n_candidates=3,
         select="refine",  # a pick below refine_below: the judge's feedback is the next hint
         checklist="Checklist 1: Search the shop for a USB-C cable",  # else the model writes one
-        url=os.environ.get("WEBSHEPHERD_URL"),
-    )
+    )  # the daemon: $WEBSHEPHERD_URL, else the local one
     task = {"start_url": start_url, "goal": "Search the shop for a USB-C cable"}
     exp = ExpArgs(agent_args, EnvArgs("openended", max_steps=2, task_kwargs=task))
     exp.prepare(exp_root)

@@ -31,7 +31,7 @@ async def main(llm: Any, start_url: str) -> Any:
         browser_session=BrowserSession(browser_profile=profile),
         initial_actions=[{"navigate": {"url": start_url}}],
     )
-    client = AsyncClient(os.environ.get("WEBSHEPHERD_URL", "ws://127.0.0.1:8765"))
+    client = AsyncClient()  # the daemon: $WEBSHEPHERD_URL, else the local one
     handle = await attach(agent, client=client, mode="refine", threshold=0.5, checklist=CHECKLIST)
     history = await agent.run(max_steps=10, on_step_end=handle.on_step_end)
     await client.close()

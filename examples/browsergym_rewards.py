@@ -18,7 +18,7 @@ task = {"start_url": sys.argv[1], "goal": "Search the shop for a USB-C cable"}
 chromium = {"executable_path": os.environ.get("CHROMIUM", "/usr/bin/chromium")}
 env = gym.make("browsergym/openended", task_kwargs=task, pw_chromium_kwargs=chromium)
 checklist = "Checklist 1: Search the shop for a USB-C cable"  # optional: else the model writes one
-env = ProcessRewardWrapper(env, url=os.environ.get("WEBSHEPHERD_URL"), checklist=checklist)
+env = ProcessRewardWrapper(env, checklist=checklist)  # the daemon: $WEBSHEPHERD_URL, else local
 obs, info = env.reset()
 box = re.search(r"\[(\w+)\] searchbox", observation_text(obs)).group(1)  # type: ignore[union-attr]
 env.set_thought(f"The search box is [{box}]: type the product there.")
