@@ -424,3 +424,53 @@ def test_the_example_as_a_script_runs_agentlabs_loop_and_prints_the_picks(
     assert re.fullmatch(want, lines[2]), done.stdout
     assert lines[3].startswith("  picked "), done.stdout
     assert lines[4].startswith("results: ") and Path(lines[4][9:]).is_dir(), done.stdout
+
+
+AWAY = "goto('http://127.0.0.2:9/away')"
+
+
+class AwayOrScroll(MultiCandidateAgent):
+    """Proposes leaving the site (which a guard rule holds) and a scroll, every step."""
+
+    def get_candidate_generations(
+        self, obs: dict[str, Any], hint: list[str] | None = None, n_candidates: int = 3
+    ) -> list[dict[str, Any]]:
+        extra = {"hint": hint, "actions_before": len(self.actions)}
+        return [
+            {"action": a, "agent_info": AgentInfo(think=t, extra_info=dict(extra))}
+            for t, a in (("Leave for the other site.", AWAY), ("Look down.", "scroll(0, 200)"))
+        ]
+
+
+@dataclass
+class AwayArgs(ScriptedArgs):
+    agent_name: str = "Away"
+
+    def make_agent(self) -> Agent:
+        return AwayOrScroll()
+
+
+def test_a_guarded_best_refused_with_nobody_paired_falls_back(
+    shop: ShopServer, tmp_path: Path
+) -> None:
+    """The judge rates leaving the site best; the guard holds it (leaves_origin) and, nobody
+    being paired, refuses it: the unguarded scroll runs, and the hint names the guard."""
+    spec = {"judge": {"actions": {AWAY: [0.9, [2], "go"], "scroll(0, 200)": [0.4, [1], "ok"]}}}
+    with daemon_process(tmp_path / "scripted", spec) as scripted:
+        args = RewardGuidedAgentArgs(
+            subagent_args=AwayArgs(), n_candidates=2, checklist=CHECKLIST, url=scripted.url
+        )
+        steps, _ = run(args, shop, tmp_path / "exp")
+    acted = [s for s in steps if s.action is not None]
+    assert [s.action for s in acted] == ["scroll(0, 200)"] * 2
+    for step in acted:
+        ws = step.agent_info.extra_info["webshepherd"]
+        assert ws["candidates"][ws["index"]] == AWAY and ws["rewards"][ws["index"]] == 0.9
+        (refused,) = ws["refused"]
+        assert refused["decider"] == "guard" and refused["guard"] == ["leaves_origin"]
+        assert refused["text"].startswith(f"{AWAY}: refused by guard (guard leaves_origin): ")
+        assert "— way out: `serve --no-guard leaves_origin`" in refused["text"]
+    assert acted[1].agent_info.extra_info["hint"] == [
+        acted[0].agent_info.extra_info["webshepherd"]["refused"][0]["text"]
+    ]
+    assert {s.obs["url"] for s in steps} == {steps[0].obs["url"]}  # never left the shop
