@@ -358,3 +358,28 @@ def test_the_daemon_is_named_by_webshepherd_url_as_the_client_does(
         finally:
             env.close()
     assert ended(daemon, info["webshepherd"]["session_id"])["outcome"] == "unknown"
+
+
+def test_a_sandbox_origins_write_runs_flagged(tmp_path: Path) -> None:
+    """`serve --sandbox-origin` names the pages' origin: the POST leaves, flagged, unheld."""
+    with WriteServers() as servers:
+        spec = {
+            "judge": {"default": [0.5, [1], "fine"]},
+            "config": {"sandbox_origins": [servers.home]},
+        }
+        with daemon_process(tmp_path / "sandboxed", spec) as sandboxed:
+            env = ProcessRewardWrapper(
+                page_env(servers.url(FETCH_POST)), url=sandboxed.url, token=sandboxed.token,
+                checklist=CHECKLIST,
+            )  # fmt: skip
+            try:
+                obs, _ = env.reset()
+                obs, _, _, _, info = env.step(go(obs, env))
+                servers.wait_for(
+                    FETCH_POST.held[0], pump=lambda: env.unwrapped.page.wait_for_timeout(50)
+                )
+            finally:
+                env.close()
+    (commit,) = info["webshepherd"]["commits"]
+    assert commit["flagged"] and not commit["refused"] and commit["decider"] == "sandbox"
+    assert "refused" not in info["webshepherd"] and not obs["last_action_error"]
