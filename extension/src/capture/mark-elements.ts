@@ -11,6 +11,11 @@
  *
  * Both functions must stay self-contained: they are serialized with
  * `Function.prototype.toString` and evaluated in the page.
+ *
+ * Marking stays in the main world, as BrowserGym's does: its per-window counters
+ * (`browsergym_elem_counter`) are the ones BrowserGym's own marking reads in the same page,
+ * so bids agree between the two. A page can lie to it, as it can rewrite its own DOM; the
+ * guards' facts are read in an isolated world instead (element-facts.ts).
  */
 
 export const BID_ATTR = "bid";
