@@ -208,7 +208,7 @@ def _judge(
     facts = (elements or {}).get(bid)
     role, name = ax_line(axtree, bid)
     what = f"element {bid}" + (f" ({role} {name!r})" if role else "") + target.where
-    if name and (word := policy.matching_word(name)) is not None:
+    if name and "name_match" in policy.rules and (word := policy.matching_word(name)):
         hit("name_match", f"{what} is named with {word!r}")
     if facts is None:
         return
