@@ -110,7 +110,13 @@ def start_episode(page: Any, url: str, seed: int) -> None:
 
 def final_control(context: Any, pages: Path, task: str, tries: int) -> Final:
     """The task's final control, judged by both policies and clicked under watch."""
-    from webshepherd.daemon.sessions.guards import ALL_RULES, GuardPolicy, ax_line, guard_hits
+    from webshepherd.daemon.sessions.guards import (
+        ALL_RULES,
+        GuardPolicy,
+        ax_line,
+        guard_hits,
+        session_origin,
+    )
     from webshepherd.integrations.playwright import page_observation
     from webshepherd.protocol.commits import commit_kind, url_origin
 
@@ -177,7 +183,7 @@ def final_control(context: Any, pages: Path, task: str, tries: int) -> Final:
                     url=obs.url,
                     axtree=obs.axtree,
                     elements=obs.elements,
-                    origin=None,  # file:// has no http(s) origin: no rule reads one
+                    origin=session_origin(url),  # as the daemon's session has it: file://
                 )
                 return [h.rule for h in hits]
 
@@ -557,7 +563,7 @@ def wrapper(pages: Path, steps: int, resets: int, daemon_python: str, tmp: Path)
     plain = make()
     wrapped = ProcessRewardWrapper(make(), url=url, token=TOKEN)
     samples: dict[str, list[float]] = {"plain": [], "webshepherd": []}
-    no_result = 0
+    no_result = steady_no_result = 0
     try:
         obs_p, _ = plain.reset(seed=SEED)
         obs_w, _ = wrapped.reset(seed=SEED)
@@ -565,9 +571,11 @@ def wrapper(pages: Path, steps: int, resets: int, daemon_python: str, tmp: Path)
         for i in tqdm(range(steps + 1), desc="wrapper steps", file=sys.stderr):
             for name, env in (("plain", plain), ("webshepherd", wrapped)):
                 t0 = time.perf_counter()
-                env.step(f"click('{bids[name]}')")  # toggles the box: the same work each step
+                res = env.step(f"click('{bids[name]}')")  # toggles the box: the same work
                 if i:  # the first step of each is a warm-up
                     samples[name].append(time.perf_counter() - t0)
+                    if name == "webshepherd":  # a step the judge gave no reward (no checklist)
+                        steady_no_result += res[4]["webshepherd"]["reward"] is None
         # fresh sessions stepped as soon as reset returns: the first score queues behind the
         # session's checklist generation (no reference checklist, as on MiniWoB)
         for r in tqdm(range(resets), desc="steps right after reset", file=sys.stderr):
@@ -596,6 +604,7 @@ def wrapper(pages: Path, steps: int, resets: int, daemon_python: str, tmp: Path)
         "fresh_first_queue_ms": [s[0]["queue_ms"] for s in fresh if s],
         "fresh_second_queue_ms": [s[1]["queue_ms"] for s in fresh if len(s) > 1],
         "fresh_no_result": no_result,
+        "steady_no_result": steady_no_result,
     }
 
 
@@ -674,7 +683,8 @@ def print_report(report: dict[str, Any]) -> None:
         if w["queue_ms_median"] is not None:
             print(
                 f"daemon, one agent: queue_ms median {w['queue_ms_median']:.1f} "
-                f"(max {w['queue_ms_max']:.1f}), model_ms median {w['model_ms_median']:.0f}"
+                f"(max {w['queue_ms_max']:.1f}), model_ms median {w['model_ms_median']:.0f}; "
+                f"steps with no reward {w['steady_no_result']} of {len(w['samples_s']['plain'])}"
             )
         first = ", ".join(f"{q:.0f}" for q in w["fresh_first_queue_ms"])
         second = ", ".join(f"{q:.0f}" for q in w["fresh_second_queue_ms"])
