@@ -80,6 +80,7 @@ function cardFields(req: ApprovalRequest): HTMLElement {
   row("Why it waits", "ws-card-why", el("ul", {}, ...c.why.map((w) => el("li", {}, w))));
   row("Thought", "ws-card-thought", c.thought || "—");
   row("Feedback", "ws-card-feedback", c.feedback || "—");
+  if (c.predicts.length > 0) row("Predicted", "ws-card-predicts", el("ul", {}, ...c.predicts.map((p) => el("li", {}, p))));
   if (c.others.length > 0) row("Others", "ws-card-others", el("ul", {}, ...c.others.map((o) => el("li", {}, o))));
   return dl;
 }

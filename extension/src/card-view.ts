@@ -17,6 +17,8 @@ export interface CardLines {
   thought: string;
   feedback: string;
   others: string[];
+  /** What the page says the step will do (the guard rules' reading): informs, never holds. */
+  predicts: string[];
 }
 
 
@@ -29,6 +31,7 @@ export function whyItWaits(req: ApprovalRequest): string[] {
     reward_drop: `reward ${r} dropped from the previous step's`,
     always: "the agent asks a person at every step",
     guarded: `a guard holds it whatever the reward (${r})`,
+    commit: "the browser paused a request that commits",
   };
   const lines = [first[req.reason] ?? displayText(String(req.reason))];
   for (const hit of req.guard ?? []) lines.push(`⚠ ${displayText(hit.rule)}: ${displayText(hit.detail)}`);
@@ -55,6 +58,7 @@ export function cardLines(req: ApprovalRequest): CardLines {
     thought: displayText(card ? (card.thought ?? "") : (req.candidate.thought ?? ""), { multiline: true }),
     feedback: displayText(card ? (card.feedback ?? "") : (req.feedback ?? ""), { multiline: true }),
     others: (card?.others ?? []).map((o) => `#${o.index}  ${fmt(o.reward)}  ${displayText(o.action)}`),
+    predicts: (card?.predicts ?? []).map((hit) => `${displayText(hit.rule)}: ${displayText(hit.detail)}`),
   };
 }
 

@@ -53,6 +53,13 @@ test("without a card: the request's own thought and feedback, no target", () => 
   assert.deepEqual(c.others, []);
 });
 
+test("what the page says the step will do is listed, escaped; a paused request says why it waits", () => {
+  const c = cardLines(request({ card: { predicts: [{ rule: "form_submit", detail: "submits a POST form to /c\u202ed" }] } }));
+  assert.deepEqual(c.predicts, ["form_submit: submits a POST form to /c\\u202ed"]);
+  assert.deepEqual(cardLines(request()).predicts, []);
+  assert.deepEqual(whyItWaits(request({ reason: "commit" })), ["the browser paused a request that commits"]);
+});
+
 test("a target not in the AX tree says so", () => {
   const c = cardLines(request({ card: { target: { bid: "77" } } }));
   assert.equal(c.target, "element [77] (not in the page's AX tree)");

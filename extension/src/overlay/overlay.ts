@@ -12,6 +12,7 @@ import { drawOutlines } from "./outlines.js";
 import { rewardColour } from "./reward-colour.js";
 import { rewardCurvePoints } from "./reward-curve.js";
 import { drawable, streamedFeedback, treeLine } from "../session-views.js";
+import { decisionLines } from "../request-card.js";
 import { rewardText } from "../reward-text.js";
 import { displayText } from "../display-text.js";
 import { OVERLAY_CSS } from "./styles.js";
@@ -192,6 +193,13 @@ export class Overlay {
       }
       const box = h("div");
       box.append(h("h3", "", `Candidates · ${stepLabel(last.scored.step)}`), cands);
+      const d = last.scored.decision;
+      if (d.decider) {
+        // who decided the step, why, and a refusal's way out
+        const note = h("div", d.status === "approved" || d.status === "edited" ? "decided" : "decided refused", decisionLines(d).join("\n"));
+        note.dataset.testid = "ws-decision";
+        box.append(note);
+      }
       parts.push(box);
     }
 

@@ -32,5 +32,7 @@ svg { width: 100%; height: 40px; background: #f6f8fa; border-radius: 4px; }
 .approval .headline { margin: 0; }
 .cand .target { grid-column: 2; color: #57606a; font-size: 11px; }
 .committed { background: #ffebe9; border: 1px solid #cf222e; border-radius: 4px; padding: 2px 4px; font: 11px ui-monospace, monospace; }
+.decided { white-space: pre-wrap; font-size: 11px; margin-top: 4px; }
+.decided.refused { color: #cf222e; }
 .mode { font-size: 11px; color: #57606a; }
 `;
