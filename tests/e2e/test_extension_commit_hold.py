@@ -28,6 +28,9 @@ SHOP = """<!doctype html><html><head><title>Shop</title></head><body>
 CART = """<!doctype html><html><head><title>Cart</title></head><body>
 <h1>Your cart</h1><button id="buy">Place order</button><a href="/shop.html">Back</a>
 </body></html>"""
+FORM = """<!doctype html><html><head><title>Checkout</title></head><body>
+<form id="f" method="post" action="/orders"><input name="sku" value="5"></form>
+<button form="f" id="go">Submit</button></body></html>"""
 CHECKLIST = "Checklist 1: Add the lamp to the cart\nChecklist 2: Place the order"
 POST_ORDER = """(body) => { window.__order = fetch('/orders', {method: 'POST',
   headers: {'Content-Type': 'application/x-www-form-urlencoded'}, body})
@@ -51,9 +54,16 @@ class Recorder(http.server.BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         self.seen.append(("GET", self.path, b""))
-        pages = {"/shop.html": SHOP, "/cart.html": CART}
+        pages = {"/shop.html": SHOP, "/cart.html": CART, "/form.html": FORM}
         if self.path in pages:
             self._answer(pages[self.path].encode())
+        elif self.path == "/report.csv":
+            self.send_response(200)
+            self.send_header("Content-Type", "text/csv")
+            self.send_header("Content-Disposition", 'attachment; filename="report.csv"')
+            self.send_header("Content-Length", "4")
+            self.end_headers()
+            self.wfile.write(b"a,b\n")
         else:
             self._answer(b'{"ok": true}', "application/json")
 
@@ -133,6 +143,43 @@ async def test_stop_mode_refuses_a_post_before_it_leaves_and_a_get_goes_unasked(
     assert status == 200
     assert ("GET", "/data.json", b"") in seen
     assert posts(seen) == []
+
+
+async def test_stop_mode_refuses_a_form_button_a_download_and_another_origin(paired, shop):
+    """What the browser sends decides, not what the element is called: a `form=` button's
+    POST, a download and a navigation to another origin are all held."""
+    daemon, browser = paired
+    base, seen = shop
+    page, _key, sid = await start_session(daemon, browser, base)
+    await page.goto(f"{base}/form.html", wait_until="load")  # same origin: not held
+    assert ("GET", "/form.html", b"") in seen
+    panel = await set_mode(browser, sid, "stop")
+    await page.click("#go")
+    decided = panel.locator("[data-testid=ws-decided][data-decider=mode]")
+    await decided.first.wait_for(timeout=10_000)
+    assert "POST" in await decided.first.inner_text()
+    assert posts(seen) == []
+    assert page.url != f"{base}/orders"  # a blocked navigation: Chromium's error page
+
+    downloads: list[object] = []
+    page.on("download", lambda d: downloads.append(d))
+    with pytest.raises(Exception, match=r"ERR_BLOCKED_BY_CLIENT|ERR_ABORTED"):
+        await page.goto(f"{base}/report.csv")
+    await until(lambda: _count(decided, 2), 10, "the download's refusal")
+    assert downloads == []
+
+    other = base.replace("127.0.0.1", "localhost")  # another origin, the same server
+    with pytest.raises(Exception, match="ERR_BLOCKED_BY_CLIENT"):
+        await page.goto(f"{other}/shop.html")
+    await until(lambda: _count(decided, 3), 10, "the navigation's refusal")
+    texts = await decided.all_inner_texts()
+    assert any(f"GET {other}/shop.html" in t for t in texts), texts
+    assert any(f"GET {base}/report.csv" in t for t in texts), texts  # held as a download
+    assert posts(seen) == []
+
+
+async def _count(locator, n: int) -> bool:
+    return await locator.count() >= n
 
 
 async def test_a_post_waits_for_the_person_and_arrives_once_approved(paired, shop):
