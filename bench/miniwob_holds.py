@@ -40,7 +40,7 @@ import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -170,7 +170,7 @@ def final_control(context: Any, pages: Path, task: str, tries: int) -> Final:
             action = f"click('{bid}')"
             origin = url_origin(url)
             kinds = [
-                kind
+                str(kind)
                 for method, u, top in sent
                 if (kind := commit_kind(method, u, top_level_navigation=top, session_origin=origin))
             ] + ["download"] * len(downloads)
@@ -236,7 +236,7 @@ def finals(tasks: list[str], pages: Path, tries: int) -> dict[str, Any]:
 # -- writes: fixture pages that write, under the previous rules and under a browser gate ----
 
 
-def answer(request: Any, status: str, session_id: str = "bench") -> Any:
+def answer(request: Any, status: Literal["approved", "rejected"], session_id: str = "bench") -> Any:
     """A ``commit.decided`` about ``request``: approved or rejected at once (no daemon)."""
     from webshepherd.protocol.commits import request_digest
     from webshepherd.protocol.common import DecisionInfo
