@@ -123,6 +123,11 @@ async def test_stop_mode_refuses_a_post_before_it_leaves_and_a_get_goes_unasked(
     daemon, browser = paired
     base, seen = shop
     page, _key, sid = await start_session(daemon, browser, base)
+    # the paired browser's session says it holds its commits (the rules only predict there)
+    monitor = await daemon.client(role="monitor", name="tui")
+    got = await monitor.request({"type": "session.get", "session_id": sid})
+    started = next(e for e in got["events"] if e["type"] == "session.started")
+    assert (started["holds"], started["mode"]) == ("browser", "ask")
     panel = await set_mode(browser, sid, "stop")
     assert "refuse whatever commits" in await panel.get_by_test_id("ws-modes").inner_text()
 
@@ -301,7 +306,11 @@ async def test_an_unpaired_browser_holds_nothing(start_daemon, browser, shop):
     await browser.configure(daemon.url, TEST_TOKEN)
     await wait_connected(browser)
     base, seen = shop
-    page, _key, _sid = await start_session(daemon, browser, base)
+    page, _key, sid = await start_session(daemon, browser, base)
+    monitor = await daemon.client(role="monitor", name="tui")
+    got = await monitor.request({"type": "session.get", "session_id": sid})
+    started = next(e for e in got["events"] if e["type"] == "session.started")
+    assert started.get("holds") is None  # the daemon's rules hold there
     await page.evaluate(POST_ORDER, "sku=1")
     assert await page.evaluate("() => window.__order") == 200
 
