@@ -113,12 +113,6 @@ def commit_record(decided: CommitDecided) -> dict[str, Any]:
     }
 
 
-def commit_refusal_text(decided: CommitDecided) -> str:
-    """``<METHOD> <url> refused by <who> (...)``: a refused request, as the step's error."""
-    req = decided.request
-    return f"{req.method} {req.url} " + refusal_text(decided.decision)
-
-
 def episode_outcome(terminated: bool, reward: float | None, steps: int) -> tuple[Outcome, str]:
     """The session's outcome and answer from the env's own termination and final reward."""
     if terminated:
@@ -257,7 +251,7 @@ class ProcessRewardWrapper(gym.Wrapper):
         self._terminated = bool(terminated)
         self._last_reward = float(reward)
         ws["commits"] = [commit_record(d) for d in decided]
-        refusals = [commit_refusal_text(d) for d in decided if refused(d.decision)]
+        refusals = [refusal_text(d.decision) for d in decided if refused(d.decision)]
         if refusals:
             obs = dict(obs)
             own = obs.get("last_action_error") or ""
