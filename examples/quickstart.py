@@ -1,8 +1,11 @@
 """Score a page you load with Playwright: `python examples/quickstart.py [URL]`.
 
-Needs a running daemon (`webshepherd serve`, at $WEBSHEPHERD_URL or ws://127.0.0.1:8765/v1)
+Needs a daemon (`webshepherd serve`, at $WEBSHEPHERD_URL or ws://127.0.0.1:8765/v1; one still
+starting is waited for)
 and the built extension (`make extension`), whose capture gives the page's text exactly as the
 model was trained on it. Prints the page's text, each candidate's reward and the judge's pick.
+The default URL is the README's local page (`python -m http.server 8070 --directory
+examples/page`).
 """
 
 # --- README ---
@@ -12,7 +15,7 @@ from playwright.sync_api import sync_playwright
 from webshepherd.integrations.playwright import launch, page_observation
 from webshepherd.protocol.client.sync import Client
 
-url = sys.argv[1] if len(sys.argv) > 1 else "https://example.com"
+url = sys.argv[1] if len(sys.argv) > 1 else "http://127.0.0.1:8070/"
 with sync_playwright() as pw, Client() as client:  # the daemon at $WEBSHEPHERD_URL or the default
     page = launch(pw).new_page()  # Chromium with the extension: its capture, no pairing needed
     page.goto(url)
