@@ -49,8 +49,10 @@ class RescoreResult:
         return sum(1 for s in self.steps if s.skipped is None)
 
     def summary(self) -> dict[str, Any]:
-        """What ``--json`` writes."""
+        """What ``--json`` writes: every ``step`` is the wire's index, counted from 0 (the
+        terminal's "step 2" is ``"step": 1``), as ``steps_counted_from`` says."""
         return {
+            "steps_counted_from": 0,
             "session_id": self.session_id,
             "format": self.run.kind,
             "intent": self.run.intent,

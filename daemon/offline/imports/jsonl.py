@@ -1,6 +1,6 @@
 """The plain JSONL run format (docs/rescore.md): a first line with the task, then one line
-per executed step. Lines are read bounded (length, JSON depth); a screenshot that is not an
-image (PNG, JPEG, WebP) or is too big is left out with a warning."""
+per executed step. Lines are read bounded (length, JSON depth); a screenshot that is not
+base64, not an image (PNG, JPEG, WebP) or too big is left out with a warning."""
 
 from __future__ import annotations
 
@@ -57,10 +57,10 @@ def read_jsonl(path: Path) -> ImportedRun:
             if step.screenshot:
                 try:
                     shot = base64.b64decode(step.screenshot, validate=True)
-                except (binascii.Error, ValueError):
-                    raise ImportFormatError(f"{path}:{n}: screenshot: not base64") from None
-                try:
                     mime = check_image(shot, f"{path}:{n}")
+                except (binascii.Error, ValueError):
+                    warnings.append(f"screenshot left out: {path}:{n}: not base64")
+                    shot = None
                 except FileLimitError as exc:
                     warnings.append(f"screenshot left out: {exc.message}")
                     shot = None

@@ -123,6 +123,9 @@ async def test_rescore_names_the_planted_bad_step(tmp_path, capsys):
     assert "first bad step (reward): step 3: reward 0.10 under the running level 0.68" in printed
     assert f"judge's feedback: {PLANTED}" in printed
     assert "stalled: from step 4" in printed
+    # the JSON keeps the wire's index and says so: the terminal's step 3 is "step": 2
+    assert summary["steps_counted_from"] == 0
+    assert progress["step"] + 1 - summary["steps_counted_from"] == 3
     # recorded as an imported session, with a report that names the step too
     history = History.open(data_dir / "webshepherd.sqlite3")
     try:

@@ -48,7 +48,6 @@ def test_a_run_reads_its_task_and_steps(tmp_path: Path) -> None:
         (['{"intent": "x"}', "{not json"], "run.jsonl:2: not JSON"),
         ([{"start_url": "http://a/"}], "run.jsonl:1: intent: Field required"),
         ([{"intent": "x"}, {"url": "http://a/"}], "run.jsonl:2: action: Field required"),
-        ([{"intent": "x"}, {"url": "u", "action": "a", "screenshot": "%%"}], "2: screenshot"),
         ([], "empty"),
     ],
 )
@@ -64,3 +63,21 @@ def test_what_is_not_a_run_says_so(tmp_path: Path) -> None:
         load_run(write(tmp_path / "other.json", {"rows": []}))
     with pytest.raises(ImportFormatError, match=r"neither step_<n>\.pkl\.gz"):
         load_run(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("shot", "why"),
+    [
+        ("%%", "run.jsonl:2: not base64"),
+        ("<base64 PNG>", "run.jsonl:2: not base64"),
+        (base64.b64encode(b"GIF89a").decode(), "run.jsonl:2: not an image"),
+    ],
+)
+def test_a_bad_screenshot_is_left_out_with_a_warning(tmp_path: Path, shot: str, why: str) -> None:
+    """docs/rescore.md's field table: the step is kept, from its page text, without the image."""
+    step = {"url": "http://a/", "axtree": "[1] link 'x'", "action": "click('1')"}
+    run = load_run(write(tmp_path / "run.jsonl", {"intent": "x"}, {**step, "screenshot": shot}))
+    [kept] = run.steps
+    assert (kept.screenshot, kept.axtree, kept.action) == (None, "[1] link 'x'", "click('1')")
+    [warning] = run.warnings
+    assert warning.startswith("screenshot left out: ") and why in warning
