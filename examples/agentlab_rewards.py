@@ -1,6 +1,6 @@
 """Reward-guided selection around an AgentLab agent: ``main(subagent_args, start_url, exp_root)``.
 
-Needs a running daemon (``webshepherd serve``), ``pip install 'webshepherd[integrations]'`` and
+Needs a running daemon (``webshepherd serve``), ``pip install '.[integrations]'`` in a clone and
 ``pip install --no-deps agentlab``; ``WEBSHEPHERD_URL`` / ``WEBSHEPHERD_TOKEN`` override the local
 daemon and its stored token. ``subagent_args`` is any AgentLab ``AgentArgs`` (e.g.
 ``MultiCandidateGenericAgentArgs``). docs/frameworks.md shows the lines between the markers.

@@ -1,7 +1,7 @@
 """Live rewards for a browser-use agent: ``python examples/browser_use_rewards.py [START_URL]``.
 
 Needs a running daemon (``webshepherd serve``; ``WEBSHEPHERD_URL`` / ``WEBSHEPHERD_TOKEN``
-override the local daemon and its stored token) and ``pip install 'webshepherd[integrations]'``.
+override the local daemon and its stored token) and ``pip install '.[integrations]'`` in a clone.
 Offline by default: the bundled shop (started here when no START_URL is given) and a scripted
 chat model that searches it; ``--openai MODEL`` uses ``ChatOpenAI`` (``OPENAI_API_KEY``).
 ``CHROMIUM`` names the browser. Prints each step's action, reward, and whether the judge's

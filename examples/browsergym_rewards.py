@@ -1,6 +1,6 @@
 """Live rewards for a BrowserGym agent: ``python examples/browsergym_rewards.py START_URL``.
 
-Needs a running daemon (``webshepherd serve``) and ``pip install 'webshepherd[integrations]'``;
+Needs a running daemon (``webshepherd serve``) and ``pip install '.[integrations]'`` in a clone;
 ``WEBSHEPHERD_URL`` / ``WEBSHEPHERD_TOKEN`` override the local daemon and its stored token,
 ``CHROMIUM`` the browser. docs/frameworks.md shows the lines between the markers.
 """

@@ -5,5 +5,5 @@
 - :mod:`.agentlab`: ``RewardGuidedAgentArgs``, best-of-n (or refinement) around any AgentLab agent.
 
 Each module imports its framework lazily, so ``import webshepherd.integrations`` needs none of
-them; install them with ``pip install 'webshepherd[integrations]'``.
+them; install them with ``pip install '.[integrations]'`` in a clone.
 """

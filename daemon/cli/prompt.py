@@ -104,7 +104,7 @@ def _tokenizer(model: str) -> PreTrainedTokenizerBase:
         from transformers import AutoTokenizer
     except ImportError:
         raise WebShepherdError(
-            "--model needs transformers: pip install 'webshepherd[daemon]'"
+            "--model needs transformers: pip install '.[daemon]' in a clone"
         ) from None
     try:
         return AutoTokenizer.from_pretrained(model, local_files_only=Path(model).exists())

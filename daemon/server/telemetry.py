@@ -104,7 +104,7 @@ class OtlpExport:
         except ImportError:
             raise WebShepherdError(
                 "--otlp-endpoint needs the OpenTelemetry SDK and OTLP exporter: "
-                "pip install 'webshepherd[otel]'"
+                "pip install '.[otel]' in a clone"
             ) from None
 
         class Finished(SpanProcessor):

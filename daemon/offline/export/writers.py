@@ -22,7 +22,7 @@ def webprm_features() -> Features:
         from datasets import Features, Image, List, Value
     except ImportError:
         raise WebShepherdError(
-            "the WebPRM schema needs datasets>=4: pip install 'webshepherd[eval]'"
+            "the WebPRM schema needs datasets>=4: pip install '.[eval]' in a clone"
         ) from None
     text = Value("string")
     turn = {"thought": text, "action": text}
@@ -60,7 +60,7 @@ def write_parquet(
         import pyarrow.parquet as pq
     except ImportError:
         raise WebShepherdError(
-            "writing Parquet needs pyarrow: pip install 'webshepherd[eval]' (or use .jsonl)"
+            "writing Parquet needs pyarrow: pip install '.[eval]' in a clone (or use .jsonl)"
         ) from None
     table = (
         pa.Table.from_pylist(list(rows), schema=schema)

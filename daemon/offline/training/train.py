@@ -155,7 +155,7 @@ def train(opts: TrainOptions, examples: Sequence[Example] | None = None) -> Path
         try:
             from peft import LoraConfig
         except ImportError as e:
-            raise WebShepherdError("--lora needs peft: pip install 'webshepherd[eval]'") from e
+            raise WebShepherdError("--lora needs peft: pip install '.[eval]' in a clone") from e
         peft_config = LoraConfig(
             r=opts.lora_rank,
             lora_alpha=2 * opts.lora_rank,
