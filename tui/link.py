@@ -184,6 +184,7 @@ class DaemonLink:
                 and view.state == s.state
                 and view.step_count == s.steps
                 and view.intent
+                and (s.mode is None or view.mode == s.mode)
             ):
                 continue
             try:
