@@ -144,7 +144,6 @@ UNMIRRORED: dict[str, str] = {
     "tui/widgets/device_panel.py": "tests/tui/test_cli_device.py",
     "tui/widgets/reward_plot.py": "tests/tui/test_live.py",
     "tui/widgets/search_tree.py": "tests/tui/test_search_tree.py",
-    "tui/widgets/session_detail.py": "tests/tui/test_checklist_titles.py and test_snapshots.py",
     "tui/widgets/sessions_table.py": "tests/tui/test_live.py and test_snapshots.py",
     # -- integrations --------------------------------------------------------------------------
     "integrations/browser_use_actions.py": "tests/integrations/test_browser_use.py",
