@@ -159,6 +159,9 @@ def test_a_block_runs_in_a_fresh_home_and_a_copy_of_the_repository(tmp_path: Pat
     assert "url=ws://127.0.0.1:4242/v1" in ran.output
     assert f"{ROOT}/.venv/bin/webshepherd" in ran.output
     assert (tmp_path / "w" / "written.txt").is_file() and not (ROOT / "written.txt").exists()
+    ext = tmp_path / "w" / "extension"
+    assert not ext.is_symlink() and (ext / "node_modules").is_symlink()
+    assert (ext / "src").is_dir() and not (ext / "dist").exists()
 
 
 def test_the_rescore_example_is_the_file_the_walkthrough_rescores() -> None:

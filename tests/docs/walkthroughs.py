@@ -10,8 +10,9 @@ How a block runs (:func:`run_block`): ``bash -e -o pipefail`` (a failing line fa
 block), in a fresh HOME with fresh XDG folders and no ``WEBSHEPHERD_*`` variables, in a fresh
 working directory whose entries are links to the repository's (so ``.venv/bin/…``,
 ``examples/…`` and ``make setup`` work and are no-ops there, and what a block writes stays in
-that directory), with ``.venv/bin`` first on PATH (bare ``webshepherd`` and ``python`` are
-the installed package's, as after ``. .venv/bin/activate``). The only changes made to a block
+that directory; ``extension/`` is a copy, so ``make extension`` builds there), with
+``.venv/bin`` first on PATH (bare ``webshepherd`` and ``python`` are the installed package's,
+as after ``. .venv/bin/activate``). The only changes made to a block
 are :data:`SUBSTITUTIONS` (a public page becomes the bundled shop on loopback, a fixed port a
 free one). A block that ends with a server in the foreground passes when that server says it
 is listening; it is then stopped as Ctrl-C stops it. Everything the block started in the
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -171,12 +173,27 @@ def newcomer_env(home: Path, port: int) -> dict[str, str]:
 
 
 def workdir(where: Path) -> Path:
-    """A fresh working directory that reads as the repository: a link per top-level entry."""
+    """A fresh working directory that reads as the repository: a link per top-level entry,
+    but ``extension/`` is a copy of its sources (its installed packages linked), so that
+    ``make extension`` builds there and never empties the dist/ other tests load."""
     where.mkdir(parents=True, exist_ok=True)
     for entry in ROOT.iterdir():
-        if entry.name != ".git":
+        if entry.name == "extension":
+            _extension_copy(entry, where / entry.name)
+        elif entry.name != ".git":
             (where / entry.name).symlink_to(entry)
     return where
+
+
+def _extension_copy(source: Path, target: Path) -> None:
+    target.mkdir()
+    for entry in source.iterdir():
+        if entry.name == "node_modules":
+            (target / entry.name).symlink_to(entry)
+        elif entry.is_dir() and entry.name not in ("dist", "build"):
+            shutil.copytree(entry, target / entry.name, symlinks=True)
+        elif entry.is_file():
+            shutil.copy2(entry, target / entry.name)
 
 
 @dataclass(frozen=True)
