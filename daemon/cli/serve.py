@@ -418,8 +418,17 @@ def serve(args: argparse.Namespace) -> int:
     check_bind(config)  # refuse a bad bind before spending a minute loading the model
     check_port_free(config)
     print(f"webshepherd: {describe_holds(config)}", file=sys.stderr, flush=True)
+    from webshepherd.protocol.client.wait import starting_marker
 
+    # clients started meanwhile (`serve … &` then the agent) wait for it, not fail
+    with starting_marker(f"ws://{config.host}:{config.port}/v1", config.config_dir):
+        return _load_and_serve(settings)
+
+
+def _load_and_serve(settings: Settings) -> int:
     from webshepherd.daemon.build import build_engine, run_until_signal
+
+    config = settings.daemon
 
     m = settings.model
     remote = m.backend in BACKENDS and BACKENDS[m.backend].remote

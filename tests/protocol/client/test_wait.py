@@ -1,16 +1,23 @@
 """A client started before its daemon (``webshepherd serve … &`` then the agent at once)
-waits for it: no token file yet, nothing listening yet. A real daemon (scripted judge) comes
-up on the address the client waits on once the client has said it waits."""
+waits for it while a ``serve`` has marked the address as starting: no token file yet, nothing
+listening yet. A real daemon (scripted judge) comes up on the address the client waits on once
+the client has said it waits. With nothing starting, the client fails at once."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from pathlib import Path
 
 import pytest
 from webshepherd.protocol.client import AsyncClient
-from webshepherd.protocol.client.wait import not_up_yet, until_daemon
+from webshepherd.protocol.client.wait import (
+    daemon_starting,
+    not_up_yet,
+    starting_marker,
+    until_daemon,
+)
 from webshepherd.protocol.errors import (
     ConnectionLostError,
     ProtocolError,
@@ -30,12 +37,22 @@ def waits_said(caplog: pytest.LogCaptureFixture) -> int:
     return sum(WAITING in r.getMessage() for r in caplog.records)
 
 
+@pytest.fixture(autouse=True)
+def _config_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    config = tmp_path / "config"
+    monkeypatch.setenv("WEBSHEPHERD_CONFIG_DIR", str(config))
+    return config
+
+
 async def test_a_client_started_first_connects_once_the_daemon_is_up(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     port = closed_port()
     url = f"ws://127.0.0.1:{port}/v1"
-    with caplog.at_level(logging.WARNING, logger="webshepherd.client"):
+    with (
+        starting_marker(url),  # as `webshepherd serve` marks it before loading its model
+        caplog.at_level(logging.WARNING, logger="webshepherd.client"),
+    ):
         client = AsyncClient(url, TEST_TOKEN, reconnect=False)
         connecting = asyncio.create_task(client.connect())
         await until(lambda: waits_said(caplog) == 1, 10, "the client saying it waits")
@@ -47,13 +64,18 @@ async def test_a_client_started_first_connects_once_the_daemon_is_up(
 
 
 async def test_no_token_file_yet_is_waited_for(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    _config_dir: Path,
 ) -> None:
-    config = tmp_path / "config"
-    monkeypatch.setenv("WEBSHEPHERD_CONFIG_DIR", str(config))
+    config = _config_dir
     monkeypatch.delenv("WEBSHEPHERD_TOKEN", raising=False)
     async with scripted_daemon(tmp_path, ScriptedJudge({})) as server:
-        with caplog.at_level(logging.WARNING, logger="webshepherd.client"):
+        with (
+            starting_marker(server.url),
+            caplog.at_level(logging.WARNING, logger="webshepherd.client"),
+        ):
             client = AsyncClient(server.url, reconnect=False)  # the token from the store
             connecting = asyncio.create_task(client.connect())
             await until(lambda: waits_said(caplog) == 1, 10, "the client saying it waits")
@@ -66,8 +88,33 @@ async def test_it_gives_up_with_the_clear_error() -> None:
     url = f"ws://127.0.0.1:{closed_port()}/v1"
     client = AsyncClient(url, TEST_TOKEN, reconnect=False)
     client.daemon_wait_s = 0.5  # type: ignore[attr-defined]
-    with pytest.raises(ConnectionLostError, match="start it with `webshepherd serve`"):
+    with starting_marker(url), pytest.raises(ConnectionLostError, match="webshepherd serve"):
         await client.connect()
+
+
+async def test_with_no_daemon_starting_it_fails_at_once(caplog: pytest.LogCaptureFixture) -> None:
+    url = f"ws://127.0.0.1:{closed_port()}/v1"
+    client = AsyncClient(url, TEST_TOKEN, reconnect=False)  # the default wait: minutes
+    started = asyncio.get_running_loop().time()
+    with (
+        caplog.at_level(logging.WARNING, logger="webshepherd.client"),
+        pytest.raises(ConnectionLostError, match="start it with `webshepherd serve`"),
+    ):
+        await client.connect()
+    assert asyncio.get_running_loop().time() - started < 10 and waits_said(caplog) == 0
+
+
+def test_a_marker_counts_only_while_its_serve_lives(_config_dir: Path) -> None:
+    url = f"ws://127.0.0.1:{closed_port()}/v1"
+    assert not daemon_starting(url)
+    with starting_marker(url):
+        assert daemon_starting(url)
+        assert not daemon_starting("ws://127.0.0.1:1/v1")  # another port: not this serve
+    assert not daemon_starting(url)  # removed when serve stops
+    port = url.split(":")[2].split("/")[0]
+    dead = _config_dir / f"serve-{port}.starting"
+    dead.write_text(json.dumps({"pid": 999_999_999, "url": url}), "utf-8")  # a serve that died
+    assert not daemon_starting(url)
 
 
 async def test_a_refusal_is_raised_at_once(caplog: pytest.LogCaptureFixture) -> None:
@@ -82,7 +129,7 @@ async def test_a_refusal_is_raised_at_once(caplog: pytest.LogCaptureFixture) -> 
         caplog.at_level(logging.WARNING, logger="webshepherd.client"),
         pytest.raises(UnauthorizedError, match="not this daemon's"),
     ):
-        await until_daemon(refused, "ws://127.0.0.1:1/v1", 30.0)
+        await until_daemon(refused, "ws://127.0.0.1:1/v1", 30.0, starting=lambda _: True)
     assert tries == 1 and waits_said(caplog) == 0
 
 
