@@ -1,12 +1,17 @@
 """The Python blocks of README.md and docs/*.md are the example files the tests run, word for
-word, both ways: every example is shown on some page, and every block shown is an example."""
+word, both ways: every example is shown on some page, and every block shown is an example.
+
+This rule is why the Python blocks need no block runner (pytest-markdown-docs, Sybil): each
+block is an example file, and tests/examples runs every example as a person does, a
+subprocess against a real daemon, with its output checked; a runner would execute the same
+code a second time, in-process and without a daemon."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
+from markdown_it import MarkdownIt
 
 ROOT = Path(__file__).resolve().parents[2]
 MARKER = "# --- README ---\n"  # the lines between two of these are what a page shows
@@ -21,7 +26,11 @@ def marked(path: Path) -> str:
 
 
 def python_blocks(text: str) -> list[str]:
-    return [b.strip("\n") for b in re.findall(r"```python\n(.*?)```", text, flags=re.S)]
+    """The ```python fences of a page, read as CommonMark reads them (as the docs harness
+    does: walkthroughs.py)."""
+    tokens = MarkdownIt("commonmark").parse(text)
+    fences = [t for t in tokens if t.type == "fence" and t.info.strip() == "python"]
+    return [t.content.strip("\n") for t in fences]
 
 
 def shown() -> dict[str, list[str]]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 import textwrap
 from pathlib import Path
 
@@ -50,6 +51,8 @@ def test_a_shell_block_runs_as_typed(text: str, tmp_path: Path) -> None:
     block = BLOCKS[text][0]
     if block.not_run is not None:
         pytest.skip(f"{block.where}: {block.not_run}")
+    if any(c.startswith("make ") for c in commands(text)):
+        assert_installed()
     ports = fixed_ports(text)
     with local_page() as page:
         script = substituted(text, page, ports)
@@ -63,6 +66,13 @@ def test_a_shell_block_runs_as_typed(text: str, tmp_path: Path) -> None:
     told = f"{ids(text)} as run:\n{script}\n--- output ({ran.seconds:.0f} s):\n{ran.output}"
     assert ran.served or ran.returncode == 0, told
     assert "Traceback (most recent call last)" not in ran.output, told
+
+
+def assert_installed() -> None:
+    """``make setup`` has nothing to do: else a block's ``make`` would reinstall the shared
+    .venv from the block's working directory (an editable install pointing there)."""
+    stale = subprocess.run(["make", "-q", "setup"], cwd=ROOT, capture_output=True).returncode
+    assert stale == 0, "pyproject.toml or setup.py changed since the install: run `make setup`"
 
 
 def test_every_marked_block_tells_the_reader() -> None:
