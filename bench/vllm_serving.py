@@ -39,8 +39,8 @@ from webshepherd.daemon.dev.vllm_serve import (
 )
 from webshepherd.daemon.engine.backends.base import JudgeBatch
 from webshepherd.daemon.engine.backends.openai_backend import OpenAIBackend
-from webshepherd.daemon.engine.backends.remote_health import parse_metrics
 from webshepherd.daemon.engine.backends.openai_loading import load_openai_backend
+from webshepherd.daemon.engine.backends.remote_health import parse_metrics
 from webshepherd.daemon.engine.prompts import split_judge_prompt
 from webshepherd.protocol.common import Turn
 

@@ -97,12 +97,9 @@ def request_fields(body: bytes | None, content_type: str | None) -> tuple[list[R
         except ValueError:
             data = None
         if isinstance(data, dict):
-            pairs = [
-                (str(k), v if isinstance(v, str) else json.dumps(v)) for k, v in data.items()
-            ]
+            pairs = [(str(k), v if isinstance(v, str) else json.dumps(v)) for k, v in data.items()]
     fields = [
-        RequestField(name=_cut(k, 256), value=_cut(v, _MAX_VALUE))
-        for k, v in pairs[:_MAX_FIELDS]
+        RequestField(name=_cut(k, 256), value=_cut(v, _MAX_VALUE)) for k, v in pairs[:_MAX_FIELDS]
     ]
     return fields, size
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 from webshepherd.daemon.cli import build_parser
-from webshepherd.daemon.secrets import OTLP_HEADERS_ENV, token_from_args
 from webshepherd.daemon.cli.serve import config_from_args
+from webshepherd.daemon.secrets import OTLP_HEADERS_ENV, token_from_args
 from webshepherd.protocol.errors import WebShepherdError
 
 SECRET = "s3cret-value-never-echoed"

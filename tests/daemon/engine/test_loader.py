@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 from webshepherd.daemon.dev.openai_server import OpenAIServer
-from webshepherd.daemon.engine.backends.openai_backend import OpenAIBackend
-from webshepherd.daemon.engine.backends.transformers_backend import TransformersBackend
-from webshepherd.daemon.engine.engine import Engine
 from webshepherd.daemon.engine.backends.model_files import model_positions
+from webshepherd.daemon.engine.backends.openai_backend import OpenAIBackend
 from webshepherd.daemon.engine.backends.openai_loading import api_root, load_openai_backend
+from webshepherd.daemon.engine.backends.transformers_backend import TransformersBackend
 from webshepherd.daemon.engine.backends.vllm_loading import load_vllm_backend, vllm_reason
+from webshepherd.daemon.engine.engine import Engine
 from webshepherd.daemon.engine.loader import load_engine
 from webshepherd.protocol.errors import ModelUnavailableError
 

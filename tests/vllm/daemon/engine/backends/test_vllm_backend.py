@@ -18,8 +18,8 @@ from webshepherd.daemon.demo.shop import ShopServer
 from webshepherd.daemon.demo.variants import variant
 from webshepherd.daemon.engine.backends.base import JudgeBatch, JudgeOutput
 from webshepherd.daemon.engine.backends.vllm_backend import VLLMBackend
-from webshepherd.daemon.engine.engine import Engine, EngineConfig
 from webshepherd.daemon.engine.backends.vllm_loading import load_vllm_backend, vllm_platform
+from webshepherd.daemon.engine.engine import Engine, EngineConfig
 from webshepherd.daemon.engine.prompts import split_judge_prompt
 from webshepherd.daemon.engine.types import StepInput
 from webshepherd.protocol.common import Turn
