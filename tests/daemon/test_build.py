@@ -96,7 +96,7 @@ def test_build_engine_refuses_settings_that_do_not_fit(
 def test_build_daemon_loads_the_named_model_when_given_none(tmp_path: Path) -> None:
     url = f"http://127.0.0.1:{closed_port()}/v1"
     settings = Settings.local(
-        tmp_path, model=ModelSettings(backend="openai", options={"base_url": url})
+        tmp_path, model=ModelSettings(backend="openai", options={"base_url": url, "server_wait": 0})
     )
     with pytest.raises(ModelUnavailableError, match="cannot reach the model server"):
         build_daemon(settings)

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from webshepherd.daemon.engine.backends.model_files import offline, short_error
 from webshepherd.daemon.engine.backends.table import BackendKind, BackendOption
@@ -37,14 +38,60 @@ def api_root(base_url: str) -> str:
     return urllib.parse.urlunsplit((url.scheme, url.netloc, path, "", ""))
 
 
-def probe_models(root: str, api_key: str | None, timeout_s: float = 5.0) -> list[dict[str, Any]]:
-    """``GET {root}/models``: the served models, or ``ModelUnavailableError`` saying why not."""
+#: How long ``serve`` waits for a model server that refuses connections (one started with ``&``
+#: on the line above is still loading its model) before it says the server cannot be reached.
+SERVER_WAIT_S = 60.0
+
+
+def _refused(e: BaseException) -> bool:
+    reason = getattr(e, "reason", e)
+    return isinstance(reason, ConnectionRefusedError)
+
+
+def probe_models(
+    root: str,
+    api_key: str | None,
+    timeout_s: float = 5.0,
+    *,
+    wait_s: float = SERVER_WAIT_S,
+    poll_s: float = 0.5,
+) -> list[dict[str, Any]]:
+    """``GET {root}/models``: the served models, or ``ModelUnavailableError`` saying why not.
+    A server that refuses connections is asked again every ``poll_s`` for up to ``wait_s``
+    seconds (it may be starting), said once in the log; any other failure is raised at once."""
     req = urllib.request.Request(
         f"{root}/models", headers={"Authorization": f"Bearer {api_key}"} if api_key else {}
     )
+    deadline = time.monotonic() + wait_s
+    said = False
+    while True:
+        try:
+            with urllib.request.urlopen(req, timeout=timeout_s) as resp:
+                reply = json.loads(resp.read())
+            break
+        except (urllib.error.URLError, OSError) as e:
+            if isinstance(e, urllib.error.HTTPError) or not _refused(e):
+                return _probe_error(root, e)
+            if time.monotonic() + poll_s > deadline:
+                return _probe_error(root, e)
+            if not said:
+                log.warning("waiting for the model server at %s (up to %g s) ...", root, wait_s)
+                said = True
+            time.sleep(poll_s)
+        except (TimeoutError, ValueError) as e:
+            return _probe_error(root, e)
+    data = reply.get("data") if isinstance(reply, dict) else None
+    if not isinstance(data, list):
+        raise ModelUnavailableError(
+            f"the server at {root} is not an OpenAI-compatible API (GET /models has no 'data')"
+        )
+    return [m for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
+
+
+def _probe_error(root: str, error: BaseException) -> NoReturn:
+    """The probe's failure in words: what the server answered, or why it cannot be reached."""
     try:
-        with urllib.request.urlopen(req, timeout=timeout_s) as resp:
-            reply = json.loads(resp.read())
+        raise error
     except urllib.error.HTTPError as e:
         hint = (
             ": it wants an API key (--api-key-env VAR names the environment variable holding it)"
@@ -66,12 +113,6 @@ def probe_models(root: str, api_key: str | None, timeout_s: float = 5.0) -> list
         raise ModelUnavailableError(
             f"the server at {root} is not an OpenAI-compatible API (GET /models is not JSON)"
         ) from e
-    data = reply.get("data") if isinstance(reply, dict) else None
-    if not isinstance(data, list):
-        raise ModelUnavailableError(
-            f"the server at {root} is not an OpenAI-compatible API (GET /models has no 'data')"
-        )
-    return [m for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
 
 
 def _tokenizer(model: str) -> PreTrainedTokenizerBase | None:
@@ -101,6 +142,7 @@ def load_openai_backend(
     api_key: str | None = None,
     remote_model: str | None = None,
     probe_timeout_s: float = 5.0,
+    server_wait: float = SERVER_WAIT_S,
     chat: bool = False,
     **options: Any,
 ) -> OpenAIBackend:
@@ -118,7 +160,7 @@ def load_openai_backend(
             f"the {kind} backend needs the server's URL: --base-url http://HOST:PORT/v1"
         )
     root = api_root(base_url)
-    served = probe_models(root, api_key, probe_timeout_s)
+    served = probe_models(root, api_key, probe_timeout_s, wait_s=server_wait)
     ids = [str(m["id"]) for m in served]
     name = remote_model or model
     if name not in ids:
@@ -149,9 +191,14 @@ def _openai(
     base_url: str | None = None,
     api_key: str | None = None,
     remote_model: str | None = None,
+    server_wait: float | None = None,
 ) -> Backend:
     loaded = load_openai_backend(
-        model, base_url=base_url, api_key=api_key, remote_model=remote_model
+        model,
+        base_url=base_url,
+        api_key=api_key,
+        remote_model=remote_model,
+        server_wait=SERVER_WAIT_S if server_wait is None else server_wait,
     )
     log.info("scoring with %s at %s", loaded.model_id, base_url)
     return loaded
@@ -164,12 +211,14 @@ def _openai_chat(
     base_url: str | None = None,
     api_key: str | None = None,
     remote_model: str | None = None,
+    server_wait: float | None = None,
 ) -> Backend:
     loaded = load_openai_backend(
         remote_model or model,
         base_url=base_url,
         api_key=api_key,
         remote_model=remote_model,
+        server_wait=SERVER_WAIT_S if server_wait is None else server_wait,
         chat=True,
     )
     log.info("judging with the chat model %s at %s", loaded.model_id, base_url)
@@ -198,8 +247,15 @@ OPTIONS: dict[str, BackendOption] = {
         "server has); with openai, --model still names the tokenizer and chat template",
         metavar="NAME",
     ),
+    "server_wait": BackendOption(
+        "--server-wait",
+        _REMOTE + "seconds to wait for a server that refuses connections (one still loading "
+        f"its model) before giving up (default {SERVER_WAIT_S:g}; 0: fail at once)",
+        metavar="SECONDS",
+        type=float,
+    ),
 }
-_SERVED = ("base_url", "api_key_env", "remote_model")
+_SERVED = ("base_url", "api_key_env", "remote_model", "server_wait")
 
 ENTRY = BackendKind(
     "an OpenAI-compatible completions server such as `vllm serve`", _openai, _SERVED, remote=True

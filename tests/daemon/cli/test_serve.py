@@ -141,7 +141,12 @@ def test_serve_says_when_the_server_is_unreachable(capsys: pytest.CaptureFixture
     from webshepherd.daemon.cli import main
 
     url = f"http://127.0.0.1:{closed_port()}/v1"
-    assert main(["serve", "--port", "0", "--backend", "openai", "--base-url", url]) == 2
+    assert (
+        main(
+            ["serve", "--port", "0", "--backend", "openai", "--base-url", url, "--server-wait", "0"]
+        )
+        == 2
+    )
     assert f"cannot reach the model server at {url}" in capsys.readouterr().err
 
 
@@ -275,7 +280,12 @@ def test_serve_shows_what_holds_predicts_and_flags_in_one_paragraph(
     from webshepherd.daemon.cli import main
 
     url = f"http://127.0.0.1:{closed_port()}/v1"
-    assert main(["serve", "--port", "0", "--backend", "openai", "--base-url", url]) == 2
+    assert (
+        main(
+            ["serve", "--port", "0", "--backend", "openai", "--base-url", url, "--server-wait", "0"]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     policy = next(line for line in err.splitlines() if line.startswith("webshepherd: policy:"))
     assert "pauses every request that would commit" in policy  # what holds: the browser

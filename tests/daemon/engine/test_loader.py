@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,7 +12,11 @@ import pytest
 from webshepherd.daemon.dev.openai_server import OpenAIServer
 from webshepherd.daemon.engine.backends.model_files import model_positions
 from webshepherd.daemon.engine.backends.openai_backend import OpenAIBackend
-from webshepherd.daemon.engine.backends.openai_loading import api_root, load_openai_backend
+from webshepherd.daemon.engine.backends.openai_loading import (
+    api_root,
+    load_openai_backend,
+    probe_models,
+)
 from webshepherd.daemon.engine.backends.transformers_backend import TransformersBackend
 from webshepherd.daemon.engine.backends.vllm_loading import load_vllm_backend, vllm_reason
 from webshepherd.daemon.engine.engine import Engine
@@ -64,7 +69,7 @@ def test_openai_load_errors_say_what_to_fix(server: OpenAIServer, tiny_model_pat
     with pytest.raises(ModelUnavailableError, match="--base-url"):
         load_engine(tiny, backend="openai")
     with pytest.raises(ModelUnavailableError, match="cannot reach the model server"):
-        load_openai_backend(tiny, base_url=f"http://127.0.0.1:{closed_port()}/v1")
+        load_openai_backend(tiny, base_url=f"http://127.0.0.1:{closed_port()}/v1", server_wait=0)
     with pytest.raises(ModelUnavailableError, match=r"HTTP 401.*--api-key-env"):
         load_openai_backend(tiny, base_url=server.url)
     with pytest.raises(ModelUnavailableError, match=r"does not serve 'other'.*served-tiny"):
@@ -75,7 +80,7 @@ def test_openai_load_errors_say_what_to_fix(server: OpenAIServer, tiny_model_pat
 
 @pytest.mark.skipif(HAS_VLLM, reason="vLLM is installed here")
 def test_vllm_backend_without_vllm_says_how_to_install_it(tiny_model_path: Path) -> None:
-    with pytest.raises(ModelUnavailableError, match=r"pip install 'webshepherd\[gpu\]'"):
+    with pytest.raises(ModelUnavailableError, match=r"pip install '\.\[gpu\]'"):
         load_engine(str(tiny_model_path), backend="vllm")
 
 
@@ -167,3 +172,48 @@ def test_a_missing_local_folder_suggests_a_folder_and_the_tiny_judge(tmp_path: P
     assert "does not exist" in err.value.message
     assert "hf download" not in err.value.message  # a path is not a hub id
     assert "dev tiny-model --quiet" in err.value.message
+
+
+def test_a_model_server_still_starting_is_waited_for(caplog: pytest.LogCaptureFixture) -> None:
+    """`openai_server … &` then `serve` on the next line: the probe asks again while the server
+    refuses connections (said once), and goes on once it answers."""
+    import http.server
+    import threading
+
+    port = closed_port()
+
+    class Models(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = json.dumps({"data": [{"id": "m"}]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    def start_late() -> None:
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Models)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        started.append(server)
+
+    started: list[http.server.ThreadingHTTPServer] = []
+    timer = threading.Timer(1.5, start_late)
+    timer.start()
+    try:
+        with caplog.at_level(logging.WARNING):
+            served = probe_models(f"http://127.0.0.1:{port}/v1", None, wait_s=30, poll_s=0.2)
+        assert [m["id"] for m in served] == ["m"]
+        assert sum("waiting for the model server" in r.getMessage() for r in caplog.records) == 1
+    finally:
+        timer.join()
+        for server in started:
+            server.shutdown()
+            server.server_close()
+
+
+def test_a_server_that_never_comes_is_given_up_on_with_the_clear_error() -> None:
+    url = f"http://127.0.0.1:{closed_port()}/v1"
+    with pytest.raises(ModelUnavailableError, match="cannot reach the model server"):
+        probe_models(url, None, wait_s=0.6, poll_s=0.2)
