@@ -20,7 +20,12 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from webshepherd.daemon.engine.failures import model_error
-from webshepherd.daemon.engine.types import ParsedChecklist, StepInput, StepScore
+from webshepherd.daemon.engine.types import (
+    CandidateScore,
+    ParsedChecklist,
+    StepInput,
+    StepScore,
+)
 from webshepherd.daemon.server.stats import device_stats, remote_stats
 from webshepherd.daemon.sessions import Effect, RunChecklist, RunScore
 from webshepherd.protocol.common import Timing
@@ -93,6 +98,25 @@ def _score_error(job: RunScore, exc: Exception) -> WebShepherdError:
     return model_error(exc, "the model failed on this request", context=job.request_id)
 
 
+NO_CHECKLIST = (
+    "the judge wrote no checklist it could parse for this task: pass the task's own with "
+    "checklist=… (the session's next step asks the judge again)"
+)
+
+
+def no_checklist(step: StepInput, slot: concurrent.futures.Future[ParsedChecklist]) -> StepScore:
+    """A step the judge cannot score for want of a checklist, as a result: every candidate's
+    reward None, ``feedback`` the reason (and the generation's own error, when it failed)."""
+    failed = slot.exception() if slot.done() else None
+    why = getattr(failed, "message", None) or (str(failed) if failed is not None else "")
+    reason = f"{NO_CHECKLIST}: {why}" if why else NO_CHECKLIST
+    unscored = tuple(
+        CandidateScore(i, None, (), reason, (), parsed_samples=0)
+        for i in range(len(step.candidates))
+    )
+    return StepScore(unscored, prompt_tokens=0, generated_tokens=0, prefix_shared=False)
+
+
 Spawn = Callable[[int | None, Coroutine[Any, Any, None]], None]
 """Run a task owned by a connection (None: by the daemon); cancelled with its owner."""
 Step = Callable[[str | None, Callable[[], list[Effect]]], Awaitable[None]]
@@ -128,6 +152,8 @@ class EngineRunner:
         # each generation's checklist, set by the worker thread as soon as it exists so that
         # a score job queued behind it reads it; dropped once recorded or failed
         self._checklists: dict[str, concurrent.futures.Future[ParsedChecklist]] = {}
+        # sessions whose failed checklist generation was logged (once a session)
+        self._unparsed_logged: set[str] = set()
         # sessions with engine work between its start and its result's record (not evictable)
         self._engaged: Counter[str] = Counter()
 
@@ -159,7 +185,11 @@ class EngineRunner:
         slot: concurrent.futures.Future[ParsedChecklist] = concurrent.futures.Future()
 
         def work(cancel: threading.Event) -> ParsedChecklist:
-            parsed = engine.make_checklist(job.intent, job.start_url, job.axtree)
+            try:
+                parsed = engine.make_checklist(job.intent, job.start_url, job.axtree)
+            except BaseException as exc:  # the step queued behind it reads why (no_checklist)
+                slot.set_exception(exc)
+                raise
             slot.set_result(parsed)  # visible to the next job of this session
             return parsed
 
@@ -186,6 +216,9 @@ class EngineRunner:
             fin = await self.scheduler.wait(queued)
         except Exception as exc:
             err = model_error(exc, "the model failed to make the checklist", context=sid)
+            if sid not in self._unparsed_logged:  # once a session; its next step tries again
+                self._unparsed_logged.add(sid)
+                log.warning("session %s has no checklist: %s", sid, err.message)
             if job.owner is not None:
                 self.hub.send(job.owner, dump(Error(code=err.code, message=err.message)))
             return
@@ -242,10 +275,8 @@ class EngineRunner:
         for i, it in enumerate(items):
             judged, slot = it.job.input, it.checklist
             if slot is not None:  # the checklist is added here, as the step runs
-                if not slot.done():
-                    results[i] = ModelError(
-                        "the session has no checklist (its generation did not finish)"
-                    )
+                if not slot.done() or slot.exception() is not None:
+                    results[i] = no_checklist(judged, slot)
                     continue
                 judged = replace(judged, checklist=slot.result())
             ready.append((i, judged))

@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from webshepherd.daemon.engine.engine import Engine
 from webshepherd.daemon.engine.types import StepInput
+from webshepherd.daemon.server.engine_runner import NO_CHECKLIST
 from webshepherd.daemon.sessions import Effect
 from webshepherd.protocol.common import Candidate
 
@@ -86,3 +87,46 @@ async def test_a_step_asked_before_the_checklist_runs_with_the_generated_one(
     assert [(c.thought, c.action) for c in step.candidates] == [
         (c["thought"], c["action"]) for c in CANDS
     ]
+
+
+class UnparseableBackend:
+    """The real backend, except that what it generates is no checklist (a judge that answers
+    the checklist prompt with prose), counted."""
+
+    def __init__(self, real: object) -> None:
+        self.real, self.generations = real, 0
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.real, name)
+
+    def generate(self, *a: object, **kw: object) -> str:
+        self.generations += 1
+        return "Sure! I would click the button and then check the page."
+
+
+async def test_a_checklist_that_does_not_parse_gives_reward_none_and_a_reason(
+    start_daemon, daemon_engine, caplog
+):
+    """Every candidate's reward is None with the reason (a result, not an error); the daemon
+    logs it once a session; each later step asks the judge again, once ahead of it."""
+    backend = UnparseableBackend(daemon_engine.backend)
+    daemon = await start_daemon(engine=Engine(backend, daemon_engine.config))  # type: ignore[arg-type]
+    agent = await daemon.client()
+    sid = await start_session(agent, checklist=None)
+    err = await agent.wait_for("error", timeout=60)  # the start's generation, told its owner
+    assert err["code"] == "model_error" and "could not be parsed" in err["message"]
+    assert backend.generations == 1
+    for step in (1, 2):
+        scored = await agent.request(
+            {"type": "score", "session_id": sid, "candidates": CANDS, "samples": 1,
+             "approval": "never"},
+            timeout=60,
+        )  # fmt: skip
+        assert scored["type"] == "scored", scored
+        assert [r["reward"] for r in scored["results"]] == [None] * len(CANDS)
+        for r in scored["results"]:
+            assert r["feedback"].startswith(NO_CHECKLIST + ": the model's checklist could not")
+        assert backend.generations == 1 + step  # once ahead of each step, never twice
+    logged = [r for r in caplog.records if r.getMessage().startswith(f"session {sid} has no ")]
+    assert len(logged) == 1 and "could not be parsed" in logged[0].getMessage()
+    assert daemon.server.core.get(sid).checklist is None
