@@ -78,8 +78,8 @@ def cmd_pair(args: argparse.Namespace) -> int:
         print(f"Pairing code: {pending.code}")
         print(
             f"Valid once, for {minutes:.0f} minutes. Open the webshepherd extension's options "
-            "page (right-click its icon, Options), enter the code under 'Pair with this "
-            "computer' and press Pair. Only then does that browser's side panel and popup "
+            "page (right-click its icon, Options), enter the code under 'Pair as a "
+            "person' and press Pair. Only then does that browser's side panel and popup "
             "decide approvals."
         )
         return 0

@@ -15,6 +15,7 @@ import { displayText } from "./display-text.js";
 import { HOW_TO_PAIR, sendToWorker, type Decision, type PendingApproval, type ToPages } from "./messages.js";
 import type { ApprovalRequest } from "./protocol.gen.js";
 import { stepLabel, stepNumber } from "./steps.js";
+import { wrappedUrl } from "./url-wrap.js";
 
 const CROP_WIDTH = 320; // the most the cut-out takes, in CSS pixels
 const CROP_HEIGHT = 200;
@@ -97,7 +98,7 @@ function requestFields(req: ApprovalRequest): HTMLElement | null {
     dl.append(el("dt", {}, name), dd);
   };
   row("Method", "ws-request-method", r.method);
-  row("URL", "ws-request-url", r.url);
+  row("URL", "ws-request-url", wrappedUrl(r.url));
   row("Fields", "ws-request-fields", r.fields.length > 0 ? el("ul", {}, ...r.fields.map((f) => el("li", {}, f))) : "—");
   row("Body", "ws-request-body", r.body);
   row("Target origin", "ws-request-origin", r.origin);
@@ -119,7 +120,7 @@ async function recentDecisions(): Promise<HTMLElement> {
     item.dataset.status = d.decision.status;
     item.dataset.decider = d.decision.decider ?? "";
     item.append(
-      el("code", {}, displayText(`${d.request.method} ${d.request.url}`)),
+      el("code", {}, displayText(`${d.request.method} `), wrappedUrl(displayText(d.request.url))),
       ...decisionLines(d.decision, d.flagged).map((line) => el("div", {}, line)),
     );
     box.append(item);

@@ -23,6 +23,7 @@ const views = new SessionViews();
 let settings: Settings;
 let conn: DaemonConnection | null = null;
 let connState: ConnState = "disconnected";
+let connDetail: string | null = null;
 /** Why this browser is not paired though it was (its credential was refused), for its pages. */
 let pairingNote: string | null = null;
 /** The last AX-tree text sent per tab, so `score` re-sends `observe` only when the page changed. */
@@ -58,7 +59,7 @@ function commitDecided(answer: CommitDecided) {
   pushView(views.commitDecided(answer));
   approvalsChanged();
 }
-function refreshBadge(detail?: string) {
+function refreshBadge(detail: string | undefined = connDetail ?? undefined) {
   void showBadge(views.pendingApprovals() > 0 && connState === "connected" ? "approval" : connState, detail);
 }
 
@@ -172,6 +173,7 @@ function connect() {
     onEvent,
     onState: (state, detail) => {
       connState = state;
+      connDetail = detail ?? null;
       refreshBadge(detail);
       if (state === "unauthorized" && settings.approver && detail?.includes("approver credential")) {
         // revoked (or from another daemon): forget it, say so, and reconnect unpaired
@@ -314,7 +316,12 @@ chrome.storage.onChanged.addListener((changes, area) => {
 
 function pairingState(): PairingState {
   const paired = conn?.paired === true;
-  return { paired, name: paired ? settings.approverName || null : null, note: paired ? null : pairingNote };
+  return {
+    paired,
+    name: paired ? settings.approverName || null : null,
+    note: paired ? null : pairingNote,
+    link: { conn: connState, detail: connDetail, url: settings.url, token: Boolean(settings.token) },
+  };
 }
 
 /** Pair this browser with a person's one-time code: the credential goes to chrome.storage.local. */
@@ -371,7 +378,7 @@ chrome.runtime.onMessage.addListener((msg: ToWorker, sender, sendResponse) => {
         }
       }
       if (msg.kind === "pairing.state") {
-        return sendResponse(fromOwnPage(sender) ? pairingState() : { paired: false, name: null, note: null });
+        return sendResponse(fromOwnPage(sender) ? pairingState() : { paired: false, name: null, note: null, link: { conn: "disconnected", detail: null, url: "", token: false } });
       }
       if (msg.kind === "pair") {
         if (!fromOwnPage(sender)) return sendResponse({ ok: false, error: "pairing happens only in the extension's options page" });

@@ -7,7 +7,7 @@ export const BADGE: Record<BadgeState, { text: string; color: string; title: str
   connected: { text: "on", color: "#1a7f37", title: "webshepherd: connected to the daemon" },
   connecting: { text: "…", color: "#6e7781", title: "webshepherd: connecting" },
   disconnected: { text: "off", color: "#6e7781", title: "webshepherd: daemon not reachable" },
-  unauthorized: { text: "key", color: "#cf222e", title: "webshepherd: not paired (set the token in the options)" },
+  unauthorized: { text: "key", color: "#cf222e", title: "webshepherd: no token, or the daemon refused it (options: Connect to the daemon)" },
   approval: { text: "!", color: "#bf8700", title: "webshepherd: waiting for your approval" },
 };
 

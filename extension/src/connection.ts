@@ -81,7 +81,7 @@ export class DaemonConnection {
 
   private open() {
     if (!this.opts.token) {
-      this.setState("unauthorized", "no token: paste `webshepherd token` in the options page");
+      this.setState("unauthorized", "no token: paste `webshepherd token` under “Connect to the daemon” in the options page");
       return;
     }
     this.setState("connecting");

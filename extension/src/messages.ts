@@ -1,4 +1,5 @@
 /** Typed messages between the service worker and the content script. */
+import type { ConnState } from "./connection.js";
 import type { HookReply, HookRequest } from "./page-hook.js";
 import type { ApprovalRequest, Candidate, ChecklistItem, CommitDecided, Scored } from "./protocol.gen.js";
 import type { TabSession } from "./tab-sessions.js";
@@ -39,15 +40,26 @@ export interface TreeBranch {
   doing: string;
 }
 
-/** Whether this browser decides approvals: paired (under `name`), or why not (`note`). */
+/** This browser's connection to the daemon (the token's side): its state, why it is not
+ *  connected (`detail`), the daemon URL, and whether a token is set. */
+export interface LinkState {
+  conn: ConnState;
+  detail: string | null;
+  url: string;
+  token: boolean;
+}
+
+/** Whether this browser decides approvals: paired as a person (under `name`), or why not
+ *  (`note`); and its connection to the daemon (`link`). */
 export interface PairingState {
   paired: boolean;
   name: string | null;
   note: string | null;
+  link: LinkState;
 }
 
 /** What the extension's pages say when this browser is not paired. */
-export const HOW_TO_PAIR = "This browser is not paired, so it decides nothing here: run `webshepherd pair extension` in a terminal and enter the code in the extension's options page.";
+export const HOW_TO_PAIR = "This browser is not paired, so it decides nothing here: run `webshepherd pair extension` in a terminal and enter the code under “Pair as a person” in the extension's options page.";
 
 /** A pending approval as the extension's own pages list it. */
 export interface PendingApproval {

@@ -1,12 +1,15 @@
 /**
- * The action popup: the connection state, the approvals waiting for a person
+ * The action popup: the connection to the daemon and the person's pairing (status-words.ts),
+ * the approvals waiting for a person
  * (approvals-ui.ts; the side panel lists the same), and demonstrations: start a session with an
  * instruction in this tab (the person's own actions are recorded), stop it with an outcome.
  * Opened as a page, `popup.html?tab=ID` names the tab (tests drive it that way).
  */
 import { mountApprovals } from "./approvals-ui.js";
 import { displayText } from "./display-text.js";
-import { sendToWorker } from "./messages.js";
+import { sendToWorker, type ToPages } from "./messages.js";
+import { connectionWords, personWords } from "./status-words.js";
+import { textWithUrl } from "./url-wrap.js";
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
 
@@ -17,8 +20,16 @@ async function targetTab(): Promise<number | undefined> {
   return tab?.id;
 }
 
+/** The connection to the daemon (its URL wrapped at sensible points) and the person's pairing. */
+async function renderStatus() {
+  const p = await sendToWorker({ kind: "pairing.state" });
+  $("state").replaceChildren(textWithUrl(displayText(connectionWords(p.link)), displayText(p.link.url)));
+  $("state").dataset.conn = p.link.token ? p.link.conn : "no-token";
+  $("person").textContent = displayText(personWords(p));
+}
+
 async function render(tabId: number | undefined) {
-  $("state").textContent = displayText(await chrome.action.getTitle(tabId === undefined ? {} : { tabId }));
+  await renderStatus();
   if (tabId === undefined) return;
   const st = await sendToWorker({ kind: "demonstration.state", tabId });
   const demonstration = st.session?.demonstration ? st.session : null;
@@ -47,6 +58,9 @@ async function main() {
     const r = await sendToWorker({ kind: "demonstration.stop", tabId, outcome });
     $("error").textContent = r.ok ? "Saved." : displayText(r.error ?? "failed");
     await render(tabId);
+  });
+  chrome.runtime.onMessage.addListener((msg: ToPages) => {
+    if (msg?.kind === "approvals.changed") void renderStatus(); // the worker says so on every state change
   });
   await render(tabId);
 }

@@ -66,7 +66,7 @@ class Browser:
 
     async def pair_as_person(self, config_dir: Path) -> None:
         """Pair this browser as a person does: a code as ``webshepherd pair extension`` makes
-        it, entered in the options page's "Pair with this computer"."""
+        it, entered in the options page's "Pair as a person"."""
         await pair_person(self.ctx, self.worker, config_dir)
 
     async def open_panel(self) -> Any:

@@ -75,7 +75,7 @@ async def test_the_extensions_code_pairs_once(daemon) -> None:
     assert rc == 0, err
     code = CODE.search(out)
     assert code is not None, out
-    assert "options page" in out and "Pair with this computer" in out
+    assert "options page" in out and "Pair as a person" in out
     codes = Approvers(config_dir).codes_path
     assert stat.S_IMODE(codes.stat().st_mode) == 0o600
     assert code.group(1).replace("-", "") not in codes.read_text()
