@@ -19,7 +19,10 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 from webshepherd.daemon.demo.shop import ShopServer
+from webshepherd.daemon.demo.variants import variant
 from webshepherd.daemon.engine.engine import Engine
+from webshepherd.protocol.client import AsyncClient
+from webshepherd.protocol.common import SessionSummary
 
 from tests.e2e.browser import CHROMIUM, require_browser
 from tests.fixtures.daemon import REFERENCE, TEST_TOKEN, engine_like
@@ -107,14 +110,41 @@ async def test_sdk_async_scores_a_hand_written_page(daemon_url) -> None:
     assert any(line.startswith("feedback: ") for line in lines)
 
 
-async def test_reward_guided_runs_an_episode_on_the_bundled_shop(daemon_url) -> None:
-    out = await run_example("reward_guided", url=daemon_url)
-    steps = [line for line in out.splitlines() if line.startswith("step ")]
-    assert steps, out
-    first = steps[0]  # the scripted policy's three candidates on the home page, with rewards
-    assert "fill('" in first and "'usb-c cable')" in first and "click('" in first
-    assert any(line.startswith("  ran ") for line in out.splitlines())
-    assert out.splitlines()[-1].startswith("outcome: ")
+@pytest_asyncio.fixture(loop_scope="function")
+async def sandbox_daemon(start_daemon, daemon_engine):
+    """The tiny judge as the examples' docstrings start it offline: `serve --sandbox-origin
+    'http://127.0.0.1:*'` (the bundled shop's commits run, flagged)."""
+    return await start_daemon(engine=daemon_engine, sandbox_origins=("http://127.0.0.1:*",))
+
+
+async def ended_sessions(url: str) -> list[SessionSummary]:
+    """The recording's sessions, each checked ended (``ended_at`` set)."""
+    async with AsyncClient(url, TEST_TOKEN) as client:
+        sessions = await client.sessions()
+    assert sessions and all(s.ended_at is not None for s in sessions), sessions
+    return sessions
+
+
+async def test_reward_guided_orders_the_cheapest_cable_as_its_docstring_says(
+    sandbox_daemon,
+) -> None:
+    """The tiny judge knows the shop: each step runs the best-rewarded candidate, which is the
+    scripted shopper's progress, and the cheapest USB-C cable is ordered; the session ends."""
+    out = await run_example("reward_guided", url=sandbox_daemon.url)
+    lines = out.splitlines()
+    steps = [(lines[i], lines[i + 1]) for i, line in enumerate(lines) if line.startswith("step ")]
+    assert len(steps) == 8, out
+    reward = re.compile(r"(\S+\(.*?\)) (\d\.\d\d|none)(?:, |$)")
+    for scored, ran in steps:
+        pairs = reward.findall(scored.split(": ", 1)[1])
+        assert pairs, scored
+        best = max(pairs, key=lambda p: -1.0 if p[1] == "none" else float(p[1]))
+        assert ran == f"  ran {best[0]}", out  # the pick is the best reward
+    assert steps[0][1] == "  ran fill('14', 'usb-c cable')", out
+    assert steps[-1][1] == "  ran send_msg_to_user('Order VW-1001 is placed.')", out
+    assert lines[-2:] == ["outcome: success", f"orders: [[{variant(0).target()['name']!r}]]"]
+    (session,) = await ended_sessions(sandbox_daemon.url)
+    assert session.outcome == "success"
 
 
 async def test_tree_search_explores_the_trap_shop(daemon_url) -> None:
