@@ -14,6 +14,7 @@ import { rewardText } from "./reward-text.js";
 import { displayText } from "./display-text.js";
 import { HOW_TO_PAIR, sendToWorker, type Decision, type PendingApproval, type ToPages } from "./messages.js";
 import type { ApprovalRequest } from "./protocol.gen.js";
+import { connectionWords } from "./status-words.js";
 import { stepLabel, stepNumber } from "./steps.js";
 import { wrappedUrl } from "./url-wrap.js";
 
@@ -213,8 +214,11 @@ export function mountApprovals(root: HTMLElement, via: "panel" | "popup"): void 
   const render = async () => {
     const pairing = await sendToWorker({ kind: "pairing.state" });
     paired = pairing.paired;
-    unpaired.hidden = paired;
-    unpaired.textContent = `${pairing.note ? `${pairing.note} ` : ""}${HOW_TO_PAIR}`;
+    // not connected (no token, refused, unreachable): that is what to fix first, not pairing;
+    // the popup says it in its own status line already
+    const linked = pairing.link.conn === "connected";
+    unpaired.hidden = paired || (!linked && via === "popup");
+    unpaired.textContent = linked ? `${pairing.note ? `${pairing.note} ` : ""}${HOW_TO_PAIR}` : displayText(connectionWords(pairing.link));
     const pending = await sendToWorker({ kind: "approvals.list" });
     list.replaceChildren(...(pending.length > 0 ? pending.map(card) : [el("p", {}, "No approval is waiting.")]));
     recent.replaceChildren(await recentDecisions());

@@ -47,12 +47,13 @@ async def test_popup_says_connected_no_token_refused_paired(start_daemon, browse
     # no token: said so, and nothing about pairing
     await state.get_by_text("No token: run `webshepherd token`").wait_for(timeout=10_000)
     assert await person.inner_text() == ""
+    assert "paired" not in (await popup.locator("body").inner_text()).lower()
 
     # a wrong token: refused by the daemon (the popup follows without a reload)
     await browser.configure(daemon.url, "not-the-token", page_hook=False)
     await wait_connected(browser, "unauthorized")
     await state.get_by_text(f"Token refused by the daemon at {daemon.url}").wait_for(timeout=10_000)
-    assert "paired" not in (await state.inner_text()).lower()
+    assert "paired" not in (await popup.locator("body").inner_text()).lower()
 
     # the right one: connected, no person paired
     await browser.configure(daemon.url, TEST_TOKEN, page_hook=False)
