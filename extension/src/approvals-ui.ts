@@ -77,7 +77,7 @@ function cardFields(req: ApprovalRequest): HTMLElement {
     dl.append(el("dt", {}, name), dd);
   };
   if (c.target) row("Target", "ws-card-target", c.target);
-  if (c.destination) row("Leads to", "ws-card-destination", c.destination);
+  if (c.destination) row("Leads to", "ws-card-destination", wrappedUrl(c.destination));
   if (c.typed) row("Types", "ws-card-typed", c.typed);
   row("Why it waits", "ws-card-why", el("ul", {}, ...c.why.map((w) => el("li", {}, w))));
   row("Thought", "ws-card-thought", c.thought || "—");
@@ -102,9 +102,9 @@ function requestFields(req: ApprovalRequest): HTMLElement | null {
   row("URL", "ws-request-url", wrappedUrl(r.url));
   row("Fields", "ws-request-fields", r.fields.length > 0 ? el("ul", {}, ...r.fields.map((f) => el("li", {}, f))) : "—");
   row("Body", "ws-request-body", r.body);
-  row("Target origin", "ws-request-origin", r.origin);
+  row("Target origin", "ws-request-origin", wrappedUrl(r.origin));
   row("Caused by", "ws-request-trigger", r.trigger);
-  if (r.page) row("From page", "ws-request-page", r.page);
+  if (r.page) row("From page", "ws-request-page", wrappedUrl(r.page));
   return dl;
 }
 

@@ -13,15 +13,20 @@ from webshepherd.daemon.extension_id import EXTENSION_ID
 
 from tests.e2e.browser import require_browser
 from tests.e2e.conftest import wait_connected
+from tests.e2e.test_extension_commit_hold import POST_ORDER, shop, start_session
 from tests.fixtures.daemon import TEST_TOKEN
 
 require_browser()
 
+__all__ = ["shop"]  # the recording server's fixture, used here
+
 SHOTS = os.environ.get("WEBSHEPHERD_POPUP_SHOTS")
 
-# the rectangles the host:port's characters take: one line has one top
+# the lines host:port's characters take, and the lines the element's whole text takes
 HOST_LINES = """([el, host]) => {
-    const tops = new Set();
+    const lines = (r) => new Set([...r.getClientRects()].map((b) => Math.round(b.top))).size;
+    const all = document.createRange();
+    all.selectNodeContents(el);
     const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
     for (let n = walker.nextNode(); n; n = walker.nextNode()) {
         const at = n.data.indexOf(host);
@@ -29,10 +34,9 @@ HOST_LINES = """([el, host]) => {
         const r = document.createRange();
         r.setStart(n, at);
         r.setEnd(n, at + host.length);
-        for (const rect of r.getClientRects()) tops.add(Math.round(rect.top));
-        return [tops.size, Math.round(el.getBoundingClientRect().height)];
+        return [lines(r), lines(all)];
     }
-    return [0, 0];
+    return [0, lines(all)];
 }"""
 
 
@@ -74,10 +78,40 @@ async def test_popup_says_connected_no_token_refused_paired(start_daemon, browse
     host = daemon.url.removeprefix("ws://").split("/")[0]
     assert re.fullmatch(r"127\.0\.0\.1:\d+", host)
     handle = await state.element_handle()
-    lines, height = await popup.evaluate(HOST_LINES, [handle, host])
+    lines, total = await popup.evaluate(HOST_LINES, [handle, host])
     assert lines == 1, f"{host} spans {lines} lines"
-    assert height > 40  # the sentence did wrap (13px lines)
+    assert total >= 2  # the sentence did wrap
     assert await popup.evaluate("() => document.body.getBoundingClientRect().width") <= 282
     png = await state.screenshot(path=str(Path(SHOTS) / "popup-status.png") if SHOTS else None)
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    await popup.close()
+
+
+async def test_a_paused_requests_url_keeps_its_port_on_one_line_in_the_popup(paired, shop):
+    """The card's URL row is narrow (beside its labels): it wraps after `//` and `/`, never
+    inside 127.0.0.1:PORT."""
+    daemon, browser = paired
+    base, _seen = shop
+    page, _key, _sid = await start_session(daemon, browser, base)
+    await page.evaluate(POST_ORDER, "sku=7")
+    ext_id = browser.worker.url.split("/")[2]
+    popup = await browser.ctx.new_page()
+    await popup.set_viewport_size({"width": 300, "height": 900})
+    await popup.goto(f"chrome-extension://{ext_id}/popup.html", wait_until="load")
+    card = popup.locator("[data-testid=ws-decide][data-reason=commit]")
+    await card.wait_for(timeout=20_000)
+    host = base.removeprefix("http://")
+    for testid, shown in [
+        ("ws-request-url", f"{base}/orders"),
+        ("ws-request-origin", base),
+        ("ws-request-page", f"{base}/shop.html"),
+    ]:
+        row = card.get_by_test_id(testid)
+        assert await row.inner_text() == shown
+        lines, total = await popup.evaluate(HOST_LINES, [await row.element_handle(), host])
+        assert total >= 2, f"{testid}: {shown} fits on one line here: nothing was tested"
+        assert lines == 1, f"{testid}: {host} spans {lines} lines"
+    if SHOTS:
+        await card.screenshot(path=str(Path(SHOTS) / "popup-request-card.png"))
+    await card.get_by_role("button", name="Reject").click()
     await popup.close()
