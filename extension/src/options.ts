@@ -13,12 +13,18 @@ import { connectionWords } from "./status-words.js";
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
 
-/** A field holding `URL#TOKEN` is split at once: the URL to the URL field, the token to the token field. */
+/** A field holding `URL#TOKEN` is split at once: the URL to the URL field, the token to the
+ *  token field, which takes the focus (so a token being typed goes on there). */
 function splitOnInput(field: HTMLInputElement) {
   const parts = splitField(field.value);
   if (parts.url === undefined || parts.token === undefined || parts.token === "") return;
+  const token = $<HTMLInputElement>("token");
   $<HTMLInputElement>("url").value = parts.url;
-  $<HTMLInputElement>("token").value = parts.token;
+  token.value = parts.token;
+  if (field !== token) {
+    token.focus();
+    token.setSelectionRange(token.value.length, token.value.length);
+  }
 }
 
 const NOT_A_CODE =

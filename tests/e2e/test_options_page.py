@@ -41,6 +41,15 @@ async def test_url_with_token_pasted_into_either_field_connects(start_daemon, br
     assert await stored(browser, "url") == {"url": daemon.url}
     assert await stored(browser, "token") == {"token": TEST_TOKEN}
 
+    # typed rather than pasted: after the first character past '#', the rest goes on in the
+    # Token field
+    await url_field.fill("")
+    await token_field.fill("")
+    await url_field.click()
+    await page.keyboard.type(f"{daemon.url}#{TEST_TOKEN}")
+    assert await url_field.input_value() == daemon.url
+    assert await token_field.input_value() == TEST_TOKEN
+
     # a wrong URL is refused in words, nothing saved, the token nowhere in sight
     await url_field.fill(f"http://127.0.0.1:1/v1#{TEST_TOKEN}")
     assert TEST_TOKEN not in await url_field.input_value()
