@@ -3,10 +3,13 @@ daemon (tiny model): the recording, the rewards in ``info``, approval that rejec
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 from pathlib import Path
 from typing import Any
@@ -15,8 +18,11 @@ import pytest
 from browsergym.core.env import BrowserEnv
 from browsergym.core.task import OpenEndedTask
 from webshepherd.daemon.demo.shop import ShopServer
+from webshepherd.daemon.demo.variants import variant
 from webshepherd.integrations.browsergym import ProcessRewardWrapper, observation_text
+from webshepherd.protocol.client import AsyncClient
 from webshepherd.protocol.client.sync import Client
+from webshepherd.protocol.common import SessionSummary
 
 from tests.fixtures.write_pages import FETCH_POST, MINIWOB_SUBMIT, WriteServers
 from tests.integrations.conftest import CHECKLIST, CHROMIUM, ROOT, Daemon, daemon_process
@@ -125,19 +131,49 @@ def test_a_rejected_action_does_not_run(shop: ShopServer, daemon: Daemon) -> Non
         monitor.join(10)
 
 
-def test_the_readme_example_runs(shop: ShopServer, daemon: Daemon, tmp_path: Path) -> None:
-    env = dict(os.environ, WEBSHEPHERD_URL=daemon.url, WEBSHEPHERD_TOKEN=daemon.token)
-    env["CHROMIUM"] = CHROMIUM
-    run = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "browsergym_rewards.py"), shop.url],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
-    assert run.returncode == 0, run.stderr[-2000:]
-    session_id, reward = run.stdout.split()
-    assert len(session_id) > 8 and (reward == "None" or 0.0 <= float(reward) <= 1.0)
+async def recorded_sessions(daemon: Daemon) -> list[SessionSummary]:
+    async with AsyncClient(daemon.url, daemon.token) as client:
+        return await client.sessions()
+
+
+def test_the_example_orders_the_cheapest_cable_offline_and_leaves_no_files(
+    tmp_path: Path,
+) -> None:
+    """``python examples/browsergym_rewards.py`` against the serve its docstring names (the tiny
+    judge, the shop's loopback origin a sandbox) with no playwright browser of its own: it links
+    Debian's Chromium for BrowserGym's chat window, starts the shop, each step runs the
+    best-rewarded proposal, which is the scripted shopper's progress, the cheapest cable is
+    ordered (the browser's held POSTs flagged, not refused), the session is ended, and the
+    run's TMPDIR is left empty."""
+    sandbox = {"config": {"sandbox_origins": ["http://127.0.0.1:*"]}}
+    # a short path: Chromium's singleton socket under TMPDIR must fit a socket address
+    tmp = Path(tempfile.mkdtemp(prefix="ws-tmp-", dir="/tmp"))
+    try:
+        with daemon_process(tmp_path / "sandbox", sandbox) as served:
+            env = dict(os.environ, WEBSHEPHERD_URL=served.url, WEBSHEPHERD_TOKEN=served.token)
+            env |= {"CHROMIUM": CHROMIUM, "TMPDIR": str(tmp)}
+            env["PLAYWRIGHT_BROWSERS_PATH"] = str(tmp_path / "no-browsers")  # none of its own
+            argv = [sys.executable, str(ROOT / "examples" / "browsergym_rewards.py")]
+            run = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=240)
+            said = [line for line in run.stderr.splitlines() if "[pid=" not in line]
+            assert run.returncode == 0, "\n".join(said)[-3000:]
+            sessions = asyncio.run(recorded_sessions(served))
+        left = sorted(tmp.iterdir())
+    finally:
+        shutil.rmtree(tmp)
+    assert len(sessions) == 1 and sessions[0].ended_at is not None, sessions
+    assert left == [], "the example left files behind"
+    lines = run.stdout.splitlines()
+    steps = [(lines[i], lines[i + 1]) for i, line in enumerate(lines) if line.startswith("step ")]
+    assert [s.split(":")[0] for s, _ in steps] == [f"step {n}" for n in range(1, 9)], run.stdout
+    scored = re.compile(r"(\S+\(.*?\)) (\d\.\d\d|none)(?:, |$)")
+    for line, ran in steps:
+        pairs = scored.findall(line.split(": ", 1)[1])
+        best = max(pairs, key=lambda p: -1.0 if p[1] == "none" else float(p[1]))
+        assert ran == f"  ran {best[0]} (reward {best[1]})", run.stdout
+    assert re.fullmatch(r"  ran fill\('\w+', 'usb-c cable'\) \(reward \S+\)", steps[0][1])
+    assert steps[-1][1].startswith("  ran send_msg_to_user('Order VW-1001 is placed.')")
+    assert lines[-1] == f"orders: [[{variant(0).target()['name']!r}]]", run.stdout
 
 
 def test_the_env_as_an_agent_environment_resets_to_its_start(shop: ShopServer) -> None:
