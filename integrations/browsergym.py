@@ -28,10 +28,17 @@ request fails in the browser; the step's ``obs["last_action_error"]`` says
 A step that sends nothing runs, whatever its button is called. ``hold_commits=False``: the
 daemon's guard rules hold by what the page says (the text-only fallback).
 
-Checklist: ``checklist=`` is a reference checklist (``"Checklist 1: ...\nChecklist 2: ..."``,
-as WebPRM and WebArena tasks have); without it the model writes one from the intent. A judge
-that gives no judgement (no parseable checklist, a model error) gives ``reward=None`` and
-``info["webshepherd"]["reason"]``; the step still runs.
+Checklist: ``checklist=`` is the task's own (``"Checklist 1: ...\nChecklist 2: ..."``, as
+WebPRM and WebArena tasks have), recorded as ``reference`` and used first; without it the
+judge writes one from the intent, recorded as ``generated`` (never a training target). A judge
+that gives no judgement (no checklist it could parse, a model error) gives ``reward=None`` and
+``info["webshepherd"]["reason"]``, never an exception; the step still runs, and the next step
+asks the judge for a checklist again.
+
+Training data: ``step(action, candidates=[...])`` scores the other actions the agent weighed
+with the executed one in one ``score``; the recording keeps them all and the executed one as
+the step's action, and the env's outcome labels the session (docs/export-formats.md says
+which rows each export makes of it).
 
 Thought: the one given with :meth:`ProcessRewardWrapper.set_thought` before ``step`` (it is
 used once). Approval: with ``approval="always"`` (or ``"auto"`` and the daemon's policy) a
@@ -203,27 +210,46 @@ class ProcessRewardWrapper(gym.Wrapper):
         self._gate.attach(context, start_url=start_url)
         self._gate_context = context
 
-    def step(self, action: str) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+    def step(
+        self, action: str, candidates: Sequence[str | tuple[str | None, str]] | None = None
+    ) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        """Score ``action`` (and ``candidates``, the other actions the agent weighed this step:
+        actions or ``(thought, action)`` pairs; ``action`` is added when missing) in one
+        ``score``, then run ``action`` unless refused. The recording keeps every candidate's
+        judgement and ``action`` as the one executed: the exports' chosen action in a session
+        the env's outcome marks a success, the others its rejected ones where they are clear
+        negatives (docs/export-formats.md). ``info["webshepherd"]["candidates"]``: each one's
+        action and reward."""
         session, before = self._require()
         thought, self._thought = self._thought, None
-        candidate = Candidate(thought=thought or "", action=action)
+        proposals, pick = _proposals(action, thought, candidates)
         ws: dict[str, Any] = {"session_id": session.session_id, "action": action, "commits": []}
         try:
-            scored = session.score([candidate], samples=self.samples, approval=self.approval)
+            scored = session.score(proposals, samples=self.samples, approval=self.approval)
+            if scored.decision.status != "auto" and _held_index(scored) != pick:
+                # the daemon's decision covers its best candidate: the executed one alone
+                proposals, pick = [proposals[pick]], 0
+                scored = session.score(proposals, samples=self.samples, approval=self.approval)
         except JUDGING_ERRORS as exc:  # no judgement: a result, and the step runs as asked
             ws.update(reward=None, reason=judging_failure(exc), checklist=[], feedback="")
             ws["decision"] = "auto"
             return self._run(session, action, thought, ws)
-        result = scored.results[0] if scored.results else None
+        by_index = {r.index: r for r in scored.results}
+        result = by_index.get(pick)
         ws.update(
             reward=result.reward if result else None,
             checklist=[item.model_dump() for item in result.items] if result else [],
             feedback=result.feedback if result else "",
             decision=scored.decision.status,
         )
+        if candidates is not None:
+            ws["candidates"] = [
+                {"action": c.action, "reward": r.reward if (r := by_index.get(i)) else None}
+                for i, c in enumerate(proposals)
+            ]
         if result is not None and result.reward is None:
-            ws["reason"] = "the judge's output was not parsed into a reward"
-        chosen = decide([candidate], 0, scored.decision)
+            ws["reason"] = judging_failure(ValueError(result.feedback or "no sample parsed"))
+        chosen = decide(proposals, pick, scored.decision)
         if chosen is None:  # refused: the env does not run it, and keeps its own last info
             ws["refused"] = refusal_info(scored.decision, action)
             obs = dict(before)
@@ -300,6 +326,32 @@ class ProcessRewardWrapper(gym.Wrapper):
             session, self.session = self.session, None
             outcome, answer = episode_outcome(self._terminated, self._last_reward, self._steps)
             session.end(outcome, answer)
+
+
+def _proposals(
+    action: str, thought: str | None, candidates: Sequence[str | tuple[str | None, str]] | None
+) -> tuple[list[Candidate], int]:
+    """The step's candidates (``action`` added when missing, with the step's thought) and the
+    index of the one to execute."""
+    out: list[Candidate] = []
+    for c in candidates or ():
+        t, a = (None, c) if isinstance(c, str) else c
+        if not isinstance(a, str) or not a.strip():
+            raise ValueError(f"candidates: {c!r} is not an action (a string or (thought, action))")
+        out.append(Candidate(thought=t or "", action=a))
+    key = action_key(action)
+    pick = next((i for i, c in enumerate(out) if action_key(c.action) == key), None)
+    if pick is None:
+        out.append(Candidate(thought=thought or "", action=action))
+        pick = len(out) - 1
+    elif thought and not out[pick].thought:
+        out[pick] = Candidate(thought=thought, action=out[pick].action)
+    return out, pick
+
+
+def _held_index(scored: Any) -> int | None:
+    """The candidate the daemon's decision is about (its index, else the best)."""
+    return scored.decision.index if scored.decision.index is not None else scored.best
 
 
 def _goal_text(obs: dict[str, Any]) -> str:
