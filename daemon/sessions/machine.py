@@ -13,7 +13,7 @@ import base64
 import binascii
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -31,6 +31,7 @@ from webshepherd.daemon.records import (
     ScorerRecord,
     SessionEndedRecord,
     SessionStartedRecord,
+    StoredSession,
     TreeNodeRecord,
 )
 from webshepherd.daemon.sessions import convert
@@ -66,7 +67,7 @@ from webshepherd.daemon.sessions.modes import (
     step_headline,
 )
 from webshepherd.daemon.sessions.signals import SignalBook
-from webshepherd.daemon.sessions.state import LiveSession
+from webshepherd.daemon.sessions.state import LiveSession, restored
 from webshepherd.protocol import requests as rq
 from webshepherd.protocol.actions import ActionError, parse_action
 from webshepherd.protocol.commits import request_digest, url_origin
@@ -83,6 +84,7 @@ from webshepherd.protocol.common import (
     Observation,
     Prediction,
     Screenshot,
+    SessionSummary,
     Timing,
     Turn,
 )
@@ -162,6 +164,7 @@ class SessionCore:
         scorer: Scorer | None = None,
         mode: CommitMode = "ask",
         sandbox_origins: tuple[str, ...] = (),
+        monotonic: Callable[[], float] = time.monotonic,
     ):
         self.policy = policy
         self.mode = mode  # a new session's (serve --mode)
@@ -171,6 +174,7 @@ class SessionCore:
         self.default_samples = default_samples
         self.approval_timeout_s = approval_timeout_s
         self.clock = clock
+        self.monotonic = monotonic  # idle eviction's clock
         self.new_id = new_id
         self.sessions: dict[str, LiveSession] = {}
         self.approvals = ApprovalBook(approval_default)
@@ -180,6 +184,9 @@ class SessionCore:
         # can a person answer an approval request now? (the socket layer: an extension or a
         # monitor is connected); a score that did not ask for approval is held only then
         self.person_present: Callable[[], bool] = lambda: True
+        # is connection N still connected? (the socket layer's); a session held by a
+        # connected one is refused to any other agent's
+        self.connected: Callable[[int], bool] = lambda conn: True
 
     # -- lookup ----------------------------------------------------------
     def has(self, session_id: str) -> bool:
@@ -188,6 +195,87 @@ class SessionCore:
     def restore(self, state: LiveSession) -> None:
         """Adopt a session rebuilt from the recorder (after a restart)."""
         self.sessions.setdefault(state.session_id, state)
+
+    def adopt(
+        self,
+        stored: StoredSession,
+        signal_history: Iterable[tuple[str, str | None, str | None, int]],
+        owner: int | None,
+    ) -> list[Effect]:
+        """Continue a recorded session (the first time it is addressed after a restart or an
+        eviction), held by connection ``owner``: its signals rebuilt from ``signal_history``
+        and, when a restart cut its checklist's generation off, the generation asked again."""
+        if stored.session_id in self.sessions:
+            return []
+        state = restored(stored, self.mode)
+        state.owner, state.last_active = owner, self.monotonic()
+        self.restore(state)
+        self.signals.rebuild(state.session_id, signal_history, state.agent, state.step_progress)
+        if not state.ended and state.checklist is None:
+            return [self.generate_checklist(state)]
+        return []
+
+    def owner_of(self, session_id: str) -> int | None:
+        """The connection that holds a live session (None: none, or not loaded)."""
+        st = self.sessions.get(session_id)
+        return st.owner if st is not None else None
+
+    def summary(self, session_id: str) -> SessionSummary | None:
+        """A loaded session's summary as it is now (None: not loaded)."""
+        st = self.sessions.get(session_id)
+        return st.summary() if st is not None else None
+
+    def check_live(self, session_id: str) -> None:
+        """Raise unless ``session_id`` is a loaded session that has not ended."""
+        st = self.sessions.get(session_id)
+        if st is None:
+            raise UnknownSessionError(f"session_id: no session {session_id!r}")
+        if st.ended:
+            raise SessionClosedError(f"session_id: session {session_id!r} has ended")
+
+    def check_agent_holds(
+        self, conn: int, session_id: str, what: str, *, is_agent: bool, who: str
+    ) -> None:
+        """Raise unless ``conn`` is an agent's connection (``who``: how it is named) and no
+        other live connection holds ``session_id``."""
+        if not is_agent:
+            raise UnauthorizedError(f"{what}: only an agent's connection reports this, not {who!r}")
+        owner = self.owner_of(session_id)
+        if owner not in (None, conn) and self.connected(owner):
+            raise UnauthorizedError(
+                f"session_id: session {session_id!r} is held by another connection"
+            )
+
+    def check_environment_label(
+        self, conn: int, msg: rq.Label, *, is_agent: bool, who: str
+    ) -> None:
+        """An environment label comes from an agent's connection, for a session no other live
+        connection holds (a person's label: the socket layer checks the pairing)."""
+        if not is_agent:
+            raise UnauthorizedError(
+                f"label: source 'environment' comes from an agent's connection, not {who!r}"
+            )
+        self.check_agent_holds(conn, msg.session_id, "label", is_agent=True, who=who)
+
+    def owns(self, conn: int, session_id: str) -> bool:
+        """Whether ``conn`` holds ``session_id``."""
+        return self.owner_of(session_id) == conn
+
+    def touch(self, session_id: str | None) -> None:
+        """``session_id`` was just addressed (idle eviction counts from now)."""
+        st = self.sessions.get(session_id or "")
+        if st is not None:
+            st.last_active = self.monotonic()
+
+    def idle(self, idle_s: float, busy: Container[str]) -> list[str]:
+        """Sessions nobody touched for ``idle_s``, with no open approval and not in ``busy``
+        (an engine job or a step under way): to :meth:`evict`."""
+        now = self.monotonic()
+        return [
+            sid
+            for sid, st in self.sessions.items()
+            if now - st.last_active >= idle_s and sid not in busy and not st.waiting_approvals
+        ]
 
     def get(self, session_id: str, *, open_only: bool = True) -> LiveSession:
         st = self.sessions.get(session_id)
@@ -254,6 +342,7 @@ class SessionCore:
         )
         self.sessions[sid] = st
         st.origin = session_origin(msg.start_url)
+        st.last_active = self.monotonic()
         event = SessionStarted(
             session_id=sid,
             intent=msg.intent,

@@ -205,7 +205,7 @@ async def test_an_expired_code_pairs_nothing_and_costs_a_second(daemon):
 async def test_a_connection_closes_at_its_third_wrong_code_and_the_code_stays_good(
     daemon, monkeypatch
 ):
-    monkeypatch.setattr("webshepherd.daemon.server.server.PAIR_FAILURE_DELAY_S", 0.0)
+    monkeypatch.setattr("webshepherd.daemon.server.access.PAIR_FAILURE_DELAY_S", 0.0)
     good = pairing_code(daemon.config.config_dir, "monitor", "desk")
     c = await daemon.client(name="agent-1")
     wrong = wrong_codes(good, MAX_PER_CONNECTION)
@@ -226,7 +226,7 @@ async def test_a_connection_closes_at_its_third_wrong_code_and_the_code_stays_go
 async def test_many_wrong_codes_pause_pairing_without_voiding_the_code(daemon, monkeypatch):
     """MAX_PER_WINDOW wrong codes from several connections: no code is tried until the
     window has room, the right one neither; then the person's code still pairs."""
-    monkeypatch.setattr("webshepherd.daemon.server.server.PAIR_FAILURE_DELAY_S", 0.0)
+    monkeypatch.setattr("webshepherd.daemon.server.access.PAIR_FAILURE_DELAY_S", 0.0)
     monkeypatch.setattr(approvers_module, "WINDOW_S", 3.0)
     good = pairing_code(daemon.config.config_dir, "extension", "laptop")
     wrong = iter(wrong_codes(good, MAX_PER_WINDOW))

@@ -14,7 +14,7 @@ from webshepherd.daemon.engine.types import (
     SampleScore,
     StepScore,
 )
-from webshepherd.daemon.records import ScoreRecord, ScorerRecord
+from webshepherd.daemon.records import ScoreRecord, ScorerRecord, StoredSession
 from webshepherd.daemon.sessions import (
     ApprovalClosed,
     AwaitApproval,
@@ -29,8 +29,13 @@ from webshepherd.daemon.sessions import (
 from webshepherd.daemon.sessions.approvals import ApprovalPolicy
 from webshepherd.protocol import requests as rq
 from webshepherd.protocol.commits import request_digest
-from webshepherd.protocol.common import Timing, Turn
-from webshepherd.protocol.errors import ProtocolError, SessionClosedError, UnknownSessionError
+from webshepherd.protocol.common import AgentInfo, Timing, Turn
+from webshepherd.protocol.errors import (
+    ProtocolError,
+    SessionClosedError,
+    UnauthorizedError,
+    UnknownSessionError,
+)
 
 OWNER, MONITOR = 1, 2
 OBS = {"url": "http://shop.local/", "axtree": "RootWebArea 'Shop'"}
@@ -633,3 +638,70 @@ def test_coordinate_clicks_are_judged_on_their_box_or_predicted_as_unread():
     (job,) = [e for e in effects if isinstance(e, RunScore)]
     (p,) = scored_of(core.score_done(job, step_score(0.9), Timing(total_ms=1))).predicted
     assert [h.rule for h in p.hits] == ["form_submit"] and p.notes == []
+
+
+# -- who may address a session, restore, ownership, activity (issue 43: the machine's) -------
+
+
+def stored(sid: str = "old1", *, ended: bool = False) -> StoredSession:
+    return StoredSession(
+        sid, "buy a cable", "http://shop.local/", AgentInfo(), "agent", 5.0, 0.4,
+        "success" if ended else None, None, 9.0 if ended else None, None,
+        (2, "http://shop.local/p", "RootWebArea 'P'"), (), (), mode="watch",
+    )  # fmt: skip
+
+
+def test_an_agent_addresses_a_session_no_other_connected_connection_holds():
+    core = make_core()
+    sid = started(core)
+    core.check_agent_holds(OWNER, sid, "tree.node", is_agent=True, who="agent")
+    not_agent = "only an agent's connection reports this, not 'monitor'"
+    with pytest.raises(UnauthorizedError, match=not_agent):
+        core.check_agent_holds(MONITOR, sid, "tree.node", is_agent=False, who="monitor")
+    with pytest.raises(UnauthorizedError, match="held by another connection"):
+        core.check_agent_holds(3, sid, "tree.node", is_agent=True, who="agent")
+    label = rq.Label(id="l", session_id=sid, step=0, action="click('1')", items=["yes"],
+                     source="environment")  # fmt: skip
+    with pytest.raises(UnauthorizedError, match="held by another connection"):
+        core.check_environment_label(3, label, is_agent=True, who="agent")
+    not_env = "comes from an agent's connection, not 'extension'"
+    with pytest.raises(UnauthorizedError, match=not_env):
+        core.check_environment_label(OWNER, label, is_agent=False, who="extension")
+    core.connected = lambda conn: conn != OWNER  # the holder left: another agent may go on
+    core.check_agent_holds(3, sid, "tree.node", is_agent=True, who="agent")
+    assert core.owns(OWNER, sid) and not core.owns(3, sid) and core.owner_of("nope") is None
+
+
+def test_check_live_names_unknown_and_ended_sessions():
+    core = make_core()
+    sid = started(core)
+    core.check_live(sid)
+    with pytest.raises(UnknownSessionError, match="no session 'nope'"):
+        core.check_live("nope")
+    core.end(OWNER, rq.SessionEnd(id="e", session_id=sid))
+    with pytest.raises(SessionClosedError, match=f"session {sid!r} has ended"):
+        core.check_live(sid)
+
+
+def test_a_recorded_session_is_adopted_with_its_holder_and_its_cut_off_checklist_asked_again():
+    core = make_core()
+    effects = core.adopt(stored(), [("observed", "http://shop.local/p", "RootWebArea 'P'", 2)], 7)
+    assert kinds(effects) == ["RunChecklist"] and effects[0].owner == 7
+    summary = core.summary("old1")
+    assert summary is not None and summary.mode == "watch" and core.owner_of("old1") == 7
+    assert core.adopt(stored(), [], 8) == [] and core.owner_of("old1") == 7  # once
+    assert core.adopt(stored("old2", ended=True), [], 7) == []  # an ended one: no generation
+    with pytest.raises(SessionClosedError):
+        core.check_live("old2")
+
+
+def test_idle_sessions_count_from_their_last_step_on_the_machines_clock():
+    now = [100.0]
+    core = make_core(monotonic=lambda: now[0])
+    a, b = started(core), started(core)
+    now[0] = 130.0
+    core.touch(b)
+    now[0] = 160.0
+    assert core.idle(60.0, busy=set()) == [a]
+    assert core.idle(60.0, busy={a}) == []
+    assert sorted(core.idle(30.0, busy=set())) == sorted([a, b])
