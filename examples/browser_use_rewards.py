@@ -2,10 +2,23 @@
 
 Needs a running daemon (``webshepherd serve``; ``WEBSHEPHERD_URL`` / ``WEBSHEPHERD_TOKEN``
 override the local daemon and its stored token) and ``pip install '.[integrations]'`` in a clone.
-Offline by default: the bundled shop (started here when no START_URL is given) and a scripted
-chat model that searches it; ``--openai MODEL`` uses ``ChatOpenAI`` (``OPENAI_API_KEY``).
-``CHROMIUM`` names the browser. Prints each step's action, reward, and whether the judge's
-feedback replaced it. docs/frameworks.md shows the lines between the markers.
+Offline by default: the bundled shop (started here when no START_URL is given), its own task
+(the cheapest USB-C cable, as Ada Lovelace) with its reference checklist, and a scripted chat
+model that shops it step by step; ``--openai MODEL`` uses ``ChatOpenAI`` (``OPENAI_API_KEY``).
+``CHROMIUM`` names the browser. Offline, serve the tiny judge, which knows the shop, and let the
+shop's order (a POST on loopback) run flagged: ``webshepherd serve --model "$(webshepherd dev
+tiny-model --quiet)" --sandbox-origin 'http://127.0.0.1:*'``. In ``refine`` mode an action whose
+reward is below the threshold is replaced by the judge's feedback. Prints each step's action,
+its reward and whether it was replaced, then the shop's orders; roughly::
+
+    1 fill('16', 'usb-c cable') 0.13
+    2 click('17') 0.25
+    ... (open the cheapest cable, add it to the cart, check out as Ada Lovelace)
+    8 send_msg_to_user('Order VW-1001 is placed.') 1.00
+    orders: [['Basic USB-C cable, 1 m']]
+
+The session ends however the run ends (done, max steps, an error, Ctrl-C).
+docs/frameworks.md shows the lines between the markers.
 """
 
 # --- README ---
@@ -15,10 +28,9 @@ import sys
 from typing import Any
 
 from browser_use import Agent, BrowserProfile, BrowserSession
+from webshepherd.daemon.demo.agent import CHECKLIST, TASK
 from webshepherd.integrations.browser_use import attach
 from webshepherd.protocol.client import AsyncClient
-
-CHECKLIST = "Checklist 1: Search the shop for a USB-C cable"  # optional: else the model writes one
 
 
 async def main(llm: Any, start_url: str) -> Any:
@@ -26,17 +38,22 @@ async def main(llm: Any, start_url: str) -> Any:
     # no default extensions: browser-use would download three from the internet at start
     profile = BrowserProfile(executable_path=chromium, enable_default_extensions=False)
     agent = Agent(
-        task="Search the shop for a USB-C cable",
+        task=TASK,  # the shop's own: buy the cheapest USB-C cable as Ada Lovelace
         llm=llm,
         browser_session=BrowserSession(browser_profile=profile),
         initial_actions=[{"navigate": {"url": start_url}}],
+        use_judge=False,  # webshepherd judges the steps (browser-use's judge asks the llm again)
     )
     client = AsyncClient()  # the daemon: $WEBSHEPHERD_URL, else the local one
-    handle = await attach(agent, client=client, mode="refine", threshold=0.5, checklist=CHECKLIST)
-    history = await agent.run(max_steps=10, on_step_end=handle.on_step_end)
+    # refine: an action below the threshold is replaced by the judge's feedback (the tiny judge
+    # gives the shop's wrong steps about 0); the shop's reference checklist (else the model
+    # writes one)
+    handle = await attach(agent, client=client, mode="refine", threshold=0.1, checklist=CHECKLIST)
+    history = await agent.run(max_steps=12, on_step_end=handle.on_step_end)
     await client.close()
     for step in handle.rewards:
-        print(step.step, step.action, step.reward, "replaced" if step.replaced else "")
+        reward = "none" if step.reward is None else f"{step.reward:.2f}"
+        print(step.step, step.action, reward, "replaced" if step.replaced else "")
     return history
 
 
@@ -44,11 +61,26 @@ async def main(llm: Any, start_url: str) -> Any:
 
 import argparse  # noqa: E402 (below: running it as a script)
 import re  # noqa: E402
+from urllib.parse import urlsplit  # noqa: E402
+
+
+def elements(page: str) -> list[tuple[int, str, str]]:
+    """(index, tag, text) of the interactive elements browser-use lists in its last page state
+    (``[index]<tag ... />`` and, on the next line, the element's text)."""
+    listed = page.rsplit("Interactive elements:", 1)[-1].splitlines()
+    found = []
+    for i, line in enumerate(listed):
+        m = re.search(r"\[(\d+)\]<(\w+)([^>]*)/>", line)
+        if m:
+            text = listed[i + 1].strip() if i + 1 < len(listed) else ""
+            found.append((int(m.group(1)), m.group(2) + m.group(3), text))
+    return found
 
 
 class ScriptedChat:
-    """A stand-in for a chat model (offline): type 'usb-c' in the search box, press the search
-    button, say done. It reads the element indices from the page text browser-use sends it."""
+    """A stand-in for a chat model (offline) that shops the bundled shop: search for the
+    cables, open the cheapest, add it to the cart, check out as Ada Lovelace, say the order
+    number. It reads the page's address and elements from the text browser-use sends it."""
 
     model = name = model_name = provider = "scripted"
     _verified_api_keys = True
@@ -56,25 +88,64 @@ class ScriptedChat:
     def __init__(self) -> None:
         self.calls = 0
 
+    def next_action(self, page: str) -> tuple[str, dict[str, Any]]:
+        url = re.findall(r"^Tab \w+: (\S+)", page, flags=re.M)[-1]
+        path = urlsplit(url).path
+        els, shown = elements(page), page.rsplit("Interactive elements:", 1)[-1]
+
+        def find(tag: str, text: str) -> int | None:
+            return next((i for i, t, x in els if t.startswith(tag) and text in x + t), None)
+
+        if path.startswith("/order/"):
+            number = path.rsplit("/", 1)[-1]
+            return "The order is confirmed.", {
+                "done": {"text": f"Order {number} is placed.", "success": True}
+            }
+        if path == "/search":
+            prices = re.findall(r"^\s*(\S.*USB-C.*cable.*)\n[^$\n]*\$(\d+\.\d\d)", page, flags=re.M)
+            name = min(prices, key=lambda np: float(np[1]))[0].strip() if prices else ""
+            link = find("a", name) if name else None
+            if link is not None:
+                return f"The cheapest USB-C cable listed is '{name}'.", {"click": {"index": link}}
+        if path.startswith("/product/") and find("button", "Add to cart") is not None:
+            add = find("button", "Add to cart")
+            return "This is the cheapest USB-C cable; add it to the cart.", {
+                "click": {"index": add}
+            }
+        if path == "/cart" and find("a", "Proceed to checkout") is not None:
+            go = find("a", "Proceed to checkout")
+            return "The cable is in the cart; proceed to checkout.", {"click": {"index": go}}
+        if path == "/checkout":
+            box = find("input", "name=name")
+            if box is not None and "Ada Lovelace" not in shown:
+                return "The order needs the buyer's name.", {
+                    "input": {"index": box, "text": "Ada Lovelace"}
+                }
+            order = find("button", "Place order")
+            if order is not None:
+                return "Name filled and standard delivery chosen; place the order.", {
+                    "click": {"index": order}
+                }
+        search, button = find("input", "type=search"), find("button", "Search")
+        if search is not None and "usb-c cable" not in shown:
+            return "The search box is on the home page; search for USB-C cables.", {
+                "input": {"index": search, "text": "usb-c cable"}
+            }
+        if button is not None:
+            return "The query is typed; run the search.", {"click": {"index": button}}
+        return "Nothing left to do here.", {"done": {"text": "Stopped.", "success": False}}
+
     async def ainvoke(self, messages: Any, output_format: Any = None, **kwargs: Any) -> Any:
         from browser_use.llm.views import ChatInvokeCompletion
 
         self.calls += 1
         page = "\n".join(str(getattr(m, "text", None) or m.content) for m in messages)
-        # the page comes last (the prompt's own examples come before it)
-        search = re.findall(r"\[(\d+)\]<input", page)  # the shop's search box
-        button = re.findall(r"\[(\d+)\]<button", page)  # and its button
-        if self.calls == 1 and search:
-            action: dict[str, Any] = {"input": {"index": int(search[-1]), "text": "usb-c"}}
-        elif self.calls == 2 and button:
-            action = {"click": {"index": int(button[-1])}}
-        else:
-            action = {"done": {"text": "Found USB-C cables", "success": True}}
+        thought, action = self.next_action(page)
         answer = {
-            "thinking": f"step {self.calls}",
+            "thinking": thought,
             "evaluation_previous_goal": "ok",
             "memory": "",
-            "next_goal": f"do {next(iter(action))}",
+            "next_goal": thought,
             "action": [action],
         }
         return ChatInvokeCompletion(completion=output_format.model_validate(answer), usage=None)
@@ -101,6 +172,7 @@ def run(argv: list[str]) -> None:
 
     with ShopServer() as shop:
         asyncio.run(main(llm, shop.url))
+        print("orders:", [o["items"] for o in shop.state.orders])
 
 
 if __name__ == "__main__":
