@@ -419,3 +419,15 @@ def test_a_sandbox_origins_write_runs_flagged(tmp_path: Path) -> None:
     (commit,) = info["webshepherd"]["commits"]
     assert commit["flagged"] and not commit["refused"] and commit["decider"] == "sandbox"
     assert "refused" not in info["webshepherd"] and not obs["last_action_error"]
+
+
+def test_a_steps_candidates_hold_the_executed_action_once_and_bad_ones_are_refused() -> None:
+    from webshepherd.integrations.browsergym import _proposals
+
+    cands, pick = _proposals("click('5')", "The button.", ["click('7')", ("why", 'click("5")')])
+    assert [c.action for c in cands] == ["click('7')", 'click("5")'] and pick == 1
+    assert cands[1].thought == "why"  # the candidate's own thought stays
+    cands, pick = _proposals("click('5')", "The button.", [(None, "scroll(0, 200)")])
+    assert [(c.thought, c.action) for c in cands][pick] == ("The button.", "click('5')")
+    with pytest.raises(ValueError, match=r"candidates: .* is not an action"):
+        _proposals("click('5')", None, ["click('7')", "  "])
