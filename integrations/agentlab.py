@@ -69,6 +69,7 @@ from webshepherd.integrations.browsergym import (
     JUDGING_ERRORS,
     _goal_text,
     judging_failure,
+    no_reward_reason,
     observation,
 )
 from webshepherd.protocol.agents.best_of_n import (
@@ -337,7 +338,7 @@ class RewardGuidedAgent(Agent):
                 [g.count for g in groups],
                 judging_failure(exc),
             )
-        reason = None if result.reward is not None else "the judge's output was not parsed"
+        reason = None if result.reward is not None else no_reward_reason(result.scored.results)
         return Round(proposals, result, hint, result.candidates, result.counts, reason)
 
     def _propose(self, obs: Any, hint: list[str] | None) -> list[Proposal]:
@@ -387,7 +388,7 @@ class RewardGuidedAgent(Agent):
                 shown = "unparsed" if reward is None else f"{reward:.3f}"
                 action = cand.action.replace("|", "\\|")
                 lines.append(f"| {i} | `{action}`{mark} | {count} | {shown} |")
-            lines += ["", f"*Not judged: {rnd.reason}*"] if rnd.result is None else []
+            lines += ["", f"*Not judged: {rnd.reason}*"] if rnd.reason else []
             lines.append("")
         lines += ["### Checklist (the pick's label probabilities)", ""]
         probs = {item["index"]: item for item in ws["checklist"]}

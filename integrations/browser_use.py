@@ -68,7 +68,12 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel
 from webshepherd.integrations.browser_use_actions import to_browsergym
-from webshepherd.integrations.browsergym import JUDGING_ERRORS, judging_failure, observation_text
+from webshepherd.integrations.browsergym import (
+    JUDGING_ERRORS,
+    judging_failure,
+    no_reward_reason,
+    observation_text,
+)
 from webshepherd.protocol.agents.refusal import refusal_text, refused
 from webshepherd.protocol.client import AsyncClient, SessionHandle
 from webshepherd.protocol.common import Candidate, Outcome
@@ -279,7 +284,7 @@ class Handle:
             output.action = [self._feedback_action(text)]
         else:
             await self.session.act(action, thought or None)
-        unparsed = "the judge's output was not parsed" if result and reward is None else None
+        unparsed = no_reward_reason([result]) if result and reward is None else None
         self._pending = StepReward(
             n_steps, action, reward, feedback, decision.status, replaced, refusal, unparsed
         )

@@ -106,6 +106,13 @@ def judging_failure(exc: Exception) -> str:
     return f"the judge gave no judgement: {message}"
 
 
+def no_reward_reason(results: Sequence[Any]) -> str:
+    """Why a scored step has no reward: the daemon's reason when the judge gave no judgement
+    (no sample at all, e.g. no checklist it could parse), else an output that did not parse."""
+    told = next((r.feedback for r in results if not r.samples and r.feedback), None)
+    return f"the judge gave no judgement: {told}" if told else "the judge's output was not parsed"
+
+
 def commit_record(decided: CommitDecided) -> dict[str, Any]:
     """One request a step paused, as ``info["webshepherd"]["commits"]`` lists it."""
     req, d = decided.request, decided.decision
@@ -248,7 +255,7 @@ class ProcessRewardWrapper(gym.Wrapper):
                 for i, c in enumerate(proposals)
             ]
         if result is not None and result.reward is None:
-            ws["reason"] = judging_failure(ValueError(result.feedback or "no sample parsed"))
+            ws["reason"] = no_reward_reason([result])
         chosen = decide(proposals, pick, scored.decision)
         if chosen is None:  # refused: the env does not run it, and keeps its own last info
             ws["refused"] = refusal_info(scored.decision, action)
