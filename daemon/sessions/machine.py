@@ -1,10 +1,12 @@
 """The sans-I/O session state machine: client messages in, effects out.
 
-One class, :class:`SessionCore`: sessions (start, observe, act, end), scoring (``score`` asks
-for an engine job, ``score_done`` answers it or opens an approval request) and approvals
-(``decide`` / ``expire`` resolve a request). No sockets, no asyncio, no engine, no SQLite
-here. The socket layer feeds messages (and engine results, approval decisions, timeouts) to
-:class:`SessionCore` and carries out the returned effects in order.
+:class:`SessionCore` holds the sessions: their lifecycle (start, observe, act, label, tree
+nodes, end), who may address one (``check_*``), restore (``adopt``), ownership and activity
+(``touch``, ``idle``), and ``score`` (an engine job). Its collaborators hold the rest:
+``scoring.py`` (a job's result: scored, refused or held), ``commits.py`` (modes and paused
+requests), ``decisions.py`` (approval requests resolved). No sockets, no asyncio, no engine,
+no SQLite here: the socket layer feeds messages (and engine results, approval decisions,
+timeouts) to :class:`SessionCore` and carries out the returned effects in order.
 """
 
 from __future__ import annotations
@@ -15,19 +17,15 @@ import time
 import uuid
 from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from webshepherd.daemon.engine.types import ParsedChecklist, StepInput, StepScore
 from webshepherd.daemon.records import (
     ActionRecord,
-    ApprovalDecidedRecord,
-    ApprovalRequestedRecord,
     ChecklistRecord,
     LabelRecord,
     ObservationRecord,
     Record,
-    ScoreDecisionRecord,
-    ScoreRecord,
     ScorerRecord,
     SessionEndedRecord,
     SessionStartedRecord,
@@ -38,13 +36,10 @@ from webshepherd.daemon.sessions import convert
 from webshepherd.daemon.sessions.approvals import (
     ApprovalBook,
     ApprovalPolicy,
-    Resolution,
-    approval_reason,
 )
-from webshepherd.daemon.sessions.cards import approval_card, commit_card
+from webshepherd.daemon.sessions.commits import Commits, PendingCommit
+from webshepherd.daemon.sessions.decisions import Decisions
 from webshepherd.daemon.sessions.effects import (
-    ApprovalClosed,
-    AwaitApproval,
     Effect,
     Publish,
     Reply,
@@ -54,35 +49,16 @@ from webshepherd.daemon.sessions.effects import (
 )
 from webshepherd.daemon.sessions.guards import (
     GuardPolicy,
-    coordinate_notes,
-    guard_hits,
-    origin_of,
     session_origin,
 )
-from webshepherd.daemon.sessions.modes import (
-    PAIR,
-    STOP_WAY_OUT,
-    commit_headline,
-    in_sandbox,
-    step_headline,
-)
+from webshepherd.daemon.sessions.scoring import PendingScore, Scoring
 from webshepherd.daemon.sessions.signals import SignalBook
 from webshepherd.daemon.sessions.state import LiveSession, restored
 from webshepherd.protocol import requests as rq
-from webshepherd.protocol.actions import ActionError, parse_action
-from webshepherd.protocol.commits import request_digest, url_origin
 from webshepherd.protocol.common import (
-    MAX_ACTION_CHARS,
-    ApprovalReason,
-    Candidate,
     ChecklistSource,
     CommitMode,
-    Decider,
-    DecisionInfo,
-    GuardHit,
-    HeldRequest,
     Observation,
-    Prediction,
     Screenshot,
     SessionSummary,
     Timing,
@@ -94,17 +70,11 @@ from webshepherd.protocol.errors import (
     UnauthorizedError,
     UnknownSessionError,
 )
-from webshepherd.protocol.progress import item_levels
 from webshepherd.protocol.replies import (
     ActionEvent,
     ActionRecorded,
-    ApprovalRequest,
-    ApprovalResolved,
-    CommitDecided,
     LabelRecorded,
-    ModeSet,
     Observed,
-    Scored,
     SessionEnded,
     SessionStarted,
     TreeNodeEvent,
@@ -122,30 +92,6 @@ class Scorer:
     model: str
     backend: str
     settings: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class PendingScore:
-    """A scored step waiting for a human decision (``best``: the candidate asked about)."""
-
-    job: RunScore
-    score: ScoreRecord
-    best: int
-    guard: list[GuardHit] = field(default_factory=list)  # the guard rules it met
-    guarded: list[int] = field(default_factory=list)  # every candidate a guard rule holds
-    predicted: list[Prediction] | None = None  # every candidate's hits (scored.predicted)
-
-
-@dataclass(frozen=True)
-class PendingCommit:
-    """A request the browser paused, waiting for a paired person (``commit.check``)."""
-
-    conn: int  # who asked: gets the commit.decided reply
-    request_id: str  # the commit.check's id
-    session_id: str
-    request: HeldRequest
-    digest: str
-    mode: CommitMode
 
 
 class SessionCore:
@@ -178,9 +124,10 @@ class SessionCore:
         self.new_id = new_id
         self.sessions: dict[str, LiveSession] = {}
         self.approvals = ApprovalBook(approval_default)
-        self._pending: dict[str, PendingScore] = {}
-        self._commits: dict[str, PendingCommit] = {}  # approval request id -> paused request
         self.signals = SignalBook()  # live process signals (signals.py)
+        self.scoring = Scoring(self)  # scored steps and the ones held for a person
+        self.commits = Commits(self)  # modes and requests the browser paused
+        self.decisions = Decisions(self)  # approval requests resolved
         # can a person answer an approval request now? (the socket layer: an extension or a
         # monitor is connected); a score that did not ask for approval is held only then
         self.person_present: Callable[[], bool] = lambda: True
@@ -308,13 +255,14 @@ class SessionCore:
         if st is None:
             return lambda: None
         saved, track = st.snapshot(), self.signals.snapshot(session_id)
-        book, pending, commits = self.approvals.snapshot(), dict(self._pending), dict(self._commits)
+        book = self.approvals.snapshot()
+        pending, commits = dict(self.scoring.pending), dict(self.commits.pending)
 
         def roll_back() -> None:
             st.roll_back(saved)
             self.signals.restore(session_id, track)
             self.approvals.restore(book)
-            self._pending, self._commits = pending, commits
+            self.scoring.pending, self.commits.pending = pending, commits
 
         return roll_back
 
@@ -571,520 +519,30 @@ class SessionCore:
         )
         return out
 
+    # -- scoring (scoring.py), paused requests (commits.py), decisions (decisions.py) --
     def score_done(self, job: RunScore, result: StepScore, timing: Timing) -> list[Effect]:
-        st = self.sessions[job.session_id]
-        candidates = list(job.input.candidates)  # the client's, as the request carried them
-        results = [convert.candidate_result(c) for c in result.candidates]
-        best = convert.best_index(results)
-        best_reward = results[best].reward if best is not None else None
-        st.remember_candidates(
-            job.step,
-            [(c.action, r.reward) for c, r in zip(candidates, results, strict=False)],
-        )
-        st.remember_progress(
-            job.step,
-            [
-                (c.action, item_levels(r.items))
-                for c, r in zip(candidates, results, strict=False)
-                if r.items
-            ],
-        )
-        index = best if best is not None else 0
-        hits = {i: h for i in range(len(candidates)) if (h := self._hits(job, i))}
-        unread = {  # coordinate calls whose target no box names (guards.coordinate_notes)
-            i: n for i, c in enumerate(candidates) if (n := coordinate_notes(c.action, job.boxes))
-        }
-        predicted = [
-            Prediction(index=i, hits=hits.get(i, []), notes=unread.get(i, [])[:16])
-            for i in sorted(hits.keys() | unread.keys())
-        ] or None
-        # the rules hold only where no browser gate does, off the sandbox, outside 'watch'
-        sandboxed = in_sandbox(origin_of(job.input.current_url), self.sandbox_origins)
-        rules_hold = st.holds is None and not sandboxed and st.mode != "watch"
-        guard = hits.get(index, []) if rules_hold else []
-        guarded = sorted(hits) if rules_hold else []
-        present = self.person_present()
-        previous = st.previous_reward(job.step)
-        reason = approval_reason(
-            job.approval,
-            best_reward,
-            previous,
-            self.policy,
-            person_present=present,
-            guarded=bool(guard),
-        )
-        unheld: Decider | None = None  # who let a step the rules or the reward met run
-        if st.holds is None and hits.get(index) and not guard:
-            unheld = "sandbox" if sandboxed else "mode" if st.mode == "watch" else None
-        if reason in ("below_threshold", "reward_drop") and st.mode == "watch":
-            reason, unheld = None, "mode"  # watching: a reward never turns a step into a wait
-        if best_reward is not None:
-            st.step_rewards[job.step] = best_reward
-            st.latest_reward = best_reward
-        score = ScoreRecord(
-            session_id=job.session_id,
-            request_id=job.request_id,
-            step=job.step,
-            samples=job.input.samples,
-            approval=job.approval,
-            candidates=candidates,
-            results=results,
-            best=best,
-            timing=timing,
-            created_at=self.clock(),
-            latest_reward=st.latest_reward,
-        )
-        if reason is None:
-            action = score.candidates[best].action if best is not None else None
-            decision = DecisionInfo(
-                status="auto", index=best, action=action, decider=unheld, mode=st.mode
-            )
-            return [score, *self._scored(job, score, best, decision, guarded, predicted)]
-        cand = score.candidates[index]
-        why = self._why(reason, guard, best_reward, previous)
-        if st.mode == "stop":
-            note = f"{why}; the session's mode is 'stop', so it was refused without asking"
-            return [
-                score,
-                *self._refuse(
-                    job, score, index, reason, guard, guarded, predicted,
-                    note=note, decider="mode", way_out=STOP_WAY_OUT,
-                ),
-            ]  # fmt: skip
-        if guard and not present:
-            rules = " ".join(f"--no-guard {h.rule}" for h in guard)
-            page = origin_of(job.input.current_url) or "<origin>"
-            note = f"{why}; no person is connected to decide, so the guard refused it"
-            way_out = (
-                f"`serve {rules}` (that rule off), `serve --sandbox-origin {page}` (a sandbox "
-                f"site: flagged, not held), or {PAIR}"
-            )
-            return [
-                score,
-                *self._refuse(
-                    job, score, index, reason, guard, guarded, predicted,
-                    note=note, decider="guard", way_out=way_out,
-                ),
-            ]  # fmt: skip
-        req = self.approvals.open(job.session_id, job.step, index, cand.action, guarded=bool(guard))
-        self._pending[req.request_id] = PendingScore(job, score, index, guard, guarded, predicted)
-        st.waiting_approvals += 1
-        facts = (job.elements or {}).get(_bid_of(cand.action) or "")
-        card = approval_card(
-            candidates,
-            results,
-            index,
-            axtree=job.input.axtree,
-            boxes=job.boxes,
-            elements=job.elements,
-            screenshot=job.input.screenshot,
-            screenshot_mime=job.input.screenshot_mime,
-            predicts=hits.get(index, []),
-        )
-        headline = step_headline(
-            reason,
-            guard,
-            reward=results[index].reward,
-            threshold=self.policy.threshold,
-            previous=previous,
-            facts=facts,
-            destination=card.destination,
-        )
-        card = card.model_copy(update={"headline": headline[:1024]})
-        event = ApprovalRequest(
-            request_id=req.request_id,
-            session_id=job.session_id,
-            step=job.step,
-            candidate=cand,
-            candidate_index=index,
-            reward=results[index].reward,
-            feedback=results[index].feedback,
-            reason=reason,
-            expires_in_s=self.approval_timeout_s,
-            guard=guard,
-            threshold=self.policy.threshold,
-            card=card,
-        )
-        return [
-            score,
-            ApprovalRequestedRecord(event, self.clock()),
-            Publish(job.session_id, event, to_approvers=True),
-            AwaitApproval(req.request_id, self.approval_timeout_s),
-        ]
+        """A score job's result: the ``scored`` reply, or a step held for a person."""
+        return self.scoring.done(job, result, timing)
 
-    def _why(
-        self,
-        reason: ApprovalReason,
-        guard: list[GuardHit],
-        reward: float | None,
-        previous: float | None,
-    ) -> str:
-        """Why a step would wait for a person, in words (a refusal's note starts with it)."""
-        if guard:
-            rules = ", ".join(h.rule for h in guard)
-            return f"guarded ({rules}): {'; '.join(h.detail for h in guard)}"
-        shown = "none parsed" if reward is None else f"{reward:.3f}"
-        if reason == "below_threshold":
-            return f"the best reward ({shown}) is below the approval threshold"
-        if reason == "reward_drop":
-            return f"the best reward ({shown}) fell from the previous step's ({previous})"
-        return "the score asked for approval (approval='always')"
-
-    def _refuse(
-        self,
-        job: RunScore,
-        score: ScoreRecord,
-        index: int,
-        reason: ApprovalReason,
-        guard: list[GuardHit],
-        guarded: list[int],
-        predicted: list[Prediction] | None,
-        *,
-        note: str,
-        decider: Decider,
-        way_out: str,
-    ) -> list[Effect]:
-        """A step refused at once, not held until a timeout (the guard with nobody connected
-        to decide, or the session's 'stop' mode), never approved silently. Recorded as an
-        approval request rejected by the daemon, so the recording keeps why."""
-        note = note[:4000]
-        cand, result = score.candidates[index], score.results[index]
-        req, res = self.approvals.refuse(job.session_id, job.step, index, cand.action, note)
-        asked = ApprovalRequest(
-            request_id=req.request_id,
-            session_id=job.session_id,
-            step=job.step,
-            candidate=cand,
-            candidate_index=index,
-            reward=result.reward,
-            feedback=result.feedback,
-            reason=reason,
-            expires_in_s=0.0,
-            guard=guard,
-        )
-        resolved = ApprovalResolved(
-            request_id=req.request_id,
-            session_id=job.session_id,
-            decision="reject",
-            by=res.by,
-            note=note,
-        )
-        decision = DecisionInfo(
-            status="rejected",
-            index=index,
-            action=None,
-            by=res.by,
-            note=note,
-            guard=guard,
-            decider=decider,
-            way_out=way_out[:1024],
-            mode=self.sessions[job.session_id].mode,
-        )
-        return [
-            ApprovalRequestedRecord(asked, self.clock()),
-            ApprovalDecidedRecord(resolved, res.status, self.clock()),
-            *self._scored(job, score, index, decision, guarded, predicted),
-        ]
-
-    def _hits(self, job: RunScore, index: int) -> list[GuardHit]:
-        """The guard rules candidate ``index`` of ``job`` meets on the step's page."""
-        return guard_hits(
-            self.guards,
-            job.input.candidates[index].action,
-            url=job.input.current_url,
-            axtree=job.input.axtree,
-            elements=job.elements,
-            origin=job.origin,
-            boxes=job.boxes,
-        )
-
-    def _scored(
-        self,
-        job: RunScore,
-        score: ScoreRecord,
-        best: int | None,
-        decision: DecisionInfo,
-        guarded: list[int],
-        predicted: list[Prediction] | None = None,
-    ) -> list[Effect]:
-        """The ``scored`` reply and event; ``guarded``: the candidates that meet a guard rule
-        (an agent that runs one other than the held best, as tree search does, asks for it
-        first by scoring it alone); ``predicted``: every candidate's hits."""
-        event = Scored(
-            session_id=job.session_id,
-            step=job.step,
-            results=score.results,
-            best=best,
-            decision=decision,
-            timing=score.timing,
-            candidates=score.candidates,
-            guarded=guarded or None,
-            predicted=predicted,
-        )
-        return [
-            ScoreDecisionRecord(job.request_id, event),
-            # the requester's reply carries no echo of the candidates (it sent them)
-            *reply_and_publish(
-                job.conn, job.request_id, job.session_id, event, {"candidates": None}
-            ),
-        ]
-
-    # -- modes and paused requests ----------------------------------------------
     def set_mode(self, conn: int, by: str, msg: rq.SessionMode) -> list[Effect]:
-        """A paired person sets the session's mode (the server lets only such a connection
-        send it); ``mode.set`` is the reply and an event to subscribers and approvers."""
-        st = self.get(msg.session_id)
-        st.mode = msg.mode
-        event = ModeSet(session_id=st.session_id, mode=msg.mode, by=by)
-        return [
-            Reply(conn, event.model_copy(update={"id": msg.id})),
-            Publish(st.session_id, event, exclude=conn, to_approvers=True),
-        ]
+        """A paired person sets the session's mode."""
+        return self.commits.set_mode(conn, by, msg)
 
     def commit_check(self, conn: int, msg: rq.CommitCheck, *, approver: str | None) -> list[Effect]:
-        """A request the browser paused before it left, decided by the session's mode and the
-        sandbox origins: the session's owner connection asks, or a paired person's tool
-        (``approver``: its label; the extension holds requests in the tabs it watches)."""
-        st = self.get(msg.session_id)
-        if conn != st.owner and approver is None:
-            raise UnauthorizedError(
-                "commit.check: only the session's own connection or a paired person's tool "
-                f"asks about its requests; session {st.session_id!r} is another connection's"
-            )
-        req = msg.request
-        digest = request_digest(req)
-        target = url_origin(req.url)  # read from the URL, never from the client's `origin`
-        page = url_origin(req.page_url) if req.page_url else None
-        sandbox = next((o for o in (target, page) if in_sandbox(o, self.sandbox_origins)), None)
+        """A request the browser paused, decided by the session's mode."""
+        return self.commits.check(conn, msg, approver=approver)
 
-        def answer(
-            status: Literal["approved", "rejected"],
-            decider: Decider,
-            note: str,
-            way_out: str | None = None,
-            flagged: bool = False,
-        ) -> list[Effect]:
-            info = DecisionInfo(
-                status=status,
-                by="daemon",
-                note=note,
-                decider=decider,
-                way_out=way_out,
-                mode=st.mode,
-            )
-            return self._commit_decided(conn, msg.id, st.session_id, req, digest, info, flagged)
-
-        if sandbox is not None:
-            note = f"{sandbox} is a sandbox origin (serve --sandbox-origin): flagged, not held"
-            return answer("approved", "sandbox", note, flagged=True)
-        if st.mode == "watch":
-            note = "the session's mode is 'watch': it runs, flagged"
-            return answer("approved", "mode", note, flagged=True)
-        if st.mode == "stop":
-            note = "the session's mode is 'stop': a request that commits is refused without asking"
-            return answer("rejected", "mode", note, STOP_WAY_OUT)
-        action = (req.trigger or f"{req.method} {req.url}")[:MAX_ACTION_CHARS]
-        step = max(st.step, 0)
-        if not self.person_present():
-            note = (
-                f"{commit_headline(req).removeprefix('Waiting for you: ')}; no person is "
-                "paired and connected to decide, so the daemon refused it"
-            )
-            way_out = (
-                f"`serve --sandbox-origin {target or '<origin>'}` (or `serve --mode watch`), "
-                f"or {PAIR}"
-            )
-            asked, resolved = self._commit_rows(st.session_id, step, action, req, note)
-            return [asked, resolved, *answer("rejected", "daemon", note, way_out)]
-        opened = self.approvals.open(st.session_id, step, 0, action, guarded=True)
-        self._commits[opened.request_id] = PendingCommit(
-            conn, msg.id, st.session_id, req, digest, st.mode
-        )
-        st.waiting_approvals += 1
-        event = ApprovalRequest(
-            request_id=opened.request_id,
-            session_id=st.session_id,
-            step=step,
-            candidate=Candidate(thought="", action=action),
-            candidate_index=None,
-            reward=None,
-            reason="commit",
-            expires_in_s=self.approval_timeout_s,
-            card=commit_card(req, commit_headline(req)),
-        )
-        return [
-            ApprovalRequestedRecord(event, self.clock()),
-            Publish(st.session_id, event, to_approvers=True),
-            AwaitApproval(opened.request_id, self.approval_timeout_s),
-        ]
-
-    def _commit_rows(
-        self, session_id: str, step: int, action: str, req: HeldRequest, note: str
-    ) -> tuple[ApprovalRequestedRecord, ApprovalDecidedRecord]:
-        """The approval row of a paused request the daemon refused at once (nobody to ask)."""
-        opened, res = self.approvals.refuse(session_id, step, 0, action, note)
-        asked = ApprovalRequest(
-            request_id=opened.request_id,
-            session_id=session_id,
-            step=step,
-            candidate=Candidate(thought="", action=action),
-            candidate_index=None,
-            reward=None,
-            reason="commit",
-            expires_in_s=0.0,
-            card=commit_card(req, commit_headline(req)),
-        )
-        resolved = ApprovalResolved(
-            request_id=opened.request_id,
-            session_id=session_id,
-            decision="reject",
-            by=res.by,
-            note=note,
-        )
-        return (
-            ApprovalRequestedRecord(asked, self.clock()),
-            ApprovalDecidedRecord(resolved, res.status, self.clock()),
-        )
-
-    def _commit_decided(
-        self,
-        conn: int,
-        rid: str,
-        session_id: str,
-        req: HeldRequest,
-        digest: str,
-        decision: DecisionInfo,
-        flagged: bool,
-    ) -> list[Effect]:
-        """``commit.decided``: the requester's reply, and an event to the session's owner,
-        subscribers and approvers (logged with the session's events)."""
-        event = CommitDecided(
-            session_id=session_id,
-            request=req,
-            request_digest=digest,
-            decision=decision,
-            flagged=flagged,
-        )
-        return [
-            Reply(conn, event.model_copy(update={"id": rid})),
-            Publish(session_id, event, exclude=conn, to_approvers=True),
-        ]
-
-    # -- approvals -------------------------------------------------------
     def decide(self, conn: int, by: str, msg: rq.ApprovalDecide) -> list[Effect]:
-        if msg.decision == "edit" and msg.request_id in self._commits:
-            raise ProtocolError(
-                "decision: a request the browser paused is approved or rejected as it is; "
-                "'edit' does not apply to it"
-            )
-        res = self.approvals.decide(msg.request_id, msg.decision, msg.action, by, msg.note)
-        return self._resolved(res, conn, msg.id)
+        """A person's decision on an open approval request."""
+        return self.decisions.decide(conn, by, msg)
 
     def close_orphaned_approvals(self, open_: list[tuple[str, str]]) -> list[Effect]:
-        """``(request_id, session_id)`` of approval requests a restart left open: the
-        ``scored`` reply that waited for them died with the daemon, so they are closed as
-        ``timeout`` by ``daemon``, recorded, and logged as ``approval.resolved`` events (the
-        waiting client reads it with ``session.get``, approvers see no stale request)."""
-        out: list[Effect] = []
-        note = "the daemon restarted before anyone decided; score the step again to ask again"
-        for request_id, session_id in open_:
-            event = ApprovalResolved(
-                request_id=request_id,
-                session_id=session_id,
-                decision="timeout",
-                by="daemon",
-                note=note,
-            )
-            out.append(ApprovalDecidedRecord(event, "timeout", self.clock()))
-            out.append(Publish(session_id, event, to_approvers=True))
-        return out
+        """Approval requests a restart left open, closed as ``timeout``."""
+        return self.decisions.close_orphaned(open_)
 
     def expire(self, request_id: str) -> list[Effect]:
-        res = self.approvals.expire(request_id)
-        return [] if res is None else self._resolved(res, None, None)
-
-    def _resolved(self, res: Resolution, conn: int | None, rid: str | None) -> list[Effect]:
-        commit = self._commits.pop(res.request_id, None)
-        st = self.sessions[res.session_id]
-        st.waiting_approvals = max(0, st.waiting_approvals - 1)
-        timed_out = res.decision == "timeout"
-        decider: Decider = "timeout" if timed_out else "person"
-        note = res.note
-        if commit is not None and timed_out:
-            note = (
-                f"nobody decided within {self.approval_timeout_s:g} s; refused (a paused "
-                "request is never let go by default)"
-            )
-        event = ApprovalResolved(
-            request_id=res.request_id,
-            session_id=res.session_id,
-            decision=res.decision,
-            action=None if commit is not None else res.action,
-            by=res.by,
-            note=note,
-        )
-        out: list[Effect] = [
-            ApprovalDecidedRecord(event, res.status, self.clock()),
-            Publish(res.session_id, event, to_approvers=True, exclude=conn),
-        ]
-        if conn is not None and rid is not None:
-            out.append(Reply(conn, event.model_copy(update={"id": rid})))
-        out.append(ApprovalClosed(res.request_id))
-        way_out = None
-        if not res.approved:
-            way_out = (
-                f"a paired person decides within {self.approval_timeout_s:g} s (TUI or side "
-                "panel), or switches this session to 'watch'"
-                if timed_out
-                else "a paired person approves it when asked again, or switches this session "
-                "to 'watch'"
-            )
-        if commit is not None:
-            info = DecisionInfo(
-                status=res.status,
-                by=res.by,
-                note=note,
-                decider=decider,
-                way_out=way_out,
-                mode=commit.mode,
-            )
-            return out + self._commit_decided(
-                commit.conn,
-                commit.request_id,
-                commit.session_id,
-                commit.request,
-                commit.digest,
-                info,
-                False,
-            )
-        pending = self._pending.pop(res.request_id)
-        decision = DecisionInfo(
-            status=res.status,
-            index=pending.best,
-            action=res.action if res.approved else None,
-            by=res.by,
-            note=res.note,
-            guard=pending.guard,
-            decider=decider,
-            way_out=way_out,
-            mode=st.mode,
-        )
-        return out + self._scored(
-            pending.job,
-            pending.score,
-            pending.best,
-            decision,
-            pending.guarded,
-            pending.predicted,
-        )
-
-
-def _bid_of(action: str) -> str | None:
-    """The bid an action string names, if it parses."""
-    try:
-        return parse_action(action).bid
-    except ActionError:
-        return None
+        """An approval request nobody decided in time."""
+        return self.decisions.expire(request_id)
 
 
 def _decode_screenshot(shot: Screenshot | None) -> bytes | None:

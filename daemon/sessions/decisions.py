@@ -1,0 +1,141 @@
+"""Decisions: an open approval request resolved by a person, a timeout or a restart; a held
+step's ``scored`` or a paused request's ``commit.decided`` follows."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from webshepherd.daemon.records import ApprovalDecidedRecord
+from webshepherd.daemon.sessions.approvals import Resolution
+from webshepherd.daemon.sessions.effects import (
+    ApprovalClosed,
+    Effect,
+    Publish,
+    Reply,
+)
+from webshepherd.protocol import requests as rq
+from webshepherd.protocol.common import (
+    Decider,
+    DecisionInfo,
+)
+from webshepherd.protocol.errors import ProtocolError
+from webshepherd.protocol.replies import ApprovalResolved
+
+if TYPE_CHECKING:
+    from webshepherd.daemon.sessions.machine import SessionCore
+
+__all__ = ["Decisions"]
+
+
+class Decisions:
+    """The session machine's approval requests resolved."""
+
+    def __init__(self, core: SessionCore) -> None:
+        self.core = core
+
+    def decide(self, conn: int, by: str, msg: rq.ApprovalDecide) -> list[Effect]:
+        if msg.decision == "edit" and msg.request_id in self.core.commits.pending:
+            raise ProtocolError(
+                "decision: a request the browser paused is approved or rejected as it is; "
+                "'edit' does not apply to it"
+            )
+        res = self.core.approvals.decide(msg.request_id, msg.decision, msg.action, by, msg.note)
+        return self.resolved(res, conn, msg.id)
+
+    def close_orphaned(self, open_: list[tuple[str, str]]) -> list[Effect]:
+        """``(request_id, session_id)`` of approval requests a restart left open: the
+        ``scored`` reply that waited for them died with the daemon, so they are closed as
+        ``timeout`` by ``daemon``, recorded, and logged as ``approval.resolved`` events (the
+        waiting client reads it with ``session.get``, approvers see no stale request)."""
+        out: list[Effect] = []
+        note = "the daemon restarted before anyone decided; score the step again to ask again"
+        for request_id, session_id in open_:
+            event = ApprovalResolved(
+                request_id=request_id,
+                session_id=session_id,
+                decision="timeout",
+                by="daemon",
+                note=note,
+            )
+            out.append(ApprovalDecidedRecord(event, "timeout", self.core.clock()))
+            out.append(Publish(session_id, event, to_approvers=True))
+        return out
+
+    def expire(self, request_id: str) -> list[Effect]:
+        res = self.core.approvals.expire(request_id)
+        return [] if res is None else self.resolved(res, None, None)
+
+    def resolved(self, res: Resolution, conn: int | None, rid: str | None) -> list[Effect]:
+        commit = self.core.commits.pending.pop(res.request_id, None)
+        st = self.core.sessions[res.session_id]
+        st.waiting_approvals = max(0, st.waiting_approvals - 1)
+        timed_out = res.decision == "timeout"
+        decider: Decider = "timeout" if timed_out else "person"
+        note = res.note
+        if commit is not None and timed_out:
+            note = (
+                f"nobody decided within {self.core.approval_timeout_s:g} s; refused (a paused "
+                "request is never let go by default)"
+            )
+        event = ApprovalResolved(
+            request_id=res.request_id,
+            session_id=res.session_id,
+            decision=res.decision,
+            action=None if commit is not None else res.action,
+            by=res.by,
+            note=note,
+        )
+        out: list[Effect] = [
+            ApprovalDecidedRecord(event, res.status, self.core.clock()),
+            Publish(res.session_id, event, to_approvers=True, exclude=conn),
+        ]
+        if conn is not None and rid is not None:
+            out.append(Reply(conn, event.model_copy(update={"id": rid})))
+        out.append(ApprovalClosed(res.request_id))
+        way_out = None
+        if not res.approved:
+            way_out = (
+                f"a paired person decides within {self.core.approval_timeout_s:g} s (TUI or side "
+                "panel), or switches this session to 'watch'"
+                if timed_out
+                else "a paired person approves it when asked again, or switches this session "
+                "to 'watch'"
+            )
+        if commit is not None:
+            info = DecisionInfo(
+                status=res.status,
+                by=res.by,
+                note=note,
+                decider=decider,
+                way_out=way_out,
+                mode=commit.mode,
+            )
+            return out + self.core.commits.decided(
+                commit.conn,
+                commit.request_id,
+                commit.session_id,
+                commit.request,
+                commit.digest,
+                info,
+                False,
+            )
+        pending = self.core.scoring.pending.pop(res.request_id)
+        decision = DecisionInfo(
+            status=res.status,
+            index=pending.best,
+            action=res.action if res.approved else None,
+            by=res.by,
+            note=res.note,
+            guard=pending.guard,
+            decider=decider,
+            way_out=way_out,
+            mode=st.mode,
+        )
+        return out + self.core.scoring.scored(
+            pending.job,
+            pending.score,
+            pending.best,
+            decision,
+            pending.guarded,
+            pending.predicted,
+        )
