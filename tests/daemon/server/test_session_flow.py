@@ -6,6 +6,7 @@ import base64
 
 import pytest
 from webshepherd.daemon.engine.engine import Engine
+from webshepherd.daemon.server.engine_runner import NO_CHECKLIST
 
 from tests.fixtures.daemon import (
     CANDS,
@@ -107,7 +108,8 @@ async def test_score_progress_streams_to_the_requester(daemon):
 
 async def test_generated_checklist_or_a_model_error_for_the_owner(daemon):
     """Without a reference the model writes the checklist (once); a checklist the tiny model's
-    output cannot be parsed into reaches the owner as a model_error, never an empty list."""
+    output cannot be parsed into reaches the owner as a model_error, never an empty list, and
+    a step scored without it has no reward and says why."""
     agent = await daemon.client()
     reply = await agent.request(
         {"type": "session.start", "intent": "Buy a cable", "observation": OBS}
@@ -129,7 +131,10 @@ async def test_generated_checklist_or_a_model_error_for_the_owner(daemon):
                 "approval": "never",
             }
         )
-        assert (score["type"], score["code"]) == ("error", "model_error")
+        # a step scored without one is a result: no reward, the reason (issue 44.2)
+        assert score["type"] == "scored", score
+        assert all(r["reward"] is None for r in score["results"])
+        assert all(r["feedback"].startswith(NO_CHECKLIST) for r in score["results"])
 
 
 @pytest.mark.parametrize(
