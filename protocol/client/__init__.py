@@ -4,7 +4,8 @@
 over the sans-I/O :class:`~.core.ClientCore`; :class:`~.sync.Client` is its blocking form.
 """
 
-from webshepherd.protocol.client.async_client import AsyncClient, ProgressCallback, client_version
+from webshepherd.protocol.client.async_client import AsyncClient
+from webshepherd.protocol.client.connection import ProgressCallback, client_version
 from webshepherd.protocol.client.core import ClientCore
 from webshepherd.protocol.client.session import SessionHandle, Subscription
 
