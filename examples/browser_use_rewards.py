@@ -43,14 +43,17 @@ async def main(llm: Any, start_url: str) -> Any:
         browser_session=BrowserSession(browser_profile=profile),
         initial_actions=[{"navigate": {"url": start_url}}],
         use_judge=False,  # webshepherd judges the steps (browser-use's judge asks the llm again)
+        enable_signal_handler=False,  # Ctrl-C stops the run (the session ends), no pause
     )
     client = AsyncClient()  # the daemon: $WEBSHEPHERD_URL, else the local one
     # refine: an action below the threshold is replaced by the judge's feedback (the tiny judge
     # gives the shop's wrong steps about 0); the shop's reference checklist (else the model
     # writes one)
     handle = await attach(agent, client=client, mode="refine", threshold=0.1, checklist=CHECKLIST)
-    history = await agent.run(max_steps=12, on_step_end=handle.on_step_end)
-    await client.close()
+    try:  # the session ends however the run does (done, max steps, an error, Ctrl-C)
+        history = await agent.run(max_steps=12, on_step_end=handle.on_step_end)
+    finally:
+        await client.close()
     for step in handle.rewards:
         reward = "none" if step.reward is None else f"{step.reward:.2f}"
         print(step.step, step.action, reward, "replaced" if step.replaced else "")
@@ -165,14 +168,18 @@ def run(argv: list[str]) -> None:
         llm: Any = ChatOpenAI(model=args.openai)
     else:
         llm = ScriptedChat()
-    if args.start_url:
-        asyncio.run(main(llm, args.start_url))
-        return
-    from webshepherd.daemon.demo.shop import ShopServer
+    try:
+        if args.start_url:
+            asyncio.run(main(llm, args.start_url))
+            return
+        from webshepherd.daemon.demo.shop import ShopServer
 
-    with ShopServer() as shop:
-        asyncio.run(main(llm, shop.url))
-        print("orders:", [o["items"] for o in shop.state.orders])
+        with ShopServer() as shop:
+            asyncio.run(main(llm, shop.url))
+            print("orders:", [o["items"] for o in shop.state.orders])
+    except KeyboardInterrupt:
+        print("stopped (Ctrl-C); the session is ended", file=sys.stderr)
+        sys.exit(130)
 
 
 if __name__ == "__main__":

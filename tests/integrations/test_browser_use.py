@@ -8,6 +8,7 @@ import asyncio
 import os
 import re
 import runpy
+import signal
 import sys
 from typing import Any
 
@@ -383,3 +384,35 @@ async def test_a_refused_action_says_who_refused_it(shop: ShopServer, tmp_path: 
     assert first.refusal.split(": ", 1)[1].startswith("not this link")
     shown = history.history[1].result[0].extracted_content
     assert shown.startswith(f"webshepherd held back {first.action} ({first.refusal})")
+
+
+@pytest.mark.timeout(300)
+async def test_the_example_stopped_by_ctrl_c_ends_its_session(tmp_path) -> None:
+    """Ctrl-C (SIGINT) once the example's first step is scored: it exits (130, browser-use's
+    pause-on-Ctrl-C off), and its session is ended in the recording (``ended_at`` set, the
+    outcome unknown), not left "running" for the TUI."""
+    sandbox = {"config": {"sandbox_origins": ["http://127.0.0.1:*"]}}
+    with daemon_process(tmp_path / "sandbox", sandbox) as served:
+        env = {**os.environ, "WEBSHEPHERD_URL": served.url, "WEBSHEPHERD_TOKEN": served.token}
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            str(ROOT / "examples" / "browser_use_rewards.py"),
+            env={**env, "CHROMIUM": CHROMIUM},
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
+        async with AsyncClient(served.url, served.token) as client:
+            scored: list[Any] = []
+            for _ in range(600):  # until the first step is scored (at most 60 s)
+                sessions = await client.sessions()
+                if sessions:
+                    events = (await client.session(sessions[0].session_id)).events
+                    scored = [e for e in events if e.get("type") == "scored"]
+                if scored:
+                    break
+                await asyncio.sleep(0.1)
+            assert scored, "the example scored no step"
+            proc.send_signal(signal.SIGINT)
+            assert await asyncio.wait_for(proc.wait(), 60) == 130  # "stopped (Ctrl-C)"
+            (session,) = await client.sessions()
+    assert session.ended_at is not None and session.outcome == "unknown", session
