@@ -2,7 +2,14 @@
 
 Needs a running daemon (`webshepherd serve`, at $WEBSHEPHERD_URL or ws://127.0.0.1:8765/v1).
 The page is written by hand here (any AX-tree text in BrowserGym's format will do; the quick
-start takes it from a real page). Prints the pick, the rewards and the best candidate's feedback.
+start takes it from a real page). Prints the pick (an index into the candidates), the rewards
+and the best candidate's feedback; offline, against `webshepherd serve --model "$(webshepherd dev
+tiny-model --quiet)"`, roughly::
+
+    best: 0 rewards: [0.0165, 0.0080]   (printed in full: 0.016540704266882398, ...)
+    feedback: Nothing on this page shows that the action moves the task forward.
+
+The hand-written page is a stub of a shop, so every reward is low; the session ends (success).
 """
 
 # --- README ---
