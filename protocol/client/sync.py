@@ -14,17 +14,17 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import inspect
 import threading
 from collections.abc import Callable, Coroutine, Iterable, Iterator
 from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
 
 from webshepherd.protocol.client import AsyncClient
 from webshepherd.protocol.client.session import SessionHandle, SessionRef, Subscription
-from webshepherd.protocol.common import Observation
-from webshepherd.protocol.replies import (
-    Welcome,
-)
+from webshepherd.protocol.common import Role
+from webshepherd.protocol.replies import Welcome
 from webshepherd.protocol.union import ServerMessage
+from webshepherd.protocol.version import MAX_FRAME_BYTES
 
 __all__ = ["Client", "SyncSession", "SyncSubscription"]
 T = TypeVar("T")
@@ -34,7 +34,8 @@ P = ParamSpec("P")
 def _blocking(
     method: Callable[Concatenate[Any, P], Coroutine[Any, Any, T]],
 ) -> Callable[Concatenate[Any, P], T]:
-    """The blocking form of an async method: run it on ``self.aio`` in the private loop."""
+    """The blocking form of an async method, with its signature: run it on ``self.aio`` in
+    the private loop."""
 
     def blocking(self: Any, /, *args: P.args, **kwargs: P.kwargs) -> T:
         result: T = self._run(method(self.aio, *args, **kwargs))
@@ -44,20 +45,59 @@ def _blocking(
     return blocking
 
 
-class Client:
-    """Same arguments and methods as :class:`AsyncClient`, blocking."""
+def _blocking_session(
+    method: Callable[Concatenate[Any, P], Coroutine[Any, Any, SessionHandle]],
+) -> Callable[Concatenate[Client, P], SyncSession]:
+    """:func:`_blocking` for a call that starts a session: a :class:`SyncSession` back."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def blocking(self: Client, /, *args: P.args, **kwargs: P.kwargs) -> SyncSession:
+        handle = self._run(method(self.aio, *args, **kwargs))
+        return SyncSession(self, handle.session_id, handle.intent)
+
+    functools.update_wrapper(blocking, method)
+    signature = inspect.signature(method).replace(return_annotation="SyncSession")
+    setattr(blocking, "__signature__", signature)  # noqa: B010 (a function has no such slot)
+    return blocking
+
+
+class Client:
+    """Same arguments and methods as :class:`AsyncClient`, blocking: each method is the async
+    one's, wrapped (its own signature), so the two cannot drift."""
+
+    def __init__(
+        self,
+        url: str | None = None,
+        token: str | None = None,
+        *,
+        name: str = "webshepherd-python",
+        version: str | None = None,
+        role: Role = "agent",
+        approver: str | None = None,
+        reconnect: bool = True,
+        backoff_initial_s: float = 0.1,
+        backoff_max_s: float = 5.0,
+        connect_timeout_s: float = 10.0,
+        reconnect_wait_s: float = 30.0,
+        ssl: Any = None,
+        max_size: int = MAX_FRAME_BYTES,
+    ) -> None:
+        """:class:`AsyncClient`'s parameters (a test keeps the two the same)."""
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(
             target=self._loop.run_forever, name="webshepherd-client", daemon=True
         )
         self._thread.start()
-        self.aio: AsyncClient = self._run(self._make(*args, **kwargs))
+        kwargs = dict(
+            name=name, version=version, role=role, approver=approver, reconnect=reconnect,
+            backoff_initial_s=backoff_initial_s, backoff_max_s=backoff_max_s,
+            connect_timeout_s=connect_timeout_s, reconnect_wait_s=reconnect_wait_s, ssl=ssl,
+            max_size=max_size,
+        )  # fmt: skip
+        self.aio: AsyncClient = self._run(self._make(url, token, kwargs))
 
     @staticmethod
-    async def _make(*args: Any, **kwargs: Any) -> AsyncClient:
-        return AsyncClient(*args, **kwargs)
+    async def _make(url: str | None, token: str | None, kwargs: dict[str, Any]) -> AsyncClient:
+        return AsyncClient(url, token, **kwargs)  # made on the private loop
 
     def _run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
         if not self._loop.is_running():
@@ -97,23 +137,7 @@ class Client:
             self._thread.join(timeout=10)
             self._loop.close()
 
-    def start_session(
-        self,
-        intent: str,
-        start_url: str | None = None,
-        checklist: str | None = None,
-        observation: Observation | dict[str, Any] | None = None,
-        agent: Any = None,
-        source: Literal["agent", "human", "import"] = "agent",
-        holds: Literal["browser"] | None = None,
-    ) -> SyncSession:
-        handle = self._run(
-            self.aio.start_session(
-                intent, start_url, checklist, observation, agent, source, holds=holds
-            )
-        )
-        return SyncSession(self, handle.session_id, intent)
-
+    start_session = _blocking_session(AsyncClient.start_session)
     observe = _blocking(AsyncClient.observe)
     score = _blocking(AsyncClient.score)
     report_action = _blocking(AsyncClient.report_action)
@@ -130,12 +154,15 @@ class Client:
     hook_key = _blocking(AsyncClient.hook_key)
     hook_grant = _blocking(AsyncClient.hook_grant)
     checklist = _blocking(AsyncClient.checklist)
+    call = _blocking(AsyncClient.call)
 
-    def subscribe(self, sessions: Literal["*"] | Iterable[str] = "*") -> SyncSubscription:
+    def subscribe(
+        self, sessions: Literal["*"] | Iterable[str] = "*", *, maxsize: int = 10_000
+    ) -> SyncSubscription:
         """Subscribe now; iterate the result for events."""
 
         async def start() -> Subscription:
-            return await self.aio.subscribe(sessions).start()
+            return await self.aio.subscribe(sessions, maxsize=maxsize).start()
 
         return SyncSubscription(self, self._run(start()))
 
