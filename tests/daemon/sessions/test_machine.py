@@ -16,8 +16,6 @@ from webshepherd.daemon.engine.types import (
 )
 from webshepherd.daemon.records import ScoreRecord, ScorerRecord, StoredSession
 from webshepherd.daemon.sessions import (
-    ApprovalClosed,
-    AwaitApproval,
     Publish,
     Record,
     Reply,
@@ -28,7 +26,6 @@ from webshepherd.daemon.sessions import (
 )
 from webshepherd.daemon.sessions.approvals import ApprovalPolicy
 from webshepherd.protocol import requests as rq
-from webshepherd.protocol.commits import request_digest
 from webshepherd.protocol.common import AgentInfo, Timing, Turn
 from webshepherd.protocol.errors import (
     ProtocolError,
@@ -52,6 +49,14 @@ def make_core(**kw) -> SessionCore:
         new_id=lambda: f"sess{next(ids)}",
         **kw,
     )
+
+
+POST = {"method": "POST", "url": "http://shop.local/orders", "kind": "write"}
+
+
+def commit_check(core: SessionCore, sid: str, conn: int = OWNER, approver: str | None = None):
+    msg = rq.CommitCheck(id="q1", session_id=sid, request=POST)
+    return core.commit_check(conn, msg, approver=approver)
 
 
 def kinds(effects) -> list[str]:
@@ -240,117 +245,6 @@ def test_a_candidate_keeps_its_wire_type_from_the_request_to_the_record():
     assert published[-1].event.candidates[0] is msg.candidates[0]
 
 
-def test_auto_decision_when_the_policy_is_happy():
-    core = make_core()
-    sid = started(core)
-    job = score_job(core, sid)
-    effects = core.score_done(job, step_score(0.4, 0.8), Timing(queue_ms=1, model_ms=2))
-    assert kinds(effects) == [
-        "record:score",
-        "record:score_decision",
-        "reply:scored",
-        "publish:scored",
-    ]
-    reply = effects[2].message
-    assert (reply.best, reply.decision.status, reply.decision.action) == (1, "auto", "click('2')")
-    assert effects[3].event.candidates[1].action == "click('2')"
-
-
-def test_low_reward_asks_a_human_and_the_decision_releases_scored():
-    core = make_core()
-    sid = started(core)
-    job = score_job(core, sid)
-    effects = core.score_done(job, step_score(0.1, 0.2), Timing())
-    assert kinds(effects) == [
-        "record:score",
-        "record:approval_requested",
-        "publish:approval.request",
-        "AwaitApproval",
-    ]
-    req = effects[2].event
-    assert effects[2].to_approvers and req.reason == "below_threshold" and req.candidate_index == 1
-    assert isinstance(effects[3], AwaitApproval) and effects[3].timeout_s == 7.0
-    assert core.get(sid).summary().state == "waiting_approval"
-    out = core.decide(
-        MONITOR,
-        "monitor:tui",
-        rq.ApprovalDecide(id="d1", request_id=req.request_id, decision="edit", action="click('3')"),
-    )
-    assert kinds(out) == [
-        "record:approval_decided",
-        "publish:approval.resolved",
-        "reply:approval.resolved",
-        "ApprovalClosed",
-        "record:score_decision",
-        "reply:scored",
-        "publish:scored",
-    ]
-    scored = out[5]
-    assert scored.conn == OWNER and scored.message.id == "c1"
-    d = scored.message.decision
-    assert (d.status, d.action, d.by) == ("edited", "click('3')", "monitor:tui")
-    assert out[2].conn == MONITOR and out[2].message.id == "d1"
-    with pytest.raises(ProtocolError, match="first decision wins"):
-        core.decide(
-            OWNER,
-            "agent:x",
-            rq.ApprovalDecide(id="d2", request_id=req.request_id, decision="approve"),
-        )
-    assert core.get(sid).summary().state == "running"
-
-
-def test_timeout_rejects_by_default():
-    core = make_core()
-    sid = started(core)
-    effects = core.score_done(score_job(core, sid, approval="always"), step_score(0.9), Timing())
-    rid = effects[2].event.request_id
-    assert effects[2].event.reason == "always"
-    out = core.expire(rid)
-    scored = next(e for e in out if isinstance(e, Reply)).message
-    assert (scored.decision.status, scored.decision.action) == ("timeout", None)
-    assert any(isinstance(e, ApprovalClosed) for e in out)
-    assert core.expire(rid) == []
-
-
-def test_drop_from_the_executed_candidate_asks_a_human():
-    core = make_core()
-    sid = started(core)
-    core.score_done(score_job(core, sid), step_score(0.95, 0.5), Timing())
-    act = core.action(OWNER, rq.Action(id="x1", session_id=sid, action="click('1')", thought="t"))
-    assert kinds(act) == ["record:action", "reply:action.recorded", "publish:action"]
-    core.observe(OWNER, rq.Observe(id="o", session_id=sid, url="u", axtree="a"))
-    effects = core.score_done(score_job(core, sid), step_score(0.6, 0.5), Timing())
-    assert effects[2].event.reason == "reward_drop"
-    assert core.get(sid).history[-1].action == "click('1')"
-
-
-def test_never_skips_the_gate_even_without_rewards():
-    core = make_core()
-    sid = started(core)
-    effects = core.score_done(
-        score_job(core, sid, approval="never"), step_score(None, None), Timing()
-    )
-    reply = effects[2].message
-    assert (
-        reply.best is None and reply.decision.status == "auto" and reply.results[0].reward is None
-    )
-
-
-def test_executed_action_scored_by_an_earlier_request_of_the_step_keeps_its_reward():
-    """Refinement scores drafts one request at a time; the kept one may be an earlier draft."""
-    core = make_core()
-    sid = started(core)
-    core.score_done(score_job(core, sid), step_score(0.9, 0.2), Timing())
-    refined = core.score(
-        OWNER, rq.Score(id="c2", session_id=sid, approval="never", candidates=[{"action": "x()"}])
-    )
-    (job,) = [e for e in refined if isinstance(e, RunScore)]
-    core.score_done(job, step_score(0.4), Timing())
-    core.action(OWNER, rq.Action(id="x1", session_id=sid, action="click('1')"))
-    assert core.get(sid).step_rewards[0] == 0.9
-    assert core.get(sid).previous_reward(1) == 0.9
-
-
 def test_the_latest_screenshot_goes_to_the_judge_and_the_reply_says_what_it_saw():
     from dataclasses import replace
 
@@ -400,244 +294,6 @@ def test_a_tree_expansion_judges_with_the_path_to_its_node():
         node(n, "expanded", 0, action)
         assert score_job(core, sid).input.history == (Turn(f"why {action}", action),)
     assert [t.action for t in core.get(sid).history] == ["click('2')"]
-
-
-# -- modes, paused requests and the rules' predictions (issue 41) ----------------------------
-
-POST = {"method": "POST", "url": "http://shop.local/orders", "kind": "write"}
-FORM_OBS = {
-    "url": "http://shop.local/checkout",
-    "axtree": "RootWebArea 'Checkout'\n\t[4] button 'Place order'\n\t[5] button 'Submit'",
-    "elements": {
-        "4": {"tag": "button", "submits": True, "form_method": "POST",
-              "form_action": "http://shop.local/orders"},
-        "5": {"tag": "button"},
-    },
-}  # fmt: skip
-
-
-def commit_check(core: SessionCore, sid: str, conn: int = OWNER, approver: str | None = None):
-    msg = rq.CommitCheck(id="q1", session_id=sid, request=POST)
-    return core.commit_check(conn, msg, approver=approver)
-
-
-def decided(effects):
-    """The commit.decided reply (to the requester) among ``effects``."""
-    (reply,) = [e for e in effects if isinstance(e, Reply) and e.message.type == "commit.decided"]
-    return reply.message
-
-
-@pytest.mark.parametrize(
-    ("mode", "present", "status", "decider", "flagged", "way_out"),
-    [
-        ("watch", True, "approved", "mode", True, None),
-        ("watch", False, "approved", "mode", True, None),
-        ("stop", True, "rejected", "mode", False, "switches this session to 'ask' or 'watch'"),
-        ("stop", False, "rejected", "mode", False, "switches this session to 'ask' or 'watch'"),
-        ("ask", False, "rejected", "daemon", False, "--sandbox-origin http://shop.local"),
-    ],
-)
-def test_a_paused_request_is_answered_at_once_by_the_mode(
-    mode, present, status, decider, flagged, way_out
-):
-    core = make_core(mode=mode)
-    core.person_present = lambda: present
-    sid = started(core)
-    effects = commit_check(core, sid)
-    got = decided(effects)
-    assert (got.decision.status, got.decision.decider, got.flagged) == (status, decider, flagged)
-    assert got.decision.mode == mode and got.id == "q1"
-    assert got.request_digest == request_digest(got.request)
-    assert (got.decision.way_out is None) == (way_out is None)
-    if way_out is not None:
-        assert way_out in got.decision.way_out
-    assert "a person" not in (got.decision.note or "")  # nobody decided
-    assert not [e for e in effects if isinstance(e, AwaitApproval)]
-    pub = next(e for e in effects if isinstance(e, Publish) and e.event.type == "commit.decided")
-    assert pub.to_approvers and pub.exclude == OWNER
-    rows = [e.op for e in effects if isinstance(e, Record)]
-    # asked with nobody to ask: an approval row, as a guard's refusal is kept
-    assert rows == (["approval_requested", "approval_decided"] if decider == "daemon" else [])
-
-
-@pytest.mark.parametrize(("decision", "status"), [("approve", "approved"), ("reject", "rejected")])
-def test_in_ask_a_paired_person_decides_a_paused_request(decision, status):
-    core = make_core()
-    sid = started(core)
-    effects = commit_check(core, sid)
-    (req,) = [e.event for e in effects if isinstance(e, Publish)]
-    assert (req.type, req.reason, req.reward) == ("approval.request", "commit", None)
-    assert req.candidate.action == "POST http://shop.local/orders"
-    assert req.card.request.url == POST["url"]
-    assert req.card.headline == "Waiting for you: this sends a POST to shop.local/orders"
-    assert [e.timeout_s for e in effects if isinstance(e, AwaitApproval)] == [7.0]
-    with pytest.raises(ProtocolError, match="'edit' does not apply"):
-        core.decide(MONITOR, "tui", rq.ApprovalDecide(
-            id="d0", request_id=req.request_id, decision="edit", action="click('1')"
-        ))  # fmt: skip
-    out = core.decide(
-        MONITOR, "tui", rq.ApprovalDecide(id="d1", request_id=req.request_id, decision=decision)
-    )
-    got = decided(out)
-    assert (got.decision.status, got.decision.decider, got.decision.by) == (status, "person", "tui")
-    assert got.id == "q1" and not got.flagged
-    assert next(e for e in out if isinstance(e, Reply) and e.conn == OWNER).message is got
-
-
-def test_nobody_deciding_a_paused_request_in_time_refuses_it():
-    core = make_core(approval_default="approve")  # never for a paused request
-    sid = started(core)
-    (req,) = [e.event for e in commit_check(core, sid) if isinstance(e, Publish)]
-    got = decided(core.expire(req.request_id))
-    assert (got.decision.status, got.decision.decider) == ("timeout", "timeout")
-    assert "never let go by default" in got.decision.note and got.decision.way_out
-
-
-def test_sandbox_origins_are_flagged_never_held():
-    core = make_core(sandbox_origins=("http://shop.local",))
-    sid = started(core)
-    got = decided(commit_check(core, sid))
-    assert (got.decision.status, got.decision.decider, got.flagged) == ("approved", "sandbox", True)
-    # the origin is read from the URL, not from what the client says it is
-    lying = {**POST, "url": "http://evil.test/x", "origin": "http://shop.local"}
-    effects = core.commit_check(
-        OWNER, rq.CommitCheck(id="q2", session_id=sid, request=lying), approver=None
-    )
-    assert [e.event.reason for e in effects if isinstance(e, Publish)] == ["commit"]  # asked
-
-
-def test_only_the_owner_or_a_paired_person_asks_and_only_a_person_sets_the_mode():
-    from webshepherd.protocol.errors import UnauthorizedError
-
-    core = make_core(mode="watch")
-    sid = started(core)
-    with pytest.raises(UnauthorizedError, match=r"commit\.check"):
-        commit_check(core, sid, conn=9)
-    assert decided(commit_check(core, sid, conn=MONITOR, approver="extension")).flagged
-    out = core.set_mode(MONITOR, "tui", rq.SessionMode(id="v1", session_id=sid, mode="stop"))
-    assert kinds(out) == ["reply:mode.set", "publish:mode.set"]
-    assert out[0].message.by == "tui" and out[1].to_approvers
-    assert core.sessions[sid].summary().mode == "stop"
-    assert decided(commit_check(core, sid)).decision.decider == "mode"
-
-
-def form_job(core: SessionCore, sid: str, action: str = "click('4')") -> RunScore:
-    effects = core.score(
-        OWNER,
-        rq.Score(
-            id="c1",
-            session_id=sid,
-            candidates=[{"action": action}, {"action": "click('9')"}],
-            observation=FORM_OBS,
-        ),
-    )
-    (job,) = [e for e in effects if isinstance(e, RunScore)]
-    return job
-
-
-def scored_of(effects):
-    return next(e.message for e in effects if isinstance(e, Reply) and e.message.type == "scored")
-
-
-@pytest.mark.parametrize(
-    ("mode", "present", "holds", "status", "decider"),
-    [
-        ("ask", True, None, "held", None),
-        ("ask", False, None, "rejected", "guard"),
-        ("watch", True, None, "auto", "mode"),
-        ("stop", True, None, "rejected", "mode"),
-        ("ask", True, "browser", "auto", None),
-        ("ask", False, "browser", "auto", None),
-    ],
-)
-def test_the_rules_hold_by_the_mode_and_only_predict_where_the_browser_holds(
-    mode, present, holds, status, decider
-):
-    core = make_core(mode=mode)
-    core.person_present = lambda: present
-    effects = core.start(
-        OWNER, rq.SessionStart(id="s1", intent="buy", checklist="1. buy", holds=holds)
-    )
-    sid = next(e.message.session_id for e in effects if isinstance(e, Reply))
-    assert next(e.message for e in effects if isinstance(e, Reply)).holds == holds
-    core.checklist_ready(sid, ParsedChecklist((ChecklistItem(1, "Buy"),), "1. Buy"), "reference")
-    out = core.score_done(form_job(core, sid), step_score(0.9, 0.1), Timing(total_ms=1))
-    if status == "held":
-        (req,) = [e.event for e in out if isinstance(e, Publish)]
-        assert req.reason == "guarded" and [h.rule for h in req.card.predicts] == ["form_submit"]
-        assert req.card.headline == (
-            "Waiting for you: this submits a POST form to shop.local/orders"
-        )
-        return
-    got = scored_of(out)
-    assert (got.decision.status, got.decision.decider, got.decision.mode) == (
-        status,
-        decider,
-        mode,
-    )
-    assert [(p.index, [h.rule for h in p.hits]) for p in got.predicted] == [(0, ["form_submit"])]
-    if status == "rejected":
-        assert got.decision.way_out and "a person" not in got.decision.note
-    if decider == "guard":
-        assert "--no-guard form_submit" in got.decision.way_out
-        assert "--sandbox-origin http://shop.local" in got.decision.way_out
-
-
-def test_a_name_alone_holds_nothing_by_default():
-    core = make_core()
-    sid = started(core)
-    out = core.score_done(
-        form_job(core, sid, "click('5')"), step_score(0.9, 0.1), Timing(total_ms=1)
-    )
-    got = scored_of(out)
-    assert got.decision.status == "auto" and got.predicted is None
-
-
-@pytest.mark.parametrize(
-    ("mode", "status"), [("ask", "held"), ("watch", "auto"), ("stop", "rejected")]
-)
-def test_a_low_reward_follows_the_mode(mode, status):
-    core = make_core(mode=mode)  # a paired person is present (make_core's default)
-    sid = started(core)
-    out = core.score_done(score_job(core, sid), step_score(0.1, 0.05), Timing(total_ms=1))
-    if status == "held":
-        (req,) = [e.event for e in out if isinstance(e, Publish)]
-        assert req.card.headline == "Waiting for you: the judge's reward 0.10 is below 0.3"
-        return
-    got = scored_of(out)
-    assert (got.decision.status, got.decision.mode) == (status, mode)
-    assert got.decision.decider == "mode"
-
-
-def test_a_text_only_step_on_a_sandbox_page_runs_flagged_by_the_sandbox():
-    core = make_core(sandbox_origins=("http://shop.local",))
-    core.person_present = lambda: False
-    sid = started(core)
-    got = scored_of(core.score_done(form_job(core, sid), step_score(0.9, 0.1), Timing(total_ms=1)))
-    assert (got.decision.status, got.decision.decider) == ("auto", "sandbox")
-    assert got.predicted and got.guarded is None
-
-
-def test_coordinate_clicks_are_judged_on_their_box_or_predicted_as_unread():
-    core = make_core(mode="watch")
-    sid = started(core)
-    out = core.score_done(
-        form_job(core, sid, "mouse_click(5, 5)"), step_score(0.9, 0.1), Timing(total_ms=1)
-    )
-    (p,) = scored_of(out).predicted
-    assert (p.index, p.hits) == (0, [])  # no boxes: the target is not known
-    assert p.notes == ["mouse_click at (5, 5): target unknown (no element boxes were sent)"]
-    boxed = {**FORM_OBS, "boxes": {"4": [0, 0, 10, 10]}}
-    effects = core.score(
-        OWNER,
-        rq.Score(
-            id="c2", session_id=sid, candidates=[{"action": "mouse_click(5, 5)"}],
-            observation=boxed,
-        ),
-    )  # fmt: skip
-    (job,) = [e for e in effects if isinstance(e, RunScore)]
-    (p,) = scored_of(core.score_done(job, step_score(0.9), Timing(total_ms=1))).predicted
-    assert [h.rule for h in p.hits] == ["form_submit"] and p.notes == []
 
 
 # -- who may address a session, restore, ownership, activity (issue 43: the machine's) -------
