@@ -138,7 +138,7 @@ class Executor:
 
     async def _expire_now(self, request_id: str) -> None:
         try:
-            sid = self.core.approvals.session_of(request_id)
+            sid = self.core.approval_session(request_id)
             await self.step(sid, lambda: self.core.expire(request_id))
         except Exception:
             log.exception("expiring approval %s failed", request_id)

@@ -382,7 +382,7 @@ class DaemonServer:
                 await step(msg.session_id, lambda: core.score(conn.id, msg))
             case rq.ApprovalDecide():
                 await self.access.check_approver(conn, "approval.decide", "decide approvals")
-                owner = core.approvals.session_of(msg.request_id)
+                owner = core.approval_session(msg.request_id)
                 by = conn.label if msg.via is None else f"{conn.label}/{msg.via}"
                 await step(owner, lambda: core.decide(conn.id, by, msg))
             case rq.CommitCheck():

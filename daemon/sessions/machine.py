@@ -204,6 +204,10 @@ class SessionCore:
             )
         self.check_agent_holds(conn, msg.session_id, "label", is_agent=True, who=who)
 
+    def approval_session(self, request_id: str) -> str | None:
+        """The session of an open approval request (None: unknown or already closed)."""
+        return self.approvals.session_of(request_id)
+
     def owns(self, conn: int, session_id: str) -> bool:
         """Whether ``conn`` holds ``session_id``."""
         return self.owner_of(session_id) == conn

@@ -41,6 +41,7 @@ def test_low_reward_asks_a_human_and_the_decision_releases_scored():
     assert effects[2].to_approvers and req.reason == "below_threshold" and req.candidate_index == 1
     assert isinstance(effects[3], AwaitApproval) and effects[3].timeout_s == 7.0
     assert core.get(sid).summary().state == "waiting_approval"
+    assert core.approval_session(req.request_id) == sid
     out = core.decide(
         MONITOR,
         "monitor:tui",
@@ -57,6 +58,7 @@ def test_low_reward_asks_a_human_and_the_decision_releases_scored():
     ]
     scored = out[5]
     assert scored.conn == OWNER and scored.message.id == "c1"
+    assert core.approval_session(req.request_id) is None  # closed
     d = scored.message.decision
     assert (d.status, d.action, d.by) == ("edited", "click('3')", "monitor:tui")
     assert out[2].conn == MONITOR and out[2].message.id == "d1"
