@@ -71,8 +71,7 @@ async def test_export_survives_unparseable_actions(daemon, tmp_path, capsys):
                 str(out),
                 "--data-dir",
                 str(daemon.config.data_dir),
-                "--quiet",
-            ],
+            ],  # its summary on stdout (--quiet prints nothing but errors)
         )
         assert rc == 0
         summary = json.loads(capsys.readouterr().out)
