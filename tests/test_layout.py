@@ -23,7 +23,10 @@ UNMIRRORED: dict[str, str] = {
     "protocol/agents/action_space.py": "action space text: tests/protocol/agents/test_prompts.py",
     "protocol/agents/environment.py": "Environment: tests/protocol/agents/test_loop.py",
     "protocol/client/session.py": "session handle: tests/protocol/client/test_async_client.py",
-    "protocol/client/sync.py": "sync client: tests/protocol/client/test_async_client.py",
+    "protocol/client/connection.py": (
+        "the socket, reader, waiting calls and reconnecting under AsyncClient: "
+        "tests/protocol/client/test_async_client.py and test_wait.py (over a real daemon)"
+    ),
     "protocol/token_store.py": "the token file: tests/protocol/client/test_async_client.py",
     "protocol/common.py": "wire models: tests/protocol/test_vectors.py and test_union.py",
     "protocol/errors.py": "the root error and ErrorCode: tests/protocol/test_vectors.py",
@@ -79,6 +82,10 @@ UNMIRRORED: dict[str, str] = {
     "daemon/recorder/timeline.py": "tests/daemon/offline/ (every export and report reads it)",
     "daemon/server/fanout.py": "Hub and its queues: tests/daemon/server/test_backpressure.py",
     "daemon/server/handshake.py": "tests/daemon/server/test_security.py (on a real daemon)",
+    "daemon/server/access.py": (
+        "approvers, pairing and hook keys over real sockets: tests/daemon/server/"
+        "test_approvers.py, test_commits_live.py and tests/e2e/test_hook_forgery.py"
+    ),
     "daemon/server/server.py": (
         "DaemonServer: tests/daemon/server/test_session_flow.py, test_security.py and the "
         "other live tests there"

@@ -14,6 +14,7 @@ from PIL import Image
 
 from tests.e2e.browser import GOLDEN, hook_key, require_browser, serve_dir
 from tests.e2e.conftest import wait_connected
+from tests.e2e.test_extension_commit_hold import set_mode
 from tests.e2e.test_golden_capture import hook
 from tests.fixtures.daemon import TEST_TOKEN
 
@@ -145,6 +146,8 @@ async def test_another_origin_neither_reads_nor_drives_the_session(paired, site)
     await page.get_by_test_id("ws-panel").wait_for()
 
     other = site.replace("127.0.0.1", "localhost")  # the same pages on another origin
+    # leaving for another origin is a commit the browser holds: the person lets it run (watch)
+    await set_mode(browser, sid, "watch")
     await page.goto(f"{other}/p2-shop.html", wait_until="load")
     status = await page.evaluate(MAYBE_HOOK, ["status", {}, 10_000])
     assert status["type"] == "status" and status["session_id"] is None, status

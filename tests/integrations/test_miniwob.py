@@ -1,5 +1,5 @@
 """A real benchmark (issue 44.7): MiniWoB++ through ``browsergym-miniwob``, a scripted agent
-over 12 task types, plain and through ProcessRewardWrapper with the daemon's defaults (the
+over 10 task types, plain and through ProcessRewardWrapper with the daemon's defaults (the
 tiny judge, mode ask, nobody paired, no reference checklist), one env reused across seeds and
 a fresh env per seed. The wrapped agent solves every episode the plain one solves; every
 episode is recorded with the env's outcome; each export yields the rows
@@ -28,10 +28,11 @@ pytest.importorskip("browsergym.miniwob")
 
 TASKS = (
     "click-button", "click-link", "enter-text", "click-checkboxes", "login-user",
-    "choose-list", "focus-text", "click-dialog", "click-option", "enter-password",
-    "click-tab", "click-test",
+    "choose-list", "click-dialog", "click-option", "enter-password", "click-tab",
 )  # fmt: skip
 SEEDS = (1, 2)
+#: The tasks also run with a fresh env per seed (a browser each: kept few for CI's 2 cores)
+FRESH = ("click-button", "enter-text", "login-user")
 #: The task pages the ``miniwob`` package ships (what browsergym-miniwob's MINIWOB_URL names).
 PAGES = Path(miniwob.__file__).parent / "html" / "miniwob"
 
@@ -197,16 +198,18 @@ def below(executed: float | None, other: float | None) -> bool:
     return executed is None or other is None or other < executed
 
 
+@pytest.mark.timeout(900)
 def test_a_wrapped_scripted_agent_solves_what_the_plain_env_solves_and_is_recorded(
     tmp_path: Path,
 ) -> None:
     with daemon_process(tmp_path / "daemon") as daemon:
         plain = {(e.task, e.seed): e for t in TASKS for e in reused(t, False, None)}
-        wrapped = [e for t in TASKS for e in (*reused(t, True, daemon), *fresh(t, daemon))]
+        wrapped = [e for t in TASKS for e in reused(t, True, daemon)]
+        wrapped += [e for t in FRESH for e in fresh(t, daemon)]
         with Client(daemon.url, daemon.token) as client:
             events = {e.session_id: client.session(e.session_id).events for e in wrapped}
     assert all(e.solved for e in plain.values()), [k for k, e in plain.items() if not e.solved]
-    assert len(wrapped) == 2 * len(plain)
+    assert len(wrapped) == len(plain) + len(FRESH) * len(SEEDS)
     for e in wrapped:  # the wrapped agent solves each episode the plain one solves
         assert e.solved or not plain[(e.task, e.seed)].solved, (e.task, e.seed)
     for e in wrapped:  # recorded with the env's own outcome; a judge's checklist: generated

@@ -228,7 +228,7 @@ def test_serve_shows_the_approval_policy_at_start(capsys: pytest.CaptureFixture[
     from webshepherd.daemon.cli import main
 
     url = f"http://127.0.0.1:{closed_port()}/v1"
-    args = ["serve", "--port", "0", "--backend", "openai", "--base-url", url]
+    args = ["serve", "--port", "0", "--backend", "openai", "--base-url", url, "--server-wait", "0"]
     assert main([*args, "--approval-threshold", "0.5"]) == 2  # the model server is down
     err = capsys.readouterr().err
     assert "Approvals: a score waits for a person when the best reward is below 0.5" in err
@@ -296,7 +296,8 @@ def test_serve_shows_what_holds_predicts_and_flags_in_one_paragraph(
     assert "No sandbox origins" in policy and "Approvals: a score waits" in policy
     assert err.index("policy:") < err.index("cannot reach")
     strict = ["--guard-names", "--mode", "stop", "--sandbox-origin", "HTTP://127.0.0.1:*/"]
-    assert main(["serve", "--port", "0", "--backend", "openai", "--base-url", url, *strict]) == 2
+    args = ["serve", "--port", "0", "--backend", "openai", "--base-url", url, "--server-wait", "0"]
+    assert main([*args, *strict]) == 2
     err = capsys.readouterr().err
     assert "named with one of: buy, pay, purchase, order," in err
     assert "New sessions start in mode 'stop'" in err

@@ -430,7 +430,7 @@ def test_start_up_probe_errors(fake) -> None:
     with pytest.raises(ModelUnavailableError, match=r"does not serve 'gpt-9'.*gpt-test"):
         load_engine("x", backend="openai-chat", base_url=s.url, api_key=KEY, remote_model="gpt-9")
     with pytest.raises(ModelUnavailableError, match="cannot reach"):
-        load_engine("x", backend="openai-chat", base_url="http://127.0.0.1:9/v1")
+        load_engine("x", backend="openai-chat", base_url="http://127.0.0.1:9/v1", server_wait=0)
     engine = load_engine("x", backend="openai-chat", base_url=s.url, api_key=KEY)
     assert engine.model_id == "gpt-test"
 
