@@ -4,6 +4,7 @@ logprobs), both probed at start-up (``GET /models``), and their options."""
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import time
@@ -184,7 +185,7 @@ def load_openai_backend(
     return OpenAIBackend(root, name, api_key=api_key, tokenizer=tokenizer, **options)
 
 
-def _openai(
+def _served(
     model: str,
     device: str,
     context: int | None,
@@ -192,36 +193,21 @@ def _openai(
     api_key: str | None = None,
     remote_model: str | None = None,
     server_wait: float | None = None,
+    *,
+    chat: bool,
 ) -> Backend:
+    """Either remote backend's table loader (``chat``: openai-chat, which judges with the
+    server's model, so ``remote_model`` names it)."""
     loaded = load_openai_backend(
-        model,
+        (remote_model or model) if chat else model,
         base_url=base_url,
         api_key=api_key,
         remote_model=remote_model,
         server_wait=SERVER_WAIT_S if server_wait is None else server_wait,
+        chat=chat,
     )
-    log.info("scoring with %s at %s", loaded.model_id, base_url)
-    return loaded
-
-
-def _openai_chat(
-    model: str,
-    device: str,
-    context: int | None,
-    base_url: str | None = None,
-    api_key: str | None = None,
-    remote_model: str | None = None,
-    server_wait: float | None = None,
-) -> Backend:
-    loaded = load_openai_backend(
-        remote_model or model,
-        base_url=base_url,
-        api_key=api_key,
-        remote_model=remote_model,
-        server_wait=SERVER_WAIT_S if server_wait is None else server_wait,
-        chat=True,
-    )
-    log.info("judging with the chat model %s at %s", loaded.model_id, base_url)
+    what = "judging with the chat model" if chat else "scoring with"
+    log.info("%s %s at %s", what, loaded.model_id, base_url)
     return loaded
 
 
@@ -258,11 +244,14 @@ OPTIONS: dict[str, BackendOption] = {
 _SERVED = ("base_url", "api_key_env", "remote_model", "server_wait")
 
 ENTRY = BackendKind(
-    "an OpenAI-compatible completions server such as `vllm serve`", _openai, _SERVED, remote=True
+    "an OpenAI-compatible completions server such as `vllm serve`",
+    functools.partial(_served, chat=False),
+    _SERVED,
+    remote=True,
 )
 CHAT_ENTRY = BackendKind(
     "any chat-completions API returning logprobs: no GPU, no local files",
-    _openai_chat,
+    functools.partial(_served, chat=True),
     _SERVED,
     remote=True,
     judges_remote_model=True,
