@@ -44,7 +44,9 @@ def _run(*args: str | Path, timeout: float = 600) -> str:
 @pytest.fixture(scope="module")
 def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("dist")
-    _run(sys.executable, "-m", "build", "--sdist", "--wheel", "--outdir", out, REPO)
+    # no --sdist --wheel: the wheel is built from the sdist (which must then be whole), in a
+    # temporary folder, leaving no build/ output in the tree
+    _run(sys.executable, "-m", "build", "--outdir", out, REPO)
     return out
 
 
