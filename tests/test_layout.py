@@ -73,7 +73,7 @@ UNMIRRORED: dict[str, str] = {
         "(split_attention=False) and test_transformers_batching.py"
     ),
     "daemon/engine/backends/vllm_outputs.py": "vLLM's outputs read: tests/vllm/ (needs vLLM)",
-    "daemon/records.py": _DECLARATIONS,
+    "daemon/records/stored.py": "the session read back: tests/daemon/server/test_restart.py",
     "daemon/recorder/history.py": (
         "the reading API: tests/daemon/recorder/test_store.py, tests/daemon/server/"
         "test_restart.py and the offline tests read through it"

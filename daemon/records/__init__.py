@@ -5,26 +5,18 @@ The writes: one frozen dataclass per kind. The machine returns them as effects (
 :meth:`Recorder.apply` carries each out with the store operation of the same name. ``op``
 names the kind (logs and tests). A write that has a wire message carries it (the event the
 machine publishes, or the request), plus only what that lacks, so each fact is stated once.
-The read back: :class:`StoredSession`, what :meth:`History.stored_session` reads for the
-machine to resume a session after a restart.
+The read back: :class:`StoredSession` (``records/stored.py``), what
+:meth:`History.stored_session` reads for the machine to resume a session after a restart.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 from pydantic import BaseModel
-from webshepherd.protocol.common import (
-    AgentInfo,
-    Candidate,
-    CandidateResult,
-    CommitMode,
-    Outcome,
-    SessionSource,
-    Timing,
-    Turn,
-)
+from webshepherd.daemon.records.stored import StoredScore, StoredSession
+from webshepherd.protocol.common import Candidate, CandidateResult, Timing
 from webshepherd.protocol.replies import (
     ActionEvent,
     ApprovalRequest,
@@ -178,35 +170,21 @@ Record = (
 )
 """Any write of the session machine."""
 
-
-@dataclass(frozen=True)
-class StoredScore:
-    """One recorded score request: its step and per candidate ``(action, reward, levels)``
-    (``levels`` is None when the candidate carried no checklist items)."""
-
-    step: int
-    candidates: tuple[tuple[str, float | None, dict[int, int] | None], ...]
-
-
-@dataclass(frozen=True)
-class StoredSession:
-    """A recorded session as the machine needs it to continue (rows, no machine state)."""
-
-    session_id: str
-    intent: str
-    start_url: str | None
-    agent: AgentInfo
-    source: SessionSource
-    created_at: float
-    latest_reward: float | None
-    outcome: Outcome | None
-    answer: str | None
-    ended_at: float | None
-    checklist: Checklist | None
-    observation: tuple[int, str, str] | None  # the latest (step, url, axtree)
-    actions: tuple[tuple[int, Turn], ...]  # (step, turn) in order
-    scores: tuple[StoredScore, ...]
-    # the search tree's nodes, (node, parent, depth, action), in node order (tree search)
-    tree: tuple[tuple[int, int | None, int, str | None], ...] = ()
-    mode: CommitMode | None = None  # the latest recorded (mode.set, else session.started)
-    holds: Literal["browser"] | None = None  # session.started's
+__all__ = [
+    "ActionRecord",
+    "ApprovalDecidedRecord",
+    "ApprovalRequestedRecord",
+    "ChecklistRecord",
+    "EventRecord",
+    "LabelRecord",
+    "ObservationRecord",
+    "Record",
+    "ScoreDecisionRecord",
+    "ScoreRecord",
+    "ScorerRecord",
+    "SessionEndedRecord",
+    "SessionStartedRecord",
+    "StoredScore",
+    "StoredSession",
+    "TreeNodeRecord",
+]
