@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 from collections.abc import Callable
@@ -13,7 +14,7 @@ from textual.pilot import Pilot
 from webshepherd.tui.device import DeviceReading
 from webshepherd.tui.state import MonitorState
 
-from tests.fixtures.poll import until
+from tests.fixtures.poll import TIMEOUT, until
 from tests.tui.events import load_recorded
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
@@ -68,8 +69,34 @@ def assert_snapshot(app: App[object], name: str) -> None:
     assert text == expected, f"{name} differs from its snapshot:\n{text}"
 
 
+async def settled_snapshot(pilot: Pilot[object], app: App[object], name: str) -> None:
+    """:func:`assert_snapshot` once the screen shows it (frames land late under load)."""
+    path = SNAPSHOTS / f"{name}.txt"
+    if UPDATE or not path.exists():
+        await pilot.pause(0.2)  # rewriting by hand: nothing to wait for, so let it settle
+    else:
+        expected = path.read_text(encoding="utf-8")
+        with contextlib.suppress(AssertionError):  # assert_snapshot says how it differs
+            await wait_until(pilot, lambda: screen_text(app) == expected, what=name)
+    assert_snapshot(app, name)
+
+
 async def wait_until(
-    pilot: Pilot[object], cond: Callable[[], object], timeout: float = 30.0, what: str = ""
+    pilot: Pilot[object],
+    cond: Callable[[], object],
+    timeout: float = TIMEOUT,
+    what: str = "",
+    observe: Callable[[], object] | None = None,
 ) -> None:
     """Let the app run until ``cond()`` is true (the app's timers and workers keep going)."""
-    await until(cond, timeout, what, pause=pilot.pause)
+    await until(cond, timeout, what, pause=pilot.pause, observe=observe)
+
+
+async def wait_for_text(pilot: Pilot[object], app: App[object], *texts: str) -> None:
+    """Let the app run until the screen shows every one of ``texts``."""
+    await wait_until(
+        pilot,
+        lambda: all(t in screen_text(app) for t in texts),
+        what=f"the screen to show {texts}",
+        observe=lambda: screen_text(app),
+    )

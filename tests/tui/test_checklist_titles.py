@@ -32,11 +32,19 @@ async def test_long_checklist_titles_are_wrapped_whole_at_120x40():
         )
         detail = app.main.query_one(SessionDetail)
         await wait_until(pilot, lambda: detail.view is not None, what="a selected session")
-        await pilot.pause(0.2)
-        pane = detail.region
-        rows = screen_text(app).splitlines()[pane.y : pane.y + pane.height]
-        text = " ".join(r[pane.x : pane.x + pane.width].strip() for r in rows)
-        text = " ".join(text.split())
-        for title in LONG[: len(detail.view.checklist)]:
+        assert detail.view is not None
+        titles = LONG[: len(detail.view.checklist)]
+
+        def pane_text() -> str:
+            pane = detail.region
+            rows = screen_text(app).splitlines()[pane.y : pane.y + pane.height]
+            text = " ".join(r[pane.x : pane.x + pane.width].strip() for r in rows)
+            return " ".join(text.split())
+
+        await wait_until(
+            pilot, lambda: titles[0] in pane_text(), what="the first title", observe=pane_text
+        )
+        text = pane_text()
+        for title in titles:
             assert title in text, f"{title!r} not shown whole in:\n{text}"
         assert "Open the product se " not in text + " "

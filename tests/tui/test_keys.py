@@ -50,26 +50,33 @@ def section_of(screen: Screen) -> str:
 
 
 async def check_screen(pilot, app: WebShepherdApp, screen: Screen) -> None:
-    await wait_until(pilot, lambda: footer(screen), what="the footer's keys")
-    await pilot.pause(0.1)
-    shown = footer(screen)
-    await pilot.press("question_mark")
-    await pilot.pause(0.1)
-    lines = help_lines(app)
-    await pilot.press("escape")
-    await pilot.pause(0.1)
-    assert app.screen is screen
     title = section_of(screen)
     entries = dict(SECTIONS)[title] + APP
     keys = [e for e in entries if isinstance(e, Key)]
     # the footer shows exactly the keys the help lists for this screen as footer keys ...
-    assert shown == {(k.shown, k.label) for k in keys if k.footer}, shown
+    expected = {(k.shown, k.label) for k in keys if k.footer}
+    await wait_until(
+        pilot, lambda: footer(screen) == expected, what="the footer's keys",
+        observe=lambda: footer(screen),
+    )  # fmt: skip
+    shown = footer(screen)
+    await pilot.press("question_mark")
+    await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen), what="the help")
+    lines = help_lines(app)
+    await pilot.press("escape")
+    await wait_until(pilot, lambda: app.screen is screen, what="the help to close")
     # ... and the help names each by the footer's name for it, with its line
     text = "\n".join(lines[title] + lines["everywhere"])
     for shown_key, label in shown:
         key = next(k for k in keys if k.label == label)
         assert f"{shown_key:<7} {key.help}" in text, (shown_key, text)
     # the footer shows them all, even at 80 columns
+    await wait_until(
+        pilot,
+        lambda: all(f"{k} {label}" in screen_text(app).splitlines()[-1] for k, label in shown),
+        what="the footer's bottom line",
+        observe=lambda: screen_text(app).splitlines()[-1],
+    )
     bottom = screen_text(app).splitlines()[-1]
     for shown_key, label in shown:
         assert f"{shown_key} {label}" in bottom, (shown_key, label, bottom)
@@ -103,11 +110,11 @@ async def test_replay_home_and_end_reach_the_screen():
         await ready(pilot, app)
         replay = ReplayScreen(reply=recorded_session("s-running"))
         await app.push_screen(replay)
-        await pilot.pause()
+        await wait_until(pilot, lambda: replay.view is not None, what="the replay's session")
         detail = replay.query_one(SessionDetail)
         detail.focus()
-        await pilot.pause()
-        assert detail.allow_vertical_scroll  # the detail overflows: it would take home/end
+        # the detail overflows: it would take home/end
+        await wait_until(pilot, lambda: detail.allow_vertical_scroll, what="the detail's scroll")
         last = len(replay.ends) - 1
         assert last > 1
         await pilot.press("end")

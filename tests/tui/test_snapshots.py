@@ -12,7 +12,7 @@ from webshepherd.tui.screens.replay import ReplayScreen
 from webshepherd.tui.widgets.sessions_table import SessionsTable
 
 from tests.tui.events import load_recorded
-from tests.tui.helpers import FixedProbe, assert_snapshot, recorded_state, wait_until
+from tests.tui.helpers import FixedProbe, recorded_state, settled_snapshot, wait_until
 
 SIZES = [(80, 24), (160, 48)]
 
@@ -51,9 +51,7 @@ async def ready(pilot, app: WebShepherdApp) -> None:
         lambda: app.main.ready and app.main.query_one(SessionsTable).row_count == 3,
         what=f"the main screen ({app.screen}, {app.main.is_mounted}, "
         f"{[t.row_count for t in app.main.query(SessionsTable)]})",
-        timeout=10,
     )
-    await pilot.pause(0.1)
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
@@ -75,13 +73,12 @@ async def test_main_screens(name, keys, size):
         for key in keys:
             await pilot.press(key)
         await pilot.wait_for_scheduled_animations()
-        await pilot.pause(0.1)
         if name == "help":
-            assert isinstance(app.screen, HelpScreen)
+            await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen), what="help")
         if name == "edit":
-            assert isinstance(app.screen, EditActionScreen)
+            await wait_until(pilot, lambda: isinstance(app.screen, EditActionScreen), what="edit")
             assert app.screen.query_one(Input).value == "scroll(0, 300)"
-        assert_snapshot(app, f"{name}-{size[0]}x{size[1]}")
+        await settled_snapshot(pilot, app, f"{name}-{size[0]}x{size[1]}")
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
@@ -91,10 +88,9 @@ async def test_replay_screen(size):
         await ready(pilot, app)
         screen = ReplayScreen(reply=recorded_session("s-running"))
         await app.push_screen(screen)
-        await pilot.pause()
+        await wait_until(pilot, lambda: screen.view is not None, what="the replay's session")
         for key in ("right", "right", "right", "right"):
             await pilot.press(key)
-        await pilot.pause(0.1)
         assert screen.view is not None and screen.view.current is not None
         assert screen.view.current.step == 5
-        assert_snapshot(app, f"replay-{size[0]}x{size[1]}")
+        await settled_snapshot(pilot, app, f"replay-{size[0]}x{size[1]}")

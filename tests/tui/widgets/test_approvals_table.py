@@ -15,7 +15,7 @@ from webshepherd.tui.widgets.approvals_table import ApprovalsPanel
 from webshepherd.tui.widgets.session_detail import SessionDetail
 from webshepherd.tui.widgets.target_crop import target_crop
 
-from tests.tui.helpers import FixedProbe, screen_text, wait_until
+from tests.tui.helpers import FixedProbe, screen_text, wait_for_text, wait_until
 
 INTENT = (
     "Find the zebra-striped USB-C cable of two metres with braided nylon, the cheapest one "
@@ -91,7 +91,7 @@ async def shown_card(pilot, app: WebShepherdApp) -> str:
     await pilot.press("2")
     panel = app.screen.query_one(ApprovalsPanel)
     await wait_until(pilot, lambda: panel.selected is not None, what="the request")
-    await pilot.pause(0.1)
+    await wait_for_text(pilot, app, "target    ", "waits     ", "feedback  ")
     return screen_text(app)
 
 
@@ -151,9 +151,13 @@ async def test_the_selected_sessions_intent_is_shown_in_full_at_120x40() -> None
         await wait_until(pilot, lambda: app.main.ready, what="the main screen")
         detail = app.screen.query_one(SessionDetail)
         await wait_until(pilot, lambda: detail.view is not None, what="the detail")
-        await pilot.pause(0.1)
-        x = detail.region.x
-        lines = [line[x:] for line in screen_text(app).splitlines()]
-    shown = " ".join(" ".join(lines).split())
+
+        def shown_in_detail() -> str:
+            x = detail.region.x
+            lines = [line[x:] for line in screen_text(app).splitlines()]
+            return " ".join(" ".join(lines).split())
+
+        await wait_until(pilot, lambda: INTENT in shown_in_detail(), what="the intent")
+        shown = shown_in_detail()
     assert INTENT in shown
     assert "shop-agent · waiting at step 4 · 1 step " in shown  # the held step, one step

@@ -15,7 +15,7 @@ from webshepherd.tui.widgets.fit import NAME_MAX, fit
 from webshepherd.tui.widgets.sessions_table import SessionsTable
 
 from tests.tui.events import session_events
-from tests.tui.helpers import FixedProbe, screen_text, wait_until
+from tests.tui.helpers import FixedProbe, screen_text, wait_for_text, wait_until
 
 AGENT = "webshepherd-demo"
 LONG = "an-agent-with-a-name-far-too-long-for-any-column"
@@ -45,7 +45,7 @@ async def test_tables_fit_80_columns():
     async with app.run_test(size=(80, 24)) as pilot:
         table = app.main.query_one(SessionsTable)
         await wait_until(pilot, lambda: app.main.ready and table.row_count == 2, what="rows")
-        await pilot.pause(0.1)
+        await wait_for_text(pilot, app, " intent ", AGENT, "waiting at step")
         text = screen_text(app)
         header = row_with(text, "intent")
         for name in ("agent", "intent", "steps", "reward", "state"):
@@ -59,7 +59,7 @@ async def test_tables_fit_80_columns():
         await pilot.press("2")
         approvals = app.main.approvals.table
         await wait_until(pilot, lambda: approvals.row_count == 1, what="the approval")
-        await pilot.pause(0.1)
+        await wait_for_text(pilot, app, " reason ", "below_threshold")
         text = screen_text(app)
         header = row_with(text, "reason")
         for name in ("session", "step", "reward", "reason", "action"):
@@ -87,7 +87,7 @@ async def test_tables_fit_80_columns():
         await app.push_screen(history)
         listed = history.query_one(DataTable)
         await wait_until(pilot, lambda: listed.row_count == 1, what="the recorded session")
-        await pilot.pause(0.1)
+        await wait_for_text(pilot, app, " started ", "success")
         text = screen_text(app)
         header = row_with(text, "started")
         for name in ("started", "agent", "steps", "reward", "state", "intent"):
