@@ -56,7 +56,7 @@ class DaemonLink:
         self.refused_approver = False  # the credential was refused: monitoring unpaired
 
     def _client(self, approver: str | None) -> AsyncClient:
-        client = AsyncClient(
+        return AsyncClient(
             self.url,
             self._token,
             name="webshepherd-tui",
@@ -65,9 +65,8 @@ class DaemonLink:
             reconnect=True,
             backoff_initial_s=0.1,
             backoff_max_s=self._backoff_max_s,
+            daemon_wait_s=0.0,  # run() retries and says so
         )
-        client.daemon_wait_s = 0.0  # type: ignore[attr-defined]  # run() retries and says so
-        return client
 
     @property
     def paired(self) -> bool:

@@ -79,6 +79,7 @@ class Connection:
         backoff_max_s: float = 5.0,
         connect_timeout_s: float = 10.0,
         reconnect_wait_s: float = 30.0,
+        daemon_wait_s: float = DAEMON_WAIT_S,
         ssl: Any = None,
         max_size: int = MAX_FRAME_BYTES,
     ) -> None:
@@ -94,6 +95,7 @@ class Connection:
         self.backoff_max_s = backoff_max_s
         self.connect_timeout_s = connect_timeout_s
         self.reconnect_wait_s = reconnect_wait_s
+        self.daemon_wait_s = daemon_wait_s  # connect(): the longest it waits for a starting serve
         self._ssl = ssl
         self._max_size = max_size
         self.welcome: Welcome | None = None
@@ -120,7 +122,7 @@ class Connection:
         """Open the connection and say hello. Raises on a refused token or an unreachable daemon."""
         self._closing = False
         self._core.refused = None
-        await until_daemon(self._open, self.url, getattr(self, "daemon_wait_s", DAEMON_WAIT_S))
+        await until_daemon(self._open, self.url, self.daemon_wait_s)
         assert self.welcome is not None
         return self.welcome
 

@@ -13,97 +13,45 @@ with Client() as client:
 from __future__ import annotations
 
 import asyncio
-import functools
-import inspect
 import threading
 from collections.abc import Callable, Coroutine, Iterable, Iterator
-from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
+from typing import Any, Literal, TypeVar
 
 from webshepherd.protocol.client import AsyncClient
 from webshepherd.protocol.client.session import SessionHandle, SessionRef, Subscription
-from webshepherd.protocol.common import Role
+from webshepherd.protocol.client.sync_api import _ClientMethods, _SessionMethods
 from webshepherd.protocol.replies import Welcome
 from webshepherd.protocol.union import ServerMessage
-from webshepherd.protocol.version import MAX_FRAME_BYTES
 
 __all__ = ["Client", "SyncSession", "SyncSubscription"]
 T = TypeVar("T")
-P = ParamSpec("P")
 
 
-def _blocking(
-    method: Callable[Concatenate[Any, P], Coroutine[Any, Any, T]],
-) -> Callable[Concatenate[Any, P], T]:
-    """The blocking form of an async method, with its signature: run it on ``self.aio`` in
-    the private loop."""
+class Client(_ClientMethods):
+    """Same arguments and methods as :class:`AsyncClient`, blocking: the constructor and each
+    method are generated from the async ones (sync_api.py, ``make sync-client``), so the two
+    cannot drift. Here: the private loop, the properties, ``close`` and ``subscribe``."""
 
-    def blocking(self: Any, /, *args: P.args, **kwargs: P.kwargs) -> T:
-        result: T = self._run(method(self.aio, *args, **kwargs))
-        return result
-
-    functools.update_wrapper(blocking, method)
-    return blocking
-
-
-def _blocking_session(
-    method: Callable[Concatenate[Any, P], Coroutine[Any, Any, SessionHandle]],
-) -> Callable[Concatenate[Client, P], SyncSession]:
-    """:func:`_blocking` for a call that starts a session: a :class:`SyncSession` back."""
-
-    def blocking(self: Client, /, *args: P.args, **kwargs: P.kwargs) -> SyncSession:
-        handle = self._run(method(self.aio, *args, **kwargs))
-        return SyncSession(self, handle.session_id, handle.intent)
-
-    functools.update_wrapper(blocking, method)
-    signature = inspect.signature(method).replace(return_annotation="SyncSession")
-    setattr(blocking, "__signature__", signature)  # noqa: B010 (a function has no such slot)
-    return blocking
-
-
-class Client:
-    """Same arguments and methods as :class:`AsyncClient`, blocking: each method is the async
-    one's, wrapped (its own signature), so the two cannot drift."""
-
-    def __init__(
-        self,
-        url: str | None = None,
-        token: str | None = None,
-        *,
-        name: str = "webshepherd-python",
-        version: str | None = None,
-        role: Role = "agent",
-        approver: str | None = None,
-        reconnect: bool = True,
-        backoff_initial_s: float = 0.1,
-        backoff_max_s: float = 5.0,
-        connect_timeout_s: float = 10.0,
-        reconnect_wait_s: float = 30.0,
-        ssl: Any = None,
-        max_size: int = MAX_FRAME_BYTES,
-    ) -> None:
-        """:class:`AsyncClient`'s parameters (a test keeps the two the same)."""
+    def _start(self, make: Callable[[], AsyncClient]) -> None:
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(
             target=self._loop.run_forever, name="webshepherd-client", daemon=True
         )
         self._thread.start()
-        kwargs = dict(
-            name=name, version=version, role=role, approver=approver, reconnect=reconnect,
-            backoff_initial_s=backoff_initial_s, backoff_max_s=backoff_max_s,
-            connect_timeout_s=connect_timeout_s, reconnect_wait_s=reconnect_wait_s, ssl=ssl,
-            max_size=max_size,
-        )  # fmt: skip
-        self.aio: AsyncClient = self._run(self._make(url, token, kwargs))
+        self.aio = self._run(self._make(make))
 
     @staticmethod
-    async def _make(url: str | None, token: str | None, kwargs: dict[str, Any]) -> AsyncClient:
-        return AsyncClient(url, token, **kwargs)  # made on the private loop
+    async def _make(make: Callable[[], AsyncClient]) -> AsyncClient:
+        return make()  # made on the private loop
 
     def _run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
         if not self._loop.is_running():
             coro.close()
             raise RuntimeError("this Client is closed")
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout)
+
+    def _session(self, handle: SessionHandle) -> SyncSession:
+        return SyncSession(self, handle.session_id, handle.intent)
 
     def __enter__(self) -> Client:
         self.connect()
@@ -124,8 +72,6 @@ class Client:
     def connected(self) -> bool:
         return self.aio.connected
 
-    connect = _blocking(AsyncClient.connect)
-
     def close(self) -> None:
         """Close the connection and stop the private loop's thread."""
         if not self._loop.is_running():
@@ -136,25 +82,6 @@ class Client:
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(timeout=10)
             self._loop.close()
-
-    start_session = _blocking_session(AsyncClient.start_session)
-    observe = _blocking(AsyncClient.observe)
-    score = _blocking(AsyncClient.score)
-    report_action = _blocking(AsyncClient.report_action)
-    end_session = _blocking(AsyncClient.end_session)
-    label = _blocking(AsyncClient.label)
-    tree_node = _blocking(AsyncClient.tree_node)
-    decide = _blocking(AsyncClient.decide)
-    commit_check = _blocking(AsyncClient.commit_check)
-    set_mode = _blocking(AsyncClient.set_mode)
-    pair = _blocking(AsyncClient.pair)
-    sessions = _blocking(AsyncClient.sessions)
-    session = _blocking(AsyncClient.session)
-    ping = _blocking(AsyncClient.ping)
-    hook_key = _blocking(AsyncClient.hook_key)
-    hook_grant = _blocking(AsyncClient.hook_grant)
-    checklist = _blocking(AsyncClient.checklist)
-    call = _blocking(AsyncClient.call)
 
     def subscribe(
         self, sessions: Literal["*"] | Iterable[str] = "*", *, maxsize: int = 10_000
@@ -167,8 +94,8 @@ class Client:
         return SyncSubscription(self, self._run(start()))
 
 
-class SyncSession(SessionRef[Client]):
-    """Blocking counterpart of :class:`SessionHandle`."""
+class SyncSession(SessionRef[Client], _SessionMethods):
+    """Blocking counterpart of :class:`SessionHandle` (its methods: sync_api.py)."""
 
     @property
     def aio(self) -> SessionHandle:
@@ -176,16 +103,6 @@ class SyncSession(SessionRef[Client]):
 
     def _run(self, coro: Coroutine[Any, Any, T]) -> T:
         return self.client._run(coro)
-
-    checklist = _blocking(SessionHandle.checklist)
-    observe = _blocking(SessionHandle.observe)
-    score = _blocking(SessionHandle.score)
-    act = _blocking(SessionHandle.act)
-    label = _blocking(SessionHandle.label)
-    tree_node = _blocking(SessionHandle.tree_node)
-    commit_check = _blocking(SessionHandle.commit_check)
-    set_mode = _blocking(SessionHandle.set_mode)
-    end = _blocking(SessionHandle.end)
 
 
 class SyncSubscription:

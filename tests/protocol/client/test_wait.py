@@ -86,8 +86,7 @@ async def test_no_token_file_yet_is_waited_for(
 
 async def test_it_gives_up_with_the_clear_error() -> None:
     url = f"ws://127.0.0.1:{closed_port()}/v1"
-    client = AsyncClient(url, TEST_TOKEN, reconnect=False)
-    client.daemon_wait_s = 0.5  # type: ignore[attr-defined]
+    client = AsyncClient(url, TEST_TOKEN, reconnect=False, daemon_wait_s=0.5)
     with starting_marker(url), pytest.raises(ConnectionLostError, match="webshepherd serve"):
         await client.connect()
 
