@@ -16,7 +16,7 @@ PREREQS = $(if $(PREPARED),,$(STAMP) tiny-judge extension)
 WS_COMPAT ?= 15.0.1
 WS_STAMPS = $(foreach v,$(WS_COMPAT),build/websockets-$(v)/.installed)
 
-.PHONY: all setup setup-vllm tiny-judge tiny-judge-rebuild demo test test-main test-side test-integrations test-vllm test-websockets-compat lint schema clean extension
+.PHONY: all setup setup-vllm tiny-judge tiny-judge-rebuild demo test test-main test-side test-integrations test-vllm test-websockets-compat lint schema sync-client clean extension
 
 all: test
 
@@ -159,6 +159,10 @@ lint: $(STAMP) $(TYPECHECK)/webshepherd/.links
 
 schema: $(STAMP)
 	$(VENV)/bin/webshepherd schema
+
+# protocol/client/sync_api.py, the blocking client's methods, from AsyncClient and SessionHandle
+sync-client: $(STAMP)
+	$(VENV)/bin/python -m webshepherd.protocol.client.gen_sync
 
 clean:
 	rm -rf $(VENV) $(IVENV) $(VVENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache
