@@ -34,7 +34,7 @@ from webshepherd.tui.widgets.sessions_table import SessionsTable
 
 from tests.fixtures.daemon import TEST_TOKEN
 from tests.fixtures.demo_cli import DEMO, demo_env, run_demo
-from tests.tui.helpers import FixedProbe, screen_text, wait_until
+from tests.tui.helpers import FixedProbe, screen_text, wait_for_text, wait_until
 
 pytestmark = pytest.mark.model
 
@@ -141,5 +141,4 @@ async def test_every_surface_agrees_on_the_steps(tiny_model_path, tmp_path, star
         await wait_until(pilot, lambda: replay.view is not None, what="the recorded history")
         assert len(replay.ends) == n  # one frame per step
         await pilot.press("G")
-        await pilot.pause(0.1)
-        assert f"step {numbers[-1]} ({n}/{n})" in screen_text(app)
+        await wait_for_text(pilot, app, f"step {numbers[-1]} ({n}/{n})")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 from textual.widgets import DataTable, Input
 from webshepherd.tui.app import WebShepherdApp
@@ -16,7 +14,7 @@ from webshepherd.tui.widgets.sessions_table import SessionsTable
 
 from tests.daemon.server.test_session_flow import CANDS, OBS, start_session
 from tests.fixtures.daemon import TEST_TOKEN
-from tests.tui.helpers import FixedProbe, screen_text, wait_until
+from tests.tui.helpers import FixedProbe, screen_text, wait_for_text, wait_until
 
 pytestmark = pytest.mark.model
 
@@ -207,8 +205,7 @@ async def test_a_daemon_restart_is_survived(start_daemon, tmp_path):
         await first.close_clients()
         await first.server.stop()
         await wait_until(pilot, lambda: not app.link.client.connected, what="the drop")
-        await pilot.pause(0.2)
-        assert "reconnecting" in screen_text(app)
+        await wait_for_text(pilot, app, "reconnecting")
 
         second = await start_daemon(base=tmp_path, port=port)
         agent2 = await second.client(name="agent-1")
@@ -220,10 +217,8 @@ async def test_a_daemon_restart_is_survived(start_daemon, tmp_path):
         await wait_until(pilot, lambda: view.state == "ended", what="the ended state")
         assert [s.step for s in app.state.sessions[sid].scored_steps] == [1, 2]
         assert (view.state, view.outcome) == ("ended", "failure")
-        await pilot.pause(0.2)
-        assert "connected to" in screen_text(app)
+        await wait_for_text(pilot, app, "connected to")
         assert app.screen.query_one(DataTable).row_count == 1
-        await asyncio.sleep(0)
 
 
 @pytest.mark.parametrize("credential", ["none", "revoked"])

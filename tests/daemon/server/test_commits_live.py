@@ -242,7 +242,7 @@ async def test_where_the_browser_holds_a_place_order_click_runs_with_its_predict
 ) -> None:
     async with scripted_daemon(tmp_path, ScriptedJudge(JUDGE)) as server:
         d = DaemonHandle(server, make_config(tmp_path))
-        await d.client(role="monitor", name="tui")  # a person is there: still not held
+        person = await d.client(role="monitor", name="tui")  # a person is there: still not held
         async with AsyncClient(d.url, TEST_TOKEN) as agent:
             session = await _session(agent, holds="browser")
             scored = await session.score([ORDER, SUBMIT], samples=1, timeout=10)
@@ -253,7 +253,7 @@ async def test_where_the_browser_holds_a_place_order_click_runs_with_its_predict
             ]
             text_only = await _session(agent)  # no browser gate: the rules hold, predicted too
             asking = asyncio.create_task(text_only.score([ORDER], samples=1, timeout=30))
-            await asyncio.sleep(0.5)
+            await person.wait_for("approval.request")  # held for the person
             assert not asking.done()
             asking.cancel()
         await d.close_clients()

@@ -5,7 +5,6 @@ when it runs, and the engine reads the candidates the client sent."""
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections.abc import Callable
 
@@ -16,20 +15,33 @@ from webshepherd.daemon.sessions import Effect
 from webshepherd.protocol.common import Candidate
 
 from tests.fixtures.daemon import CANDS, OBS, REFERENCE, engine_like, start_session
+from tests.fixtures.poll import until
 
 
 async def test_a_session_is_not_evicted_between_its_score_and_the_record(start_daemon):
     daemon = await start_daemon(idle_evict_s=0.2)
-    runner = daemon.server._runner()
-    record = runner._step
-    engaged_while_waiting: list[bool] = []
+    runner, core = daemon.server._runner(), daemon.server.core
+    record, idle = runner._step, core.idle
+    watched: list[str] = []
+    sweeps_past_idle = 0  # evict sweeps that found the watched session idle long enough
+    kept_while_waiting: list[tuple[bool, bool]] = []
+
+    def counting_idle(idle_s: float, busy):  # type: ignore[no-untyped-def]
+        nonlocal sweeps_past_idle
+        st = core.sessions.get(watched[0]) if watched else None
+        if st is not None and core.monotonic() - st.last_active >= idle_s:
+            sweeps_past_idle += 1
+        return idle(idle_s, busy)
 
     async def slow_record(sid: str | None, apply: Callable[[], list[Effect]]) -> None:
         # the job is done (the scheduler no longer lists it); the evict loop runs meanwhile
-        await asyncio.sleep(1.0)
-        engaged_while_waiting.append(sid in runner.engaged())
+        if sid is not None and not watched:
+            watched.append(sid)
+            await until(lambda: sweeps_past_idle >= 2, what="two evict sweeps past the idle time")
+            kept_while_waiting.append((sid in runner.engaged(), sid in core.sessions))
         await record(sid, apply)
 
+    core.idle = counting_idle
     runner._step = slow_record
     agent = await daemon.client()
     sid = await start_session(agent)
@@ -40,7 +52,7 @@ async def test_a_session_is_not_evicted_between_its_score_and_the_record(start_d
         timeout=60,
     )  # fmt: skip
     assert scored["type"] == "scored" and scored["step"] == 1, scored
-    assert engaged_while_waiting == [True]
+    assert kept_while_waiting == [(True, True)]
 
 
 class HeldChecklist(Engine):
@@ -72,11 +84,8 @@ async def test_a_step_asked_before_the_checklist_runs_with_the_generated_one(
     score = {"type": "score", "id": "q", "session_id": sid, "candidates": CANDS, "samples": 1,
              "approval": "never"}  # fmt: skip
     await agent.send(score)
-    loop = asyncio.get_running_loop()
-    end = loop.time() + 30
-    while runner.scheduler.depth < 1:  # queued behind the generation, which has not finished
-        assert loop.time() < end, "the score was never queued"
-        await asyncio.sleep(0.02)
+    # queued behind the generation, which has not finished
+    await until(lambda: runner.scheduler.depth >= 1, what="the score to be queued")
     assert daemon.server.core.get(sid).checklist is None
     engine.release.set()
     scored = await agent.wait_for(lambda m: m.get("id") == "q", timeout=60)
