@@ -11,8 +11,9 @@ import pytest
 from webshepherd.daemon.config import DB_NAME
 from webshepherd.daemon.engine.engine import Engine
 from webshepherd.daemon.recorder import History
-from webshepherd.daemon.recorder.store import BIG_TEXT_CHARS, Recorder
+from webshepherd.daemon.recorder.store import Recorder
 from webshepherd.daemon.records import ObservationRecord, ScoreRecord, SessionStartedRecord
+from webshepherd.daemon.records.observations import BIG_TEXT_CHARS
 from webshepherd.protocol.common import (
     AgentInfo,
     Candidate,

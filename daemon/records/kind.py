@@ -1,0 +1,88 @@
+"""The shape of a recorded kind: its record class, the tables it owns and its write.
+
+A kind's module (``records/<kind>.py``) holds all of it: the frozen record the session
+machine returns, the DDL of its tables, the function that writes it and the functions that
+read those tables back. The modules only state SQL and take the connection the recorder
+passes (already inside its transaction); none opens a database.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel
+from webshepherd.protocol.errors import WebShepherdError
+
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class RecordKind(Generic[R]):
+    """One recorded kind: ``write(db, record)`` runs its statements on ``db`` inside the
+    recorder's transaction; ``tables`` is the DDL (tables and indexes) of the tables this
+    kind owns (empty when it writes tables another kind of its module owns)."""
+
+    record: type[R]
+    write: Callable[[sqlite3.Connection, R], None]
+    tables: str = ""
+
+
+def by_class(kinds: Iterable[RecordKind[Any]]) -> dict[type, RecordKind[Any]]:
+    """The kinds by record class; a class with two kinds, or a table created by two, is
+    refused."""
+    out: dict[type, RecordKind[Any]] = {}
+    owner: dict[str, str] = {}
+    for kind in kinds:
+        name = kind.record.__name__
+        if kind.record in out:
+            raise WebShepherdError(f"records: {name} has two kinds")
+        out[kind.record] = kind
+        for table in created_tables(kind.tables):
+            if table in owner:
+                raise WebShepherdError(
+                    f"records: table {table} is created by {owner[table]} and {name}"
+                )
+            owner[table] = name
+    return out
+
+
+def kind_of(kinds: Mapping[type, RecordKind[Any]], record: object) -> RecordKind[Any]:
+    """The kind that writes ``record`` (a record of no kind is refused, naming its class)."""
+    kind = kinds.get(type(record))
+    if kind is None:
+        raise WebShepherdError(
+            f"recorder: unknown record {type(record).__name__} (no kind in daemon.records.KINDS)"
+        )
+    return kind
+
+
+_CREATE_TABLE = re.compile(r"CREATE TABLE IF NOT EXISTS (\w+)")
+
+
+def created_tables(ddl: str) -> list[str]:
+    """The tables a DDL text creates, in order."""
+    return _CREATE_TABLE.findall(ddl)
+
+
+def to_json(v: object) -> str:
+    """A JSON column (compact, UTF-8 kept)."""
+    return json.dumps(v, separators=(",", ":"), ensure_ascii=False)
+
+
+def models_json(models: Iterable[BaseModel]) -> str:
+    """A column holding a list of wire models: checklist items, a result's item
+    probabilities (the one serialisation of a step's result into the recording)."""
+    return to_json([m.model_dump() for m in models])
+
+
+def table_rows(db: sqlite3.Connection, sql: str, args: tuple[Any, ...]) -> list[sqlite3.Row]:
+    """The rows of a query on a table a recording made before it was kept lacks (none)."""
+    try:
+        return db.execute(sql, args).fetchall()
+    except sqlite3.OperationalError:  # a recording made before the table was kept
+        return []

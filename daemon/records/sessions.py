@@ -1,0 +1,138 @@
+"""A session's start, end and scorer: the ``sessions`` row and the scorer tables."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from webshepherd.daemon.records.kind import RecordKind, table_rows, to_json
+from webshepherd.protocol.replies import SessionEnded, SessionStarted
+
+TABLES = """
+CREATE TABLE IF NOT EXISTS sessions (
+    session_id TEXT PRIMARY KEY,
+    intent TEXT NOT NULL,
+    start_url TEXT,
+    agent TEXT NOT NULL,            -- JSON AgentInfo
+    source TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    steps INTEGER NOT NULL DEFAULT 0,
+    latest_reward REAL,
+    outcome TEXT,
+    answer TEXT,
+    ended_at REAL
+);
+CREATE TABLE IF NOT EXISTS session_scorers (
+    session_id TEXT PRIMARY KEY REFERENCES sessions(session_id),
+    model TEXT NOT NULL,            -- the model that scored the session (as serve loaded it)
+    backend TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS session_scorer_settings (
+    session_id TEXT PRIMARY KEY REFERENCES sessions(session_id),
+    settings TEXT NOT NULL          -- JSON: prompt style, temperature, sampling, context, ...
+);
+CREATE INDEX IF NOT EXISTS sessions_by_time ON sessions(created_at);
+"""
+
+
+@dataclass(frozen=True)
+class SessionStartedRecord:
+    op: ClassVar[str] = "session_started"
+    event: SessionStarted
+    created_at: float
+
+
+@dataclass(frozen=True)
+class SessionEndedRecord:
+    op: ClassVar[str] = "session_ended"
+    event: SessionEnded
+    ended_at: float
+
+
+@dataclass(frozen=True)
+class ScorerRecord:
+    """Which model and backend scored a session, with the judging settings (prompt style,
+    temperature, the checkpoint's sampling settings…; written with its start)."""
+
+    op: ClassVar[str] = "scorer"
+    session_id: str
+    model: str
+    backend: str
+    settings: dict[str, Any] = field(default_factory=dict)
+
+
+def _started(db: sqlite3.Connection, r: SessionStartedRecord) -> None:
+    e = r.event
+    agent = e.agent.model_dump() if e.agent is not None else {}
+    db.execute(
+        "INSERT INTO sessions (session_id, intent, start_url, agent, source, "
+        "created_at) VALUES (?, ?, ?, ?, ?, ?)",
+        (e.session_id, e.intent, e.start_url, to_json(agent), e.source, r.created_at),
+    )
+
+
+def _ended(db: sqlite3.Connection, r: SessionEndedRecord) -> None:
+    e = r.event
+    db.execute(
+        "UPDATE sessions SET outcome = ?, answer = ?, ended_at = ? WHERE session_id = ?",
+        (e.outcome, e.answer, r.ended_at, e.session_id),
+    )
+
+
+def _scorer(db: sqlite3.Connection, r: ScorerRecord) -> None:
+    """The model and backend that score the session, and their judging settings (kept for
+    reports)."""
+    db.execute(
+        "INSERT OR REPLACE INTO session_scorers VALUES (?, ?, ?)",
+        (r.session_id, r.model, r.backend),
+    )
+    db.execute(
+        "INSERT OR REPLACE INTO session_scorer_settings VALUES (?, ?)",
+        (r.session_id, json.dumps(r.settings or {}, sort_keys=True)),
+    )
+
+
+STARTED = RecordKind(SessionStartedRecord, _started, TABLES)
+ENDED = RecordKind(SessionEndedRecord, _ended)
+SCORER = RecordKind(ScorerRecord, _scorer)
+KINDS = (STARTED, ENDED, SCORER)
+
+
+def row(db: sqlite3.Connection, session_id: str) -> sqlite3.Row | None:
+    """The session's ``sessions`` row (None: no such session)."""
+    got: sqlite3.Row | None = db.execute(
+        "SELECT * FROM sessions WHERE session_id = ?", (session_id,)
+    ).fetchone()
+    return got
+
+
+def answer(db: sqlite3.Connection, session_id: str) -> str | None:
+    """The answer the session ended with."""
+    got = db.execute("SELECT answer FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
+    return got["answer"] if got else None
+
+
+@dataclass(frozen=True)
+class Scorer:
+    """The model and backend that scored a session and its judging settings (None and empty
+    in a recording made before each was kept)."""
+
+    model: str | None
+    backend: str | None
+    settings: dict[str, Any]
+
+
+def scorer(db: sqlite3.Connection, session_id: str) -> Scorer:
+    got = table_rows(
+        db, "SELECT model, backend FROM session_scorers WHERE session_id = ?", (session_id,)
+    )
+    kept = table_rows(
+        db, "SELECT settings FROM session_scorer_settings WHERE session_id = ?", (session_id,)
+    )
+    return Scorer(
+        got[0]["model"] if got else None,
+        got[0]["backend"] if got else None,
+        json.loads(kept[0]["settings"]) if kept else {},
+    )
