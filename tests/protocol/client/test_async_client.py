@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from webshepherd.protocol.errors import (
 from webshepherd.protocol.token_store import TokenStore
 
 from tests.fixtures.daemon import TEST_TOKEN, DaemonHandle, StartDaemon
+from tests.fixtures.poll import until
 
 pytestmark = pytest.mark.model
 
@@ -34,6 +36,10 @@ CANDIDATES = [
     ("The search box is [12].", "fill('12', 'usb-c cable')"),
     ("Try deals.", "click('40')"),
 ]
+
+
+def failed_reconnects(caplog: pytest.LogCaptureFixture) -> int:
+    return sum(r.getMessage().startswith("reconnect to ") for r in caplog.records)
 
 
 def client(daemon: DaemonHandle, **kw: Any) -> AsyncClient:
@@ -60,7 +66,8 @@ async def test_wrong_token_is_refused_and_not_retried(daemon: DaemonHandle) -> N
         await c.connect()
     assert info.value.code is ErrorCode.UNAUTHORIZED
     assert "token" in info.value.message
-    await asyncio.sleep(0.2)
+    reader = c._reader
+    await until(lambda: reader is None or reader.done(), what="the refused socket's reader to end")
     assert c._reconnector is None, "a refused hello must not start reconnecting"
     await c.close()
 
@@ -149,8 +156,9 @@ async def test_subscription_sees_another_clients_session(daemon: DaemonHandle) -
 
 
 async def test_reconnects_after_the_daemon_restarts(
-    start_daemon: StartDaemon, tmp_path: Path
+    start_daemon: StartDaemon, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.DEBUG, logger="webshepherd.protocol.client.connection")
     first = await start_daemon(base=tmp_path)
     port = first.server.port
     c = client(first, backoff_initial_s=0.05, backoff_max_s=0.2, reconnect_wait_s=20)
@@ -158,10 +166,10 @@ async def test_reconnects_after_the_daemon_restarts(
     session = await c.start_session("Buy a cable", checklist=CHECKLIST, observation=OBS)
     sub = await c.subscribe("*").start()
     await first.server.stop()
-    assert not c.connected
+    await until(lambda: not c.connected, what="the client to see the daemon gone")
     # A call made while disconnected waits for the reconnect (hello + re-subscribe), then runs.
     ping = asyncio.create_task(c.ping())
-    await asyncio.sleep(0.5)
+    await until(lambda: failed_reconnects(caplog) >= 2, what="two failed reconnects")
     assert not ping.done()
     second = await start_daemon(base=tmp_path, port=port)
     assert await asyncio.wait_for(ping, 20) < 5
@@ -182,7 +190,7 @@ async def test_no_reconnect_when_disabled(start_daemon: StartDaemon, tmp_path: P
     c = client(d, reconnect=False)
     await c.connect()
     await d.server.stop()
-    await asyncio.sleep(0.2)
+    await until(lambda: not c.connected, what="the client to see the daemon gone")
     with pytest.raises(ConnectionLostError):
         await c.ping()
     await c.close()

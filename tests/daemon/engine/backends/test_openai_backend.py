@@ -19,6 +19,7 @@ from webshepherd.protocol.common import Turn
 from webshepherd.protocol.errors import ModelError
 
 from tests.daemon.engine.backends.test_transformers_backend import _alone, _batch
+from tests.fixtures.poll import until_sync
 
 pytestmark = pytest.mark.model
 
@@ -249,7 +250,6 @@ def test_cancel_closes_the_stream_and_the_server_stops(
     server: OpenAIServer, remote: OpenAIBackend, base: TransformersBackend
 ) -> None:
     import threading
-    import time
 
     before = server.completer.disconnects
     cancel = threading.Event()
@@ -259,9 +259,10 @@ def test_cancel_closes_the_stream_and_the_server_stops(
     finishes = [g.finish_reason for row in out.generations for g in row]
     assert "aborted" in finishes
     assert all(len(g.tokens) < 400 for row in out.generations for g in row)
-    deadline = time.monotonic() + 30  # the server notices at its next write
-    while server.completer.disconnects == before and time.monotonic() < deadline:
-        time.sleep(0.05)
+    until_sync(  # the server notices at its next write
+        lambda: server.completer.disconnects != before,
+        what="the server to see the stream closed",
+    )
     assert server.completer.disconnects == before + 1
     assert remote.generate("<|im_start|>user\nhi", 3) is not None  # the model is free again
 
