@@ -180,6 +180,8 @@ class _Imports:
                 raise GenerationError(f"{where}: {name!r} is not a module-level name there")
 
     def cls(self, cls: type) -> None:
+        if getattr(sys.modules.get(cls.__module__), cls.__name__, None) is not cls:
+            raise GenerationError(f"{cls.__qualname__} is not a module-level class to import")
         self.add(cls.__name__, f"from {cls.__module__} import {cls.__name__}")
 
 
@@ -302,25 +304,30 @@ def _ruff(args: list[str], text: str) -> str:
 
 
 def _format(text: str) -> str:
-    """``text`` with its imports sorted and merged, formatted as the project formats."""
+    """``text`` with its imports sorted and merged, formatted as the project formats (ruff
+    reads the settings that apply where sync_api.py lives, whatever ``--out`` says)."""
     text = _ruff(["check", "--select", "I", "--fix", "--quiet", "--exit-zero"], text)
     return _ruff(["format", "--quiet"], text)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("--check", action="store_true", help="fail when sync_api.py is stale")
-    check = parser.parse_args(argv).check
+    """Write the generated file (``--out``, default sync_api.py), or with ``--check`` say
+    whether it is current: 0 when it is, 1 when it is stale."""
+    parser = argparse.ArgumentParser(description="Generate the blocking client's methods.")
+    parser.add_argument("--check", action="store_true", help="fail when the file is stale")
+    parser.add_argument("--out", type=Path, default=TARGET, help="the file (sync_api.py)")
+    args = parser.parse_args(argv)
+    out: Path = args.out
     text = generate()
-    current = TARGET.read_text("utf-8") if TARGET.exists() else None
-    if check:
+    current = out.read_text("utf-8") if out.exists() else None
+    if args.check:
         if current != text:
-            print(f"{TARGET} is stale: run `make sync-client`", file=sys.stderr)
+            print(f"{out} is stale: run `make sync-client`", file=sys.stderr)
             return 1
         return 0
     if current != text:
-        TARGET.write_text(text, "utf-8")
-        print(f"wrote {TARGET}")
+        out.write_text(text, "utf-8")
+        print(f"wrote {out}")
     return 0
 
 
