@@ -498,18 +498,38 @@ class OtlpStats(Model):
     failed_spans: int = Field(ge=0, description="Spans whose export failed (not retried).")
 
 
-class SessionSummary(Model):
+class SessionHeader(Model):
+    """What one session is and how it stands, the columns of its ``sessions`` row: the one
+    declaration of these fields. The summary is it plus the live facts; the machine's live
+    state and the recorder's read-back hold one. Immutable: a change is a new header."""
+
+    model_config = ConfigDict(frozen=True)
+
     session_id: SessionId
     intent: str
     start_url: str | None = None
     agent: AgentInfo = Field(default_factory=AgentInfo)
     source: SessionSource = "agent"
-    state: SessionState = "running"
     outcome: Outcome | None = None
-    steps: int = 0
     latest_reward: float | None = None
     created_at: float = Field(description="Unix time, seconds.")
     ended_at: float | None = None
+
+    def summary(
+        self, state: SessionState, steps: int, mode: CommitMode | None = None
+    ) -> SessionSummary:
+        """The wire summary of this header with the session's state, step count and mode."""
+        fields = {name: getattr(self, name) for name in SessionHeader.model_fields}
+        return SessionSummary(**fields, state=state, steps=steps, mode=mode)
+
+
+# A session in a list (``sessions``, ``session``): its header and where it is now. (No
+# docstring: it would become the wire schema's description.)
+class SessionSummary(SessionHeader):
+    model_config = ConfigDict(frozen=False)
+
+    state: SessionState = "running"
+    steps: int = 0
     mode: CommitMode | None = Field(
         default=None, description="The session's mode now (addition to v1; null: not live)."
     )

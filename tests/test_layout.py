@@ -28,7 +28,6 @@ UNMIRRORED: dict[str, str] = {
         "tests/protocol/client/test_async_client.py and test_wait.py (over a real daemon)"
     ),
     "protocol/token_store.py": "the token file: tests/protocol/client/test_async_client.py",
-    "protocol/common.py": "wire models: tests/protocol/test_vectors.py and test_union.py",
     "protocol/errors.py": "the root error and ErrorCode: tests/protocol/test_vectors.py",
     "protocol/replies.py": "wire models: tests/protocol/test_vectors.py and test_union.py",
     "protocol/requests.py": "wire models: tests/protocol/test_vectors.py and test_union.py",
@@ -95,7 +94,6 @@ UNMIRRORED: dict[str, str] = {
     "daemon/redact.py": "redaction: tests/daemon/offline/export/test_rules.py",
     "daemon/sessions/effects.py": _DECLARATIONS,
     "daemon/sessions/plans.py": "plan steps: tests/daemon/sessions/test_machine.py",
-    "daemon/sessions/state.py": "SessionState: tests/daemon/server/test_restart.py (restored)",
     # -- daemon: commands and tooling --------------------------------------------------------
     "daemon/cli/demo.py": "`webshepherd demo`: tests/daemon/demo/test_run.py",
     "daemon/cli/dev.py": "`webshepherd dev`: tests/daemon/dev/test_tiny_model.py",

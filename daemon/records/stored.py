@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from webshepherd.protocol.common import AgentInfo, CommitMode, Outcome, SessionSource, Turn
+from webshepherd.protocol.common import CommitMode, SessionHeader, Turn
 from webshepherd.protocol.replies import Checklist
 
 
@@ -23,16 +23,8 @@ class StoredScore:
 class StoredSession:
     """A recorded session as the machine needs it to continue (rows, no machine state)."""
 
-    session_id: str
-    intent: str
-    start_url: str | None
-    agent: AgentInfo
-    source: SessionSource
-    created_at: float
-    latest_reward: float | None
-    outcome: Outcome | None
+    header: SessionHeader  # its ``sessions`` row
     answer: str | None
-    ended_at: float | None
     checklist: Checklist | None
     observation: tuple[int, str, str] | None  # the latest (step, url, axtree)
     actions: tuple[tuple[int, Turn], ...]  # (step, turn) in order

@@ -72,10 +72,10 @@ class Commits:
         send it); ``mode.set`` is the reply and an event to subscribers and approvers."""
         st = self.core.get(msg.session_id)
         st.mode = msg.mode
-        event = ModeSet(session_id=st.session_id, mode=msg.mode, by=by)
+        event = ModeSet(session_id=st.header.session_id, mode=msg.mode, by=by)
         return [
             Reply(conn, event.model_copy(update={"id": msg.id})),
-            Publish(st.session_id, event, exclude=conn, to_approvers=True),
+            Publish(st.header.session_id, event, exclude=conn, to_approvers=True),
         ]
 
     def check(self, conn: int, msg: rq.CommitCheck, *, approver: str | None) -> list[Effect]:
@@ -86,7 +86,7 @@ class Commits:
         if conn != st.owner and approver is None:
             raise UnauthorizedError(
                 "commit.check: only the session's own connection or a paired person's tool "
-                f"asks about its requests; session {st.session_id!r} is another connection's"
+                f"asks about its requests; session {st.header.session_id!r} is another connection's"
             )
         req = msg.request
         digest = request_digest(req)
@@ -111,7 +111,7 @@ class Commits:
                 way_out=way_out,
                 mode=st.mode,
             )
-            return self.decided(conn, msg.id, st.session_id, req, digest, info, flagged)
+            return self.decided(conn, msg.id, st.header.session_id, req, digest, info, flagged)
 
         if sandbox is not None:
             note = f"{sandbox} is a sandbox origin (serve --sandbox-origin): flagged, not held"
@@ -133,16 +133,16 @@ class Commits:
                 f"`serve --sandbox-origin {target or '<origin>'}` (or `serve --mode watch`), "
                 f"or {PAIR}"
             )
-            asked, resolved = self._rows(st.session_id, step, action, req, note)
+            asked, resolved = self._rows(st.header.session_id, step, action, req, note)
             return [asked, resolved, *answer("rejected", "daemon", note, way_out)]
-        opened = self.core.approvals.open(st.session_id, step, 0, action, guarded=True)
+        opened = self.core.approvals.open(st.header.session_id, step, 0, action, guarded=True)
         self.pending[opened.request_id] = PendingCommit(
-            conn, msg.id, st.session_id, req, digest, st.mode
+            conn, msg.id, st.header.session_id, req, digest, st.mode
         )
         st.waiting_approvals += 1
         event = ApprovalRequest(
             request_id=opened.request_id,
-            session_id=st.session_id,
+            session_id=st.header.session_id,
             step=step,
             candidate=Candidate(thought="", action=action),
             candidate_index=None,
@@ -153,7 +153,7 @@ class Commits:
         )
         return [
             ApprovalRequestedRecord(event, self.core.clock()),
-            Publish(st.session_id, event, to_approvers=True),
+            Publish(st.header.session_id, event, to_approvers=True),
             AwaitApproval(opened.request_id, self.core.approval_timeout_s),
         ]
 

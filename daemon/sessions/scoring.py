@@ -133,7 +133,7 @@ class Scoring:
             reason, unheld = None, "mode"  # watching: a reward never turns a step into a wait
         if best_reward is not None:
             st.step_rewards[job.step] = best_reward
-            st.latest_reward = best_reward
+            st.set_reward(best_reward)
         score = ScoreRecord(
             session_id=job.session_id,
             request_id=job.request_id,
@@ -145,7 +145,7 @@ class Scoring:
             best=best,
             timing=timing,
             created_at=self.core.clock(),
-            latest_reward=st.latest_reward,
+            latest_reward=st.header.latest_reward,
         )
         if reason is None:
             action = score.candidates[best].action if best is not None else None

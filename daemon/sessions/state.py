@@ -15,7 +15,7 @@ from webshepherd.protocol.common import (
     CommitMode,
     ElementFacts,
     Outcome,
-    SessionSource,
+    SessionHeader,
     SessionState,
     SessionSummary,
     Turn,
@@ -25,12 +25,8 @@ from webshepherd.protocol.steps import step_count
 
 @dataclass
 class LiveSession:
-    session_id: str
-    intent: str
-    start_url: str | None
-    agent: AgentInfo
-    source: SessionSource
-    created_at: float
+    # what the session is and how it stands (replaced, never changed: it is immutable)
+    header: SessionHeader
     owner: int | None = None  # connection that receives the session's events besides subscribers
     # how its commits and held steps are treated (sessions/modes.py); a paired person sets it
     mode: CommitMode = "ask"
@@ -60,13 +56,40 @@ class LiveSession:
     tree: dict[int, tuple[int | None, int, str | None]] = field(default_factory=dict)
     # and the thought reaching each (the judge's trajectory is the path to the expanded node)
     tree_thoughts: dict[int, str] = field(default_factory=dict)
-    latest_reward: float | None = None
     waiting_approvals: int = 0
     ended: bool = False
-    outcome: Outcome | None = None
     answer: str | None = None
-    ended_at: float | None = None
     last_active: float = field(default_factory=time.monotonic)  # for idle eviction
+
+    # Transitional (issue 43.3): the header's fields read through, until machine.py reads
+    # ``header`` itself; removed with that rename.
+    @property
+    def session_id(self) -> str:
+        return self.header.session_id
+
+    @property
+    def intent(self) -> str:
+        return self.header.intent
+
+    @property
+    def start_url(self) -> str | None:
+        return self.header.start_url
+
+    @property
+    def agent(self) -> AgentInfo:
+        return self.header.agent
+
+    @property
+    def created_at(self) -> float:
+        return self.header.created_at
+
+    @property
+    def outcome(self) -> Outcome | None:
+        return self.header.outcome
+
+    @property
+    def ended_at(self) -> float | None:
+        return self.header.ended_at
 
     def snapshot(self) -> LiveSession:
         """A copy to :meth:`roll_back` to (containers copied, big strings shared)."""
@@ -119,6 +142,15 @@ class LiveSession:
         earlier = [s for s in self.step_rewards if s < step]
         return self.step_rewards[max(earlier)] if earlier else None
 
+    def set_reward(self, reward: float | None) -> None:
+        """The session's latest reward is now ``reward``."""
+        self.header = self.header.model_copy(update={"latest_reward": reward})
+
+    def end(self, outcome: Outcome, answer: str | None, at: float) -> None:
+        """The session ended at ``at`` with ``outcome`` and the agent's ``answer``."""
+        self.ended, self.answer = True, answer
+        self.header = self.header.model_copy(update={"outcome": outcome, "ended_at": at})
+
     def summary(self) -> SessionSummary:
         state: SessionState
         if self.ended:
@@ -127,37 +159,17 @@ class LiveSession:
             state = "waiting_approval"
         else:
             state = "running"
-        return SessionSummary(
-            session_id=self.session_id,
-            intent=self.intent,
-            start_url=self.start_url,
-            agent=self.agent,
-            source=self.source,
-            state=state,
-            outcome=self.outcome,
-            steps=step_count(self.step_candidates, self.acted_steps),
-            latest_reward=self.latest_reward,
-            created_at=self.created_at,
-            ended_at=self.ended_at,
-            mode=None if self.ended else self.mode,
-        )
+        steps = step_count(self.step_candidates, self.acted_steps)
+        return self.header.summary(state, steps, None if self.ended else self.mode)
 
 
 def restored(stored: StoredSession, default_mode: CommitMode = "ask") -> LiveSession:
     """The machine's state of a recorded session (after a restart): its mode the latest one
     recorded (``mode.set``, else its start's), else ``default_mode``."""
     st = LiveSession(
-        stored.session_id,
-        stored.intent,
-        stored.start_url,
-        stored.agent,
-        stored.source,
-        stored.created_at,
-        latest_reward=stored.latest_reward,
-        ended=stored.ended_at is not None,
-        outcome=stored.outcome,
+        stored.header,
+        ended=stored.header.ended_at is not None,
         answer=stored.answer,
-        ended_at=stored.ended_at,
         mode=stored.mode or default_mode,
         holds=stored.holds,
     )
@@ -166,7 +178,7 @@ def restored(stored: StoredSession, default_mode: CommitMode = "ask") -> LiveSes
     if stored.observation is not None:
         st.step, st.url, st.axtree = stored.observation
     # the first observation's URL is not read back: the latest stands in for it
-    st.origin = session_origin(stored.start_url, st.url)
+    st.origin = session_origin(stored.header.start_url, st.url)
     st.history.extend(turn for _, turn in stored.actions)
     st.tree = {node: (parent, depth, action) for node, parent, depth, action in stored.tree}
     st.acted_steps.update(step for step, _ in stored.actions)

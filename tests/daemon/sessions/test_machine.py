@@ -26,7 +26,7 @@ from webshepherd.daemon.sessions import (
 )
 from webshepherd.daemon.sessions.approvals import ApprovalPolicy
 from webshepherd.protocol import requests as rq
-from webshepherd.protocol.common import AgentInfo, Timing, Turn
+from webshepherd.protocol.common import AgentInfo, SessionHeader, Timing, Turn
 from webshepherd.protocol.errors import (
     ProtocolError,
     SessionClosedError,
@@ -300,11 +300,14 @@ def test_a_tree_expansion_judges_with_the_path_to_its_node():
 
 
 def stored(sid: str = "old1", *, ended: bool = False) -> StoredSession:
-    return StoredSession(
-        sid, "buy a cable", "http://shop.local/", AgentInfo(), "agent", 5.0, 0.4,
-        "success" if ended else None, None, 9.0 if ended else None, None,
-        (2, "http://shop.local/p", "RootWebArea 'P'"), (), (), mode="watch",
+    header = SessionHeader(
+        session_id=sid, intent="buy a cable", start_url="http://shop.local/", agent=AgentInfo(),
+        source="agent", created_at=5.0, latest_reward=0.4,
+        outcome="success" if ended else None, ended_at=9.0 if ended else None,
     )  # fmt: skip
+    return StoredSession(
+        header, None, None, (2, "http://shop.local/p", "RootWebArea 'P'"), (), (), mode="watch"
+    )
 
 
 def test_an_agent_addresses_a_session_no_other_connected_connection_holds():
