@@ -77,7 +77,7 @@ UNMIRRORED: dict[str, str] = {
         "the reading API: tests/daemon/recorder/test_store.py, tests/daemon/server/"
         "test_restart.py and the offline tests read through it"
     ),
-    "daemon/recorder/schema.py": "the DDL: tests/daemon/recorder/test_store.py",
+    "daemon/recorder/schema.py": "the DDL from the kinds: tests/daemon/records/test_kind.py",
     "daemon/recorder/timeline.py": "tests/daemon/offline/ (every export and report reads it)",
     "daemon/server/fanout.py": "Hub and its queues: tests/daemon/server/test_backpressure.py",
     "daemon/server/handshake.py": "tests/daemon/server/test_security.py (on a real daemon)",

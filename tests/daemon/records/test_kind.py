@@ -1,0 +1,88 @@
+"""The one registry of recorded kinds (``records.KINDS``): every record class has exactly one
+kind, every table the recording holds belongs to exactly one kind, and a record of no kind,
+or a registry stating a class or a table twice, is refused with an error that names it."""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import get_args
+
+import pytest
+from webshepherd.daemon import records
+from webshepherd.daemon.recorder import Recorder
+from webshepherd.daemon.recorder.schema import DDL
+from webshepherd.daemon.records import KINDS, Record, RecordKind
+from webshepherd.daemon.records.kind import by_class, created_tables
+from webshepherd.daemon.records.labels import LabelRecord
+from webshepherd.protocol.errors import WebShepherdError
+
+
+def test_every_record_class_has_exactly_one_kind() -> None:
+    classes = [k.record for k in KINDS]
+    assert len(classes) == len(set(classes)) == 13
+    assert set(classes) == set(get_args(Record))  # the union is the registry's classes
+    for cls in classes:
+        assert getattr(records, cls.__name__) is cls  # re-exported for the importers
+        assert cls.__dataclass_params__.frozen  # type: ignore[attr-defined]
+
+
+def test_every_table_the_recording_holds_belongs_to_one_kind(tmp_path: Path) -> None:
+    owners: dict[str, list[str]] = {}
+    for k in KINDS:
+        for table in created_tables(k.tables):
+            owners.setdefault(table, []).append(k.record.__name__)
+    assert all(len(o) == 1 for o in owners.values()), owners
+    r = Recorder(tmp_path / "rec.sqlite3")
+    try:
+        made = {n for (n,) in r.db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    finally:
+        r.close()
+    assert made == set(owners) | {"meta"}  # meta: the store's own (the schema version)
+    assert created_tables(DDL) == ["meta", *owners]  # in the registry's order
+    assert len(owners) == 16
+
+
+def test_every_index_is_created_with_its_table() -> None:
+    db = sqlite3.connect(":memory:")
+    for k in KINDS:
+        if not k.tables:
+            continue
+        before = {n for (n,) in db.execute("SELECT name FROM sqlite_master WHERE type='index'")}
+        db.executescript(k.tables)
+        made = db.execute(
+            "SELECT name, tbl_name FROM sqlite_master WHERE type='index' AND sql IS NOT NULL"
+        ).fetchall()
+        for name, table in made:
+            if name not in before:
+                assert table in created_tables(k.tables), (name, k.record.__name__)
+
+
+@dataclass(frozen=True)
+class PlantedRecord:
+    op = "planted"
+    session_id: str
+
+
+def test_a_record_of_no_kind_is_refused_and_nothing_of_its_batch_is_written(rec) -> None:
+    from webshepherd.protocol.requests import Label
+
+    label = Label(
+        id="l1", session_id="s1", step=0, action="click('1')", items=["yes"], source="person"
+    )
+    with pytest.raises(WebShepherdError, match="unknown record PlantedRecord"):
+        rec.apply_all([LabelRecord(label, "person:ann", 2.0), PlantedRecord("s1")])  # type: ignore[list-item]
+    assert rec.db.execute("SELECT COUNT(*) FROM labels").fetchone()[0] == 0
+    assert not rec.db.in_transaction
+
+
+def test_a_registry_stating_a_class_or_a_table_twice_is_refused() -> None:
+    def write(db: sqlite3.Connection, r: object) -> None: ...
+
+    one = RecordKind(PlantedRecord, write, "CREATE TABLE IF NOT EXISTS planted (x);")
+    with pytest.raises(WebShepherdError, match="PlantedRecord has two kinds"):
+        by_class([one, RecordKind(PlantedRecord, write)])
+    with pytest.raises(WebShepherdError, match="table planted is created by PlantedRecord and Lab"):
+        by_class([one, RecordKind(LabelRecord, write, one.tables)])
+    assert set(by_class(KINDS)) == set(get_args(Record))
