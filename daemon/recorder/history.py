@@ -1,4 +1,7 @@
-"""Reads from the recording: session lists, whole histories, and state to resume a session."""
+"""Reads from the recording: session lists, whole histories, and state to resume a session.
+Each table is read by its kind's module (``daemon/records``); the SQL here is what spans
+tables (the session list with its step count, a session's recorded size, the observations
+and actions in recording order)."""
 
 from __future__ import annotations
 
@@ -9,28 +12,41 @@ from pathlib import Path
 from typing import Any
 
 from webshepherd.daemon.recorder.store import Recorder
-from webshepherd.daemon.recorder.timeline import Timeline, read_items, read_timeline
-from webshepherd.daemon.records import StoredScore, StoredSession
-from webshepherd.protocol.common import AgentInfo, ChecklistItem, SessionSummary, Turn
+from webshepherd.daemon.recorder.timeline import Timeline, read_timeline
+from webshepherd.daemon.records import (
+    StoredSession,
+    actions,
+    approvals,
+    checklists,
+    events,
+    observations,
+    scores,
+    sessions,
+    tree_nodes,
+)
+from webshepherd.protocol.common import AgentInfo, SessionHeader, SessionState, SessionSummary
 from webshepherd.protocol.errors import WebShepherdError
-from webshepherd.protocol.progress import item_levels
 from webshepherd.protocol.replies import Checklist
 
 
-def _summary(row: sqlite3.Row) -> SessionSummary:
-    return SessionSummary(
+def _header(row: sqlite3.Row) -> SessionHeader:
+    """A ``sessions`` row's header."""
+    return SessionHeader(
         session_id=row["session_id"],
         intent=row["intent"],
         start_url=row["start_url"],
         agent=AgentInfo.model_validate_json(row["agent"]),
         source=row["source"],
-        state="ended" if row["ended_at"] is not None else "running",
         outcome=row["outcome"],
-        steps=row["steps_taken"],
         latest_reward=row["latest_reward"],
         created_at=row["created_at"],
         ended_at=row["ended_at"],
     )
+
+
+def _summary(row: sqlite3.Row) -> SessionSummary:
+    state: SessionState = "ended" if row["ended_at"] is not None else "running"
+    return _header(row).summary(state, row["steps_taken"])
 
 
 #: The sessions with their step count (protocol/steps.py: the distinct steps scored or acted
@@ -108,23 +124,14 @@ class History:
 
     def scored_steps(self, session_id: str) -> int:
         """How many of the session's steps were scored at least once."""
-        row = self.db.execute(
-            "SELECT COUNT(DISTINCT step) FROM score_requests WHERE session_id = ?", (session_id,)
-        ).fetchone()
-        return int(row[0])
+        return scores.scored_steps(self.db, session_id)
 
     def summary(self, session_id: str) -> SessionSummary | None:
         row = self.db.execute(_SESSIONS + " WHERE session_id = ?", (session_id,)).fetchone()
         return _summary(row) if row else None
 
     def checklist(self, session_id: str) -> Checklist | None:
-        row = self.db.execute(
-            "SELECT * FROM checklists WHERE session_id = ?", (session_id,)
-        ).fetchone()
-        if row is None:
-            return None
-        items = [ChecklistItem.model_validate(i) for i in json.loads(row["items"])]
-        return Checklist(session_id=session_id, source=row["source"], items=items, text=row["text"])
+        return checklists.read(self.db, session_id)
 
     def timeline(self, session_id: str) -> Timeline | None:
         """The session step by step (observations, scorings, approvals, actions, signals)."""
@@ -143,32 +150,20 @@ class History:
         """The session's events from number ``after`` on, as subscribers got them (AX trees
         put back from ``observations``, where they are stored once), as many as fit about
         ``max_bytes`` of JSON (at least one), and the number to go on from (None: the end)."""
-        rows = self.db.execute(
-            "SELECT seq, body FROM events WHERE session_id = ? ORDER BY seq LIMIT -1 OFFSET ?",
-            (session_id, after),
-        )
         out: list[dict[str, Any]] = []
         size = 0
-        for n, row in enumerate(rows):
-            e = json.loads(row["body"])
+        for n, body in enumerate(events.bodies_from(self.db, session_id, after)):
+            e = json.loads(body)
             extra = 0
             if e.get("type") == "observed" and "axtree" not in e:
-                tree = self._tree(session_id, e.get("step", -1))
+                tree = observations.axtree_at(self.db, session_id, e.get("step", -1))
                 e["axtree"] = tree
                 extra = _json_size(tree)
-            size += len(row["body"]) + extra
+            size += len(body) + extra
             if out and max_bytes is not None and size > max_bytes:
                 return out, after + n
             out.append(e)
         return out, None
-
-    def _tree(self, session_id: str, step: int) -> str:
-        row = self.db.execute(
-            "SELECT axtree FROM observations WHERE session_id = ? AND step = ? "
-            "ORDER BY id DESC LIMIT 1",
-            (session_id, step),
-        ).fetchone()
-        return row["axtree"] if row else ""
 
     def signal_history(self, session_id: str) -> Iterator[tuple[str, str | None, str | None, int]]:
         """Observations ``("observed", url, axtree, step)`` and actions ``("action", action,
@@ -186,97 +181,22 @@ class History:
 
     def open_approvals(self) -> list[tuple[str, str]]:
         """``(request_id, session_id)`` of the approval requests nobody decided."""
-        rows = self.db.execute(
-            "SELECT request_id, session_id FROM approvals WHERE decision IS NULL ORDER BY rowid"
-        )
-        return [(r["request_id"], r["session_id"]) for r in rows]
+        return approvals.open_requests(self.db)
 
     def stored_session(self, session_id: str) -> StoredSession | None:
         """What the session machine needs to continue ``session_id`` after a restart."""
-        row = self.db.execute(
-            "SELECT * FROM sessions WHERE session_id = ?", (session_id,)
-        ).fetchone()
+        row = sessions.row(self.db, session_id)
         if row is None:
             return None
-        obs = self.db.execute(
-            "SELECT step, url, axtree FROM observations WHERE session_id = ? "
-            "ORDER BY id DESC LIMIT 1",
-            (session_id,),
-        ).fetchone()
-        actions = tuple(
-            (a["step"], Turn(thought=a["thought"] or "", action=a["action"]))
-            for a in self.db.execute(
-                "SELECT step, action, thought FROM actions WHERE session_id = ? ORDER BY id",
-                (session_id,),
-            )
-        )
-        scores = []
-        for s in self.db.execute(
-            "SELECT id, step FROM score_requests WHERE session_id = ? ORDER BY id", (session_id,)
-        ).fetchall():
-            cands = self.db.execute(
-                "SELECT action, reward, items FROM candidate_results WHERE score_id = ? "
-                "ORDER BY idx",
-                (s["id"],),
-            ).fetchall()
-            scores.append(
-                StoredScore(
-                    s["step"],
-                    tuple(
-                        (
-                            c["action"],
-                            c["reward"],
-                            _levels(c["items"]) if c["items"] != "[]" else None,
-                        )
-                        for c in cands
-                    ),
-                )
-            )
-        tree = tuple(
-            (n["node"], n["parent"], n["depth"], n["action"])
-            for n in self.db.execute(
-                "SELECT node, parent, depth, action FROM tree_nodes WHERE id IN "
-                "(SELECT MIN(id) FROM tree_nodes WHERE session_id = ? GROUP BY node) "
-                "ORDER BY node",
-                (session_id,),
-            )
-        )
-        mode, holds = self._mode(session_id)
+        mode, holds = events.mode(self.db, session_id)
         return StoredSession(
-            session_id=session_id,
-            intent=row["intent"],
-            start_url=row["start_url"],
-            agent=AgentInfo.model_validate_json(row["agent"]),
-            source=row["source"],
-            created_at=row["created_at"],
-            latest_reward=row["latest_reward"],
-            outcome=row["outcome"],
+            header=_header(row),
             answer=row["answer"],
-            ended_at=row["ended_at"],
             checklist=self.checklist(session_id),
-            observation=(obs["step"], obs["url"], obs["axtree"]) if obs is not None else None,
-            actions=actions,
-            scores=tuple(scores),
-            tree=tree,
+            observation=observations.latest(self.db, session_id),
+            actions=actions.turns(self.db, session_id),
+            scores=scores.stored(self.db, session_id),
+            tree=tree_nodes.stored(self.db, session_id),
             mode=mode,
             holds=holds,
         )
-
-    def _mode(self, session_id: str) -> tuple[Any, Any]:
-        """The session's latest recorded mode and its start's ``holds`` (events log)."""
-        mode = holds = None
-        for e in self.db.execute(
-            "SELECT type, body FROM events WHERE session_id = ? "
-            "AND type IN ('session.started', 'mode.set') ORDER BY seq",
-            (session_id,),
-        ):
-            body = json.loads(e["body"])
-            mode = body.get("mode") or mode
-            if e["type"] == "session.started":
-                holds = body.get("holds")
-        return mode, holds
-
-
-def _levels(items_json: str) -> dict[int, int]:
-    """A recorded candidate's checklist item levels (its ``items`` column)."""
-    return item_levels(read_items(items_json))
