@@ -216,8 +216,9 @@ def _blocking(cls: type, name: str, imports: _Imports) -> tuple[str, bool]:
     """The source of the blocking twin of ``cls.name``; whether it makes a SyncSession."""
     fn = getattr(cls, name)
     node = _function(fn)
-    if not node.args.args and not node.args.posonlyargs:
-        raise GenerationError(f"{cls.__name__}.{name} takes no self")
+    plain = not isinstance(inspect.getattr_static(cls, name), staticmethod | classmethod)
+    if not plain or not (node.args.args or node.args.posonlyargs):
+        raise GenerationError(f"{cls.__name__}.{name}: not a method taking self")
     imports.use(_used(node), sys.modules[fn.__module__], f"{cls.__name__}.{name}")
     twin_of = _call(ast.Attribute(ast.Attribute(ast.Name("self"), "aio"), name), node.args)
     value: ast.expr = ast.Call(ast.Attribute(ast.Name("self"), "_run"), [twin_of], [])
@@ -227,14 +228,7 @@ def _blocking(cls: type, name: str, imports: _Imports) -> tuple[str, bool]:
         imports.cls(SessionHandle)
         returns = ast.Name("SyncSession")
         value = ast.Call(ast.Attribute(ast.Name("self"), "_session"), [value], [])
-    twin = ast.FunctionDef(
-        name=name,
-        args=node.args,
-        body=[*_docstring(node), ast.Return(value)],
-        decorator_list=[],
-        returns=returns,
-    )
-    return _indent(ast.unparse(ast.fix_missing_locations(twin))), makes_session
+    return _def(name, node.args, [*_docstring(node), ast.Return(value)], returns), makes_session
 
 
 def _constructor(cls: type, imports: _Imports) -> str:
@@ -245,24 +239,22 @@ def _constructor(cls: type, imports: _Imports) -> str:
     make = ast.Lambda(_empty_arguments(), _call(ast.Name(cls.__name__), node.args))
     start = ast.Call(ast.Attribute(ast.Name("self"), "_start"), [make], [])
     doc = ast.Expr(ast.Constant(_INIT_DOC.format(client=cls.__name__)))
-    init = ast.FunctionDef(
-        name="__init__",
-        args=node.args,
-        body=[doc, ast.Expr(start)],
-        decorator_list=[],
-        returns=ast.Constant(None),
-    )
-    return _indent(ast.unparse(ast.fix_missing_locations(init)))
+    return _def("__init__", node.args, [doc, ast.Expr(start)], ast.Constant(None))
+
+
+def _def(name: str, args: ast.arguments, body: list[ast.stmt], returns: ast.expr | None) -> str:
+    """The source of a method ``def`` (indented for a class body)."""
+    fields: dict[str, Any] = {"name": name, "args": args, "body": body, "decorator_list": []}
+    if "type_params" in ast.FunctionDef._fields:  # Python 3.12+
+        fields["type_params"] = []
+    node = ast.fix_missing_locations(ast.FunctionDef(**fields, returns=returns))
+    return "\n" + textwrap.indent(ast.unparse(node), "    ") + "\n"
 
 
 def _empty_arguments() -> ast.arguments:
     return ast.arguments(
         posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]
     )
-
-
-def _indent(source: str) -> str:
-    return "\n" + textwrap.indent(source, "    ") + "\n"
 
 
 def generate(client: type = AsyncClient, session: type = SessionHandle) -> str:

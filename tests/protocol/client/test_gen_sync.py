@@ -100,6 +100,13 @@ class Clash(AsyncClient):
         return Welcome()
 
 
+class Static(AsyncClient):
+    @staticmethod
+    async def helper(value: int) -> int:
+        """No ``self``: its first parameter is not the client."""
+        return value
+
+
 class Elsewhere(SessionHandle):
     async def local(self) -> Local:
         """Returns a class of this module."""
@@ -114,6 +121,11 @@ def test_a_name_it_cannot_import_is_a_clear_error() -> None:
 def test_one_name_with_two_meanings_is_a_clear_error() -> None:
     with pytest.raises(GenerationError, match="'Welcome' means two things"):
         generate(Clash, SessionHandle)
+
+
+def test_a_static_coroutine_is_a_clear_error() -> None:
+    with pytest.raises(GenerationError, match=r"Static\.helper: not a method taking self"):
+        generate(Static, SessionHandle)
 
 
 def test_a_class_made_inside_a_function_is_a_clear_error() -> None:
