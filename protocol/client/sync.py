@@ -1,7 +1,9 @@
 """A blocking wrapper around :class:`AsyncClient`, for scripts and notebooks.
 
-The async client runs on a private event loop in a daemon thread; every
-method here submits the coroutine to that loop and waits for its result.
+The async client runs on a private event loop in a daemon thread; every method submits the
+coroutine to that loop and waits for its result. The constructor and the methods are generated
+from the async ones into sync_api.py (gen_sync.py, ``make sync-client``); this module holds the
+loop, the properties, ``close``, ``subscribe`` and :class:`SyncSubscription`.
 
 ```python
 with Client() as client:
