@@ -79,7 +79,7 @@ async def test_the_side_panel_card_for_a_click(paired, pages_site):
 
     panel = await browser.open_panel()
     decide = panel.locator(f"[data-testid=ws-decide][data-request-id='{req['request_id']}']")
-    await decide.wait_for(timeout=15_000)
+    await decide.wait_for(timeout=30_000)
     target = await decide.get_by_test_id("ws-card-target").inner_text()
     if held == 0:
         assert target == f"button “Add to cart” [{add}]"
@@ -121,7 +121,7 @@ async def test_the_side_panel_card_for_a_click(paired, pages_site):
     popup = await browser.ctx.new_page()
     await popup.goto(f"chrome-extension://{ext_id}/popup.html", wait_until="load")
     same = popup.locator(f"[data-testid=ws-decide][data-request-id='{req['request_id']}']")
-    await same.wait_for(timeout=10_000)
+    await same.wait_for(timeout=30_000)
     assert await same.get_by_test_id("ws-card-target").inner_text() == target
     await same.get_by_test_id("ws-card-crop").wait_for()
     # the overlay's feedback is the held candidate's parsed feedback, not the judge's stream

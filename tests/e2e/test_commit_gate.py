@@ -74,11 +74,16 @@ async def test_an_async_decide_refuses_every_write_class(chromium: Any) -> None:
             async def answered() -> bool:
                 return len(asked) > before  # noqa: B023 (awaited within this iteration)
 
-            await until(answered, 10, f"{wp.name}: asked")
-            await asyncio.sleep(0.4)
+            await until(answered, what=f"{wp.name}: asked")
+            taken: list[Any] = []
+            await until(
+                lambda: taken.extend(gate.take_decisions()) or taken,  # noqa: B023
+                what=f"{wp.name}: the refusal recorded",
+            )
+            await asyncio.sleep(0.4)  # a fixed interval: proving the refused request never comes
             assert asked[-1].kind == wp.kind, wp.name
             assert all(servers.count(e) == 0 for e in wp.held), servers.received()
-            assert [d.decision.status for d in gate.take_decisions()] == ["rejected"]
+            assert [d.decision.status for d in taken + gate.take_decisions()] == ["rejected"]
             await gate.detach()
             await context.close()
     assert len(asked) == len(WRITE_PAGES)
@@ -104,13 +109,13 @@ async def test_a_paired_person_decides_and_a_sandbox_origin_is_flagged(
             gate.trigger("click('go')")
             await FETCH_POST.act_async(page)
             # the person reads the request on the card and approves it
-            while not isinstance(event := await events.get(10), ApprovalRequest):
+            while not isinstance(event := await events.get(30), ApprovalRequest):
                 pass
             assert event.reason == "commit" and event.card is not None
             assert event.card.request is not None
             assert event.card.request.url == f"{servers.home}/api/order"
             await person.decide(event.request_id, "approve")
-            await until(arrived(servers, FETCH_POST.held[0]), 10, "the approved POST")
+            await until(arrived(servers, FETCH_POST.held[0]), what="the approved POST")
             (approved,) = gate.take_decisions()
             assert approved.decision.decider == "person" and not approved.flagged
             assert servers.count(FETCH_POST.held[0]) == 1
@@ -118,7 +123,7 @@ async def test_a_paired_person_decides_and_a_sandbox_origin_is_flagged(
             # another origin that is a sandbox: flagged, not asked
             await page.goto(servers.url(LINK_OTHER_ORIGIN))
             await LINK_OTHER_ORIGIN.act_async(page)
-            await until(arrived(servers, LINK_OTHER_ORIGIN.held[0]), 10, "the sandbox's page")
+            await until(arrived(servers, LINK_OTHER_ORIGIN.held[0]), what="the sandbox's page")
             (sandboxed,) = gate.take_decisions()
             assert sandboxed.decision.decider == "sandbox" and sandboxed.flagged
             await gate.detach()
@@ -143,8 +148,8 @@ async def test_harmless_clicks_ask_nothing_of_the_daemon(start_daemon: Any, chro
             async def ran() -> bool:
                 return await page.inner_text("#out") == "done"
 
-            await until(ran, 10, "the page's script")
-            await asyncio.sleep(0.4)
+            await until(ran, what="the page's script")
+            await asyncio.sleep(0.4)  # a fixed interval: proving that nothing is asked
             assert gate.take_decisions() == []
             await gate.detach()
         await context.close()

@@ -4,7 +4,6 @@ password never does, and Stop ends the session with the outcome they pick."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 
@@ -32,7 +31,7 @@ async def tab_id(worker, url_prefix: str) -> int:
     )
 
 
-async def human_actions(monitor, sid: str, count: int, timeout: float = 20.0) -> list[dict]:
+async def human_actions(monitor, sid: str, count: int, timeout: float = 30.0) -> list[dict]:
     async def recorded() -> list[dict]:
         got = await monitor.request({"type": "session.get", "session_id": sid})
         actions = [e for e in got["events"] if e["type"] == "action"]
@@ -54,6 +53,9 @@ async def test_demonstration_from_the_popup(paired, site):
     await popup.get_by_role("button", name="Start demonstration").click()
     await popup.get_by_role("button", name="Stop and save").wait_for()
     assert "Recording: Sign in as alice" in await popup.locator("#recording").inner_text()
+    monitor = await daemon.client(role="monitor")
+    state = f"chrome.runtime.sendMessage({{kind: 'demonstration.state', tabId: {tab}}})"
+    sid = (await popup.evaluate(state))["session"]["sessionId"]
 
     bids = {
         k: await page.get_attribute(f"#{k}", "bid")
@@ -64,9 +66,13 @@ async def test_demonstration_from_the_popup(paired, site):
     )
     assert all(bids.values()), bids
 
+    done = 0
+
     async def settle() -> None:
         """A person's pace: what they did has been recorded, and the page they now see observed."""
-        await asyncio.sleep(0.4)
+        nonlocal done
+        done += 1
+        await human_actions(monitor, sid, done)
         await browser.worker.evaluate("(t) => self.webshepherd.demonstrationIdle(t)", tab)
 
     await page.bring_to_front()
@@ -90,16 +96,12 @@ async def test_demonstration_from_the_popup(paired, site):
     await page.mouse.move(200, 200)
     await page.mouse.wheel(0, 300)
     await page.wait_for_function("window.scrollY >= 300")
-    await asyncio.sleep(0.6)  # the scroll settles
-    await settle()
+    await settle()  # the scroll is recorded once it settles
     await page.go_back(wait_until="load")
     await settle()
     await page.goto(f"{site}/about.html", wait_until="load")
     await settle()
 
-    monitor = await daemon.client(role="monitor")
-    state = f"chrome.runtime.sendMessage({{kind: 'demonstration.state', tabId: {tab}}})"
-    sid = (await popup.evaluate(state))["session"]["sessionId"]
     await human_actions(monitor, sid, 8)  # all recorded before Stop
 
     await popup.bring_to_front()

@@ -111,11 +111,11 @@ async def start_session(daemon, browser, base: str):
 async def set_mode(browser, session_id: str, mode: str):
     panel = await browser.open_panel()
     row = panel.locator(f"[data-testid=ws-session-mode][data-session-id='{session_id}']")
-    await row.wait_for(timeout=10_000)
+    await row.wait_for(timeout=30_000)
     await row.get_by_role("button", name=mode, exact=True).click()
     await panel.locator(
         f"[data-testid=ws-session-mode][data-session-id='{session_id}'][data-mode='{mode}']"
-    ).wait_for(timeout=10_000)
+    ).wait_for(timeout=30_000)
     return panel
 
 
@@ -137,7 +137,7 @@ async def test_stop_mode_refuses_a_post_before_it_leaves_and_a_get_goes_unasked(
     assert posts(seen) == []  # it never left the browser
     # the panel says who refused, why and the way out
     decided = panel.locator("[data-testid=ws-decided][data-decider=mode]")
-    await decided.wait_for(timeout=10_000)
+    await decided.wait_for(timeout=30_000)
     text = await decided.inner_text()
     assert f"POST {base}/orders" in text
     assert "refused by the session's mode" in text and "way out:" in text
@@ -161,7 +161,7 @@ async def test_stop_mode_refuses_a_form_button_a_download_and_another_origin(pai
     panel = await set_mode(browser, sid, "stop")
     await page.click("#go")
     decided = panel.locator("[data-testid=ws-decided][data-decider=mode]")
-    await decided.first.wait_for(timeout=10_000)
+    await decided.first.wait_for(timeout=30_000)
     assert "POST" in await decided.first.inner_text()
     assert posts(seen) == []
     assert page.url != f"{base}/orders"  # a blocked navigation: Chromium's error page
@@ -170,13 +170,13 @@ async def test_stop_mode_refuses_a_form_button_a_download_and_another_origin(pai
     page.on("download", lambda d: downloads.append(d))
     with pytest.raises(Exception, match=r"ERR_BLOCKED_BY_CLIENT|ERR_ABORTED"):
         await page.goto(f"{base}/report.csv")
-    await until(lambda: _count(decided, 2), 10, "the download's refusal")
+    await until(lambda: _count(decided, 2), what="the download's refusal")
     assert downloads == []
 
     other = base.replace("127.0.0.1", "localhost")  # another origin, the same server
     with pytest.raises(Exception, match="ERR_BLOCKED_BY_CLIENT"):
         await page.goto(f"{other}/shop.html")
-    await until(lambda: _count(decided, 3), 10, "the navigation's refusal")
+    await until(lambda: _count(decided, 3), what="the navigation's refusal")
     texts = await decided.all_inner_texts()
     assert any(f"GET {other}/shop.html" in t for t in texts), texts
     assert any(f"GET {base}/report.csv" in t for t in texts), texts  # held as a download
@@ -194,7 +194,7 @@ async def test_a_post_waits_for_the_person_and_arrives_once_approved(paired, sho
     await page.evaluate(POST_ORDER, "sku=42&qty=1&note=%E2%80%AEgift")
     panel = await browser.open_panel()
     card = panel.locator("[data-testid=ws-decide][data-reason=commit]")
-    await card.wait_for(timeout=20_000)
+    await card.wait_for(timeout=30_000)
     # the headline first, then exactly what would be sent
     assert (await card.get_by_test_id("ws-headline").inner_text()).startswith(
         "Waiting for you: this sends a POST to 127.0.0.1"
@@ -212,7 +212,7 @@ async def test_a_post_waits_for_the_person_and_arrives_once_approved(paired, sho
     assert await page.evaluate("() => window.__order") == 200
     assert posts(seen) == [("/orders", b"sku=42&qty=1&note=%E2%80%AEgift")]  # exactly once
     decided = panel.locator("[data-testid=ws-decided][data-decider=person]")
-    await decided.wait_for(timeout=10_000)
+    await decided.wait_for(timeout=30_000)
     assert "allowed by a person" in await decided.inner_text()
 
 
@@ -223,7 +223,7 @@ async def test_a_post_the_person_rejects_never_arrives(paired, shop):
     await page.evaluate(POST_ORDER, "sku=7")
     panel = await browser.open_panel()
     card = panel.locator("[data-testid=ws-decide][data-reason=commit]")
-    await card.wait_for(timeout=20_000)
+    await card.wait_for(timeout=30_000)
     await card.get_by_role("button", name="Reject").click()
     result = await page.evaluate("() => window.__order")
     assert str(result).startswith("failed"), result
@@ -239,7 +239,7 @@ async def test_watch_mode_runs_the_post_and_flags_it_on_the_overlay(paired, shop
     assert await page.evaluate("() => window.__order") == 200
     assert posts(seen) == [("/orders", b"sku=9")]
     note = page.get_by_test_id("ws-committed")
-    await note.wait_for(timeout=10_000)
+    await note.wait_for(timeout=30_000)
     assert (
         await note.inner_text() == "committed: POST 127.0.0.1:" + base.rsplit(":", 1)[1] + "/orders"
     )
@@ -289,7 +289,7 @@ async def test_the_overlay_never_shows_a_step_scored_on_another_page(paired, sho
     # let it go
     panel = await browser.open_panel()
     card = panel.locator("[data-testid=ws-decide]")
-    await card.wait_for(timeout=10_000)
+    await card.wait_for(timeout=30_000)
     await card.get_by_role("button", name="Reject").click()
     await asyncio.wait_for(waiting, 60)
 
@@ -317,4 +317,4 @@ async def test_an_unpaired_browser_holds_nothing(start_daemon, browser, shop):
     async def arrived() -> bool:
         return posts(seen) == [("/orders", b"sku=1")]
 
-    await until(arrived, 5, "the unheld POST")
+    await until(arrived, what="the unheld POST")

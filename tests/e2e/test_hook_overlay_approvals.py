@@ -122,7 +122,7 @@ async def _approval_scenario(paired, site, decide):
     assert badge == "!"
     await decide(daemon, browser, card, sid)
     scored = await asyncio.wait_for(pending, 60)
-    await card.wait_for(state="detached", timeout=10_000)
+    await card.wait_for(state="detached", timeout=30_000)
     return scored
 
 
@@ -130,7 +130,7 @@ async def panel_card(browser, request_id: str):
     """The side panel's card for ``request_id``."""
     panel = await browser.open_panel()
     card = panel.locator(f"[data-testid=ws-decide][data-request-id='{request_id}']")
-    await card.wait_for(timeout=10_000)
+    await card.wait_for(timeout=30_000)
     return panel, card
 
 
@@ -222,7 +222,7 @@ async def test_an_unpaired_browser_shows_requests_but_decides_only_once_a_person
         await asyncio.sleep(0.5)
         assert daemon.server.core.approvals.session_of(request_id) == sid  # still open
         await browser.pair_as_person(daemon.config.config_dir)
-        await unpaired.wait_for(state="hidden", timeout=10_000)
+        await unpaired.wait_for(state="hidden", timeout=30_000)
         await decide_card.get_by_role("button", name="Reject").click()
 
     scored = await _approval_scenario((daemon, browser), site, decide)

@@ -28,8 +28,8 @@ IDLE_S = 45
 async def cdp_configure(user_data_dir: Path, settings: dict) -> None:
     """Set the extension's settings from its worker over a raw DevTools connection, then leave."""
     port_file = user_data_dir / "DevToolsActivePort"
-    await until(port_file.exists, 20, "DevToolsActivePort")
-    await until(lambda: len(port_file.read_text().split("\n")) >= 2, 5, "the port")
+    await until(port_file.exists, what="DevToolsActivePort")
+    await until(lambda: len(port_file.read_text().split("\n")) >= 2, what="the port")
     port, path = port_file.read_text().split("\n")[:2]
     async with connect(f"ws://127.0.0.1:{port}{path}", max_size=None) as ws:
         ids = iter(range(1, 10_000))
@@ -53,7 +53,7 @@ async def cdp_configure(user_data_dir: Path, settings: dict) -> None:
                 None,
             )
 
-        worker = await until(service_worker, 20, "the extension's service worker", interval=0.2)
+        worker = await until(service_worker, what="the extension's service worker", interval=0.2)
         session = (
             await send("Target.attachToTarget", {"targetId": worker["targetId"], "flatten": True})
         )["sessionId"]
@@ -68,7 +68,7 @@ async def cdp_configure(user_data_dir: Path, settings: dict) -> None:
             )
             return got["result"].get("value") == 1
 
-        await until(settings_stored, 20, "the settings in the worker's storage", interval=0.2)
+        await until(settings_stored, what="the settings in the worker's storage", interval=0.2)
         await send("Target.detachFromTarget", {"sessionId": session})
 
 
@@ -89,7 +89,7 @@ async def test_idle_worker_stays_connected(start_daemon, tmp_path):
     )
     try:
         await cdp_configure(profile, {"url": daemon.url, "token": TEST_TOKEN, "flags": "default"})
-        await until(lambda: len(extension_conns(daemon)) == 1, 20, "the extension to connect")
+        await until(lambda: len(extension_conns(daemon)) == 1, what="the extension to connect")
         [conn_id] = extension_conns(daemon)
         await asyncio.sleep(IDLE_S)  # no tabs, no events: only the keepalive
         assert list(extension_conns(daemon)) == [conn_id]  # the same connection, never dropped

@@ -25,7 +25,7 @@ async def test_url_with_token_pasted_into_either_field_connects(start_daemon, br
     page = await browser.ctx.new_page()
     await page.goto(f"chrome-extension://{ext_id}/options.html", wait_until="load")
     connection = page.get_by_test_id("ws-connection")
-    await connection.get_by_text("No token:").wait_for(timeout=10_000)
+    await connection.get_by_text("No token:").wait_for(timeout=30_000)
     url_field, token_field = page.get_by_label("Daemon URL"), page.get_by_label("Token")
 
     # into the URL field (the first one): split as it is pasted, the token out of sight

@@ -49,32 +49,32 @@ async def test_popup_says_connected_no_token_refused_paired(start_daemon, browse
     state, person = popup.get_by_test_id("ws-connection"), popup.get_by_test_id("ws-person")
 
     # no token: said so, and nothing about pairing
-    await state.get_by_text("No token: run `webshepherd token`").wait_for(timeout=10_000)
+    await state.get_by_text("No token: run `webshepherd token`").wait_for(timeout=30_000)
     assert await person.inner_text() == ""
     assert "paired" not in (await popup.locator("body").inner_text()).lower()
 
     # a wrong token: refused by the daemon (the popup follows without a reload)
     await browser.configure(daemon.url, "not-the-token", page_hook=False)
     await wait_connected(browser, "unauthorized")
-    await state.get_by_text(f"Token refused by the daemon at {daemon.url}").wait_for(timeout=10_000)
+    await state.get_by_text(f"Token refused by the daemon at {daemon.url}").wait_for(timeout=30_000)
     assert "paired" not in (await popup.locator("body").inner_text()).lower()
 
     # the right one: connected, no person paired
     await browser.configure(daemon.url, TEST_TOKEN, page_hook=False)
     await wait_connected(browser)
-    await state.get_by_text(f"Connected to the daemon at {daemon.url}.").wait_for(timeout=10_000)
+    await state.get_by_text(f"Connected to the daemon at {daemon.url}.").wait_for(timeout=30_000)
     await person.get_by_text("Not paired: this browser decides no approvals").wait_for()
 
     # paired as a person
     await browser.pair_as_person(daemon.config.config_dir)
-    await person.get_by_text(re.compile(r"^Paired as extension:\S+")).wait_for(timeout=10_000)
+    await person.get_by_text(re.compile(r"^Paired as extension:\S+")).wait_for(timeout=30_000)
     assert (await state.inner_text()).startswith("Connected to the daemon")
 
     # the URL wraps after ws:// when it must, never inside 127.0.0.1:PORT (wrapped here: the
     # refused-token sentence is long)
     await browser.configure(daemon.url, "not-the-token", page_hook=False)
     await wait_connected(browser, "unauthorized")
-    await state.get_by_text("Token refused").wait_for(timeout=10_000)
+    await state.get_by_text("Token refused").wait_for(timeout=30_000)
     host = daemon.url.removeprefix("ws://").split("/")[0]
     assert re.fullmatch(r"127\.0\.0\.1:\d+", host)
     handle = await state.element_handle()
@@ -99,7 +99,7 @@ async def test_a_paused_requests_url_keeps_its_port_on_one_line_in_the_popup(pai
     await popup.set_viewport_size({"width": 300, "height": 900})
     await popup.goto(f"chrome-extension://{ext_id}/popup.html", wait_until="load")
     card = popup.locator("[data-testid=ws-decide][data-reason=commit]")
-    await card.wait_for(timeout=20_000)
+    await card.wait_for(timeout=30_000)
     host = base.removeprefix("http://")
     for testid, shown in [
         ("ws-request-url", f"{base}/orders"),

@@ -88,7 +88,7 @@ async def test_every_class_shows_as_an_escape_in_the_overlay_and_the_side_panel(
         # the side panel, where a person decides: both cards
         panel = await browser.open_panel()
         decide = panel.get_by_test_id("ws-decide")
-        await decide.nth(1).wait_for(timeout=10_000)
+        await decide.nth(1).wait_for(timeout=30_000)
         shown = await panel.locator("body").inner_text()
         assert hidden_in(shown) == [], shown
         codes = await decide.locator("code").all_inner_texts()

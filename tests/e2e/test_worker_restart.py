@@ -58,7 +58,7 @@ async def test_worker_restart_reconnects_and_resumes(paired):
         async def resumed() -> bool:
             return len(await observed_steps(monitor, sid)) > len(before)
 
-        await until(resumed, 20, "a fresh observation after the restart", interval=0.2)
+        await until(resumed, what="a fresh observation after the restart", interval=0.2)
         action = await hook(page, "action", action="click('24')", key=key)
         assert action["type"] == "action.recorded", action
         got = await monitor.request({"type": "session.get", "session_id": sid})

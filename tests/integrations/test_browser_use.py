@@ -21,6 +21,7 @@ from webshepherd.integrations.browser_use import attach
 from webshepherd.protocol.client import AsyncClient
 from webshepherd.protocol.steps import step_number
 
+from tests.fixtures.poll import until
 from tests.integrations.conftest import CHECKLIST, CHROMIUM, ROOT, Daemon, daemon_process
 
 TASK = "Search the shop for a USB-C cable"
@@ -208,10 +209,11 @@ async def test_the_overlay_follows_the_session_with_the_extension_loaded(
                 "(s) => chrome.storage.local.set(s)",
                 {"url": daemon.url, "token": daemon.token, "flags": "default", "pageHook": True},
             )
-            for _ in range(150):
-                if await worker.evaluate("() => self.webshepherd.state().conn") == "connected":
-                    break
-                await asyncio.sleep(0.1)
+            await until(
+                lambda: worker.evaluate("() => self.webshepherd.state().conn == 'connected'"),
+                what="the extension to connect",
+                interval=0.1,
+            )
             shown: list[int] = []
 
             async def overlay_after_first_step(_: Any) -> None:
@@ -402,16 +404,15 @@ async def test_the_example_stopped_by_ctrl_c_ends_its_session(tmp_path) -> None:
             stderr=asyncio.subprocess.DEVNULL,
         )
         async with AsyncClient(served.url, served.token) as client:
-            scored: list[Any] = []
-            for _ in range(600):  # until the first step is scored (at most 60 s)
+
+            async def scored() -> list[dict[str, Any]]:
                 sessions = await client.sessions()
-                if sessions:
-                    events = (await client.session(sessions[0].session_id)).events
-                    scored = [e for e in events if e.get("type") == "scored"]
-                if scored:
-                    break
-                await asyncio.sleep(0.1)
-            assert scored, "the example scored no step"
+                if not sessions:
+                    return []
+                events = (await client.session(sessions[0].session_id)).events
+                return [e for e in events if e.get("type") == "scored"]
+
+            await until(scored, 120, "the example's first scored step", interval=0.2)
             proc.send_signal(signal.SIGINT)
             assert await asyncio.wait_for(proc.wait(), 60) == 130  # "stopped (Ctrl-C)"
             (session,) = await client.sessions()

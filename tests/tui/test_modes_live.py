@@ -82,7 +82,7 @@ async def test_a_paired_tui_switches_modes_and_decides_a_paused_request(tmp_path
                 await pilot.press("m")
                 await wait_until(pilot, lambda: view.mode == "watch", what="watch")
                 assert await daemon_mode(agent, sid) == "watch"
-                got = await session.commit_check(POST, timeout=10)
+                got = await session.commit_check(POST, timeout=30)
                 assert (got.decision.status, got.flagged) == ("approved", True)
                 await wait_until(pilot, lambda: len(view.commits) == 1, what="the flagged one")
                 await wait_until(
@@ -95,7 +95,7 @@ async def test_a_paired_tui_switches_modes_and_decides_a_paused_request(tmp_path
                 # stop: refused by the mode, with the way out
                 await pilot.press("m")
                 await wait_until(pilot, lambda: view.mode == "stop", what="stop")
-                got = await session.commit_check(POST, timeout=10)
+                got = await session.commit_check(POST, timeout=30)
                 assert (got.decision.status, got.decision.decider) == ("rejected", "mode")
                 await wait_until(pilot, lambda: len(view.commits) == 2, what="the refused one")
                 activity = text_of(app, "#activity")

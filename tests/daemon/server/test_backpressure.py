@@ -95,7 +95,7 @@ async def test_overloaded_and_timeout(start_daemon, daemon_engine):
         {"type": "score", "id": "c3", "session_id": sid, "candidates": cands("3")}
     )
     assert (over["type"], over["code"], over["retryable"]) == ("error", "overloaded", True)
-    timed = await a.wait_for(lambda m: m.get("id") == "c1", timeout=10)
+    timed = await a.wait_for(lambda m: m.get("id") == "c1", timeout=30)
     assert (timed["type"], timed["code"], timed["retryable"]) == ("error", "timeout", True)
     engine.gate.set()
     second = await a.wait_for(lambda m: m.get("id") == "c2", timeout=30)
@@ -166,7 +166,7 @@ async def test_slow_subscriber_is_closed_1013_and_others_are_unaffected(start_da
     async def read_fast() -> int:  # a subscriber that keeps up reads as events come
         got = 0
         while got < n:
-            m = await fast.wait_for("observed", timeout=10)
+            m = await fast.wait_for("observed", timeout=30)
             got += m["url"].startswith("u")
         return got
 

@@ -78,7 +78,7 @@ async def test_a_paused_request_is_answered_at_once_by_the_mode(
         async with AsyncClient(d.url, TEST_TOKEN) as agent:
             session = await _session(agent, holds="browser")
             with caplog.at_level(logging.WARNING, logger="webshepherd"):
-                got = await session.commit_check(POST, timeout=10)
+                got = await session.commit_check(POST, timeout=30)
             assert (got.decision.status, got.decision.decider, got.flagged) == (
                 status, decider, flagged,
             )  # fmt: skip
@@ -91,7 +91,7 @@ async def test_a_paused_request_is_answered_at_once_by_the_mode(
                 )
                 assert f"decided by: {decider}" in line and got.decision.way_out in line
             if paired:  # the person's tool sees the answer as an event
-                event = await monitor.wait_for("commit.decided", timeout=10)
+                event = await monitor.wait_for("commit.decided", timeout=30)
                 assert event["request_digest"] == got.request_digest
             history = await agent.session(session.session_id)
             (logged,) = [e for e in history.events if e["type"] == "commit.decided"]
@@ -114,7 +114,7 @@ async def test_in_ask_a_paired_person_decides(tmp_path: Path, decision: str, sta
         async with AsyncClient(d.url, TEST_TOKEN) as agent:
             session = await _session(agent, holds="browser")
             asking = asyncio.create_task(session.commit_check(POST, timeout=30))
-            req = await monitor.wait_for("approval.request", timeout=10)
+            req = await monitor.wait_for("approval.request", timeout=30)
             assert req["reason"] == "commit" and req["reward"] is None
             assert req["candidate"]["action"] == "click('4')"
             card = req["card"]
@@ -153,7 +153,7 @@ async def test_nobody_deciding_in_time_refuses_the_request(tmp_path: Path) -> No
         await d.client(role="monitor", name="tui")
         async with AsyncClient(d.url, TEST_TOKEN) as agent:
             session = await _session(agent, holds="browser")
-            got = await session.commit_check(POST, timeout=10)
+            got = await session.commit_check(POST, timeout=30)
             assert (got.decision.status, got.decision.decider) == ("timeout", "timeout")
             assert got.decision.way_out and "never let go by default" in got.decision.note
         await d.close_clients()
@@ -167,7 +167,7 @@ async def test_sandbox_origins_are_flagged_never_held(tmp_path: Path) -> None:
         monitor = await d.client(role="monitor", name="tui")  # a person is there: not asked
         async with AsyncClient(d.url, TEST_TOKEN) as agent:
             session = await _session(agent, holds="browser")
-            got = await session.commit_check(POST, timeout=10)
+            got = await session.commit_check(POST, timeout=30)
             assert (got.decision.status, got.decision.decider, got.flagged) == (
                 "approved", "sandbox", True,
             )  # fmt: skip
@@ -179,7 +179,7 @@ async def test_sandbox_origins_are_flagged_never_held(tmp_path: Path) -> None:
                 }
             )
             asking = asyncio.create_task(session.commit_check(elsewhere, timeout=30))
-            req = await monitor.wait_for("approval.request", timeout=10)  # off the sandbox
+            req = await monitor.wait_for("approval.request", timeout=30)  # off the sandbox
             assert req["reason"] == "commit"
             asking.cancel()
         await d.close_clients()
@@ -209,13 +209,13 @@ async def test_only_a_paired_person_sets_the_mode_and_it_outlives_a_restart(
             )
             (summary,) = await agent.sessions()
             assert summary.mode == "watch"
-            got = await session.commit_check(POST, timeout=10)  # the extension is paired
+            got = await session.commit_check(POST, timeout=30)  # the extension is paired
             assert got.decision.decider == "mode" and got.flagged
         await d.close_clients()
     async with contextlib.AsyncExitStack() as stack:
         server = await stack.enter_async_context(scripted_daemon(tmp_path, ScriptedJudge(JUDGE)))
         agent = await stack.enter_async_context(AsyncClient(server.url, TEST_TOKEN))
-        got = await agent.commit_check(session.session_id, POST, timeout=10)
+        got = await agent.commit_check(session.session_id, POST, timeout=30)
         assert (got.decision.decider, got.decision.mode) == ("mode", "watch")
 
 
@@ -245,7 +245,7 @@ async def test_where_the_browser_holds_a_place_order_click_runs_with_its_predict
         person = await d.client(role="monitor", name="tui")  # a person is there: still not held
         async with AsyncClient(d.url, TEST_TOKEN) as agent:
             session = await _session(agent, holds="browser")
-            scored = await session.score([ORDER, SUBMIT], samples=1, timeout=10)
+            scored = await session.score([ORDER, SUBMIT], samples=1, timeout=30)
             assert scored.decision.status == "auto" and scored.decision.action == ORDER[1]
             assert scored.guarded is None
             assert [(p.index, [h.rule for h in p.hits]) for p in scored.predicted or []] == [
@@ -265,7 +265,7 @@ async def test_a_name_alone_holds_nothing_unless_the_stricter_policy_is_on(
     async with contextlib.AsyncExitStack() as stack:
         server = await stack.enter_async_context(scripted_daemon(tmp_path, ScriptedJudge(JUDGE)))
         agent = await stack.enter_async_context(AsyncClient(server.url, TEST_TOKEN))
-        scored = await (await _session(agent)).score([SUBMIT], samples=1, timeout=10)
+        scored = await (await _session(agent)).score([SUBMIT], samples=1, timeout=30)
         assert scored.decision.status == "auto" and scored.predicted is None
     strict = GuardPolicy(rules=frozenset(ALL_RULES))  # serve --guard-names
     async with contextlib.AsyncExitStack() as stack:
@@ -273,7 +273,7 @@ async def test_a_name_alone_holds_nothing_unless_the_stricter_policy_is_on(
             scripted_daemon(tmp_path / "strict", ScriptedJudge(JUDGE), guards=strict)
         )
         agent = await stack.enter_async_context(AsyncClient(server.url, TEST_TOKEN))
-        scored = await (await _session(agent)).score([SUBMIT], samples=1, timeout=10)
+        scored = await (await _session(agent)).score([SUBMIT], samples=1, timeout=30)
         d_ = scored.decision
         assert (d_.status, d_.decider, [h.rule for h in d_.guard]) == (
             "rejected", "guard", ["name_match"],
@@ -287,7 +287,7 @@ async def test_watching_a_low_reward_never_waits(tmp_path: Path) -> None:
         d = DaemonHandle(server, make_config(tmp_path))
         await d.client(role="monitor", name="tui")  # a paired TUI, merely open
         async with AsyncClient(d.url, TEST_TOKEN) as agent:
-            scored = await (await _session(agent)).score([SUBMIT], samples=1, timeout=10)
+            scored = await (await _session(agent)).score([SUBMIT], samples=1, timeout=30)
             d_ = scored.decision
             assert (d_.status, d_.decider, d_.mode) == ("auto", "mode", "watch")
         await d.close_clients()

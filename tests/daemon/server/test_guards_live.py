@@ -108,7 +108,7 @@ async def test_with_nobody_paired_a_guarded_step_is_refused_at_once(
         async with AsyncClient(d.url, TEST_TOKEN) as agent:
             session = await _session(agent)
             with caplog.at_level(logging.WARNING, logger="webshepherd"):
-                scored = await session.score([SUBMIT, HELP], samples=1, timeout=10)
+                scored = await session.score([SUBMIT, HELP], samples=1, timeout=30)
             d_ = scored.decision
             assert (d_.status, d_.action, d_.by, d_.index) == ("rejected", None, "daemon", 0)
             assert [h.rule for h in d_.guard] == ["form_submit"]
@@ -120,7 +120,7 @@ async def test_with_nobody_paired_a_guarded_step_is_refused_at_once(
             assert "webshepherd pair tui" in d_.way_out
             assert len(server.core.approvals) == 0  # nothing left open
             # an unguarded step with the same mode goes through as before
-            auto = await session.score([HELP], samples=1, timeout=10)
+            auto = await session.score([HELP], samples=1, timeout=30)
             assert auto.decision.status == "auto" and auto.decision.guard == []
         line = next(r.getMessage() for r in caplog.records if "refused" in r.getMessage())
         assert "the daemon refused the action of step 1: guarded (form_submit)" in line
@@ -150,7 +150,7 @@ async def test_a_person_may_decide_and_the_daemon_may_be_told_no_guards(tmp_path
         server = await stack.enter_async_context(running_daemon(settings, ScriptedJudge(JUDGE)))
         async with AsyncClient(server.url, TEST_TOKEN) as agent:
             session = await _session(agent)
-            scored = await session.score([SUBMIT, HELP], samples=1, timeout=10)
+            scored = await session.score([SUBMIT, HELP], samples=1, timeout=30)
             assert scored.decision.status == "auto" and scored.decision.action == SUBMIT[1]
 
 
@@ -159,7 +159,7 @@ async def test_old_recordings_without_the_guards_table_still_read(tmp_path: Path
         server = await stack.enter_async_context(scripted_daemon(tmp_path, ScriptedJudge(JUDGE)))
         agent = await stack.enter_async_context(AsyncClient(server.url, TEST_TOKEN))
         session = await _session(agent)
-        await session.score([SUBMIT], samples=1, timeout=10)
+        await session.score([SUBMIT], samples=1, timeout=30)
     db = sqlite3.connect(tmp_path / "data" / DB_NAME)
     db.execute("DROP TABLE approval_guards")
     db.commit()

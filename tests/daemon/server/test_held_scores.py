@@ -51,7 +51,7 @@ async def test_with_a_monitor_the_score_waits_and_its_client_is_told_at_once(
             async def told() -> bool:
                 return "waits for a person" in caplog.text
 
-            await until(told, 10, "the SDK's warning about the held score")
+            await until(told, what="the SDK's warning about the held score")
             assert not scoring.done()  # it waits for the person
         line = next(r.getMessage() for r in caplog.records if "waits" in r.getMessage())
         assert f"the score of step {req['step'] + 1} waits for a person" in line  # steps.py

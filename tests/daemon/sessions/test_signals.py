@@ -164,10 +164,10 @@ async def test_daemon_pushes_repeated_action_to_a_subscriber(daemon):
             {"id": rid, "type": "action", "session_id": sid, "action": "click('2')"}
         )
         assert reply["type"] == "action.recorded"
-    sig = await monitor.wait_for("signal", timeout=20)
+    sig = await monitor.wait_for("signal", timeout=30)
     assert sig["session_id"] == sid and sig["kind"] == "repeated_action"
     assert sig["repeats"] == 2 and sig["ok"] is False
-    own = await agent.wait_for("signal", timeout=20)
+    own = await agent.wait_for("signal", timeout=30)
     assert own["kind"] == "repeated_action"
     # stored: session.get returns it among the recorded events
     got = await monitor.request({"type": "session.get", "session_id": sid})

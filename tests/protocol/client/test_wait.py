@@ -55,7 +55,7 @@ async def test_a_client_started_first_connects_once_the_daemon_is_up(
     ):
         client = AsyncClient(url, TEST_TOKEN, reconnect=False)
         connecting = asyncio.create_task(client.connect())
-        await until(lambda: waits_said(caplog) == 1, 10, "the client saying it waits")
+        await until(lambda: waits_said(caplog) == 1, what="the client saying it waits")
         async with scripted_daemon(tmp_path, ScriptedJudge({}), port=port):
             welcome = await connecting
             assert welcome.type == "welcome"
@@ -78,7 +78,7 @@ async def test_no_token_file_yet_is_waited_for(
         ):
             client = AsyncClient(server.url, reconnect=False)  # the token from the store
             connecting = asyncio.create_task(client.connect())
-            await until(lambda: waits_said(caplog) == 1, 10, "the client saying it waits")
+            await until(lambda: waits_said(caplog) == 1, what="the client saying it waits")
             TokenStore(config).write(TEST_TOKEN)  # as `webshepherd serve` does when it starts
             assert (await connecting).type == "welcome"
             await client.close()
