@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import shlex
 import sys
 import tempfile
 from collections import Counter
@@ -331,7 +332,7 @@ def report(trees: list[Tree], kind: str, compare: dict[str, Path]) -> str:
     anys = [any_per_group(t) for t in trees]
     groups = ["protocol", "daemon", "tui", "integrations"]
     subs = sorted({g for a in anys for g in a if g.startswith("daemon/")})
-    rows = [[g, *[str(a.get(g, 0)) for a in anys]] for g in [*groups, *subs]]
+    rows = [[g, *[str(a.get(g, "-")) for a in anys]] for g in [*groups, *subs]]
     out.append(table("`Any` as a type (Name + typing.Any)", ["package", *revs], rows))
 
     lps = [loops(t) for t in trees]
@@ -369,7 +370,7 @@ def report(trees: list[Tree], kind: str, compare: dict[str, Path]) -> str:
 
     longs = [long_functions(t) for t in trees]
     keys = [*groups, *sorted({g for lg in longs for g in lg if g.startswith("daemon/")})]
-    rows = [[g, *[lg.get(g, "0/0") for lg in longs]] for g in keys]
+    rows = [[g, *[lg.get(g, "-") for lg in longs]] for g in keys]
     out.append(table(f"Functions over {LONG_FUNCTION} lines (share)", ["package", *revs], rows))
     for name, directory in compare.items():
         out.append(f"for comparison, {name} ({directory}): {external_share(directory)}")
@@ -433,7 +434,10 @@ def main(argv: list[str] | None = None) -> int:
             dest = Path(tmp) / str(i)
             dest.mkdir()
             trees.append(read_tree(args.repo, rev, dest))
-        text = report(trees, args.kind, dict(args.compare))
+        command = shlex.join(["bench/house.py", *(sys.argv[1:] if argv is None else argv)])
+        text = f"$ {command}\n(a package or group absent at a revision shows -)\n\n" + report(
+            trees, args.kind, dict(args.compare)
+        )
     print(text)
     if args.out:
         args.out.write_text(text + "\n", encoding="utf-8")

@@ -158,6 +158,7 @@ def test_any_counts_names_and_typing_attributes_not_strings(out):
     assert row(rows, "daemon") == ["3", "3"]
     assert row(rows, "protocol") == ["0", "0"]
     assert row(rows, "daemon/*.py") == ["3", "3"]
+    assert row(rows, "tui") == ["-", "-"]  # no tui/ in this repository
 
 
 def test_loops_with_and_without_type_checking_and_function_imports(out):
