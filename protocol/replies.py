@@ -7,7 +7,7 @@ and reach subscribers as events without one.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 from webshepherd.protocol.common import (
@@ -418,3 +418,35 @@ class TreeNodeEvent(TreeNodeFields):
 class Pong(Model):
     type: Literal["pong"] = "pong"
     id: RequestId
+
+
+#: Every message the daemon sends, told apart by ``type``.
+ServerMessage = Annotated[
+    Welcome
+    | Error
+    | SessionStarted
+    | Checklist
+    | Observed
+    | ScoreProgress
+    | Scored
+    | ApprovalRequest
+    | ApprovalResolved
+    | ActionRecorded
+    | ActionEvent
+    | SessionEnded
+    | Signal
+    | Subscribed
+    | Sessions
+    | Session
+    | Stats
+    | HookGranted
+    | HookRedeemed
+    | LabelRecorded
+    | TreeNodeRecorded
+    | TreeNodeEvent
+    | Paired
+    | CommitDecided
+    | ModeSet
+    | Pong,
+    Field(discriminator="type"),
+]

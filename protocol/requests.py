@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import Field, model_validator
+from typing_extensions import TypeIs
 from webshepherd.protocol.common import (
     MAX_ACTION_CHARS,
     MAX_ANSWER_CHARS,
@@ -37,7 +38,16 @@ from webshepherd.protocol.common import (
 )
 
 
-class Hello(Model):
+class Request(Model):
+    """Base of every client message."""
+
+    def person_verb(self) -> str | None:
+        """What only a paired person's tool may do with this message (the refusal names it:
+        "decide approvals"), else None: any connection may send it."""
+        return None
+
+
+class Hello(Request):
     type: Literal["hello"] = "hello"
     id: RequestId
     protocol: int
@@ -51,7 +61,7 @@ class Hello(Model):
     )
 
 
-class Pair(Model):
+class Pair(Request):
     """A person's tool pairs with a one-time code that `webshepherd pair` showed the person
     (addition to v1; docs/protocol-additions.md, "Pairing")."""
 
@@ -61,7 +71,7 @@ class Pair(Model):
     name: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9 ._-]*$")
 
 
-class SessionStart(Model):
+class SessionStart(Request):
     type: Literal["session.start"] = "session.start"
     id: RequestId
     intent: Intent
@@ -82,7 +92,7 @@ class SessionStart(Model):
     )
 
 
-class Observe(Model):
+class Observe(Request):
     type: Literal["observe"] = "observe"
     id: RequestId
     session_id: SessionId
@@ -109,7 +119,7 @@ class Observe(Model):
         )
 
 
-class Score(Model):
+class Score(Request):
     type: Literal["score"] = "score"
     id: RequestId
     session_id: SessionId
@@ -119,7 +129,7 @@ class Score(Model):
     approval: ApprovalMode = "auto"
 
 
-class CommitCheck(Model):
+class CommitCheck(Request):
     """A request the client's browser paused before it left (addition to v1): the daemon
     answers ``commit.decided`` by the session's mode (a paired person decides in 'ask')."""
 
@@ -129,7 +139,7 @@ class CommitCheck(Model):
     request: HeldRequest
 
 
-class SessionMode(Model):
+class SessionMode(Request):
     """A paired person sets a session's mode (addition to v1; an agent cannot)."""
 
     type: Literal["session.mode"] = "session.mode"
@@ -137,8 +147,11 @@ class SessionMode(Model):
     session_id: SessionId
     mode: CommitMode
 
+    def person_verb(self) -> str | None:
+        return "set a session's mode"
 
-class ApprovalDecide(Model):
+
+class ApprovalDecide(Request):
     type: Literal["approval.decide"] = "approval.decide"
     id: RequestId
     request_id: str = Field(min_length=1)
@@ -157,6 +170,9 @@ class ApprovalDecide(Model):
         "connection's role and name in `by` (addition to v1).",
     )
 
+    def person_verb(self) -> str | None:
+        return "decide approvals"
+
     @model_validator(mode="after")
     def _edit_needs_action(self) -> ApprovalDecide:
         if self.decision == "edit" and not (self.action and self.action.strip()):
@@ -164,7 +180,7 @@ class ApprovalDecide(Model):
         return self
 
 
-class Action(Model):
+class Action(Request):
     type: Literal["action"] = "action"
     id: RequestId
     session_id: SessionId
@@ -174,7 +190,7 @@ class Action(Model):
     source: Source = "agent"
 
 
-class SessionEnd(Model):
+class SessionEnd(Request):
     type: Literal["session.end"] = "session.end"
     id: RequestId
     session_id: SessionId
@@ -182,7 +198,7 @@ class SessionEnd(Model):
     answer: str | None = Field(default=None, max_length=MAX_ANSWER_CHARS)
 
 
-class HookGrant(Model):
+class HookGrant(Request):
     """An agent asks for a page-hook key (addition to v1; docs/protocol-additions.md)."""
 
     type: Literal["hook.grant"] = "hook.grant"
@@ -194,7 +210,7 @@ class HookGrant(Model):
     )
 
 
-class HookRedeem(Model):
+class HookRedeem(Request):
     """The extension checks a key a page presented (addition to v1)."""
 
     type: Literal["hook.redeem"] = "hook.redeem"
@@ -206,7 +222,7 @@ MAX_LABEL_ITEMS = 64
 TruthSource = Literal["environment", "person"]
 
 
-class Label(Model):
+class Label(Request):
     """Ground truth for one candidate of a scored step: each checklist item's state after
     the action, from whoever knows it (addition to v1; docs/protocol-additions.md)."""
 
@@ -226,8 +242,11 @@ class Label(Model):
     )
     note: str | None = Field(default=None, max_length=MAX_NOTE_CHARS)
 
+    def person_verb(self) -> str | None:
+        return "label as a person" if self.source == "person" else None
 
-class TreeNode(TreeNodeFields):
+
+class TreeNode(TreeNodeFields, Request):
     """A tree-search agent reports one node of its search tree, when it is scored and again
     whenever it changes (addition to v1; docs/protocol-additions.md, "Tree search")."""
 
@@ -236,19 +255,19 @@ class TreeNode(TreeNodeFields):
     session_id: SessionId
 
 
-class Subscribe(Model):
+class Subscribe(Request):
     type: Literal["subscribe"] = "subscribe"
     id: RequestId
     sessions: Literal["*"] | list[SessionId] = "*"
 
 
-class SessionsList(Model):
+class SessionsList(Request):
     type: Literal["sessions.list"] = "sessions.list"
     id: RequestId
     limit: int = Field(default=100, ge=1, le=10000)
 
 
-class SessionGet(Model):
+class SessionGet(Request):
     type: Literal["session.get"] = "session.get"
     id: RequestId
     session_id: SessionId
@@ -262,8 +281,43 @@ class SessionGet(Model):
     )
 
 
-class Ping(Model):
+class Ping(Request):
     """Application-level keepalive (an MV3 service worker needs one about every 20 s). Addition to v1."""  # noqa: E501
 
     type: Literal["ping"] = "ping"
     id: RequestId
+
+
+#: Every message a client sends, told apart by ``type``.
+ClientMessage = Annotated[
+    Hello
+    | SessionStart
+    | Observe
+    | Score
+    | ApprovalDecide
+    | Action
+    | SessionEnd
+    | Subscribe
+    | SessionsList
+    | SessionGet
+    | HookGrant
+    | HookRedeem
+    | Label
+    | TreeNode
+    | Pair
+    | CommitCheck
+    | SessionMode
+    | Ping,
+    Field(discriminator="type"),
+]
+
+#: The requests that are one step of the session they name: the session machine handles
+#: them whole (``SessionCore.handle``); the socket layer only loads the session, counts the
+#: request and checks a person's credential (``person_verb``).
+SessionRequest = Observe | Score | Action | SessionEnd | Label | TreeNode | SessionMode
+SESSION_REQUESTS: tuple[type[Request], ...] = get_args(SessionRequest)
+
+
+def is_session_request(msg: Request) -> TypeIs[SessionRequest]:
+    """Whether ``msg`` is one step of the session it names (a :data:`SessionRequest`)."""
+    return isinstance(msg, SESSION_REQUESTS)

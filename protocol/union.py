@@ -1,111 +1,28 @@
-"""The discriminated unions of all messages, their TypeAdapters, and parse/dump helpers."""
+"""The two discriminated unions (``ClientMessage`` beside its members in requests.py,
+``ServerMessage`` in replies.py), their TypeAdapters, and parse/dump helpers."""
 
 from __future__ import annotations
 
-from typing import Annotated, TypeVar
+from typing import TypeVar
 
-from pydantic import BaseModel, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 from pydantic_core import from_json
 from webshepherd.protocol.errors import ProtocolError
-from webshepherd.protocol.replies import (
-    ActionEvent,
-    ActionRecorded,
-    ApprovalRequest,
-    ApprovalResolved,
-    Checklist,
-    CommitDecided,
-    Error,
-    HookGranted,
-    HookRedeemed,
-    LabelRecorded,
-    ModeSet,
-    Observed,
-    Paired,
-    Pong,
-    Scored,
-    ScoreProgress,
-    Session,
-    SessionEnded,
-    Sessions,
-    SessionStarted,
-    Signal,
-    Stats,
-    Subscribed,
-    TreeNodeEvent,
-    TreeNodeRecorded,
-    Welcome,
-)
-from webshepherd.protocol.requests import (
-    Action,
-    ApprovalDecide,
-    CommitCheck,
-    Hello,
-    HookGrant,
-    HookRedeem,
-    Label,
-    Observe,
-    Pair,
-    Ping,
-    Score,
-    SessionEnd,
-    SessionGet,
-    SessionMode,
-    SessionsList,
-    SessionStart,
-    Subscribe,
-    TreeNode,
-)
+from webshepherd.protocol.replies import ServerMessage
+from webshepherd.protocol.requests import ClientMessage
 
-ClientMessage = Annotated[
-    Hello
-    | SessionStart
-    | Observe
-    | Score
-    | ApprovalDecide
-    | Action
-    | SessionEnd
-    | Subscribe
-    | SessionsList
-    | SessionGet
-    | HookGrant
-    | HookRedeem
-    | Label
-    | TreeNode
-    | Pair
-    | CommitCheck
-    | SessionMode
-    | Ping,
-    Field(discriminator="type"),
-]
-
-ServerMessage = Annotated[
-    Welcome
-    | Error
-    | SessionStarted
-    | Checklist
-    | Observed
-    | ScoreProgress
-    | Scored
-    | ApprovalRequest
-    | ApprovalResolved
-    | ActionRecorded
-    | ActionEvent
-    | SessionEnded
-    | Signal
-    | Subscribed
-    | Sessions
-    | Session
-    | Stats
-    | HookGranted
-    | HookRedeemed
-    | LabelRecorded
-    | TreeNodeRecorded
-    | TreeNodeEvent
-    | Paired
-    | CommitDecided
-    | ModeSet
-    | Pong,
-    Field(discriminator="type"),
+__all__ = [
+    "CLIENT_ADAPTER",
+    "CLIENT_TYPES",
+    "SERVER_ADAPTER",
+    "SERVER_TYPES",
+    "ClientMessage",
+    "ServerMessage",
+    "describe_validation_error",
+    "dump",
+    "parse_client_message",
+    "parse_server_message",
+    "request_id_of",
 ]
 
 M = TypeVar("M")
