@@ -1,6 +1,7 @@
-"""Who a connection is: the approver checks (a person's paired credential, still paired),
-pairing with a one-time code, and page-hook keys. Whether a session may be addressed is the
-session machine's (``SessionCore.check_*``); this module asks it with the connection's facts."""
+"""Who a connection is: the approver check (a person's paired credential, still paired) of
+every message that declares one (``person_verb``), pairing with a one-time code, and page-hook
+keys. Whether a session may be addressed is the session machine's (``SessionCore.handle``,
+``check_*``); this module tells it when a connection pairs or loses its pairing."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from webshepherd.protocol.errors import (
     WebShepherdError,
 )
 from webshepherd.protocol.replies import HookGranted, HookRedeemed, Paired
-from webshepherd.protocol.union import dump
+from webshepherd.protocol.union import ClientMessage, dump
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +50,13 @@ class Access:
         self.core, self.approvers, self.hook_grants = core, approvers, hook_grants
         self.load, self.report_error = load, report_error
 
+    async def check_person(self, conn: Conn, msg: ClientMessage) -> None:
+        """Raise unless ``conn`` may send ``msg``: a message that declares a person's verb
+        (``person_verb``) needs an approver credential that is still paired."""
+        verb = msg.person_verb()
+        if verb is not None:
+            await self.check_approver(conn, msg.type, verb)
+
     async def check_approver(self, conn: Conn, request: str, verb: str) -> None:
         """Raise unless ``conn`` holds an approver credential that is still paired (one
         revoked since its hello no longer decides)."""
@@ -61,6 +69,7 @@ class Access:
         paired = await asyncio.to_thread(self.approvers.paired)
         if all(a.id != approver.id for a in paired):
             conn.approver = None
+            self.core.connections.changed(conn.id, person=False)
             raise UnauthorizedError(
                 f"{request}: may not {verb}: this tool's pairing ({approver.label}) was "
                 f"revoked; {HOW_TO_PAIR}"
@@ -73,17 +82,6 @@ class Access:
             return None
         await self.check_approver(conn, "commit.check", "ask about another session's request")
         return conn.label
-
-    async def check_labeller(self, conn: Conn, msg: rq.Label) -> None:
-        """Person labels only from a paired person tool (an approver credential);
-        environment labels as the machine allows them."""
-        if msg.source == "person":
-            await self.check_approver(conn, "label", "label as a person")
-            return
-        self.core.check_environment_label(conn.id, msg, is_agent=conn.is_agent, who=conn.who)
-
-    def check_agent_holds(self, conn: Conn, session_id: str, what: str) -> None:
-        self.core.check_agent_holds(conn.id, session_id, what, is_agent=conn.is_agent, who=conn.who)
 
     async def check_live(self, session_id: str) -> None:
         """Raise unless ``session_id`` is a session that has not ended (loaded if evicted)."""
@@ -111,6 +109,7 @@ class Access:
                 return
             raise
         conn.approver = approver
+        self.core.connections.changed(conn.id, person=True)
         log.info("paired %s (id %s) on connection %d", approver.label, approver.id, conn.id)
         reply = Paired(id=msg.id, credential=credential, role=approver.role, name=approver.name)
         conn.send(dump(reply), reply=True)
@@ -125,7 +124,7 @@ class Access:
             )
         if msg.session_id is not None:
             await self.check_live(msg.session_id)
-            self.check_agent_holds(conn, msg.session_id, "hook.grant")
+            self.core.check_agent_holds(conn.caller(), msg.session_id, "hook.grant")
         key = self.hook_grants.grant(msg.session_id)
         reply = HookGranted(
             id=msg.id,

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from webshepherd.daemon.server.approvers import Approver
+from webshepherd.daemon.sessions.caller import Caller
 from webshepherd.protocol.common import Role
 from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
@@ -82,6 +83,10 @@ class Conn:
     def is_agent(self) -> bool:
         """An agent's connection: declared so, and not a paired person tool."""
         return self.approver is None and self.declared == "agent"
+
+    def caller(self) -> Caller:
+        """This connection as the session machine reads it (its facts now)."""
+        return Caller(self.id, self.label, self.who, self.is_agent, self.approver is not None)
 
     @property
     def shows_approvals(self) -> bool:
@@ -258,11 +263,6 @@ class Hub:
     ) -> None:
         for c in self.targets(session_id, owner, to_approvers=to_approvers, exclude=exclude):
             c.send(frame)
-
-    def people_present(self) -> bool:
-        """Whether a person can answer an approval request now: a paired person tool (an
-        approver credential's connection) is connected; a declared role counts for nothing."""
-        return any(c.approver is not None for c in self.conns.values())
 
     def subscribers(self) -> Iterable[Conn]:
         return [c for c in self.conns.values() if c.subscriptions == "*" or c.subscriptions]

@@ -106,8 +106,6 @@ class DaemonServer:
             sandbox_origins=config.sandbox_origins,
         )
         self.hub = Hub()
-        self.core.person_present = self.hub.people_present  # who can answer an approval
-        self.core.connected = self.hub.conns.__contains__  # is a session's holder still here
         self.hook_grants = HookGrants()
         self.approvers = Approvers(config.config_dir)  # paired person tools (approvers.py)
         self.quotas = Quotas(config.quotas)  # per connection and per session (quotas.py)
@@ -295,6 +293,7 @@ class DaemonServer:
             approver=approver,
         )
         self.hub.add(conn)
+        self.core.connections.opened(conn.id, person=approver is not None)
         info = DaemonInfo(
             version=daemon_version(), model=self.engine.model_id, backend=self.engine.backend_name
         )
@@ -310,6 +309,7 @@ class DaemonServer:
 
     def _drop(self, conn: Conn) -> None:
         self.hub.remove(conn.id)
+        self.core.connections.closed(conn.id)
         self.quotas.forget_connection(conn.id)
         conn.closed = True
         if self.scheduler is not None:
@@ -364,24 +364,27 @@ class DaemonServer:
 
     async def _dispatch(self, conn: Conn, msg: ClientMessage) -> None:
         """One request: a session it names is loaded first (after a restart), it is counted
-        against the quotas, then handled by its type (every member of the union once)."""
+        against the quotas and, when it declares a person's verb, its sender's credential is
+        checked; a step of a session goes to the machine whole, the rest by type."""
         core, step = self.core, self.effects.step
         sid = getattr(msg, "session_id", None)
         if isinstance(sid, str) and not isinstance(msg, rq.SessionGet):
             await self._load(sid, conn)
         if not isinstance(msg, rq.Hello):
             await self._admit(conn, msg)
+        await self.access.check_person(conn, msg)
+        if rq.is_session_request(msg):
+            await step(msg.session_id, lambda: core.handle(conn.caller(), msg))
+            if isinstance(msg, rq.SessionEnd):
+                self.hook_grants.drop_session(msg.session_id)
+                self.quotas.forget_session(msg.session_id)
+            return
         match msg:
             case rq.Hello():
                 raise ProtocolError("hello: already authenticated on this connection")
             case rq.SessionStart():
                 await self._start(conn, msg)
-            case rq.Observe():
-                await step(msg.session_id, lambda: core.observe(conn.id, msg))
-            case rq.Score():
-                await step(msg.session_id, lambda: core.score(conn.id, msg))
             case rq.ApprovalDecide():
-                await self.access.check_approver(conn, "approval.decide", "decide approvals")
                 owner = core.approval_session(msg.request_id)
                 by = conn.label if msg.via is None else f"{conn.label}/{msg.via}"
                 await step(owner, lambda: core.decide(conn.id, by, msg))
@@ -390,15 +393,6 @@ class DaemonServer:
                 await step(
                     msg.session_id, lambda: core.commit_check(conn.id, msg, approver=approver)
                 )
-            case rq.SessionMode():
-                await self.access.check_approver(conn, "session.mode", "set a session's mode")
-                await step(msg.session_id, lambda: core.set_mode(conn.id, conn.label, msg))
-            case rq.Action():
-                await step(msg.session_id, lambda: core.action(conn.id, msg))
-            case rq.SessionEnd():
-                await step(msg.session_id, lambda: core.end(conn.id, msg))
-                self.hook_grants.drop_session(msg.session_id)
-                self.quotas.forget_session(msg.session_id)
             case rq.Subscribe():
                 conn.subscriptions = "*" if msg.sessions == "*" else set(msg.sessions)
                 conn.send(dump(Subscribed(id=msg.id, sessions=msg.sessions)), reply=True)
@@ -411,12 +405,6 @@ class DaemonServer:
                 await self.access.hook_grant(conn, msg)
             case rq.HookRedeem():
                 await self.access.hook_redeem(conn, msg)
-            case rq.Label():
-                await self.access.check_labeller(conn, msg)
-                await step(msg.session_id, lambda: core.label(conn.id, conn.label, msg))
-            case rq.TreeNode():
-                self.access.check_agent_holds(conn, msg.session_id, "tree.node")
-                await step(msg.session_id, lambda: core.tree_node(conn.id, msg))
             case rq.Pair():
                 await self.access.pair(conn, msg)
             case rq.Ping():

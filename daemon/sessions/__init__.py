@@ -1,6 +1,7 @@
 """Sessions as a sans-I/O state machine: messages in, effects out."""
 
 from webshepherd.daemon.records import Record
+from webshepherd.daemon.sessions.caller import Caller
 from webshepherd.daemon.sessions.effects import (
     ApprovalClosed,
     AwaitApproval,
@@ -16,6 +17,7 @@ from webshepherd.daemon.sessions.state import LiveSession
 __all__ = [
     "ApprovalClosed",
     "AwaitApproval",
+    "Caller",
     "Effect",
     "LiveSession",
     "Publish",

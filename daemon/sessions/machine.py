@@ -19,6 +19,7 @@ from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from typing_extensions import assert_never
 from webshepherd.daemon.engine.types import ParsedChecklist, StepInput, StepScore
 from webshepherd.daemon.records import (
     ActionRecord,
@@ -37,6 +38,7 @@ from webshepherd.daemon.sessions.approvals import (
     ApprovalBook,
     ApprovalPolicy,
 )
+from webshepherd.daemon.sessions.caller import Caller, Connections
 from webshepherd.daemon.sessions.commits import Commits, PendingCommit
 from webshepherd.daemon.sessions.decisions import Decisions
 from webshepherd.daemon.sessions.effects import (
@@ -60,6 +62,7 @@ from webshepherd.protocol.common import (
     CommitMode,
     Observation,
     Screenshot,
+    SessionHeader,
     SessionSummary,
     Timing,
     Turn,
@@ -128,12 +131,14 @@ class SessionCore:
         self.scoring = Scoring(self)  # scored steps and the ones held for a person
         self.commits = Commits(self)  # modes and requests the browser paused
         self.decisions = Decisions(self)  # approval requests resolved
-        # can a person answer an approval request now? (the socket layer: an extension or a
-        # monitor is connected); a score that did not ask for approval is held only then
-        self.person_present: Callable[[], bool] = lambda: True
-        # is connection N still connected? (the socket layer's); a session held by a
-        # connected one is refused to any other agent's
-        self.connected: Callable[[int], bool] = lambda conn: True
+        # the open connections, as the socket layer reports them: a session held by one is
+        # refused to any other agent's; a score that did not ask for approval, or a paused
+        # request, is held for a person only while a paired person's tool is among them
+        self.connections = Connections()
+
+    def person_present(self) -> bool:
+        """Whether a person can answer an approval request now."""
+        return self.connections.person_present()
 
     # -- lookup ----------------------------------------------------------
     def has(self, session_id: str) -> bool:
@@ -152,7 +157,7 @@ class SessionCore:
         """Continue a recorded session (the first time it is addressed after a restart or an
         eviction), held by connection ``owner``: its signals rebuilt from ``signal_history``
         and, when a restart cut its checklist's generation off, the generation asked again."""
-        if stored.session_id in self.sessions:
+        if stored.header.session_id in self.sessions:
             return []
         state = restored(stored, self.mode)
         state.owner, state.last_active = owner, self.monotonic()
@@ -180,29 +185,27 @@ class SessionCore:
         if st.ended:
             raise SessionClosedError(f"session_id: session {session_id!r} has ended")
 
-    def check_agent_holds(
-        self, conn: int, session_id: str, what: str, *, is_agent: bool, who: str
-    ) -> None:
-        """Raise unless ``conn`` is an agent's connection (``who``: how it is named) and no
-        other live connection holds ``session_id``."""
-        if not is_agent:
-            raise UnauthorizedError(f"{what}: only an agent's connection reports this, not {who!r}")
+    def check_agent_holds(self, caller: Caller, session_id: str, what: str) -> None:
+        """Raise unless ``caller`` is an agent's connection and no other open connection
+        holds ``session_id``."""
+        if not caller.is_agent:
+            raise UnauthorizedError(
+                f"{what}: only an agent's connection reports this, not {caller.who!r}"
+            )
         owner = self.owner_of(session_id)
-        if owner not in (None, conn) and self.connected(owner):
+        if owner not in (None, caller.id) and owner in self.connections:
             raise UnauthorizedError(
                 f"session_id: session {session_id!r} is held by another connection"
             )
 
-    def check_environment_label(
-        self, conn: int, msg: rq.Label, *, is_agent: bool, who: str
-    ) -> None:
-        """An environment label comes from an agent's connection, for a session no other live
+    def check_environment_label(self, caller: Caller, msg: rq.Label) -> None:
+        """An environment label comes from an agent's connection, for a session no other open
         connection holds (a person's label: the socket layer checks the pairing)."""
-        if not is_agent:
+        if not caller.is_agent:
             raise UnauthorizedError(
-                f"label: source 'environment' comes from an agent's connection, not {who!r}"
+                f"label: source 'environment' comes from an agent's connection, not {caller.who!r}"
             )
-        self.check_agent_holds(conn, msg.session_id, "label", is_agent=True, who=who)
+        self.check_agent_holds(caller, msg.session_id, "label")
 
     def approval_session(self, request_id: str) -> str | None:
         """The session of an open approval request (None: unknown or already closed)."""
@@ -274,6 +277,36 @@ class SessionCore:
     def active(self) -> int:
         return sum(1 for s in self.sessions.values() if not s.ended)
 
+    # -- one step of a session, from a caller ----------------------------
+    def handle(self, caller: Caller, msg: rq.SessionRequest) -> list[Effect]:
+        """A request that is one step of the session it names, from ``caller``: who may send
+        it checked here (a person's credential by the socket layer first, ``person_verb``)."""
+        verb = msg.person_verb()
+        if verb is not None and not caller.paired:
+            raise UnauthorizedError(
+                f"{msg.type}: may not {verb}: {caller.who!r} is not a paired person's tool"
+            )
+        match msg:
+            case rq.Observe():
+                return self.observe(caller.id, msg)
+            case rq.Score():
+                return self.score(caller.id, msg)
+            case rq.Action():
+                return self.action(caller.id, msg)
+            case rq.SessionEnd():
+                return self.end(caller.id, msg)
+            case rq.Label():
+                if msg.source == "environment":
+                    self.check_environment_label(caller, msg)
+                return self.label(caller.id, caller.label, msg)
+            case rq.TreeNode():
+                self.check_agent_holds(caller, msg.session_id, "tree.node")
+                return self.tree_node(caller.id, msg)
+            case rq.SessionMode():
+                return self.set_mode(caller.id, caller.label, msg)
+            case _:
+                assert_never(msg)
+
     # -- session.start ---------------------------------------------------
     def start(
         self, conn: int, msg: rq.SessionStart, checklist: ParsedChecklist | None = None
@@ -281,13 +314,16 @@ class SessionCore:
         """A new session. ``checklist``: the client's checklist, parsed; it is recorded with
         the session's start (else the engine is asked to generate one)."""
         sid = self.new_id()
+        header = SessionHeader(
+            session_id=sid,
+            intent=msg.intent,
+            start_url=msg.start_url,
+            agent=msg.agent,
+            source=msg.source,
+            created_at=self.clock(),
+        )
         st = LiveSession(
-            sid,
-            msg.intent,
-            msg.start_url,
-            msg.agent,
-            msg.source,
-            self.clock(),
+            header,
             owner=conn,
             mode=self.mode,
             holds=msg.holds,
@@ -475,11 +511,12 @@ class SessionCore:
 
     def end(self, conn: int, msg: rq.SessionEnd) -> list[Effect]:
         st = self.get(msg.session_id)
-        st.ended, st.outcome, st.answer, st.ended_at = True, msg.outcome, msg.answer, self.clock()
+        ended_at = self.clock()
+        st.end(msg.outcome, msg.answer, ended_at)
         self.signals.forget(st.session_id)
         event = SessionEnded(session_id=st.session_id, outcome=msg.outcome, answer=msg.answer)
         return [
-            SessionEndedRecord(event, st.ended_at),
+            SessionEndedRecord(event, ended_at),
             *reply_and_publish(conn, msg.id, st.session_id, event),
         ]
 

@@ -124,13 +124,13 @@ async def test_only_paired_connections_count_as_a_person_present(strict_daemon):
     agent = await d.client(name="agent-1")
     await d.client(role="monitor", name="fake-tui", paired=False)
     await d.client(role="extension", name="fake-ext", paired=False)
-    assert not d.server.hub.people_present()
+    assert not d.server.core.person_present()
     await hold(d, agent, approval="auto", rid="c1")
     scored = await agent.wait_for(lambda m: m.get("id") == "c1", timeout=60)
     assert scored["decision"]["status"] == "auto"
 
     person = await d.client(role="monitor", name="tui")
-    assert d.server.hub.people_present()
+    assert d.server.core.person_present()
     await hold(d, agent, approval="auto", rid="c2")
     req = await person.wait_for("approval.request", timeout=60)
     assert req["reason"] == "below_threshold"
@@ -165,7 +165,7 @@ async def test_a_revoked_credential_stops_deciding_at_once_and_is_refused_after(
         {"type": "approval.decide", "request_id": req["request_id"], "decision": "approve"}
     )
     assert refused["code"] == "unauthorized" and "revoked" in refused["message"]
-    assert not daemon.server.hub.people_present()
+    assert not daemon.server.core.person_present()
     c = await daemon.raw()
     err = await c.request(hello("monitor", "tui", credential))
     assert err["code"] == "unauthorized" and "pair again" in err["message"]
@@ -177,7 +177,7 @@ async def test_a_code_pairs_once_and_the_connection_becomes_the_approver(daemon)
     paired = await c.request({"type": "pair", "code": code.replace("-", " "), "name": "other"})
     assert paired["type"] == "paired"
     assert (paired["role"], paired["name"]) == ("extension", "laptop")  # --name wins
-    assert daemon.server.hub.people_present()
+    assert daemon.server.core.person_present()
     again = await daemon.client(name="agent-1")
     reused = await again.request({"type": "pair", "code": code, "name": "x"})
     assert (reused["type"], reused["code"]) == ("error", "unauthorized")
@@ -243,7 +243,7 @@ async def test_many_wrong_codes_pause_pairing_without_voiding_the_code(daemon, m
     assert paused["code"] == "unauthorized"
     assert f"{MAX_PER_WINDOW} wrong pairing codes in the last 3 s" in paused["message"]
     assert "the pending code still works" in paused["message"]
-    assert not daemon.server.hub.people_present()
+    assert not daemon.server.core.person_present()
     wait = int(paused["message"].rsplit("again in ", 1)[1].split(" s")[0])
     assert 1 <= wait <= 3
     # the window's length is the subject: only its end lets the code in (later is as good)
@@ -251,7 +251,7 @@ async def test_many_wrong_codes_pause_pairing_without_voiding_the_code(daemon, m
     person = await daemon.client(role="extension", name="ext", paired=False)
     paired = await person.request({"type": "pair", "code": good, "name": "ext"})
     assert (paired["type"], paired["name"]) == ("paired", "laptop")
-    assert daemon.server.hub.people_present()
+    assert daemon.server.core.person_present()
 
 
 async def test_the_files_are_owner_only_and_hold_no_secret(daemon):

@@ -58,7 +58,7 @@ def test_a_paused_request_is_answered_at_once_by_the_mode(
     mode, present, status, decider, flagged, way_out
 ):
     core = make_core(mode=mode)
-    core.person_present = lambda: present
+    core.connections.changed(MONITOR, person=present)
     sid = started(core)
     effects = commit_check(core, sid)
     got = decided(effects)

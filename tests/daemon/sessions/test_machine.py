@@ -30,7 +30,6 @@ from webshepherd.protocol.common import AgentInfo, SessionHeader, Timing, Turn
 from webshepherd.protocol.errors import (
     ProtocolError,
     SessionClosedError,
-    UnauthorizedError,
     UnknownSessionError,
 )
 
@@ -39,9 +38,10 @@ OBS = {"url": "http://shop.local/", "axtree": "RootWebArea 'Shop'"}
 
 
 def make_core(**kw) -> SessionCore:
+    """A machine told that the owner's agent connection and a paired person's monitor are open."""
     ids = itertools.count(1)
     clock = itertools.count(1000)
-    return SessionCore(
+    core = SessionCore(
         ApprovalPolicy(0.3, 0.3),
         default_samples=3,
         approval_timeout_s=7.0,
@@ -49,6 +49,9 @@ def make_core(**kw) -> SessionCore:
         new_id=lambda: f"sess{next(ids)}",
         **kw,
     )
+    core.connections.opened(OWNER, person=False)
+    core.connections.opened(MONITOR, person=True)
+    return core
 
 
 POST = {"method": "POST", "url": "http://shop.local/orders", "kind": "write"}
@@ -308,27 +311,6 @@ def stored(sid: str = "old1", *, ended: bool = False) -> StoredSession:
     return StoredSession(
         header, None, None, (2, "http://shop.local/p", "RootWebArea 'P'"), (), (), mode="watch"
     )
-
-
-def test_an_agent_addresses_a_session_no_other_connected_connection_holds():
-    core = make_core()
-    sid = started(core)
-    core.check_agent_holds(OWNER, sid, "tree.node", is_agent=True, who="agent")
-    not_agent = "only an agent's connection reports this, not 'monitor'"
-    with pytest.raises(UnauthorizedError, match=not_agent):
-        core.check_agent_holds(MONITOR, sid, "tree.node", is_agent=False, who="monitor")
-    with pytest.raises(UnauthorizedError, match="held by another connection"):
-        core.check_agent_holds(3, sid, "tree.node", is_agent=True, who="agent")
-    label = rq.Label(id="l", session_id=sid, step=0, action="click('1')", items=["yes"],
-                     source="environment")  # fmt: skip
-    with pytest.raises(UnauthorizedError, match="held by another connection"):
-        core.check_environment_label(3, label, is_agent=True, who="agent")
-    not_env = "comes from an agent's connection, not 'extension'"
-    with pytest.raises(UnauthorizedError, match=not_env):
-        core.check_environment_label(OWNER, label, is_agent=False, who="extension")
-    core.connected = lambda conn: conn != OWNER  # the holder left: another agent may go on
-    core.check_agent_holds(3, sid, "tree.node", is_agent=True, who="agent")
-    assert core.owns(OWNER, sid) and not core.owns(3, sid) and core.owner_of("nope") is None
 
 
 def test_check_live_names_unknown_and_ended_sessions():

@@ -19,6 +19,7 @@ from webshepherd.protocol.common import Timing
 
 from tests.daemon.sessions.test_commits import FORM_OBS
 from tests.daemon.sessions.test_machine import (
+    MONITOR,
     OWNER,
     kinds,
     make_core,
@@ -116,7 +117,7 @@ def test_the_rules_hold_by_the_mode_and_only_predict_where_the_browser_holds(
     mode, present, holds, status, decider
 ):
     core = make_core(mode=mode)
-    core.person_present = lambda: present
+    core.connections.changed(MONITOR, person=present)
     effects = core.start(
         OWNER, rq.SessionStart(id="s1", intent="buy", checklist="1. buy", holds=holds)
     )
@@ -173,7 +174,7 @@ def test_a_low_reward_follows_the_mode(mode, status):
 
 def test_a_text_only_step_on_a_sandbox_page_runs_flagged_by_the_sandbox():
     core = make_core(sandbox_origins=("http://shop.local",))
-    core.person_present = lambda: False
+    core.connections.closed(MONITOR)
     sid = started(core)
     got = scored_of(core.score_done(form_job(core, sid), step_score(0.9, 0.1), Timing(total_ms=1)))
     assert (got.decision.status, got.decision.decider) == ("auto", "sandbox")
