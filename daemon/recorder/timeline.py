@@ -126,10 +126,10 @@ def read_timeline(
     def at(n: int) -> Step:
         return steps.setdefault(n, Step(n))
 
-    for o in observations.read(db, sid):
-        s = at(o.step)
-        s.url, s.axtree, s.observed_at = o.url, o.axtree, o.created_at
-        s.screenshot, s.screenshot_mime, s.boxes = o.screenshot, o.screenshot_mime, o.boxes
+    for n, url, axtree, screenshot, mime, created_at, boxes in observations.read(db, sid):
+        s = at(n)
+        s.url, s.axtree, s.observed_at = url, axtree, created_at
+        s.screenshot, s.screenshot_mime, s.boxes = screenshot, mime, boxes
     for n, scoring in scores.read(db, sid):
         at(n).scorings.append(scoring)
     thresholds = events.approval_thresholds(db, sid)  # as each request's event carried it

@@ -89,17 +89,10 @@ KIND = RecordKind(ObservationRecord, _write, TABLES)
 KINDS = (KIND,)
 
 
-@dataclass(frozen=True)
-class Seen:
-    """One recorded observation as reports read it."""
-
-    step: int
-    url: str
-    axtree: str
-    screenshot: bytes | None
-    screenshot_mime: str | None
-    created_at: float
-    boxes: dict[str, list[float]] | None  # bid -> [left, top, width, height], image px
+Seen = tuple[int, str, str, bytes | None, str | None, float, dict[str, list[float]] | None]
+"""One recorded observation as reports read it: ``(step, url, axtree, screenshot,
+screenshot_mime, created_at, boxes)``, boxes as bid -> [left, top, width, height] in image px
+(a tuple: the timeline's ``Step`` declares these fields)."""
 
 
 def read(db: sqlite3.Connection, session_id: str) -> list[Seen]:
@@ -115,7 +108,7 @@ def read(db: sqlite3.Connection, session_id: str) -> list[Seen]:
         )
     }
     return [
-        Seen(
+        (
             o["step"],
             o["url"],
             o["axtree"],
