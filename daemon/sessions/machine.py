@@ -146,7 +146,7 @@ class SessionCore:
 
     def restore(self, state: LiveSession) -> None:
         """Adopt a session rebuilt from the recorder (after a restart)."""
-        self.sessions.setdefault(state.session_id, state)
+        self.sessions.setdefault(state.header.session_id, state)
 
     def adopt(
         self,
@@ -162,7 +162,9 @@ class SessionCore:
         state = restored(stored, self.mode)
         state.owner, state.last_active = owner, self.monotonic()
         self.restore(state)
-        self.signals.rebuild(state.session_id, signal_history, state.agent, state.step_progress)
+        self.signals.rebuild(
+            state.header.session_id, signal_history, state.header.agent, state.step_progress
+        )
         if not state.ended and state.checklist is None:
             return [self.generate_checklist(state)]
         return []
@@ -236,7 +238,7 @@ class SessionCore:
         if st is None:
             raise UnknownSessionError(f"session_id: no session {session_id!r}")
         if open_only and st.ended:
-            raise SessionClosedError(f"session {session_id!r} has ended ({st.outcome})")
+            raise SessionClosedError(f"session {session_id!r} has ended ({st.header.outcome})")
         return st
 
     def evict(self, session_id: str) -> None:
@@ -340,7 +342,7 @@ class SessionCore:
             mode=st.mode,
             holds=st.holds,
         )
-        out: list[Effect] = [SessionStartedRecord(event, st.created_at)]
+        out: list[Effect] = [SessionStartedRecord(event, st.header.created_at)]
         if self.scorer is not None:
             sc = self.scorer
             out.append(ScorerRecord(sid, sc.model, sc.backend, sc.settings))
@@ -365,7 +367,11 @@ class SessionCore:
         """Ask the engine for a checklist of ``st`` (at the start, or again after a
         generation that did not finish)."""
         return RunChecklist(
-            st.session_id, st.intent, st.start_url or (st.url or ""), st.axtree or "", st.owner
+            st.header.session_id,
+            st.header.intent,
+            st.header.start_url or (st.url or ""),
+            st.axtree or "",
+            st.owner,
         )
 
     def checklist_ready(
@@ -392,9 +398,9 @@ class SessionCore:
         st.boxes, st.elements = obs.boxes, obs.elements
         if st.origin is None:  # no start_url: the first observation's origin
             st.origin = session_origin(obs.url)
-        self.signals.observed(st.session_id, obs.url, obs.axtree)
+        self.signals.observed(st.header.session_id, obs.url, obs.axtree)
         event = Observed(
-            session_id=st.session_id,
+            session_id=st.header.session_id,
             step=st.step,
             url=obs.url,
             axtree=obs.axtree,
@@ -402,8 +408,8 @@ class SessionCore:
         )
         out: list[Effect] = [ObservationRecord(event, blob, self.clock(), obs.boxes)]
         if conn is not None and rid is not None:
-            out.append(Reply(conn, Observed(id=rid, session_id=st.session_id, step=st.step)))
-        out.append(Publish(st.session_id, event, exclude=conn))
+            out.append(Reply(conn, Observed(id=rid, session_id=st.header.session_id, step=st.step)))
+        out.append(Publish(st.header.session_id, event, exclude=conn))
         return out
 
     # -- action and end --------------------------------------------------
@@ -417,7 +423,7 @@ class SessionCore:
                 st.step_rewards[step] = reward  # the executed candidate's reward
                 break
         event = ActionEvent(
-            session_id=st.session_id,
+            session_id=st.header.session_id,
             step=step,
             action=msg.action,
             thought=msg.thought,
@@ -425,16 +431,16 @@ class SessionCore:
         )
         return [
             ActionRecord(event, self.clock()),
-            Reply(conn, ActionRecorded(id=msg.id, session_id=st.session_id, step=step)),
-            Publish(st.session_id, event, exclude=conn),
+            Reply(conn, ActionRecorded(id=msg.id, session_id=st.header.session_id, step=step)),
+            Publish(st.header.session_id, event, exclude=conn),
             *(
-                Publish(st.session_id, sig)
+                Publish(st.header.session_id, sig)
                 for sig in self.signals.action(
-                    st.session_id,
+                    st.header.session_id,
                     step,
                     msg.action,
                     msg.thought,
-                    st.agent,
+                    st.header.agent,
                     st.step_progress.get(step, {}).get(msg.action),
                 )
             ),
@@ -454,7 +460,7 @@ class SessionCore:
             raise ProtocolError(f"action: not a candidate scored at step {msg.step}")
         return [
             LabelRecord(msg, by, self.clock()),
-            Reply(conn, LabelRecorded(id=msg.id, session_id=st.session_id, step=msg.step)),
+            Reply(conn, LabelRecorded(id=msg.id, session_id=st.header.session_id, step=msg.step)),
         ]
 
     def tree_node(self, conn: int, msg: rq.TreeNode) -> list[Effect]:
@@ -502,22 +508,26 @@ class SessionCore:
         if msg.event == "expanded":  # its children are scored next, from its page
             st.history = st.tree_path(msg.node)
         fields = msg.model_dump(exclude={"type", "id", "session_id"})
-        event = TreeNodeEvent(session_id=st.session_id, **fields)
+        event = TreeNodeEvent(session_id=st.header.session_id, **fields)
         return [
             TreeNodeRecord(event, self.clock()),
-            Reply(conn, TreeNodeRecorded(id=msg.id, session_id=st.session_id, node=msg.node)),
-            Publish(st.session_id, event, exclude=conn),
+            Reply(
+                conn, TreeNodeRecorded(id=msg.id, session_id=st.header.session_id, node=msg.node)
+            ),
+            Publish(st.header.session_id, event, exclude=conn),
         ]
 
     def end(self, conn: int, msg: rq.SessionEnd) -> list[Effect]:
         st = self.get(msg.session_id)
         ended_at = self.clock()
         st.end(msg.outcome, msg.answer, ended_at)
-        self.signals.forget(st.session_id)
-        event = SessionEnded(session_id=st.session_id, outcome=msg.outcome, answer=msg.answer)
+        self.signals.forget(st.header.session_id)
+        event = SessionEnded(
+            session_id=st.header.session_id, outcome=msg.outcome, answer=msg.answer
+        )
         return [
             SessionEndedRecord(event, ended_at),
-            *reply_and_publish(conn, msg.id, st.session_id, event),
+            *reply_and_publish(conn, msg.id, st.header.session_id, event),
         ]
 
     # -- score -----------------------------------------------------------
@@ -534,7 +544,7 @@ class SessionCore:
         if st.checklist is None:  # its generation is under way, or did not finish: once more
             out.append(self.generate_checklist(st))
         judged = StepInput(
-            intent=st.intent,
+            intent=st.header.intent,
             current_url=st.url,
             axtree=st.axtree,
             checklist=st.checklist,  # None: the runner adds the generation's
@@ -546,7 +556,7 @@ class SessionCore:
         )
         out.append(
             RunScore(
-                st.session_id,
+                st.header.session_id,
                 conn,
                 msg.id,
                 st.step,

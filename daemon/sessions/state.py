@@ -11,7 +11,6 @@ from webshepherd.daemon.records import StoredSession
 from webshepherd.daemon.sessions.convert import parsed_checklist
 from webshepherd.daemon.sessions.guards import session_origin
 from webshepherd.protocol.common import (
-    AgentInfo,
     CommitMode,
     ElementFacts,
     Outcome,
@@ -60,36 +59,6 @@ class LiveSession:
     ended: bool = False
     answer: str | None = None
     last_active: float = field(default_factory=time.monotonic)  # for idle eviction
-
-    # Transitional (issue 43.3): the header's fields read through, until machine.py reads
-    # ``header`` itself; removed with that rename.
-    @property
-    def session_id(self) -> str:
-        return self.header.session_id
-
-    @property
-    def intent(self) -> str:
-        return self.header.intent
-
-    @property
-    def start_url(self) -> str | None:
-        return self.header.start_url
-
-    @property
-    def agent(self) -> AgentInfo:
-        return self.header.agent
-
-    @property
-    def created_at(self) -> float:
-        return self.header.created_at
-
-    @property
-    def outcome(self) -> Outcome | None:
-        return self.header.outcome
-
-    @property
-    def ended_at(self) -> float | None:
-        return self.header.ended_at
 
     def snapshot(self) -> LiveSession:
         """A copy to :meth:`roll_back` to (containers copied, big strings shared)."""
