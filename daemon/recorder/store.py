@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from webshepherd.daemon.recorder.schema import DDL, SCHEMA_VERSION
-from webshepherd.daemon.records import Record, kind
+from webshepherd.daemon.records import Record, kind_for
 
 log = logging.getLogger(__name__)
 SIDE_FILES = ("-wal", "-shm", "-journal")
@@ -69,7 +69,7 @@ class Recorder:
     def apply(self, record: Record) -> None:
         """Carry out one write of the session machine (on the calling thread): its kind's
         write, in a transaction of its own or the one it joins."""
-        write = kind(record).write
+        write = kind_for(record).write
         with self._transaction():
             write(self.db, record)
 

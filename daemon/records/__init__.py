@@ -7,7 +7,8 @@ machine returns as an effect (sans-I/O), the DDL of its tables, its write and it
 event the machine publishes, or the request), plus only what that lacks, so each fact is
 stated once; ``op`` names the kind (logs and tests). :data:`KINDS` is the one registry: the
 recorder builds its schema from it and dispatches each record through it. A new kind is a
-new module here plus its lines below (the import, :data:`KINDS`, :data:`Record`).
+new module here plus its lines in this file (the imports, :data:`KINDS`, :data:`Record`,
+``__all__``); its mirrored test is ``tests/daemon/records/test_<module>.py``.
 
 The read back: :class:`StoredSession` (``records/stored.py``), what
 :meth:`History.stored_session` reads for the machine to resume a session after a restart.
@@ -78,7 +79,7 @@ Record = (
 holds them equal)."""
 
 
-def kind(record: Record) -> RecordKind[Any]:
+def kind_for(record: Record) -> RecordKind[Any]:
     """The kind that writes ``record`` (a record of no kind is refused, naming its class)."""
     return kind_of(BY_CLASS, record)
 
@@ -102,5 +103,5 @@ __all__ = [
     "StoredScore",
     "StoredSession",
     "TreeNodeRecord",
-    "kind",
+    "kind_for",
 ]
