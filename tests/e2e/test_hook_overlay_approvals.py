@@ -219,7 +219,7 @@ async def test_an_unpaired_browser_shows_requests_but_decides_only_once_a_person
         assert await decide_card.get_by_role("button").count() == 0
         await decide_card.focus()
         await panel.keyboard.press("a")  # no key decides either
-        await asyncio.sleep(0.5)
+        await asyncio.sleep(0.5)  # a fixed interval: proving that no decision is sent
         assert daemon.server.core.approvals.session_of(request_id) == sid  # still open
         await browser.pair_as_person(daemon.config.config_dir)
         await unpaired.wait_for(state="hidden", timeout=30_000)

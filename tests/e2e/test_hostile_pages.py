@@ -121,7 +121,8 @@ async def test_a_page_script_decides_nothing(paired, site):
     capture = await browser.capture(url)
     assert "Waiting for a person" not in capture["axtree"]
     assert "side panel" not in capture["axtree"]
-    await asyncio.sleep(2)  # time for a decision to reach the daemon, were one sent
+    # a fixed interval, proving an absence: time for a decision to reach the daemon, were one sent
+    await asyncio.sleep(2)
 
     assert not pending.done()
     assert [e for e in await events(monitor, sid) if e["type"] == "approval.resolved"] == []
@@ -162,7 +163,7 @@ async def test_another_origin_neither_reads_nor_drives_the_session(paired, site)
             reply = await page.evaluate(MAYBE_HOOK, [type_, sent, 10_000])
             assert reply["type"] == "error", (type_, reply)
             assert reply["code"] in ("unauthorized", "no_session"), (type_, reply)
-    await asyncio.sleep(1)
+    await asyncio.sleep(1)  # a fixed interval, proving an absence: no overlay is drawn
     assert await page.evaluate("() => document.querySelector('webshepherd-overlay')") is None
     got = await monitor.request({"type": "session.get", "session_id": sid})
     assert got["session"]["state"] != "ended"

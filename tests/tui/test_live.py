@@ -77,8 +77,7 @@ async def test_sessions_appear_and_the_curve_grows(daemon):
         await wait_until(pilot, lambda: table.get_cell(sid, "steps") == "3", what="steps cell")
         detail = app.screen.query_one(SessionDetail)
         assert detail.view is view
-        text = screen_text(app)
-        assert "Search for cables" in text and "live-agent" in text
+        await wait_for_text(pilot, app, "Search for cables", "live-agent")
         await agent.request({"type": "session.end", "session_id": sid, "outcome": "success"})
         await wait_until(pilot, lambda: view.state == "ended", what="the end")
         await wait_until(

@@ -40,7 +40,7 @@ async def test_an_intent_with_markup_is_shown_literally(daemon):
         table = app.screen.query_one(SessionsTable)
         await wait_until(pilot, lambda: table.row_count == 1, what="the session's row")
         await wait_until(pilot, lambda: "Buy a [/] lamp" in screen_text(app), what="the intent")
-        assert "[red]bot" in screen_text(app)
+        await wait_until(pilot, lambda: "[red]bot" in screen_text(app), what="the agent")
         await pilot.press("o")  # the replay screen's title shows the intent too
         await wait_until(pilot, lambda: "Buy a [/] lamp" in screen_text(app), what="replay")
     assert app.return_code in (None, 0)
