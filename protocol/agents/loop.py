@@ -36,7 +36,8 @@ from webshepherd.protocol.agents.policy import AsyncPolicy, PolicyContext, as_po
 from webshepherd.protocol.agents.refine import refine
 from webshepherd.protocol.agents.refusal import refusal_text
 from webshepherd.protocol.agents.tree import SearchTree, TreeSearch
-from webshepherd.protocol.client.session import SessionHandle, Subscription
+from webshepherd.protocol.client.session import SessionHandle
+from webshepherd.protocol.client.subscription import Subscription
 from webshepherd.protocol.common import (
     DEFAULT_STALLED_AFTER,
     AgentInfo,

@@ -7,7 +7,8 @@ over the sans-I/O :class:`~.core.ClientCore`; :class:`~.sync.Client` is its bloc
 from webshepherd.protocol.client.async_client import AsyncClient
 from webshepherd.protocol.client.connection import ProgressCallback, client_version
 from webshepherd.protocol.client.core import ClientCore
-from webshepherd.protocol.client.session import SessionHandle, Subscription
+from webshepherd.protocol.client.session import SessionHandle
+from webshepherd.protocol.client.subscription import Subscription
 
 __all__ = [
     "AsyncClient",

@@ -33,16 +33,17 @@ import asyncio
 import logging
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Literal
 
 from webshepherd.protocol.client.connection import Connection, ProgressCallback
 from webshepherd.protocol.client.session import (
     CandidateLike,
+    Fields,
     SessionHandle,
-    Subscription,
     to_candidates,
     to_model,
 )
+from webshepherd.protocol.client.subscription import Subscription
 from webshepherd.protocol.common import (
     AgentInfo,
     CommitMode,
@@ -117,8 +118,8 @@ class AsyncClient(Connection):
         intent: str,
         start_url: str | None = None,
         checklist: str | None = None,
-        observation: Observation | dict[str, Any] | None = None,
-        agent: AgentInfo | dict[str, Any] | str | None = None,
+        observation: Observation | Fields | None = None,
+        agent: AgentInfo | Fields | str | None = None,
         source: SessionSource = "agent",
         holds: Literal["browser"] | None = None,
     ) -> SessionHandle:
@@ -145,8 +146,8 @@ class AsyncClient(Connection):
         session_id: str,
         url: str,
         axtree: str,
-        screenshot: Screenshot | dict[str, Any] | None = None,
-        elements: Mapping[str, ElementFacts | dict[str, Any]] | None = None,
+        screenshot: Screenshot | Fields | None = None,
+        elements: Mapping[str, ElementFacts | Fields] | None = None,
     ) -> Observed:
         """One observation of the session's page; ``elements`` (bid -> what the page says of
         the element: links, downloads, the form it submits and its method) let the daemon's
@@ -167,7 +168,7 @@ class AsyncClient(Connection):
         self,
         session_id: str,
         candidates: Sequence[CandidateLike],
-        observation: Observation | dict[str, Any] | None = None,
+        observation: Observation | Fields | None = None,
         samples: int | None = None,
         approval: Literal["auto", "always", "never"] = "auto",
         *,

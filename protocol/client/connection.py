@@ -11,7 +11,8 @@ import random
 import time
 from collections.abc import Callable, Iterable
 from importlib import metadata
-from typing import Any, TypeVar
+from ssl import SSLContext
+from typing import TypeVar
 
 from pydantic import BaseModel
 from webshepherd.protocol.client.core import (
@@ -23,9 +24,7 @@ from webshepherd.protocol.client.core import (
     Progress,
     Resolved,
 )
-from webshepherd.protocol.client.session import (
-    Subscription,
-)
+from webshepherd.protocol.client.subscription import Subscription
 from webshepherd.protocol.client.wait import DAEMON_WAIT_S, until_daemon
 from webshepherd.protocol.common import (
     ClientInfo,
@@ -43,6 +42,7 @@ from webshepherd.protocol.replies import (
     Subscribed,
     Welcome,
 )
+from webshepherd.protocol.requests import ClientMessage
 from webshepherd.protocol.token_store import TokenStore
 from webshepherd.protocol.union import dump
 from webshepherd.protocol.version import MAX_FRAME_BYTES, daemon_url
@@ -51,7 +51,7 @@ from websockets.exceptions import ConnectionClosed, WebSocketException
 
 log = logging.getLogger(__name__)
 R = TypeVar("R", bound=BaseModel)
-ProgressCallback = Callable[[ScoreProgress], Any]
+ProgressCallback = Callable[[ScoreProgress], object]
 
 
 def client_version() -> str:
@@ -80,7 +80,7 @@ class Connection:
         connect_timeout_s: float = 10.0,
         reconnect_wait_s: float = 30.0,
         daemon_wait_s: float = DAEMON_WAIT_S,
-        ssl: Any = None,
+        ssl: SSLContext | bool | None = None,
         max_size: int = MAX_FRAME_BYTES,
     ) -> None:
         self.url = daemon_url(url)  # None: $WEBSHEPHERD_URL, else ws://127.0.0.1:8765/v1
@@ -280,7 +280,11 @@ class Connection:
     # ----------------------------------------------------------------- calls
 
     async def _roundtrip(
-        self, ws: ClientConnection, msg: Any, expect: type[R], timeout: float | None = None
+        self,
+        ws: ClientConnection,
+        msg: ClientMessage,
+        expect: type[R],
+        timeout: float | None = None,
     ) -> R:
         fut: asyncio.Future[BaseModel] = asyncio.get_running_loop().create_future()
         self._replies[msg.id] = fut
@@ -324,7 +328,7 @@ class Connection:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._state_changed.wait(), left)
 
-    async def call(self, msg: Any, expect: type[R], timeout: float | None = None) -> R:
+    async def call(self, msg: ClientMessage, expect: type[R], timeout: float | None = None) -> R:
         """Send one request model (with its ``id``) and return the typed reply."""
         ws = await self._ready()
         return await self._roundtrip(ws, msg, expect, timeout)

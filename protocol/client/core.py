@@ -13,7 +13,6 @@ from __future__ import annotations
 import itertools
 import logging
 from dataclasses import dataclass
-from typing import Any
 
 from pydantic import BaseModel
 from webshepherd.protocol.common import ClientInfo, Screenshot
@@ -41,6 +40,7 @@ from webshepherd.protocol.replies import (
 )
 from webshepherd.protocol.requests import (
     Action,
+    ClientMessage,
     CommitCheck,
     Hello,
     Observe,
@@ -99,7 +99,7 @@ Outcome = Resolved | Failed | Event | Progress | ChecklistArrived
 
 @dataclass(frozen=True)
 class _Waiting:
-    request: Any
+    request: ClientMessage
     expect: type[BaseModel]
 
 
@@ -125,7 +125,7 @@ class ClientCore:
             approver=approver,
         )
 
-    def sent(self, request: Any, expect: type[BaseModel]) -> None:
+    def sent(self, request: ClientMessage, expect: type[BaseModel]) -> None:
         """``request`` (with its ``id``) is on its way; its reply should be an ``expect``."""
         self._waiting[request.id] = _Waiting(request, expect)
 
@@ -272,7 +272,7 @@ def commit_refusal_line(decided: CommitDecided) -> str | None:
     )
 
 
-def own_request_event(request: Any, reply: BaseModel) -> ServerMessage | None:
+def own_request_event(request: ClientMessage, reply: BaseModel) -> ServerMessage | None:
     """The event other subscribers got for this connection's own request (the daemon sends the
     requester only the reply), so this connection's subscriptions see every event too."""
     if isinstance(reply, SessionStarted) and isinstance(request, SessionStart):

@@ -5,7 +5,9 @@ says whether the file is current.
 
 Each public coroutine method becomes a ``def`` with the same parameters, defaults and
 annotations (their source text), docstring and return annotation (``SessionHandle`` becomes
-``SyncSession``); its body runs the coroutine on the client's private loop. ``Client``'s
+``_Session``, the class's type parameter: sync.py's ``SyncSession``, which this file does not
+import, so the two modules import one another in one direction only); its body runs the
+coroutine on the client's private loop. ``Client``'s
 constructor takes the async client's parameters the same way. The names the signatures use
 are imported from where the async modules import them. The text is formatted by ruff.
 """
@@ -23,7 +25,6 @@ import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
-from typing import Any
 
 from webshepherd.protocol.client.async_client import AsyncClient
 from webshepherd.protocol.client.session import SessionHandle
@@ -44,17 +45,16 @@ from __future__ import annotations
 import abc
 {imports}
 
-if TYPE_CHECKING:
-    from {sync} import SyncSession
-
 _T = TypeVar("_T")
+# the blocking session class: {sync}.SyncSession
+_Session = TypeVar("_Session")
 '''
 _TEMPLATE_IMPORTS = (
     "from collections.abc import Callable, Coroutine",
-    "from typing import TYPE_CHECKING, Any, TypeVar",
+    "from typing import Generic, TypeVar",
 )
 _CLIENT_HOOKS = '''
-class _ClientMethods(abc.ABC):
+class _ClientMethods(abc.ABC, Generic[_Session]):
     """:class:`{client}`'s constructor and coroutine methods, blocking."""
 
     aio: {client}
@@ -64,15 +64,15 @@ class _ClientMethods(abc.ABC):
         """Start the private loop and make the async client on it with ``make``."""
 
     @abc.abstractmethod
-    def _run(self, coro: Coroutine[Any, Any, _T]) -> _T:
+    def _run(self, coro: Coroutine[object, object, _T]) -> _T:
         """Run ``coro`` on the private loop; its result."""
 
     @abc.abstractmethod
-    def _session(self, handle: SessionHandle) -> SyncSession:
+    def _session(self, handle: SessionHandle) -> _Session:
         """The blocking form of a started session."""
 '''
 _SESSION_HOOKS = '''
-class _SessionMethods(abc.ABC):
+class _SessionMethods(abc.ABC{generic}):
     """:class:`{session}`'s coroutine methods, blocking."""
 
     @property
@@ -81,12 +81,12 @@ class _SessionMethods(abc.ABC):
         """The async handle of this session."""
 
     @abc.abstractmethod
-    def _run(self, coro: Coroutine[Any, Any, _T]) -> _T:
+    def _run(self, coro: Coroutine[object, object, _T]) -> _T:
         """Run ``coro`` on the client's private loop; its result."""
 '''
 _SESSION_HOOK_SESSION = '''
     @abc.abstractmethod
-    def _session(self, handle: SessionHandle) -> SyncSession:
+    def _session(self, handle: SessionHandle) -> _Session:
         """The blocking form of a started session."""
 '''
 _INIT_DOC = "{client}'s parameters; it runs on a private event loop in a daemon thread."
@@ -108,7 +108,7 @@ def coroutine_methods(cls: type, skip: frozenset[str] = frozenset()) -> Iterator
                 yield name
 
 
-def _function(fn: Callable[..., Any]) -> ast.FunctionDef | ast.AsyncFunctionDef:
+def _function(fn: Callable[..., object]) -> ast.FunctionDef | ast.AsyncFunctionDef:
     node = ast.parse(textwrap.dedent(inspect.getsource(fn))).body[0]
     if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
         raise GenerationError(f"{fn.__qualname__}: not a function in its source")
@@ -226,7 +226,7 @@ def _blocking(cls: type, name: str, imports: _Imports) -> tuple[str, bool]:
     makes_session = returns is not None and ast.unparse(returns).strip("'\"") == "SessionHandle"
     if makes_session:
         imports.cls(SessionHandle)
-        returns = ast.Name("SyncSession")
+        returns = ast.Name("_Session")
         value = ast.Call(ast.Attribute(ast.Name("self"), "_session"), [value], [])
     return _def(name, node.args, [*_docstring(node), ast.Return(value)], returns), makes_session
 
@@ -244,10 +244,11 @@ def _constructor(cls: type, imports: _Imports) -> str:
 
 def _def(name: str, args: ast.arguments, body: list[ast.stmt], returns: ast.expr | None) -> str:
     """The source of a method ``def`` (indented for a class body)."""
-    fields: dict[str, Any] = {"name": name, "args": args, "body": body, "decorator_list": []}
-    if "type_params" in ast.FunctionDef._fields:  # Python 3.12+
-        fields["type_params"] = []
-    node = ast.fix_missing_locations(ast.FunctionDef(**fields, returns=returns))
+    if sys.version_info >= (3, 12):  # a def has type parameters there
+        made = ast.FunctionDef(name, args, body, [], returns, type_params=[])
+    else:
+        made = ast.FunctionDef(name, args, body, [], returns)
+    node = ast.fix_missing_locations(made)
     return "\n" + textwrap.indent(ast.unparse(node), "    ") + "\n"
 
 
@@ -267,9 +268,11 @@ def generate(client: type = AsyncClient, session: type = SessionHandle) -> str:
     client_body += [
         _blocking(client, name, imports)[0] for name in coroutine_methods(client, CLIENT_OWN)
     ]
-    session_body = [_SESSION_HOOKS.format(session=session.__name__)]
     twins = [_blocking(session, name, imports) for name in coroutine_methods(session)]
-    if any(makes for _, makes in twins):
+    makes_sessions = any(makes for _, makes in twins)
+    generic = ", Generic[_Session]" if makes_sessions else ""
+    session_body = [_SESSION_HOOKS.format(session=session.__name__, generic=generic)]
+    if makes_sessions:
         session_body.append(_SESSION_HOOK_SESSION)
     session_body += [source for source, _ in twins]
     for line in _TEMPLATE_IMPORTS:

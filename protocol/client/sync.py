@@ -17,10 +17,11 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable, Coroutine, Iterable, Iterator
-from typing import Any, Literal, TypeVar
+from typing import Literal, TypeVar
 
-from webshepherd.protocol.client import AsyncClient
-from webshepherd.protocol.client.session import SessionHandle, SessionRef, Subscription
+from webshepherd.protocol.client.async_client import AsyncClient
+from webshepherd.protocol.client.session import SessionHandle, SessionRef
+from webshepherd.protocol.client.subscription import Subscription
 from webshepherd.protocol.client.sync_api import _ClientMethods, _SessionMethods
 from webshepherd.protocol.replies import Welcome
 from webshepherd.protocol.union import ServerMessage
@@ -29,7 +30,7 @@ __all__ = ["Client", "SyncSession", "SyncSubscription"]
 T = TypeVar("T")
 
 
-class Client(_ClientMethods):
+class Client(_ClientMethods["SyncSession"]):
     """Same arguments and methods as :class:`AsyncClient`, blocking: the constructor and each
     method are generated from the async ones (sync_api.py, ``make sync-client``), so the two
     cannot drift. Here: the private loop, the properties, ``close`` and ``subscribe``."""
@@ -46,7 +47,7 @@ class Client(_ClientMethods):
     async def _make(make: Callable[[], AsyncClient]) -> AsyncClient:
         return make()  # made on the private loop
 
-    def _run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+    def _run(self, coro: Coroutine[object, object, T], timeout: float | None = None) -> T:
         if not self._loop.is_running():
             coro.close()
             raise RuntimeError("this Client is closed")
@@ -103,7 +104,7 @@ class SyncSession(SessionRef[Client], _SessionMethods):
     def aio(self) -> SessionHandle:
         return SessionHandle(self.client.aio, self.session_id, self.intent)
 
-    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
+    def _run(self, coro: Coroutine[object, object, T]) -> T:
         return self.client._run(coro)
 
 

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Callable, Coroutine, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from ssl import SSLContext
+from typing import Generic, Literal, TypeVar
 
 from webshepherd.protocol.client.async_client import AsyncClient
 from webshepherd.protocol.client.connection import ProgressCallback, R
-from webshepherd.protocol.client.session import CandidateLike, SessionHandle
+from webshepherd.protocol.client.session import CandidateLike, Fields, SessionHandle
 from webshepherd.protocol.client.wait import DAEMON_WAIT_S
 from webshepherd.protocol.common import (
     AgentInfo,
@@ -43,15 +44,15 @@ from webshepherd.protocol.replies import (
     TreeNodeRecorded,
     Welcome,
 )
+from webshepherd.protocol.requests import ClientMessage
 from webshepherd.protocol.version import MAX_FRAME_BYTES
 
-if TYPE_CHECKING:
-    from webshepherd.protocol.client.sync import SyncSession
-
 _T = TypeVar("_T")
+# the blocking session class: webshepherd.protocol.client.sync.SyncSession
+_Session = TypeVar("_Session")
 
 
-class _ClientMethods(abc.ABC):
+class _ClientMethods(abc.ABC, Generic[_Session]):
     """:class:`AsyncClient`'s constructor and coroutine methods, blocking."""
 
     aio: AsyncClient
@@ -61,11 +62,11 @@ class _ClientMethods(abc.ABC):
         """Start the private loop and make the async client on it with ``make``."""
 
     @abc.abstractmethod
-    def _run(self, coro: Coroutine[Any, Any, _T]) -> _T:
+    def _run(self, coro: Coroutine[object, object, _T]) -> _T:
         """Run ``coro`` on the private loop; its result."""
 
     @abc.abstractmethod
-    def _session(self, handle: SessionHandle) -> SyncSession:
+    def _session(self, handle: SessionHandle) -> _Session:
         """The blocking form of a started session."""
 
     def __init__(
@@ -83,7 +84,7 @@ class _ClientMethods(abc.ABC):
         connect_timeout_s: float = 10.0,
         reconnect_wait_s: float = 30.0,
         daemon_wait_s: float = DAEMON_WAIT_S,
-        ssl: Any = None,
+        ssl: SSLContext | bool | None = None,
         max_size: int = MAX_FRAME_BYTES,
     ) -> None:
         """AsyncClient's parameters; it runs on a private event loop in a daemon thread."""
@@ -110,7 +111,7 @@ class _ClientMethods(abc.ABC):
         """Open the connection and say hello. Raises on a refused token or an unreachable daemon."""
         return self._run(self.aio.connect())
 
-    def call(self, msg: Any, expect: type[R], timeout: float | None = None) -> R:
+    def call(self, msg: ClientMessage, expect: type[R], timeout: float | None = None) -> R:
         """Send one request model (with its ``id``) and return the typed reply."""
         return self._run(self.aio.call(msg, expect, timeout))
 
@@ -119,11 +120,11 @@ class _ClientMethods(abc.ABC):
         intent: str,
         start_url: str | None = None,
         checklist: str | None = None,
-        observation: Observation | dict[str, Any] | None = None,
-        agent: AgentInfo | dict[str, Any] | str | None = None,
+        observation: Observation | Fields | None = None,
+        agent: AgentInfo | Fields | str | None = None,
         source: SessionSource = "agent",
         holds: Literal["browser"] | None = None,
-    ) -> SyncSession:
+    ) -> _Session:
         """Start a session. ``holds="browser"``: this client's browser pauses every request
         that would commit and asks with :meth:`commit_check`, so the daemon's rules only
         predict (``scored.predicted``) and never hold its steps."""
@@ -140,8 +141,8 @@ class _ClientMethods(abc.ABC):
         session_id: str,
         url: str,
         axtree: str,
-        screenshot: Screenshot | dict[str, Any] | None = None,
-        elements: Mapping[str, ElementFacts | dict[str, Any]] | None = None,
+        screenshot: Screenshot | Fields | None = None,
+        elements: Mapping[str, ElementFacts | Fields] | None = None,
     ) -> Observed:
         """One observation of the session's page; ``elements`` (bid -> what the page says of
         the element: links, downloads, the form it submits and its method) let the daemon's
@@ -152,7 +153,7 @@ class _ClientMethods(abc.ABC):
         self,
         session_id: str,
         candidates: Sequence[CandidateLike],
-        observation: Observation | dict[str, Any] | None = None,
+        observation: Observation | Fields | None = None,
         samples: int | None = None,
         approval: Literal["auto", "always", "never"] = "auto",
         *,
@@ -274,14 +275,18 @@ class _SessionMethods(abc.ABC):
         """The async handle of this session."""
 
     @abc.abstractmethod
-    def _run(self, coro: Coroutine[Any, Any, _T]) -> _T:
+    def _run(self, coro: Coroutine[object, object, _T]) -> _T:
         """Run ``coro`` on the client's private loop; its result."""
 
     def checklist(self, timeout: float | None = 60.0) -> Checklist:
         return self._run(self.aio.checklist(timeout))
 
     def observe(
-        self, url: str, axtree: str, screenshot: Any = None, elements: Any = None
+        self,
+        url: str,
+        axtree: str,
+        screenshot: Screenshot | Fields | None = None,
+        elements: Mapping[str, ElementFacts | Fields] | None = None,
     ) -> Observed:
         return self._run(self.aio.observe(url, axtree, screenshot, elements))
 
@@ -289,10 +294,18 @@ class _SessionMethods(abc.ABC):
         self,
         /,
         candidates: Sequence[CandidateLike],
-        observation: Observation | dict[str, Any] | None = None,
-        **kw: Any,
+        observation: Observation | Fields | None = None,
+        samples: int | None = None,
+        approval: Literal["auto", "always", "never"] = "auto",
+        *,
+        on_progress: ProgressCallback | None = None,
+        timeout: float | None = None,
     ) -> Scored:
-        return self._run(self.aio.score(candidates, observation, **kw))
+        return self._run(
+            self.aio.score(
+                candidates, observation, samples, approval, on_progress=on_progress, timeout=timeout
+            )
+        )
 
     def act(
         self,
