@@ -1,31 +1,24 @@
 """The daemon's engine work: checklist and scoring jobs on the scheduler, score progress
 frames, and the periodic stats frames. :class:`EngineRunner` is owned by
-:class:`~.server.DaemonServer`, which hands it its dependencies and three callbacks. It keeps
-the engine side of a session's checklist (a generation under way and its result, which the
-worker thread adds to the ``StepInput`` of a score job asked for before it existed); the
-session machine keeps the checklist once it is recorded. What an engine raises reaches the
-requester as engine/failures.py's ``model_error`` makes it."""
+:class:`~.server.DaemonServer`, which hands it its dependencies and three callbacks. A
+checklist's result, or its failure, goes back to the session machine, which owns the
+checklist and the scores waiting for it (sessions/checklists.py). What an engine raises
+reaches the requester as engine/failures.py's ``model_error`` makes it."""
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import logging
 import threading
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Coroutine, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from webshepherd.daemon.engine.failures import model_error
-from webshepherd.daemon.engine.types import (
-    CandidateScore,
-    ParsedChecklist,
-    StepInput,
-    StepScore,
-)
+from webshepherd.daemon.engine.types import ParsedChecklist, StepInput, StepScore
 from webshepherd.daemon.server.stats import device_stats, remote_stats
 from webshepherd.daemon.sessions import Effect, RunChecklist, RunScore
 from webshepherd.protocol.common import Timing
@@ -84,37 +77,15 @@ class CoalescedProgress:
 
 @dataclass(frozen=True)
 class _ScoreItem:
-    """A score job as the scheduler batches it: the request, the checklist its step runs with
-    when the machine did not know one (the generation's, set by the worker thread), its
-    progress sink."""
+    """A score job as the scheduler batches it: the request and its progress sink."""
 
     job: RunScore
-    checklist: concurrent.futures.Future[ParsedChecklist] | None
     progress: Callable[[int, int, str], None]
 
 
 def _score_error(job: RunScore, exc: Exception) -> WebShepherdError:
     """A scoring failure as the requester sees it (no internals for unexpected ones)."""
     return model_error(exc, "the model failed on this request", context=job.request_id)
-
-
-NO_CHECKLIST = (
-    "the judge wrote no checklist it could parse for this task: pass the task's own with "
-    "checklist=… (the session's next step asks the judge again)"
-)
-
-
-def no_checklist(step: StepInput, slot: concurrent.futures.Future[ParsedChecklist]) -> StepScore:
-    """A step the judge cannot score for want of a checklist, as a result: every candidate's
-    reward None, ``feedback`` the reason (and the generation's own error, when it failed)."""
-    failed = slot.exception() if slot.done() else None
-    why = getattr(failed, "message", None) or (str(failed) if failed is not None else "")
-    reason = f"{NO_CHECKLIST}: {why}" if why else NO_CHECKLIST
-    unscored = tuple(
-        CandidateScore(i, None, (), reason, (), parsed_samples=0)
-        for i in range(len(step.candidates))
-    )
-    return StepScore(unscored, prompt_tokens=0, generated_tokens=0, prefix_shared=False)
 
 
 Spawn = Callable[[int | None, Coroutine[Any, Any, None]], None]
@@ -149,9 +120,6 @@ class EngineRunner:
         self._spawn, self._step, self._error = spawn, step, report_error
         # sessions whose checklist job is queued or running -> their owner
         self.generating: dict[str, int | None] = {}
-        # each generation's checklist, set by the worker thread as soon as it exists so that
-        # a score job queued behind it reads it; dropped once recorded or failed
-        self._checklists: dict[str, concurrent.futures.Future[ParsedChecklist]] = {}
         # sessions whose failed checklist generation was logged (once a session)
         self._unparsed_logged: set[str] = set()
         # sessions with engine work between its start and its result's record (not evictable)
@@ -174,72 +142,63 @@ class EngineRunner:
                 del self._engaged[sid]
 
     def checklist(self, job: RunChecklist) -> None:
-        """Queue the generation of a session's checklist now (before any score job queued
-        after this call), unless one is under way or done; its result is recorded and
-        published when it comes. A generation that fails or cannot be queued is tried again
-        by the session's next score (the machine asks again while it knows no checklist)."""
-        sid = job.session_id
-        if sid in self._checklists:
-            return
-        engine = self.engine
-        slot: concurrent.futures.Future[ParsedChecklist] = concurrent.futures.Future()
+        """Queue the generation of a session's checklist (the machine asks once at a time);
+        its result, or its failure, goes back to the machine, which releases the scores
+        waiting for it. One that cannot be queued fails at once (the session's next score
+        asks again)."""
+        sid, engine = job.session_id, self.engine
 
         def work(cancel: threading.Event) -> ParsedChecklist:
-            try:
-                parsed = engine.make_checklist(job.intent, job.start_url, job.axtree)
-            except BaseException as exc:  # the step queued behind it reads why (no_checklist)
-                slot.set_exception(exc)
-                raise
-            slot.set_result(parsed)  # visible to the next job of this session
-            return parsed
+            return engine.make_checklist(job.intent, job.start_url, job.axtree)
 
+        self._engaged[sid] += 1  # until the result, or the failure, is recorded
         try:
             queued = self.scheduler.enqueue(sid, None, work)
         except WebShepherdError as exc:
             log.warning("checklist of session %s not queued: %s", sid, exc.message)
+            self._spawn(None, self._checklist_failed(sid, exc.message))
             return
         self.generating[sid] = job.owner
-        self._checklists[sid] = slot
-        self._engaged[sid] += 1  # until _checklist_done has recorded the result
-        self._spawn(None, self._checklist_done(job, queued))
+        self._spawn(None, self._checklist_result(job, queued))
 
-    async def _checklist_done(self, job: RunChecklist, queued: Job[ParsedChecklist]) -> None:
-        with self._engage(job.session_id, held=True):
-            try:
-                await self._checklist_result(job, queued)
-            finally:  # recorded (the machine knows it now), or to be tried again
-                self._checklists.pop(job.session_id, None)
+    async def _checklist_failed(self, sid: str, why: str) -> None:
+        with self._engage(sid, held=True):
+            await self._step(sid, lambda: self.core.checklist_failed(sid, why))
 
     async def _checklist_result(self, job: RunChecklist, queued: Job[ParsedChecklist]) -> None:
         sid = job.session_id
-        try:
-            fin = await self.scheduler.wait(queued)
-        except Exception as exc:
-            err = model_error(exc, "the model failed to make the checklist", context=sid)
-            if sid not in self._unparsed_logged:  # once a session; its next step tries again
-                self._unparsed_logged.add(sid)
-                log.warning("session %s has no checklist: %s", sid, err.message)
-            if job.owner is not None:
-                self.hub.send(job.owner, dump(Error(code=err.code, message=err.message)))
-            return
-        finally:
-            self.generating.pop(sid, None)
-        await self._step(sid, lambda: self.core.checklist_ready(sid, fin.value, "generated"))
+        with self._engage(sid, held=True):
+            try:
+                fin = await self.scheduler.wait(queued)
+            except Exception as exc:
+                err = model_error(exc, "the model failed to make the checklist", context=sid)
+                if sid not in self._unparsed_logged:  # once a session; its next step tries again
+                    self._unparsed_logged.add(sid)
+                    log.warning("session %s has no checklist: %s", sid, err.message)
+                if job.owner is not None:
+                    self.hub.send(job.owner, dump(Error(code=err.code, message=err.message)))
+                await self._step(sid, lambda: self.core.checklist_failed(sid, err.message))
+                return
+            finally:
+                self.generating.pop(sid, None)
+            await self._step(sid, lambda: self.core.checklist_ready(sid, fin.value))
 
     async def score(self, job: RunScore) -> None:
+        if job.conn not in self.hub.conns:  # it left while the job waited for its checklist
+            log.debug("score %s dropped: connection %d left", job.request_id, job.conn)
+            return
         with self._engage(job.session_id):
             await self._score(job)
 
     async def _score(self, job: RunScore) -> None:
         loop = asyncio.get_running_loop()
         started = time.monotonic()
-        checklist = self._checklist_of(job)
         progress = CoalescedProgress(
             loop, lambda c, k, d: self._progress(job, c, k, d), PROGRESS_INTERVAL_S
         )
         try:
             fin = await self.scheduler.run_batched(
-                job.session_id, job.conn, _ScoreItem(job, checklist, progress.add), self._score_many
+                job.session_id, job.conn, _ScoreItem(job, progress.add), self._score_many
             )
         except Exception as exc:
             progress.flush()
@@ -255,14 +214,6 @@ class EngineRunner:
         except Exception as exc:
             self._error(job.conn, job.request_id, exc)
 
-    def _checklist_of(self, job: RunScore) -> concurrent.futures.Future[ParsedChecklist] | None:
-        """None when the job's step has its checklist (the machine knew it); else the one the
-        session's generation sets (the machine queued it before this job), a future never
-        set when no generation is under way."""
-        if job.input.checklist is not None:
-            return None
-        return self._checklists.get(job.session_id, concurrent.futures.Future())
-
     def _score_many(
         self, items: Sequence[_ScoreItem], cancels: Sequence[threading.Event]
     ) -> list[StepScore | Exception]:
@@ -271,15 +222,7 @@ class EngineRunner:
         results: list[StepScore | Exception] = [
             ModelError("the step was not scored") for _ in items
         ]
-        ready: list[tuple[int, StepInput]] = []
-        for i, it in enumerate(items):
-            judged, slot = it.job.input, it.checklist
-            if slot is not None:  # the checklist is added here, as the step runs
-                if not slot.done() or slot.exception() is not None:
-                    results[i] = no_checklist(judged, slot)
-                    continue
-                judged = replace(judged, checklist=slot.result())
-            ready.append((i, judged))
+        ready: list[tuple[int, StepInput]] = [(i, it.job.input) for i, it in enumerate(items)]
         if len(ready) == 1:
             i, step = ready[0]
             try:

@@ -23,7 +23,6 @@ from typing_extensions import assert_never
 from webshepherd.daemon.engine.types import ParsedChecklist, StepInput, StepScore
 from webshepherd.daemon.records import (
     ActionRecord,
-    ChecklistRecord,
     LabelRecord,
     ObservationRecord,
     Record,
@@ -33,19 +32,18 @@ from webshepherd.daemon.records import (
     StoredSession,
     TreeNodeRecord,
 )
-from webshepherd.daemon.sessions import convert
 from webshepherd.daemon.sessions.approvals import (
     ApprovalBook,
     ApprovalPolicy,
 )
 from webshepherd.daemon.sessions.caller import Caller, Connections
+from webshepherd.daemon.sessions.checklists import Checklists
 from webshepherd.daemon.sessions.commits import Commits, PendingCommit
 from webshepherd.daemon.sessions.decisions import Decisions
 from webshepherd.daemon.sessions.effects import (
     Effect,
     Publish,
     Reply,
-    RunChecklist,
     RunScore,
     reply_and_publish,
 )
@@ -58,7 +56,6 @@ from webshepherd.daemon.sessions.signals import SignalBook
 from webshepherd.daemon.sessions.state import LiveSession, restored
 from webshepherd.protocol import requests as rq
 from webshepherd.protocol.common import (
-    ChecklistSource,
     CommitMode,
     Observation,
     Screenshot,
@@ -131,6 +128,7 @@ class SessionCore:
         self.scoring = Scoring(self)  # scored steps and the ones held for a person
         self.commits = Commits(self)  # modes and requests the browser paused
         self.decisions = Decisions(self)  # approval requests resolved
+        self.checklists = Checklists(self.sessions)  # each session's, and scores waiting for it
         # the open connections, as the socket layer reports them: a session held by one is
         # refused to any other agent's; a score that did not ask for approval, or a paused
         # request, is held for a person only while a paired person's tool is among them
@@ -165,9 +163,7 @@ class SessionCore:
         self.signals.rebuild(
             state.header.session_id, signal_history, state.header.agent, state.step_progress
         )
-        if not state.ended and state.checklist is None:
-            return [self.generate_checklist(state)]
-        return []
+        return [] if state.ended else self.checklists.ask(state)
 
     def owner_of(self, session_id: str) -> int | None:
         """The connection that holds a live session (None: none, or not loaded)."""
@@ -356,31 +352,24 @@ class SessionCore:
         out.append(Publish(sid, event, exclude=conn))
         out += [e for e in observed if not isinstance(e, Record)]
         if checklist is not None:
-            ready = self.checklist_ready(sid, checklist, "reference")
+            ready = self.checklists.ready(sid, checklist, "reference")
             out[head:head] = [e for e in ready if isinstance(e, Record)]  # after the start's
             out += [e for e in ready if not isinstance(e, Record)]
         else:
-            out.append(self.generate_checklist(st))
+            out += self.checklists.ask(st)
         return out
 
-    def generate_checklist(self, st: LiveSession) -> RunChecklist:
-        """Ask the engine for a checklist of ``st`` (at the start, or again after a
-        generation that did not finish)."""
-        return RunChecklist(
-            st.header.session_id,
-            st.header.intent,
-            st.header.start_url or (st.url or ""),
-            st.axtree or "",
-            st.owner,
-        )
+    def checklist_ready(self, session_id: str, parsed: ParsedChecklist) -> list[Effect]:
+        """The engine made the session's checklist: recorded, and the waiting scores go."""
+        return self.checklists.ready(session_id, parsed, "generated")
 
-    def checklist_ready(
-        self, session_id: str, parsed: ParsedChecklist, source: ChecklistSource
-    ) -> list[Effect]:
-        st = self.sessions[session_id]
-        st.checklist = parsed
-        event = convert.checklist_event(session_id, parsed, source)
-        return [ChecklistRecord(event), Publish(session_id, event)]
+    def checklist_failed(self, session_id: str, why: str) -> list[Effect]:
+        """The engine made no checklist (``why``: what a client may read): the waiting scores
+        are answered without a reward, saying why."""
+        out: list[Effect] = []
+        for job, result, timing in self.checklists.failed(session_id, why):
+            out += self.score_done(job, result, timing)
+        return out
 
     # -- observe ---------------------------------------------------------
     def observe(self, conn: int, msg: rq.Observe) -> list[Effect]:
@@ -541,34 +530,30 @@ class SessionCore:
                 "observation: the session has no observation yet; send observe first "
                 "or put one inline in score"
             )
-        if st.checklist is None:  # its generation is under way, or did not finish: once more
-            out.append(self.generate_checklist(st))
         judged = StepInput(
             intent=st.header.intent,
             current_url=st.url,
             axtree=st.axtree,
-            checklist=st.checklist,  # None: the runner adds the generation's
+            checklist=st.checklist,  # None: the job waits for it (checklists.py)
             history=tuple(st.history),
             candidates=tuple(msg.candidates),
             samples=msg.samples or self.default_samples,
             screenshot=st.screenshot,
             screenshot_mime=st.screenshot_mime,
         )
-        out.append(
-            RunScore(
-                st.header.session_id,
-                conn,
-                msg.id,
-                st.step,
-                judged,
-                msg.approval,
-                boxes=st.boxes,
-                elements=st.elements,
-                origin=st.origin,
-                owner=st.owner,
-            )
+        job = RunScore(
+            st.header.session_id,
+            conn,
+            msg.id,
+            st.step,
+            judged,
+            msg.approval,
+            boxes=st.boxes,
+            elements=st.elements,
+            origin=st.origin,
+            owner=st.owner,
         )
-        return out
+        return out + self.checklists.score(st, job)
 
     # -- scoring (scoring.py), paused requests (commits.py), decisions (decisions.py) --
     def score_done(self, job: RunScore, result: StepScore, timing: Timing) -> list[Effect]:

@@ -9,6 +9,7 @@ from typing import Literal
 from webshepherd.daemon.engine.types import ParsedChecklist
 from webshepherd.daemon.records import StoredSession
 from webshepherd.daemon.sessions.convert import parsed_checklist
+from webshepherd.daemon.sessions.effects import RunScore
 from webshepherd.daemon.sessions.guards import session_origin
 from webshepherd.protocol.common import (
     CommitMode,
@@ -42,9 +43,11 @@ class LiveSession:
     elements: dict[str, ElementFacts] | None = None
     # the session's origin: its start_url's, else its first observation's (sessions/guards.py)
     origin: str | None = None
-    # once known (the client's, the recorded or the generated one; the engine runner keeps
-    # a generation under way: server/engine_runner.py)
+    # once known (the client's, the recorded or the generated one: sessions/checklists.py);
+    # while the engine makes it, the scores that came wait here for it
     checklist: ParsedChecklist | None = None
+    checklist_asked: bool = False
+    awaiting_checklist: list[RunScore] = field(default_factory=list)
     history: list[Turn] = field(default_factory=list)
     acted_steps: set[int] = field(default_factory=set)  # the step indices of recorded actions
     step_rewards: dict[int, float] = field(default_factory=dict)
@@ -65,6 +68,7 @@ class LiveSession:
         return replace(
             self,
             history=list(self.history),
+            awaiting_checklist=list(self.awaiting_checklist),
             acted_steps=set(self.acted_steps),
             step_rewards=dict(self.step_rewards),
             step_candidates=dict(self.step_candidates),

@@ -1,7 +1,8 @@
 """The engine runner keeps a session in memory from its job's start until the result is
 recorded: idle eviction never takes a session whose score or checklist is on its way back.
-A step asked for before its session's checklist exists runs with the generated one, added
-when it runs, and the engine reads the candidates the client sent."""
+A step asked for before its session's checklist exists waits in the session and runs with the
+generated one, and the engine reads the candidates the client sent; one whose connection left
+meanwhile is never scored."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ from collections.abc import Callable
 
 from webshepherd.daemon.engine.engine import Engine
 from webshepherd.daemon.engine.types import StepInput
-from webshepherd.daemon.server.engine_runner import NO_CHECKLIST
 from webshepherd.daemon.sessions import Effect
+from webshepherd.daemon.sessions.checklists import NO_CHECKLIST
 from webshepherd.protocol.common import Candidate
 
 from tests.fixtures.daemon import CANDS, OBS, REFERENCE, engine_like, start_session
@@ -84,9 +85,10 @@ async def test_a_step_asked_before_the_checklist_runs_with_the_generated_one(
     score = {"type": "score", "id": "q", "session_id": sid, "candidates": CANDS, "samples": 1,
              "approval": "never"}  # fmt: skip
     await agent.send(score)
-    # queued behind the generation, which has not finished
-    await until(lambda: runner.scheduler.depth >= 1, what="the score to be queued")
-    assert daemon.server.core.get(sid).checklist is None
+    # waiting in the session for the generation, which has not finished
+    core = daemon.server.core
+    await until(lambda: len(core.get(sid).awaiting_checklist) == 1, what="the score to wait")
+    assert core.get(sid).checklist is None and runner.scheduler.depth == 0
     engine.release.set()
     scored = await agent.wait_for(lambda m: m.get("id") == "q", timeout=60)
     assert scored["type"] == "scored", scored
@@ -96,6 +98,30 @@ async def test_a_step_asked_before_the_checklist_runs_with_the_generated_one(
     assert [(c.thought, c.action) for c in step.candidates] == [
         (c["thought"], c["action"]) for c in CANDS
     ]
+
+
+async def test_a_step_whose_connection_left_while_it_waited_is_never_scored(
+    start_daemon, daemon_engine, caplog
+):
+    caplog.set_level("DEBUG", logger="webshepherd.daemon.server.engine_runner")
+    engine = engine_like(HeldChecklist, daemon_engine)
+    engine.release, engine.steps = threading.Event(), []
+    daemon = await start_daemon(engine=engine)
+    core = daemon.server.core
+    agent = await daemon.client()
+    started = await agent.request({"type": "session.start", "intent": "Buy", "observation": OBS})
+    sid = started["session_id"]
+    await agent.send({"type": "score", "id": "q", "session_id": sid, "candidates": CANDS,
+                      "samples": 1, "approval": "never"})  # fmt: skip
+    await until(lambda: len(core.get(sid).awaiting_checklist) == 1, what="the score to wait")
+    await agent.close()
+    engine.release.set()
+    await until(
+        lambda: any("score q dropped" in r.getMessage() for r in caplog.records),
+        what="the waiting score to be dropped",
+    )
+    assert core.get(sid).checklist is not None and core.get(sid).awaiting_checklist == []
+    assert engine.steps == []
 
 
 class UnparseableBackend:

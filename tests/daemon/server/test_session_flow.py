@@ -6,7 +6,7 @@ import base64
 
 import pytest
 from webshepherd.daemon.engine.engine import Engine
-from webshepherd.daemon.server.engine_runner import NO_CHECKLIST
+from webshepherd.daemon.sessions.checklists import NO_CHECKLIST
 
 from tests.fixtures.daemon import (
     CANDS,

@@ -88,9 +88,7 @@ def step_score(*rewards: float | None) -> StepScore:
 def started(core: SessionCore) -> str:
     effects = core.start(OWNER, rq.SessionStart(id="s1", intent="buy a cable", observation=OBS))
     sid = next(e.message.session_id for e in effects if isinstance(e, Reply))
-    core.checklist_ready(
-        sid, ParsedChecklist((ChecklistItem(1, "Search"),), "Checklist 1: Search"), "generated"
-    )
+    core.checklist_ready(sid, ParsedChecklist((ChecklistItem(1, "Search"),), "Checklist 1: Search"))
     return sid
 
 
@@ -216,11 +214,11 @@ def test_score_needs_an_observation():
     inline = core.score(
         OWNER, rq.Score(id="c", session_id=sid, candidates=[{"action": "a"}], observation=OBS)
     )
-    # no checklist yet: the engine is asked for one (again) before the score
-    assert kinds(inline) == ["record:observation", "publish:observed", "RunChecklist", "RunScore"]
-    assert inline[-1].input.samples == 3  # the default
-    assert (inline[-1].owner, inline[-1].input.checklist) == (OWNER, None)
-    assert inline[-2].owner == OWNER
+    # no checklist yet, its generation asked at the start: the score waits for it
+    assert kinds(inline) == ["record:observation", "publish:observed"]
+    (job,) = core.get(sid).awaiting_checklist
+    assert job.input.samples == 3  # the default
+    assert (job.owner, job.input.checklist) == (OWNER, None)
 
 
 def test_a_score_job_carries_the_known_checklist_and_the_owner():

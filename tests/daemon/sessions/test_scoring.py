@@ -123,7 +123,7 @@ def test_the_rules_hold_by_the_mode_and_only_predict_where_the_browser_holds(
     )
     sid = next(e.message.session_id for e in effects if isinstance(e, Reply))
     assert next(e.message for e in effects if isinstance(e, Reply)).holds == holds
-    core.checklist_ready(sid, ParsedChecklist((ChecklistItem(1, "Buy"),), "1. Buy"), "reference")
+    core.checklist_ready(sid, ParsedChecklist((ChecklistItem(1, "Buy"),), "1. Buy"))
     out = core.score_done(form_job(core, sid), step_score(0.9, 0.1), Timing(total_ms=1))
     if status == "held":
         (req,) = [e.event for e in out if isinstance(e, Publish)]

@@ -7,8 +7,10 @@ import itertools
 
 from webshepherd.daemon.engine.types import (
     CandidateScore,
+    ChecklistItem,
     ItemScore,
     LabelProbs,
+    ParsedChecklist,
     SampleScore,
     StepScore,
 )
@@ -127,6 +129,7 @@ def test_session_machine_reads_the_executed_candidates_levels():
         rq.SessionStart(id="a", intent="Buy", observation=OBS, agent=AgentInfo(stalled_after=1)),
     )
     sid = next(e for e in start if isinstance(e, Publish)).session_id
+    core.checklist_ready(sid, ParsedChecklist((ChecklistItem(1, "Buy"),), "1. Buy"))
     signals = []
     for n, executed in enumerate(["click('1')", "click('2')"]):
         if n:
