@@ -21,14 +21,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeGuard
 
 PersonDecision = Literal["approve", "reject", "edit"]
 #: The roles whose connections decide as a person (the daemon's deciding roles).
 PERSON_ROLES = frozenset({"extension", "monitor"})
 
 
-def by_person(decision: str | None, by: str | None) -> bool:
+def by_person(decision: str | None, by: str | None) -> TypeGuard[PersonDecision]:
     """Whether a recorded decision is a person's: approve, reject or edit, by a connection of a
     deciding role (``by`` is ``<role>:<client name>[/<via>]``)."""
     if decision not in ("approve", "reject", "edit") or not by:

@@ -11,9 +11,8 @@ history that was partly seen live): a step's ``scored`` replaces the step's cand
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from pydantic import BaseModel
 from webshepherd.protocol.agreement import (
@@ -36,7 +35,22 @@ from webshepherd.protocol.common import (
 )
 from webshepherd.protocol.errors import ProtocolError
 from webshepherd.protocol.progress import FirstBadSteps, StepJudgement, first_bad_steps, item_levels
-from webshepherd.protocol.replies import Session, Stats, TreeNodeEvent
+from webshepherd.protocol.replies import (
+    ActionEvent,
+    ApprovalRequest,
+    ApprovalResolved,
+    Checklist,
+    CommitDecided,
+    ModeSet,
+    Observed,
+    Scored,
+    ScoreProgress,
+    Session,
+    SessionEnded,
+    SessionStarted,
+    Stats,
+    TreeNodeEvent,
+)
 from webshepherd.protocol.steps import step_count, step_label
 from webshepherd.protocol.union import SERVER_ADAPTER, SERVER_TYPES
 
@@ -298,7 +312,7 @@ class MonitorState:
             self.version += 1
         return view
 
-    def fold_raw(self, data: dict[str, Any]) -> None:
+    def fold_raw(self, data: Mapping[str, object]) -> None:
         """Fold one event given as a dict (``session.get`` history, or a raw frame)."""
         kind = data.get("type")
         if kind == "signal":
@@ -312,19 +326,46 @@ class MonitorState:
             raise ProtocolError(f"cannot read a recorded {kind!r} event: {exc}") from None
         self.fold(msg)
 
-    def fold(self, msg: BaseModel | dict[str, Any]) -> None:
+    def fold(self, msg: BaseModel | Mapping[str, object]) -> None:
         """Fold one event into the views."""
-        if isinstance(msg, dict):
+        if isinstance(msg, Mapping):
             self.fold_raw(msg)
             return
-        kind = getattr(msg, "type", None)
-        if kind == "signal":  # live process signals arrive typed; same path as recorded ones
+        if getattr(msg, "type", None) == "signal":  # live signals arrive typed; as recorded ones
             self._signal(msg.model_dump(mode="json"))
             return
         self.events += 1
-        handler = _HANDLERS.get(kind or "")
-        if handler is not None:
-            handler(self, msg)
+        self._handle(msg)
+
+    def _handle(self, m: BaseModel) -> None:
+        """The handler of the event's kind; a kind this view does not show is only counted."""
+        match m:
+            case SessionStarted():
+                self._started(m)
+            case Checklist():
+                self._checklist(m)
+            case Observed():
+                self._observed(m)
+            case ScoreProgress():
+                self._progress(m)
+            case Scored():
+                self._scored(m)
+            case ActionEvent():
+                self._action(m)
+            case TreeNodeEvent():
+                self._tree_node(m)
+            case ApprovalRequest():
+                self._approval_request(m)
+            case ApprovalResolved():
+                self._approval_resolved(m)
+            case SessionEnded():
+                self._ended(m)
+            case ModeSet():
+                self._mode_set(m)
+            case CommitDecided():
+                self._commit_decided(m)
+            case Stats():
+                self._stats(m)
 
     def load_history(self, reply: Session) -> SessionView:
         """Replace one session's view by its recorded history (a catch-up after reconnecting)."""
@@ -359,7 +400,7 @@ class MonitorState:
 
     # ------------------------------------------------------------------ handlers
 
-    def _started(self, m: Any) -> None:
+    def _started(self, m: SessionStarted) -> None:
         v = self.session(m.session_id)
         v.intent = m.intent or v.intent
         v.start_url = m.start_url or v.start_url
@@ -373,12 +414,12 @@ class MonitorState:
             v.mode = m.mode
         v.version += 1
 
-    def _mode_set(self, m: Any) -> None:
+    def _mode_set(self, m: ModeSet) -> None:
         v = self.session(m.session_id)
         v.mode = m.mode
         v.version += 1
 
-    def _commit_decided(self, m: Any) -> None:
+    def _commit_decided(self, m: CommitDecided) -> None:
         """A paused request's answer: kept when it ran flagged or was refused (an approval a
         person gave shows as its ``approval.resolved``)."""
         if not m.flagged and m.decision.status == "approved":
@@ -387,12 +428,12 @@ class MonitorState:
         v.commits.append(CommitView(m.request, m.decision, m.flagged))
         v.version += 1
 
-    def _checklist(self, m: Any) -> None:
+    def _checklist(self, m: Checklist) -> None:
         v = self.session(m.session_id)
         v.checklist = [(i.index, i.title) for i in m.items]
         v.touch_steps()
 
-    def _observed(self, m: Any) -> None:
+    def _observed(self, m: Observed) -> None:
         if m.session_id is None:
             return
         v = self.session(m.session_id)
@@ -401,7 +442,7 @@ class MonitorState:
             s.url = v.last_url = m.url
         v.touch_steps()
 
-    def _progress(self, m: Any) -> None:
+    def _progress(self, m: ScoreProgress) -> None:
         v = self.session(m.session_id)
         if v.progress_request != m.request:
             v.progress_request = m.request
@@ -410,7 +451,7 @@ class MonitorState:
         v.progress[key] = v.progress.get(key, "") + m.delta
         v.version += 1
 
-    def _scored(self, m: Any) -> None:
+    def _scored(self, m: Scored) -> None:
         v = self.session(m.session_id)
         s = v.step(m.step)
         if s.url is None:
@@ -445,7 +486,7 @@ class MonitorState:
                     self.decisions_version += 1
                 return
 
-    def _action(self, m: Any) -> None:
+    def _action(self, m: ActionEvent) -> None:
         v = self.session(m.session_id)
         s = v.step(m.step)
         s.executed, s.executed_source = m.action, m.source
@@ -471,7 +512,7 @@ class MonitorState:
             v.tree_path = [n for n in v.tree_path if v.tree[n].depth < m.depth] + [m.node]
         v.version += 1
 
-    def _approval_request(self, m: Any) -> None:
+    def _approval_request(self, m: ApprovalRequest) -> None:
         held = self.held.get(m.request_id)
         if held is None:
             early = self._decided_early.pop(m.request_id, None)
@@ -511,7 +552,7 @@ class MonitorState:
         v.version += 1
         self.approvals_version += 1
 
-    def _approval_resolved(self, m: Any) -> None:
+    def _approval_resolved(self, m: ApprovalResolved) -> None:
         self.resolved.add(m.request_id)
         held = self.held.get(m.request_id)
         if by_person(m.decision, m.by):
@@ -532,18 +573,18 @@ class MonitorState:
             v.version += 1
         self.approvals_version += 1
 
-    def _ended(self, m: Any) -> None:
+    def _ended(self, m: SessionEnded) -> None:
         v = self.session(m.session_id)
         v.state, v.outcome = "ended", m.outcome
         v.holding.clear()
         v.progress_request, v.progress = None, {}
         v.version += 1
 
-    def _stats(self, m: Any) -> None:
+    def _stats(self, m: Stats) -> None:
         self.stats = m
         self.stats_version += 1
 
-    def _signal(self, data: dict[str, Any]) -> None:
+    def _signal(self, data: Mapping[str, object]) -> None:
         sid = data.get("session_id")
         if not isinstance(sid, str):
             return
@@ -554,20 +595,3 @@ class MonitorState:
         text = str(data.get("message") or data.get("detail") or kind)
         v.signals.append(Signal(step if isinstance(step, int) else None, kind, text))
         v.version += 1
-
-
-_HANDLERS = {
-    "session.started": MonitorState._started,
-    "checklist": MonitorState._checklist,
-    "observed": MonitorState._observed,
-    "score.progress": MonitorState._progress,
-    "scored": MonitorState._scored,
-    "action": MonitorState._action,
-    "tree.node": MonitorState._tree_node,
-    "approval.request": MonitorState._approval_request,
-    "approval.resolved": MonitorState._approval_resolved,
-    "session.ended": MonitorState._ended,
-    "mode.set": MonitorState._mode_set,
-    "commit.decided": MonitorState._commit_decided,
-    "stats": MonitorState._stats,
-}

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
-from typing import Any
 
 from webshepherd.daemon.engine.backends import openai_loading, transformers_loading, vllm_loading
 from webshepherd.daemon.engine.backends.table import BackendKind, BackendOption
@@ -62,7 +61,7 @@ def load_engine(
     config: EngineConfig | None = None,
     backend: str = "transformers",
     inputs_from_model: bool = False,
-    **options: Any,
+    **options: object,
 ) -> Engine:
     """An :class:`Engine` on ``backend`` (see :data:`BACKENDS`); ``ModelUnavailableError`` says
     what was tried and how to fix it. ``options``: the backend's (:data:`BACKEND_OPTIONS`, a

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 log = logging.getLogger(__name__)
 
@@ -53,9 +53,9 @@ class Sampling:
     def penalizes(self) -> bool:
         return self.repetition_penalty is not None and self.repetition_penalty != 1.0
 
-    def request_fields(self) -> dict[str, Any]:
+    def request_fields(self) -> dict[str, float | int]:
         """The settings as an OpenAI-compatible (vLLM) request's fields, the set ones only."""
-        out: dict[str, Any] = {}
+        out: dict[str, float | int] = {}
         if self.top_p is not None:
             out["top_p"] = self.top_p
         if self.top_k is not None:
@@ -64,7 +64,7 @@ class Sampling:
             out["repetition_penalty"] = self.repetition_penalty
         return out
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> dict[str, float | int | str | None]:
         """For a session's metadata and ``webshepherd prompt``."""
         return {
             "top_p": self.top_p,
@@ -85,7 +85,7 @@ def _number(value: object, kind: Callable[[float], N]) -> N | None:
     return kind(value)
 
 
-def sampling_from_json(data: dict[str, Any], source: str) -> Sampling:
+def sampling_from_json(data: Mapping[str, object], source: str) -> Sampling:
     """The sampling settings a ``generation_config.json`` object sets."""
     top_k = _number(data.get("top_k"), int)
     return Sampling(

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from typing import Any
 
 import torch
 from webshepherd.daemon.engine.backends.base import DeltaCallback
@@ -18,7 +17,7 @@ __all__ = ["decode_copies"]
 
 
 def decode_copies(
-    model: Any,
+    model: torch.nn.Module,
     writer: RowWriter,
     pad: int,
     prefix: list[int],

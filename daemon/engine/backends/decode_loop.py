@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import torch
 from webshepherd.daemon.engine.backends.kv_cache import cache_kwargs, cache_of
@@ -44,7 +44,7 @@ def model_forward(
     model: torch.nn.Module,
     mask: Callable[[torch.Tensor], torch.Tensor] | None = None,
     before: Callable[[Rows], None] | None = None,
-    **extra: Any,
+    **extra: object,
 ) -> Forward:
     """The one forward step of every caller: the chosen tokens at each row's next position,
     over the rows' cache. ``mask`` reshapes the attention mask (split attention's 4-D one),

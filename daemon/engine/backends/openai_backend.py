@@ -76,6 +76,12 @@ class _Transient(Exception):
         self.status = status
 
 
+def _logged(failed: str, exc: Exception) -> str:
+    """``failed`` with ``exc``'s type for the client; its text (paths, addresses) only logged."""
+    log.info("%s: %s", failed, exc)
+    return f"{failed} ({type(exc).__name__})"
+
+
 class _RateLimited(Exception):
     """A 429, with the server's ``Retry-After`` (seconds) and message when it gave them."""
 
@@ -446,10 +452,10 @@ class OpenAIBackend(Backend):
                 raise _Transient(message, e.code) from e
             raise ModelError(message) from e
         except (urllib.error.URLError, TimeoutError, OSError) as e:
-            raise _Transient(
-                f"the model server at {self.base_url} is unreachable "
-                f"({getattr(e, 'reason', None) or e})"
-            ) from e
+            reason = getattr(e, "reason", None)
+            cause = reason if isinstance(reason, Exception) else e
+            why = f"the model server at {self.base_url} is unreachable"
+            raise _Transient(_logged(why, cause)) from e
 
     def _events(
         self, body: dict[str, Any], cancel: threading.Event | None
@@ -464,7 +470,7 @@ class OpenAIBackend(Backend):
                 try:
                     line = resp.readline()
                 except (TimeoutError, OSError) as e:
-                    raise _Transient(f"the model server's stream broke off ({e})") from e
+                    raise _Transient(_logged("the model server's stream broke off", e)) from e
                 if not line:
                     raise _Transient("the model server closed the stream before data: [DONE]")
                 line = line.strip()
@@ -486,7 +492,8 @@ class OpenAIBackend(Backend):
                 with self._open(self._request(body)) as resp:
                     return bytes(resp.read())
             except (TimeoutError, OSError) as e:
-                raise _Transient(f"the model server at {self.base_url} broke off ({e})") from e
+                why = f"the model server at {self.base_url} broke off"
+                raise _Transient(_logged(why, e)) from e
 
         raw = self._attempts(attempt)
         try:

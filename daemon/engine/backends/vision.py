@@ -156,7 +156,7 @@ class VisionInputs:
         except PILImage.DecompressionBombError as e:
             raise ModelError(
                 f"the screenshot ({mime}, {len(data)} bytes) declares more pixels than the "
-                f"judge decodes ({e}); send a smaller one"
+                f"judge decodes ({type(e).__name__}); send a smaller one"
             ) from e
         except Exception as e:
             raise ModelError(

@@ -23,7 +23,7 @@ import logging
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from webshepherd.daemon.engine.backends.base import Backend, DeltaCallback, JudgeBatch, JudgeOutput
 from webshepherd.daemon.engine.backends.tokenizer_text import encode_plain, render_chat_template
@@ -124,7 +124,7 @@ class VLLMBackend(Backend):
         seed: int = 0,
         warm_prefix: bool = True,
         ignore_stop: bool = False,
-        **engine_args: Any,
+        **engine_args: object,
     ) -> VLLMBackend:
         """Start a vLLM engine on ``model`` with prefix caching and top-k logprobs.
 
@@ -134,7 +134,7 @@ class VLLMBackend(Backend):
         from vllm import EngineArgs, LLMEngine
 
         known = set(getattr(EngineArgs, "__dataclass_fields__", {}))
-        args: dict[str, Any] = {
+        args: dict[str, object] = {
             "model": model,
             "enable_prefix_caching": True,
             "max_logprobs": max(MIN_TOP_LOGPROBS, top_logprobs),
@@ -405,8 +405,7 @@ class VLLMBackend(Backend):
                     j.request_ids.append(rid)
                     route[rid] = (j, c)
             except Exception as e:  # a request vLLM refuses fails its batch only
-                log.warning("vLLM refused a request: %s", e)
-                j.error = ModelError(f"the model refused the request ({type(e).__name__}: {e})")
+                j.error = model_error(e, "the model refused the request", context="vLLM")
                 self._abort(j)
         seen_cached: dict[str, int] = {}
         while self.engine.has_unfinished_requests():

@@ -177,8 +177,13 @@ def test_5xx_and_a_closed_port_are_retried_then_a_clear_error(fake) -> None:
         _backend(busy.url).judge(BATCH)
 
     dead = _backend("http://127.0.0.1:9/v1")
-    with pytest.raises(ModelError, match=r"unreachable.*after 2 retries"):
+    with pytest.raises(ModelError, match=r"unreachable.*after 2 retries") as caught:
         dead.generate("hi", 4)
+    # failures.py's rule: the exception's type, never its text (errno, addresses, paths)
+    assert caught.value.message == (
+        "the model server at http://127.0.0.1:9/v1 is unreachable (ConnectionRefusedError)"
+        " (after 2 retries)"
+    )
     assert dead.health()["remote"]["reachable"] is False  # type: ignore[index]
 
 
