@@ -14,7 +14,6 @@ from typing import Any
 from webshepherd.daemon.recorder.store import Recorder
 from webshepherd.daemon.recorder.timeline import Timeline, read_timeline
 from webshepherd.daemon.records import (
-    StoredSession,
     actions,
     approvals,
     checklists,
@@ -24,6 +23,7 @@ from webshepherd.daemon.records import (
     sessions,
     tree_nodes,
 )
+from webshepherd.daemon.records.stored import StoredSession
 from webshepherd.protocol.common import AgentInfo, SessionHeader, SessionState, SessionSummary
 from webshepherd.protocol.errors import WebShepherdError
 from webshepherd.protocol.replies import Checklist

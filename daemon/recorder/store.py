@@ -18,7 +18,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from webshepherd.daemon.recorder.schema import DDL, SCHEMA_VERSION
-from webshepherd.daemon.records import Record, kind_for
+from webshepherd.daemon.records import kind_for
+from webshepherd.daemon.records.kind import Record
 
 log = logging.getLogger(__name__)
 SIDE_FILES = ("-wal", "-shm", "-journal")

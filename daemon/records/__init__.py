@@ -1,107 +1,56 @@
 """What the session machine and the recorder exchange, in one package both may import (the
 import contracts keep ``daemon.sessions`` and ``daemon.recorder`` independent).
 
-One module per recorded kind (or kinds writing one table): its frozen record, which the
-machine returns as an effect (sans-I/O), the DDL of its tables, its write and its reads
-(``records/kind.py`` states the shape). A record that has a wire message carries it (the
-event the machine publishes, or the request), plus only what that lacks, so each fact is
-stated once; ``op`` names the kind (logs and tests). :data:`KINDS` is the one registry: the
-recorder builds its schema from it and dispatches each record through it. A new kind is a
-new module here plus its lines in this file (the imports, :data:`KINDS`, :data:`Record`,
-``__all__``); its mirrored test is ``tests/daemon/records/test_<module>.py``.
+One module per recorded kind (or kinds writing one table): its frozen record, a
+:class:`~webshepherd.daemon.records.kind.Record` the machine returns as an effect (sans-I/O),
+the DDL of its tables, its write and its reads (``records/kind.py`` states the shape). A
+record that has a wire message carries it (the event the machine publishes, or the request),
+plus only what that lacks, so each fact is stated once; ``op`` names the kind (logs and
+tests). Importers take a record from its kind's module.
 
-The read back: :class:`StoredSession` (``records/stored.py``), what
+The registry is discovered, not listed: every module of this package that defines ``KINDS``
+contributes them (:func:`kinds`, in module-name order, then each module's order). The
+recorder builds its schema from them and dispatches each record through :func:`kind_for`. A
+new kind is one new module here; its mirrored test is ``tests/daemon/records/test_<module>.py``.
+
+The read back: ``StoredSession`` (``records/stored.py``), what
 :meth:`History.stored_session` reads for the machine to resume a session after a restart.
 """
 
 from __future__ import annotations
 
+import functools
+import importlib
+import pkgutil
+from collections.abc import Iterable
 from typing import Any
 
-from webshepherd.daemon.records import (
-    actions,
-    approvals,
-    checklists,
-    events,
-    labels,
-    observations,
-    scores,
-    sessions,
-    tree_nodes,
-)
-from webshepherd.daemon.records.actions import ActionRecord
-from webshepherd.daemon.records.approvals import ApprovalDecidedRecord, ApprovalRequestedRecord
-from webshepherd.daemon.records.checklists import ChecklistRecord
-from webshepherd.daemon.records.events import EventRecord
-from webshepherd.daemon.records.kind import RecordKind, by_class, kind_of
-from webshepherd.daemon.records.labels import LabelRecord
-from webshepherd.daemon.records.observations import ObservationRecord
-from webshepherd.daemon.records.scores import ScoreDecisionRecord, ScoreRecord
-from webshepherd.daemon.records.sessions import (
-    ScorerRecord,
-    SessionEndedRecord,
-    SessionStartedRecord,
-)
-from webshepherd.daemon.records.stored import StoredScore, StoredSession
-from webshepherd.daemon.records.tree_nodes import TreeNodeRecord
+from webshepherd.daemon.records.kind import Record, RecordKind, by_class, kind_of
 
-KINDS: tuple[RecordKind[Any], ...] = (
-    *sessions.KINDS,
-    *checklists.KINDS,
-    *observations.KINDS,
-    *scores.KINDS,
-    *approvals.KINDS,
-    *actions.KINDS,
-    *events.KINDS,
-    *labels.KINDS,
-    *tree_nodes.KINDS,
-)
-"""Every recorded kind, in the order their tables are created."""
 
-BY_CLASS = by_class(KINDS)
+def discover(path: Iterable[str], package: str) -> tuple[RecordKind[Any], ...]:
+    """The kinds the modules of ``package`` (found on ``path``) state in their ``KINDS``, by
+    module name, then in each module's order (a module without ``KINDS`` adds none); a class
+    or a table stated twice is refused."""
+    found: list[RecordKind[Any]] = []
+    for module in sorted(pkgutil.iter_modules(path), key=lambda m: m.name):
+        found += getattr(importlib.import_module(f"{package}.{module.name}"), "KINDS", ())
+    by_class(found)
+    return tuple(found)
 
-Record = (
-    SessionStartedRecord
-    | ObservationRecord
-    | ChecklistRecord
-    | ScoreRecord
-    | ScoreDecisionRecord
-    | ApprovalRequestedRecord
-    | ApprovalDecidedRecord
-    | ActionRecord
-    | LabelRecord
-    | TreeNodeRecord
-    | SessionEndedRecord
-    | ScorerRecord
-    | EventRecord
-)
-"""Any write of the session machine (its members are :data:`KINDS`' record classes: a test
-holds them equal)."""
+
+@functools.cache
+def kinds() -> tuple[RecordKind[Any], ...]:
+    """Every recorded kind of this package (imported on first use: importing one kind's
+    module imports no other)."""
+    return discover(__path__, __name__)
+
+
+@functools.cache
+def _by_class() -> dict[type, RecordKind[Any]]:
+    return by_class(kinds())
 
 
 def kind_for(record: Record) -> RecordKind[Any]:
     """The kind that writes ``record`` (a record of no kind is refused, naming its class)."""
-    return kind_of(BY_CLASS, record)
-
-
-__all__ = [
-    "KINDS",
-    "ActionRecord",
-    "ApprovalDecidedRecord",
-    "ApprovalRequestedRecord",
-    "ChecklistRecord",
-    "EventRecord",
-    "LabelRecord",
-    "ObservationRecord",
-    "Record",
-    "RecordKind",
-    "ScoreDecisionRecord",
-    "ScoreRecord",
-    "ScorerRecord",
-    "SessionEndedRecord",
-    "SessionStartedRecord",
-    "StoredScore",
-    "StoredSession",
-    "TreeNodeRecord",
-    "kind_for",
-]
+    return kind_of(_by_class(), record)

@@ -6,7 +6,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import ClassVar
 
-from webshepherd.daemon.records.kind import RecordKind
+from webshepherd.daemon.records.kind import Record, RecordKind
 from webshepherd.protocol.common import Turn
 from webshepherd.protocol.replies import ActionEvent
 
@@ -25,7 +25,7 @@ CREATE INDEX IF NOT EXISTS actions_by_session ON actions(session_id, id);
 
 
 @dataclass(frozen=True)
-class ActionRecord:
+class ActionRecord(Record):
     op: ClassVar[str] = "action"
     event: ActionEvent
     created_at: float

@@ -7,7 +7,7 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from webshepherd.daemon.records.kind import RecordKind, models_json, table_rows
+from webshepherd.daemon.records.kind import Record, RecordKind, models_json, table_rows
 from webshepherd.protocol.agreement import by_person
 from webshepherd.protocol.common import GuardHit
 from webshepherd.protocol.replies import ApprovalRequest, ApprovalResolved
@@ -37,14 +37,14 @@ CREATE TABLE IF NOT EXISTS approval_guards (
 
 
 @dataclass(frozen=True)
-class ApprovalRequestedRecord:
+class ApprovalRequestedRecord(Record):
     op: ClassVar[str] = "approval_requested"
     event: ApprovalRequest
     created_at: float
 
 
 @dataclass(frozen=True)
-class ApprovalDecidedRecord:
+class ApprovalDecidedRecord(Record):
     op: ClassVar[str] = "approval_decided"
     event: ApprovalResolved
     status: str

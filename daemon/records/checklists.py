@@ -7,7 +7,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import ClassVar
 
-from webshepherd.daemon.records.kind import RecordKind, models_json
+from webshepherd.daemon.records.kind import Record, RecordKind, models_json
 from webshepherd.protocol.common import ChecklistItem
 from webshepherd.protocol.replies import Checklist
 
@@ -22,7 +22,7 @@ CREATE TABLE IF NOT EXISTS checklists (
 
 
 @dataclass(frozen=True)
-class ChecklistRecord:
+class ChecklistRecord(Record):
     op: ClassVar[str] = "checklist"
     event: Checklist
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel
-from webshepherd.daemon.records.kind import RecordKind, to_json
+from webshepherd.daemon.records.kind import Record, RecordKind, to_json
 
 if TYPE_CHECKING:
     from pydantic.main import IncEx
@@ -38,7 +38,7 @@ EVENT_DROPPED: dict[str, dict[str, IncEx]] = {
 
 
 @dataclass(frozen=True)
-class EventRecord:
+class EventRecord(Record):
     """A published event, for the session's event log."""
 
     op: ClassVar[str] = "event"

@@ -1,9 +1,10 @@
 """The shape of a recorded kind: its record class, the tables it owns and its write.
 
 A kind's module (``records/<kind>.py``) holds all of it: the frozen record the session
-machine returns, the DDL of its tables, the function that writes it and the functions that
-read those tables back. The modules only state SQL and take the connection the recorder
-passes (already inside its transaction); none opens a database.
+machine returns (a :class:`Record`), the DDL of its tables, the function that writes it, its
+:class:`RecordKind` in the module's ``KINDS``, and the functions that read those tables back.
+The modules only state SQL and take the connection the recorder passes (already inside its
+transaction); none opens a database.
 """
 
 from __future__ import annotations
@@ -13,12 +14,21 @@ import re
 import sqlite3
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel
 from webshepherd.protocol.errors import WebShepherdError
 
-R = TypeVar("R")
+
+@dataclass(frozen=True)
+class Record:
+    """Any write of the session machine: each kind's frozen record subclasses it and names
+    its kind in ``op`` (logs and tests)."""
+
+    op: ClassVar[str]
+
+
+R = TypeVar("R", bound=Record)
 
 
 @dataclass(frozen=True)
@@ -56,7 +66,8 @@ def kind_of(kinds: Mapping[type, RecordKind[Any]], record: object) -> RecordKind
     kind = kinds.get(type(record))
     if kind is None:
         raise WebShepherdError(
-            f"recorder: unknown record {type(record).__name__} (no kind in daemon.records.KINDS)"
+            f"recorder: unknown record {type(record).__name__} "
+            "(no module of daemon.records states its kind in KINDS)"
         )
     return kind
 

@@ -8,7 +8,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import ClassVar
 
-from webshepherd.daemon.records.kind import RecordKind, table_rows, to_json
+from webshepherd.daemon.records.kind import Record, RecordKind, table_rows, to_json
 from webshepherd.protocol.requests import Label
 
 TABLES = """
@@ -28,7 +28,7 @@ CREATE INDEX IF NOT EXISTS labels_by_session ON labels(session_id, step);
 
 
 @dataclass(frozen=True)
-class LabelRecord:
+class LabelRecord(Record):
     """Ground truth for a scored candidate: the ``label`` request, who gave it, and when."""
 
     op: ClassVar[str] = "label"

@@ -7,7 +7,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import ClassVar
 
-from webshepherd.daemon.records.kind import RecordKind, table_rows, to_json
+from webshepherd.daemon.records.kind import Record, RecordKind, table_rows, to_json
 from webshepherd.protocol.replies import Observed
 
 TABLES = """
@@ -34,7 +34,7 @@ _PIECE_CHARS = 1024 * 1024
 
 
 @dataclass(frozen=True)
-class ObservationRecord:
+class ObservationRecord(Record):
     """The ``observed`` event (screenshot mime only) and what it does not carry."""
 
     op: ClassVar[str] = "observation"

@@ -9,7 +9,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypedDict
 
-from webshepherd.daemon.records.kind import RecordKind, models_json, table_rows, to_json
+from webshepherd.daemon.records.kind import Record, RecordKind, models_json, table_rows, to_json
 from webshepherd.daemon.records.stored import StoredScore
 from webshepherd.protocol.common import (
     Candidate,
@@ -71,7 +71,7 @@ CREATE INDEX IF NOT EXISTS scores_by_session ON score_requests(session_id, step)
 
 
 @dataclass(frozen=True)
-class ScoreRecord:
+class ScoreRecord(Record):
     """A scored step, written before its decision is known (the ``scored`` event, built from
     the same candidates and results, comes with :class:`ScoreDecisionRecord`)."""
 
@@ -90,7 +90,7 @@ class ScoreRecord:
 
 
 @dataclass(frozen=True)
-class ScoreDecisionRecord:
+class ScoreDecisionRecord(Record):
     """The ``scored`` event: its decision, kept with the score request it answers."""
 
     op: ClassVar[str] = "score_decision"

@@ -7,7 +7,7 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from webshepherd.daemon.records.kind import RecordKind, table_rows, to_json
+from webshepherd.daemon.records.kind import Record, RecordKind, table_rows, to_json
 from webshepherd.protocol.replies import SessionEnded, SessionStarted
 
 TABLES = """
@@ -38,21 +38,21 @@ CREATE INDEX IF NOT EXISTS sessions_by_time ON sessions(created_at);
 
 
 @dataclass(frozen=True)
-class SessionStartedRecord:
+class SessionStartedRecord(Record):
     op: ClassVar[str] = "session_started"
     event: SessionStarted
     created_at: float
 
 
 @dataclass(frozen=True)
-class SessionEndedRecord:
+class SessionEndedRecord(Record):
     op: ClassVar[str] = "session_ended"
     event: SessionEnded
     ended_at: float
 
 
 @dataclass(frozen=True)
-class ScorerRecord:
+class ScorerRecord(Record):
     """Which model and backend scored a session, with the judging settings (prompt style,
     temperature, the checkpoint's sampling settings…; written with its start)."""
 

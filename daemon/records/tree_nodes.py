@@ -7,7 +7,7 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from webshepherd.daemon.records.kind import RecordKind, table_rows
+from webshepherd.daemon.records.kind import Record, RecordKind, table_rows
 from webshepherd.protocol.common import TreeNodeFields
 from webshepherd.protocol.replies import TreeNodeEvent
 
@@ -38,7 +38,7 @@ CREATE INDEX IF NOT EXISTS tree_nodes_by_session ON tree_nodes(session_id, node)
 
 
 @dataclass(frozen=True)
-class TreeNodeRecord:
+class TreeNodeRecord(Record):
     """One update of a tree search's node (``tree.node``): appended, never replaced, so the
     recording keeps every state a node went through (the latest per node is its state)."""
 

@@ -9,7 +9,7 @@ from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from webshepherd.daemon.recorder import Recorder
-from webshepherd.daemon.records import EventRecord
+from webshepherd.daemon.records.events import EventRecord
 from webshepherd.daemon.server.engine_runner import EngineRunner
 from webshepherd.daemon.server.fanout import Hub
 from webshepherd.daemon.server.offload import Offload

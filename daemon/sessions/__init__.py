@@ -1,6 +1,6 @@
 """Sessions as a sans-I/O state machine: messages in, effects out."""
 
-from webshepherd.daemon.records import Record
+from webshepherd.daemon.records.kind import Record
 from webshepherd.daemon.sessions.caller import Caller
 from webshepherd.daemon.sessions.effects import (
     ApprovalClosed,

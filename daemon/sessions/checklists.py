@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from webshepherd.daemon.engine.types import CandidateScore, ParsedChecklist, StepScore
-from webshepherd.daemon.records import ChecklistRecord
+from webshepherd.daemon.records.checklists import ChecklistRecord
 from webshepherd.daemon.sessions import convert
 from webshepherd.daemon.sessions.effects import Effect, Publish, RunChecklist, RunScore
 from webshepherd.daemon.sessions.state import LiveSession

@@ -7,10 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from webshepherd.daemon.records import (
-    ApprovalDecidedRecord,
-    ApprovalRequestedRecord,
-)
+from webshepherd.daemon.records.approvals import ApprovalDecidedRecord, ApprovalRequestedRecord
 from webshepherd.daemon.sessions.cards import commit_card
 from webshepherd.daemon.sessions.effects import (
     AwaitApproval,

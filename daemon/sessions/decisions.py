@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from webshepherd.daemon.records import ApprovalDecidedRecord
+from webshepherd.daemon.records.approvals import ApprovalDecidedRecord
 from webshepherd.daemon.sessions.approvals import Resolution
 from webshepherd.daemon.sessions.effects import (
     ApprovalClosed,

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel
 from webshepherd.daemon.engine.types import StepInput
-from webshepherd.daemon.records import Record
+from webshepherd.daemon.records.kind import Record
 from webshepherd.protocol.common import ApprovalMode, Candidate, ElementFacts
 
 

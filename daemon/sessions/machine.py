@@ -21,17 +21,17 @@ from typing import Any
 
 from typing_extensions import assert_never
 from webshepherd.daemon.engine.types import ParsedChecklist, StepInput, StepScore
-from webshepherd.daemon.records import (
-    ActionRecord,
-    LabelRecord,
-    ObservationRecord,
-    Record,
+from webshepherd.daemon.records.actions import ActionRecord
+from webshepherd.daemon.records.kind import Record
+from webshepherd.daemon.records.labels import LabelRecord
+from webshepherd.daemon.records.observations import ObservationRecord
+from webshepherd.daemon.records.sessions import (
     ScorerRecord,
     SessionEndedRecord,
     SessionStartedRecord,
-    StoredSession,
-    TreeNodeRecord,
 )
+from webshepherd.daemon.records.stored import StoredSession
+from webshepherd.daemon.records.tree_nodes import TreeNodeRecord
 from webshepherd.daemon.sessions.approvals import (
     ApprovalBook,
     ApprovalPolicy,

@@ -8,12 +8,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from webshepherd.daemon.engine.types import StepScore
-from webshepherd.daemon.records import (
-    ApprovalDecidedRecord,
-    ApprovalRequestedRecord,
-    ScoreDecisionRecord,
-    ScoreRecord,
-)
+from webshepherd.daemon.records.approvals import ApprovalDecidedRecord, ApprovalRequestedRecord
+from webshepherd.daemon.records.scores import ScoreDecisionRecord, ScoreRecord
 from webshepherd.daemon.sessions import convert
 from webshepherd.daemon.sessions.approvals import approval_reason
 from webshepherd.daemon.sessions.cards import approval_card

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Literal
 
 from webshepherd.daemon.engine.types import ParsedChecklist
-from webshepherd.daemon.records import StoredSession
+from webshepherd.daemon.records.stored import StoredSession
 from webshepherd.daemon.sessions.convert import parsed_checklist
 from webshepherd.daemon.sessions.effects import RunScore
 from webshepherd.daemon.sessions.guards import session_origin

@@ -12,8 +12,9 @@ from webshepherd.daemon.config import DB_NAME
 from webshepherd.daemon.engine.engine import Engine
 from webshepherd.daemon.recorder import History
 from webshepherd.daemon.recorder.store import Recorder
-from webshepherd.daemon.records import ObservationRecord, ScoreRecord, SessionStartedRecord
-from webshepherd.daemon.records.observations import BIG_TEXT_CHARS
+from webshepherd.daemon.records.observations import BIG_TEXT_CHARS, ObservationRecord
+from webshepherd.daemon.records.scores import ScoreRecord
+from webshepherd.daemon.records.sessions import SessionStartedRecord
 from webshepherd.protocol.common import (
     AgentInfo,
     Candidate,

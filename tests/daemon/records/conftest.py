@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from webshepherd.daemon.recorder import Recorder
-from webshepherd.daemon.records import SessionStartedRecord
+from webshepherd.daemon.records.sessions import SessionStartedRecord
 from webshepherd.protocol.common import AgentInfo
 from webshepherd.protocol.replies import SessionStarted
 

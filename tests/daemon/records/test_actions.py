@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from webshepherd.daemon.records import ActionRecord
-from webshepherd.daemon.records.actions import Executed, read, turns
+from webshepherd.daemon.records.actions import ActionRecord, Executed, read, turns
 from webshepherd.protocol.common import Turn
 from webshepherd.protocol.replies import ActionEvent
 

@@ -4,9 +4,8 @@ guards reads no hits."""
 
 from __future__ import annotations
 
-from webshepherd.daemon.records import ApprovalDecidedRecord
-from webshepherd.daemon.records import ApprovalRequestedRecord as Requested
-from webshepherd.daemon.records.approvals import open_requests, read
+from webshepherd.daemon.records.approvals import ApprovalDecidedRecord, open_requests, read
+from webshepherd.daemon.records.approvals import ApprovalRequestedRecord as Requested
 from webshepherd.protocol.common import Candidate, GuardHit
 from webshepherd.protocol.replies import ApprovalRequest, ApprovalResolved
 

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from webshepherd.daemon.records import ChecklistRecord
-from webshepherd.daemon.records.checklists import read
+from webshepherd.daemon.records.checklists import ChecklistRecord, read
 from webshepherd.protocol.common import ChecklistItem
 from webshepherd.protocol.replies import Checklist
 

@@ -8,8 +8,14 @@ import json
 import sqlite3
 
 import pytest
-from webshepherd.daemon.records import EventRecord, SessionStartedRecord
-from webshepherd.daemon.records.events import approval_thresholds, bodies_from, mode, signals
+from webshepherd.daemon.records.events import (
+    EventRecord,
+    approval_thresholds,
+    bodies_from,
+    mode,
+    signals,
+)
+from webshepherd.daemon.records.sessions import SessionStartedRecord
 from webshepherd.protocol.common import ApprovalCard, Candidate, Screenshot
 from webshepherd.protocol.replies import ApprovalRequest, ModeSet, Observed, SessionStarted, Signal
 

@@ -3,8 +3,7 @@ made before labels were kept reads none."""
 
 from __future__ import annotations
 
-from webshepherd.daemon.records import LabelRecord
-from webshepherd.daemon.records.labels import TruthLabel, read
+from webshepherd.daemon.records.labels import LabelRecord, TruthLabel, read
 from webshepherd.protocol.requests import Label
 
 

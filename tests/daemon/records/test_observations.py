@@ -4,8 +4,7 @@ at a step; each raises the session's step count; a recording made before boxes r
 
 from __future__ import annotations
 
-from webshepherd.daemon.records import ObservationRecord
-from webshepherd.daemon.records.observations import axtree_at, latest, read
+from webshepherd.daemon.records.observations import ObservationRecord, axtree_at, latest, read
 from webshepherd.protocol.common import Screenshot
 from webshepherd.protocol.replies import Observed
 

@@ -4,8 +4,14 @@ a candidate's result: tests/daemon/recorder/test_store.py.)"""
 
 from __future__ import annotations
 
-from webshepherd.daemon.records import ScoreDecisionRecord, ScoreRecord, StoredScore
-from webshepherd.daemon.records.scores import read, scored_steps, stored
+from webshepherd.daemon.records.scores import (
+    ScoreDecisionRecord,
+    ScoreRecord,
+    read,
+    scored_steps,
+    stored,
+)
+from webshepherd.daemon.records.stored import StoredScore
 from webshepherd.protocol.common import Candidate, CandidateResult, DecisionInfo, Timing
 from webshepherd.protocol.replies import Scored
 

@@ -3,8 +3,14 @@ made before scorers (or their settings) were kept reads none."""
 
 from __future__ import annotations
 
-from webshepherd.daemon.records import ScorerRecord, SessionEndedRecord
-from webshepherd.daemon.records.sessions import Scorer, answer, row, scorer
+from webshepherd.daemon.records.sessions import (
+    Scorer,
+    ScorerRecord,
+    SessionEndedRecord,
+    answer,
+    row,
+    scorer,
+)
 from webshepherd.protocol.replies import SessionEnded
 
 

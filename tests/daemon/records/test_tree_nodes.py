@@ -3,8 +3,7 @@ resumes from each node as first recorded; no rows (or no table) is no tree."""
 
 from __future__ import annotations
 
-from webshepherd.daemon.records import TreeNodeRecord
-from webshepherd.daemon.records.tree_nodes import read, stored
+from webshepherd.daemon.records.tree_nodes import TreeNodeRecord, read, stored
 from webshepherd.protocol.replies import TreeNodeEvent
 
 

@@ -4,7 +4,7 @@ caller of a session's step (``SessionCore.handle``), without sockets."""
 from __future__ import annotations
 
 import pytest
-from webshepherd.daemon.records import LabelRecord
+from webshepherd.daemon.records.labels import LabelRecord
 from webshepherd.daemon.sessions import Caller, Reply, RunScore, SessionCore
 from webshepherd.daemon.sessions.caller import Connections
 from webshepherd.protocol import requests as rq

@@ -4,7 +4,7 @@ result or its failure releases them (sans-I/O, no engine)."""
 from __future__ import annotations
 
 from webshepherd.daemon.engine.types import ChecklistItem, ParsedChecklist
-from webshepherd.daemon.records import ChecklistRecord
+from webshepherd.daemon.records.checklists import ChecklistRecord
 from webshepherd.daemon.sessions import Publish, Reply, RunChecklist, RunScore
 from webshepherd.daemon.sessions.checklists import NO_CHECKLIST
 from webshepherd.protocol import requests as rq

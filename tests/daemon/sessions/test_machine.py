@@ -14,7 +14,9 @@ from webshepherd.daemon.engine.types import (
     SampleScore,
     StepScore,
 )
-from webshepherd.daemon.records import ScoreRecord, ScorerRecord, StoredSession
+from webshepherd.daemon.records.scores import ScoreRecord
+from webshepherd.daemon.records.sessions import ScorerRecord
+from webshepherd.daemon.records.stored import StoredSession
 from webshepherd.daemon.sessions import (
     Publish,
     Record,

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from webshepherd.daemon.cli import main
 from webshepherd.daemon.recorder.store import Recorder
-from webshepherd.daemon.records import ActionRecord, SessionEndedRecord, SessionStartedRecord
+from webshepherd.daemon.records.actions import ActionRecord
+from webshepherd.daemon.records.sessions import SessionEndedRecord, SessionStartedRecord
 from webshepherd.protocol.common import AgentInfo
 from webshepherd.protocol.replies import ActionEvent, SessionEnded, SessionStarted
 
