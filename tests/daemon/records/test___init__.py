@@ -4,6 +4,7 @@ importing one kind's module imports no other (the discovery runs on first use)."
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 import textwrap
@@ -104,3 +105,26 @@ def test_importing_one_kind_module_imports_no_other() -> None:
             "webshepherd.daemon.records.labels",
         ]
     )
+
+
+def test_no_kind_module_imports_another_kind() -> None:
+    """The lazy discovery's premise, for every module: within the package, a kind's module
+    imports only the shared ``kind`` and ``stored``."""
+    shared = {"kind", "stored"}
+    for path in sorted(Path(records.__file__).parent.glob("*.py")):
+        if path.name == "__init__.py":
+            continue
+        imported = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                if node.module == records.__name__:
+                    imported |= {a.name for a in node.names}
+                elif node.module.startswith(records.__name__ + "."):
+                    imported.add(node.module.rsplit(".", 1)[1])
+            elif isinstance(node, ast.Import):
+                imported |= {
+                    a.name.rsplit(".", 1)[1]
+                    for a in node.names
+                    if a.name.startswith(records.__name__ + ".")
+                }
+        assert imported <= shared, (path.name, imported - shared)
