@@ -67,6 +67,8 @@ from agentlab.agents.agent_args import AgentArgs
 from browsergym.experiments.agent import Agent, AgentInfo
 from webshepherd.integrations.browsergym import (
     JUDGING_ERRORS,
+    BrowserGymObs,
+    ObservationFields,
     _goal_text,
     judging_failure,
     no_reward_reason,
@@ -152,7 +154,7 @@ class RewardGuidedAgentArgs(AgentArgs):
         self._agents.add(agent)
         return agent
 
-    def set_benchmark(self, benchmark: Any, demo_mode: bool) -> None:
+    def set_benchmark(self, benchmark: object, demo_mode: bool) -> None:
         if self.subagent_args is not None and hasattr(self.subagent_args, "set_benchmark"):
             self.subagent_args.set_benchmark(benchmark, demo_mode)
 
@@ -161,20 +163,20 @@ class RewardGuidedAgentArgs(AgentArgs):
         if sub is not None and hasattr(sub, "set_reproducibility_mode"):
             sub.set_reproducibility_mode()
 
-    def prepare(self) -> Any:
+    def prepare(self) -> object:
         return self.subagent_args.prepare() if self.subagent_args is not None else None
 
-    def close(self) -> Any:
+    def close(self) -> object:
         for agent in list(self._agents):
             agent.close()
         return self.subagent_args.close() if self.subagent_args is not None else None
 
-    def __getstate__(self) -> dict[str, Any]:  # AgentLab pickles args; live agents stay out
+    def __getstate__(self) -> dict[str, object]:  # AgentLab pickles args; live agents stay out
         state = dict(self.__dict__)
         state.pop("_agents", None)
         return state
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
+    def __setstate__(self, state: dict[str, object]) -> None:
         self.__dict__.update(state)
         self._agents = weakref.WeakSet()
 
@@ -189,10 +191,13 @@ class RewardGuidedAgent(Agent):
         self.client = Client(args.url)  # None: $WEBSHEPHERD_URL, else the local daemon
         self.session: SyncSession | None = None
         self.exp_dir = _experiment_dir()  # where AgentLab writes this episode's result
-        self._observation: dict[str, Any] | None = None
+        self._observation: ObservationFields | None = None
         self._hint: list[str] | None = None
         self._checklist: list[str] | None = None
-        self._finalizer: weakref.finalize[Any, Any] | None = None
+        # ends the session when the agent is collected or closed: _end(client, session, exp_dir)
+        self._finalizer: (
+            weakref.finalize[[Client, SyncSession, Path | None], RewardGuidedAgent] | None
+        ) = None
 
     @property
     def multi_candidate(self) -> bool:
@@ -200,7 +205,7 @@ class RewardGuidedAgent(Agent):
             self.subagent, "update_agent_state_from_selected_candidate"
         )
 
-    def obs_preprocessor(self, obs: dict[str, Any]) -> Any:
+    def obs_preprocessor(self, obs: BrowserGymObs) -> object:
         """Records the raw page for webshepherd, then the subagent's own preprocessing."""
         self._observation = observation(obs)
         if self.session is None:
@@ -219,7 +224,7 @@ class RewardGuidedAgent(Agent):
             self.session.observe(**self._observation)
         return self.subagent.obs_preprocessor(obs)
 
-    def get_action(self, obs: Any) -> tuple[str | None, AgentInfo]:
+    def get_action(self, obs: object) -> tuple[str | None, AgentInfo]:
         if self.session is None:
             raise RuntimeError("obs_preprocessor (the experiment loop) starts the session")
         session = self.session
@@ -244,7 +249,7 @@ class RewardGuidedAgent(Agent):
         picked = _proposal_for(final, final.candidates[k].action)
         info = picked.info if picked is not None else AgentInfo()
         if refusals:  # the subagent learns what was refused, by whom and why
-            self._hint = [r["text"] for r in refusals]
+            self._hint = [str(r["text"]) for r in refusals]
         if chosen is None:
             action = REJECTED_ACTION
             session.act(action, self._hint[0] if self._hint else None)
@@ -275,13 +280,13 @@ class RewardGuidedAgent(Agent):
 
     def _pick(
         self, session: SyncSession, rnd: Round
-    ) -> tuple[Candidate | None, int, str, list[dict[str, Any]]]:
+    ) -> tuple[Candidate | None, int, str, list[dict[str, object]]]:
         """The best candidate that may run: best-of-n's pick unless refused, else the next by
         reward that is neither refused nor guarded (each asked for under
         ``approval_threshold``). ``(candidate or None, its index, decision, refusals)``."""
         result = rnd.result
         guarded = set(result.scored.guarded or []) if result else set()
-        refusals: list[dict[str, Any]] = []
+        refusals: list[dict[str, object]] = []
         decision = result.decision.status if result else "auto"
         for k in _ranked(rnd):
             cand = rnd.candidates[k]
@@ -314,7 +319,7 @@ class RewardGuidedAgent(Agent):
         else:
             self.client.close()
 
-    def _round(self, obs: Any, hint: list[str] | None) -> Round | None:
+    def _round(self, obs: object, hint: list[str] | None) -> Round | None:
         proposals = self._propose(obs, hint)
         if not proposals:
             return None
@@ -341,7 +346,7 @@ class RewardGuidedAgent(Agent):
         reason = None if result.reward is not None else no_reward_reason(result.scored.results)
         return Round(proposals, result, hint, result.candidates, result.counts, reason)
 
-    def _propose(self, obs: Any, hint: list[str] | None) -> list[Proposal]:
+    def _propose(self, obs: object, hint: list[str] | None) -> list[Proposal]:
         n = self.args.n_candidates
         if self.multi_candidate:
             generations = self.subagent.get_candidate_generations(obs, hint=hint, n_candidates=n)
@@ -461,7 +466,7 @@ def _below(reward: float | None, threshold: float) -> bool:
     return reward is None or reward < threshold
 
 
-def _items(result: BestOfN) -> list[dict[str, Any]]:
+def _items(result: BestOfN) -> list[dict[str, object]]:
     if not result.scored.results:
         return []
     by_index = {r.index: r for r in result.scored.results}

@@ -258,7 +258,7 @@ class Handle:
                 f"{thought} (browser-use action {first} has no BrowserGym form)",
                 "noop()",
             )
-        approval = "auto" if self.mode == "gate" else "never"
+        approval: Literal["auto", "never"] = "auto" if self.mode == "gate" else "never"
         timeout = max(1.0, float(self.agent.settings.step_timeout) - 5.0)
         try:
             scored = await self.session.score(

@@ -58,8 +58,8 @@ from __future__ import annotations
 import base64
 import contextlib
 import io
-from collections.abc import Sequence
-from typing import Any, Literal
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Literal, ParamSpec, Protocol, TypedDict, TypeVar
 
 import gymnasium as gym
 from browsergym.utils.obs import IGNORED_AXTREE_ROLES, flatten_axtree_to_str
@@ -69,7 +69,16 @@ from webshepherd.protocol.agents.refusal import refusal_info, refusal_text, refu
 from webshepherd.protocol.client.sync import Client, SyncSession
 from webshepherd.protocol.common import Candidate, Outcome
 from webshepherd.protocol.errors import ModelError, ModelUnavailableError
-from webshepherd.protocol.replies import CommitDecided
+from webshepherd.protocol.replies import CommitDecided, Scored
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+    from webshepherd.integrations.commit_gate import CommitGate
+    from webshepherd.protocol.common import CandidateResult
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 Approval = Literal["auto", "always", "never"]
 #: Roles left out of the text: BrowserGym's own, and Chromium's InlineTextBox (not in training).
@@ -78,12 +87,53 @@ OBSERVATION_IGNORED_ROLES = [*IGNORED_AXTREE_ROLES, "InlineTextBox"]
 JUDGING_ERRORS = (ModelError, ModelUnavailableError)
 
 
-def observation_text(obs: dict[str, Any]) -> str:
+class GoalPart(TypedDict, total=False):
+    """One part of a BrowserGym goal (``obs["goal_object"]``, chat-message content)."""
+
+    type: str
+    text: str
+
+
+class BrowserGymObs(TypedDict, total=False):
+    """The keys of a BrowserGym observation read or written here (BrowserGym's has more)."""
+
+    url: str
+    goal: str
+    goal_object: list[GoalPart]
+    axtree_object: dict[str, object]  # the AX tree as CDP gave it (flatten_axtree_to_str)
+    screenshot: npt.NDArray[np.uint8]  # RGB, height x width x 3
+    last_action: str
+    last_action_error: str
+
+
+class ObservationFields(TypedDict):
+    """A BrowserGym obs as the wire's observation fields (``observe(**fields)``)."""
+
+    url: str
+    axtree: str
+    screenshot: dict[str, str] | None
+
+
+#: ``info`` as BrowserGym returns it (its own keys, and ``"webshepherd"`` added here).
+Info = dict[str, object]
+
+
+class BrowserGymEnv(Protocol):
+    """What is called on a BrowserGym env (a ``gymnasium.Env`` of ``browsergym/...``)."""
+
+    def reset(self, **kwargs: object) -> tuple[BrowserGymObs, Info]: ...
+
+    def step(self, action: str) -> tuple[BrowserGymObs, float, bool, bool, Info]: ...
+
+    def close(self) -> None: ...
+
+
+def observation_text(obs: BrowserGymObs) -> str:
     """The AX-tree text webshepherd scores: BrowserGym's flattening, as the extension sends it."""
     return str(flatten_axtree_to_str(obs["axtree_object"], ignored_roles=OBSERVATION_IGNORED_ROLES))
 
 
-def screenshot_png(obs: dict[str, Any]) -> dict[str, str] | None:
+def screenshot_png(obs: BrowserGymObs) -> dict[str, str] | None:
     """The env's screenshot (an RGB array) as a base64 PNG, or None when the obs has none."""
     shot = obs.get("screenshot")
     if shot is None or getattr(shot, "size", 0) == 0:
@@ -95,7 +145,7 @@ def screenshot_png(obs: dict[str, Any]) -> dict[str, str] | None:
     return {"mime": "image/png", "data": base64.b64encode(buf.getvalue()).decode("ascii")}
 
 
-def observation(obs: dict[str, Any]) -> dict[str, Any]:
+def observation(obs: BrowserGymObs) -> ObservationFields:
     """The protocol's observation (url, AX-tree text, screenshot) for a BrowserGym obs."""
     return {"url": obs["url"], "axtree": observation_text(obs), "screenshot": screenshot_png(obs)}
 
@@ -106,14 +156,14 @@ def judging_failure(exc: Exception) -> str:
     return f"the judge gave no judgement: {message}"
 
 
-def no_reward_reason(results: Sequence[Any]) -> str:
+def no_reward_reason(results: Sequence[CandidateResult]) -> str:
     """Why a scored step has no reward: the daemon's reason when the judge gave no judgement
     (no sample at all, e.g. no checklist it could parse), else an output that did not parse."""
     told = next((r.feedback for r in results if not r.samples and r.feedback), None)
     return f"the judge gave no judgement: {told}" if told else "the judge's output was not parsed"
 
 
-def commit_record(decided: CommitDecided) -> dict[str, Any]:
+def commit_record(decided: CommitDecided) -> dict[str, object]:
     """One request a step paused, as ``info["webshepherd"]["commits"]`` lists it."""
     req, d = decided.request, decided.decision
     return {
@@ -161,11 +211,11 @@ class ProcessRewardWrapper(gym.Wrapper):
         self.approval: Approval = approval
         self.hold_commits = hold_commits
         self.session: SyncSession | None = None
-        self._gate: Any = None  # the CommitGate on the env's current context
-        self._gate_context: Any = None
+        self._gate: CommitGate | None = None  # the CommitGate on the env's current context
+        self._gate_context: object = None
         self._thought: str | None = None
-        self._obs: dict[str, Any] | None = None
-        self._info: dict[str, Any] = {}
+        self._obs: BrowserGymObs | None = None
+        self._info: Info = {}
         self._steps = 0
         self._terminated = False
         self._last_reward: float | None = None
@@ -174,7 +224,7 @@ class ProcessRewardWrapper(gym.Wrapper):
         """The agent's reasoning for the next ``step`` (sent with the action, used once)."""
         self._thought = thought
 
-    def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
+    def reset(self, **kwargs: object) -> tuple[BrowserGymObs, Info]:
         self._end_episode()
         obs, info = self.env.reset(**kwargs)
         intent = self.intent or obs.get("goal") or _goal_text(obs)
@@ -219,7 +269,7 @@ class ProcessRewardWrapper(gym.Wrapper):
 
     def step(
         self, action: str, candidates: Sequence[str | tuple[str | None, str]] | None = None
-    ) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+    ) -> tuple[BrowserGymObs, float, bool, bool, Info]:
         """Score ``action`` (and ``candidates``, the other actions the agent weighed this step:
         actions or ``(thought, action)`` pairs; ``action`` is added when missing) in one
         ``score``, then run ``action`` unless refused. The recording keeps every candidate's
@@ -230,7 +280,7 @@ class ProcessRewardWrapper(gym.Wrapper):
         session, before = self._require()
         thought, self._thought = self._thought, None
         proposals, pick = _proposals(action, thought, candidates)
-        ws: dict[str, Any] = {"session_id": session.session_id, "action": action, "commits": []}
+        ws: Info = {"session_id": session.session_id, "action": action, "commits": []}
         try:
             scored = session.score(proposals, samples=self.samples, approval=self.approval)
             if scored.decision.status != "auto" and _held_index(scored) != pick:
@@ -259,7 +309,7 @@ class ProcessRewardWrapper(gym.Wrapper):
         chosen = decide(proposals, pick, scored.decision)
         if chosen is None:  # refused: the env does not run it, and keeps its own last info
             ws["refused"] = refusal_info(scored.decision, action)
-            obs = dict(before)
+            obs = before.copy()
             obs["last_action"] = action
             obs["last_action_error"] = refusal_text(scored.decision)
             info = dict(self._info)
@@ -268,8 +318,8 @@ class ProcessRewardWrapper(gym.Wrapper):
         return self._run(session, chosen.action, chosen.thought, ws)
 
     def _run(
-        self, session: SyncSession, action: str, thought: str | None, ws: dict[str, Any]
-    ) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        self, session: SyncSession, action: str, thought: str | None, ws: Info
+    ) -> tuple[BrowserGymObs, float, bool, bool, Info]:
         """``env.step(action)`` with the gate told what runs; the requests it paused."""
         ws["action"] = action
         if self._gate is not None:
@@ -283,13 +333,13 @@ class ProcessRewardWrapper(gym.Wrapper):
         self._steps += 1
         self._terminated = bool(terminated)
         self._last_reward = float(reward)
-        ws["commits"] = [commit_record(d) for d in decided]
+        commits = ws["commits"] = [commit_record(d) for d in decided]
         refusals = [refusal_text(d.decision) for d in decided if refused(d.decision)]
         if refusals:
-            obs = dict(obs)
+            obs = obs.copy()
             own = obs.get("last_action_error") or ""
             obs["last_action_error"] = "\n".join([*refusals, *([own] if own else [])])
-            ws["refused"] = next(r for r in ws["commits"] if r["refused"])
+            ws["refused"] = next(r for r in commits if r["refused"])
         session.client.report_action(session.session_id, action, thought)
         session.observe(obs["url"], observation_text(obs), screenshot_png(obs))
         self._obs = obs
@@ -322,7 +372,7 @@ class ProcessRewardWrapper(gym.Wrapper):
                 if self._own_client:
                     self.client.close()
 
-    def _require(self) -> tuple[SyncSession, dict[str, Any]]:
+    def _require(self) -> tuple[SyncSession, BrowserGymObs]:
         if self.session is None or self._obs is None:
             raise RuntimeError("call reset() before step() or choose()")
         return self.session, self._obs
@@ -356,12 +406,12 @@ def _proposals(
     return out, pick
 
 
-def _held_index(scored: Any) -> int | None:
+def _held_index(scored: Scored) -> int | None:
     """The candidate the daemon's decision is about (its index, else the best)."""
     return scored.decision.index if scored.decision.index is not None else scored.best
 
 
-def _goal_text(obs: dict[str, Any]) -> str:
+def _goal_text(obs: BrowserGymObs) -> str:
     parts = [m.get("text", "") for m in obs.get("goal_object", []) if m.get("type") == "text"]
     return "\n".join(parts) or "(no goal)"
 
@@ -380,15 +430,15 @@ class BrowserGymEnvironment:
     there.
     """
 
-    def __init__(self, env: Any, **reset_kwargs: Any) -> None:
+    def __init__(self, env: BrowserGymEnv, **reset_kwargs: object) -> None:
         from concurrent.futures import ThreadPoolExecutor
 
         self.env = env
         self.reset_kwargs = reset_kwargs
-        self._obs: dict[str, Any] | None = None
+        self._obs: BrowserGymObs | None = None
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="browsergym")
 
-    async def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    async def _call(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         import asyncio
         import functools
 

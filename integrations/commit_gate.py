@@ -38,7 +38,7 @@ import inspect
 import logging
 import threading
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any
+from typing import TYPE_CHECKING, TypeAlias, TypedDict, TypeVar, overload
 
 from webshepherd.daemon.browser.chromium import Steps, drive, drive_async
 from webshepherd.protocol.actions import ActionError, parse_action
@@ -52,7 +52,22 @@ from webshepherd.protocol.commits import (
 from webshepherd.protocol.common import MAX_ACTION_CHARS, DecisionInfo, HeldRequest
 from webshepherd.protocol.replies import CommitDecided
 
+if TYPE_CHECKING:
+    from playwright.async_api import BrowserContext as AsyncContext
+    from playwright.async_api import CDPSession as AsyncCdp
+    from playwright.async_api import Page as AsyncPage
+    from playwright.sync_api import BrowserContext as SyncContext
+    from playwright.sync_api import CDPSession as SyncCdp
+    from playwright.sync_api import Page as SyncPage
+
 __all__ = ["CommitGate", "Decide", "GateError"]
+
+#: A Playwright context, page or CDP session of the sync or the async API (the steps of
+#: webshepherd.daemon.browser.chromium drive either).
+Context: TypeAlias = "SyncContext | AsyncContext"
+Page: TypeAlias = "SyncPage | AsyncPage"
+Cdp: TypeAlias = "SyncCdp | AsyncCdp"
+T = TypeVar("T")
 
 #: Asks about one held request: blocking with Playwright's sync API, a coroutine with the async.
 Decide = Callable[[HeldRequest], "CommitDecided | Awaitable[CommitDecided]"]
@@ -84,6 +99,48 @@ log = logging.getLogger(__name__)
 _CLOSED = ("closed", "detached", "Invalid InterceptionId", "No tab", "Target")
 
 
+class CdpHeader(TypedDict):
+    """One header of a paused response (CDP ``Fetch.HeaderEntry``)."""
+
+    name: str
+    value: str
+
+
+class CdpPostData(TypedDict, total=False):
+    """One part of a request's body (CDP ``Network.PostDataEntry``: base64)."""
+
+    bytes: str
+
+
+class _CdpRequestFields(TypedDict):
+    url: str
+    method: str
+
+
+class CdpRequest(_CdpRequestFields, total=False):
+    """The paused request, as CDP's ``Network.Request`` gives what the gate reads of it."""
+
+    headers: dict[str, str]
+    postData: str
+    postDataEntries: list[CdpPostData]
+
+
+class _RequestPausedFields(TypedDict):
+    requestId: str
+    request: CdpRequest
+
+
+class RequestPaused(_RequestPausedFields, total=False):
+    """CDP's ``Fetch.requestPaused`` event, the fields the gate reads (the response ones only
+    at the response stage)."""
+
+    frameId: str
+    resourceType: str
+    responseErrorReason: str
+    responseStatusCode: int
+    responseHeaders: list[CdpHeader]
+
+
 class GateError(RuntimeError):
     """The gate was used wrongly (attached twice, a decide of the wrong kind)."""
 
@@ -105,16 +162,22 @@ class CommitGate:
         self._element: str | None = None
         self._decisions: list[CommitDecided] = []
         self._lock = threading.Lock()
-        self._context: Any = None
+        self._context: Context | None = None
         self._async = False
         self._tabs: list[_Tab] = []
-        self._tasks: set[asyncio.Task[Any]] = set()
-        self._claimed: set[Any] = set()  # pages attached or being attached
-        self._attaching: dict[Any, asyncio.Task[Any]] = {}  # async: a new page's attach
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._claimed: set[Page] = set()  # pages attached or being attached
+        self._attaching: dict[Page, asyncio.Task[None]] = {}  # async: a new page's attach
 
     # -- the API ------------------------------------------------------------------------
 
-    def attach(self, context: Any, *, start_url: str | None = None) -> Any:
+    @overload
+    def attach(self, context: SyncContext, *, start_url: str | None = None) -> None: ...
+
+    @overload
+    def attach(self, context: AsyncContext, *, start_url: str | None = None) -> Awaitable[None]: ...
+
+    def attach(self, context: Context, *, start_url: str | None = None) -> Awaitable[None] | None:
         """Hold the requests of every page of ``context`` and of each new one. ``start_url``:
         the session's start page (its origin is the session's). With the async API, await
         the result."""
@@ -143,25 +206,31 @@ class CommitGate:
         self._trigger = action
         self._element = _bid(action)
 
-    def watch(self, page: Any) -> Any:
+    @overload
+    def watch(self, page: SyncPage) -> None: ...
+
+    @overload
+    def watch(self, page: AsyncPage) -> Awaitable[None]: ...
+
+    def watch(self, page: Page) -> Awaitable[None] | None:
         """Return once ``page`` is held. The gate attaches to a page opened after
         :meth:`attach` by itself, a moment after it opens (its first requests may leave
         before): wait for this before driving a new page. With the async API, await it."""
         if self._context is None:
             raise GateError("this gate is not attached: attach(context) first")
         if self._async:
-            return self._watch_async(page)
+            return self._watch_async(self._context, page)
         if page not in self._claimed:
-            drive(self._attach_page(page))
+            drive(self._attach_page(self._context, page))
         for _ in range(500):  # the page's own handler is attaching it: let Playwright run
             if any(tab.page is page for tab in self._tabs):
                 return None
             page.wait_for_timeout(10)
         raise GateError("the page was not attached within 5 s")
 
-    async def _watch_async(self, page: Any) -> None:
+    async def _watch_async(self, context: Context, page: Page) -> None:
         if page not in self._claimed:
-            self._attaching[page] = self._keep(drive_async(self._attach_page(page)))
+            self._attaching[page] = self._keep(drive_async(self._attach_page(context, page)))
         task = self._attaching.get(page)
         if task is not None:
             await task
@@ -172,7 +241,7 @@ class CommitGate:
             taken, self._decisions = self._decisions, []
         return taken
 
-    def detach(self) -> Any:
+    def detach(self) -> Awaitable[None] | None:
         """Stop holding (requests paused now are released by the browser); new pages are no
         longer watched. With the async API, await the result."""
         context, self._context = self._context, None
@@ -195,17 +264,18 @@ class CommitGate:
 
     # -- attaching ----------------------------------------------------------------------
 
-    def _attach_all(self, context: Any) -> Steps[None]:
-        for page in list(context.pages):
+    def _attach_all(self, context: Context) -> Steps[None]:
+        pages: list[Page] = list(context.pages)
+        for page in pages:
             if self.origin is None:
                 self.origin = url_origin(page.url)
-            yield from self._attach_page(page)
+            yield from self._attach_page(context, page)
         context.on("page", self._on_page)
 
-    def _on_page(self, page: Any) -> Any:
+    def _on_page(self, page: Page) -> None:
         if self._context is None or page in self._claimed:
             return None
-        steps = self._attach_page(page)
+        steps = self._attach_page(self._context, page)
         if self._async:
             self._attaching[page] = self._keep(drive_async(steps))
             return None
@@ -216,9 +286,10 @@ class CommitGate:
                 raise
         return None
 
-    def _attach_page(self, page: Any) -> Steps[None]:
+    def _attach_page(self, context: Context, page: Page) -> Steps[None]:
         self._claimed.add(page)
-        cdp = yield self._context.new_cdp_session(page)
+        # the page is the context's own (one API); mypy pairs each context with either page
+        cdp = yield context.new_cdp_session(page)  # type: ignore[arg-type]
         tree = yield cdp.send("Page.getFrameTree")
         tab = _Tab(page, cdp, tree["frameTree"]["frame"]["id"])
         self._tabs.append(tab)
@@ -228,21 +299,21 @@ class CommitGate:
             cdp.on("Fetch.requestPaused", lambda event: self._run_sync(tab, event))
         yield cdp.send("Fetch.enable", {"patterns": PATTERNS})
 
-    def _spawn(self, tab: _Tab, event: dict[str, Any]) -> None:
+    def _spawn(self, tab: _Tab, event: RequestPaused) -> None:
         self._keep(drive_async(self._paused(tab, event)))
 
-    def _keep(self, work: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
-        task: asyncio.Task[Any] = asyncio.get_running_loop().create_task(work)
+    def _keep(self, work: Coroutine[object, object, None]) -> asyncio.Task[None]:
+        task = asyncio.get_running_loop().create_task(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return task
 
-    def _run_sync(self, tab: _Tab, event: dict[str, Any]) -> None:
+    def _run_sync(self, tab: _Tab, event: RequestPaused) -> None:
         drive(self._paused(tab, event))
 
     # -- one paused request -------------------------------------------------------------
 
-    def _paused(self, tab: _Tab, event: dict[str, Any]) -> Steps[None]:
+    def _paused(self, tab: _Tab, event: RequestPaused) -> Steps[None]:
         rid = event["requestId"]
         try:
             request = self._held(tab, event)
@@ -282,7 +353,8 @@ class CommitGate:
         else:
             yield from _send(tab, "Fetch.failRequest", rid, errorReason=_refusal(event))
 
-    def _ask(self, request: HeldRequest) -> Any:
+    def _ask(self, request: HeldRequest) -> object:
+        """What the steps yield: the answer, or (async API) an awaitable of it."""
         result = self._decide(request)
         if not self._async and inspect.isawaitable(result):
             if inspect.iscoroutine(result):
@@ -295,7 +367,7 @@ class CommitGate:
             return _ready(result)
         return result
 
-    def _held(self, tab: _Tab, event: dict[str, Any]) -> HeldRequest | None:
+    def _held(self, tab: _Tab, event: RequestPaused) -> HeldRequest | None:
         """The paused request as the wire's HeldRequest when it commits, else None."""
         req = event["request"]
         method = str(req["method"])
@@ -355,13 +427,13 @@ class CommitGate:
 class _Tab:
     """One page, its CDP session and its main frame."""
 
-    def __init__(self, page: Any, cdp: Any, main_frame: str) -> None:
+    def __init__(self, page: Page, cdp: Cdp, main_frame: str) -> None:
         self.page = page
         self.cdp = cdp
         self.main_frame = main_frame
 
 
-def _send(tab: _Tab, method: str, rid: str, **params: Any) -> Steps[None]:
+def _send(tab: _Tab, method: str, rid: str, **params: str) -> Steps[None]:
     """A Fetch command about a paused request; a page closed meanwhile is no error."""
     try:
         yield tab.cdp.send(method, {"requestId": rid, **params})
@@ -385,11 +457,11 @@ def _nothing() -> Steps[None]:
     yield
 
 
-async def _ready(value: Any) -> Any:
+async def _ready(value: T) -> T:
     return value
 
 
-def _refusal(event: dict[str, Any]) -> str:
+def _refusal(event: RequestPaused) -> str:
     """How a refused request fails: a navigation or download as aborted (the page stays where
     it was, as after a cancelled navigation, instead of an error page), others as blocked by
     the client (the page's fetch sees a network error)."""
@@ -413,7 +485,7 @@ def _bid(action: str | None) -> str | None:
     return bid if bid is not None and len(bid) <= _MAX_ELEMENT else None
 
 
-def _body(req: dict[str, Any]) -> bytes | None:
+def _body(req: CdpRequest) -> bytes | None:
     entries = req.get("postDataEntries")
     if entries:
         return b"".join(base64.b64decode(e.get("bytes", "")) for e in entries)
@@ -421,7 +493,7 @@ def _body(req: dict[str, Any]) -> bytes | None:
     return data.encode("utf-8") if isinstance(data, str) else None
 
 
-def _is_download(event: dict[str, Any]) -> bool:
+def _is_download(event: RequestPaused) -> bool:
     status = int(event.get("responseStatusCode") or 0)
     if 300 <= status < 400 or "responseErrorReason" in event:
         return False

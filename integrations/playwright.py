@@ -36,8 +36,9 @@ from __future__ import annotations
 
 import base64
 import inspect
+from collections.abc import Awaitable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias, overload
 
 from webshepherd.daemon.browser.chromium import (
     DEFAULT_DIST,
@@ -56,21 +57,61 @@ from webshepherd.daemon.extension_id import EXTENSION_ID
 from webshepherd.integrations.commit_gate import CommitGate
 from webshepherd.protocol.common import Observation, Screenshot
 
+if TYPE_CHECKING:
+    from playwright.async_api import BrowserContext as AsyncContext
+    from playwright.async_api import Page as AsyncPage
+    from playwright.async_api import Playwright as AsyncPlaywright
+    from playwright.async_api import Worker as AsyncWorker
+    from playwright.sync_api import BrowserContext as SyncContext
+    from playwright.sync_api import Page as SyncPage
+    from playwright.sync_api import Playwright as SyncPlaywright
+    from playwright.sync_api import Worker as SyncWorker
+    from webshepherd.protocol.client.session import SessionHandle
+    from webshepherd.protocol.client.sync import SyncSession
+
+#: Playwright's objects of the sync or the async API (the shared steps drive either).
+Context: TypeAlias = "SyncContext | AsyncContext"
+Page: TypeAlias = "SyncPage | AsyncPage"
+
 __all__ = ["CaptureError", "CommitGate", "hold_commits", "launch", "page_observation"]
 
 #: The extension's pages and its service worker have URLs under this (then its pinned id).
 _WORKER_PREFIX = "chrome-extension://"
 
 
+@overload
 def launch(
-    playwright: Any,
+    playwright: SyncPlaywright,
+    *,
+    headless: bool = ...,
+    chromium: str | None = ...,
+    extension: str | Path = ...,
+    user_data_dir: str | Path | None = ...,
+    **options: Any,
+) -> SyncContext: ...
+
+
+@overload
+def launch(
+    playwright: AsyncPlaywright,
+    *,
+    headless: bool = ...,
+    chromium: str | None = ...,
+    extension: str | Path = ...,
+    user_data_dir: str | Path | None = ...,
+    **options: Any,
+) -> Awaitable[AsyncContext]: ...
+
+
+def launch(
+    playwright: SyncPlaywright | AsyncPlaywright,
     *,
     headless: bool = True,
     chromium: str | None = None,
     extension: str | Path = DEFAULT_DIST,
     user_data_dir: str | Path | None = None,
-    **options: Any,
-) -> Any:
+    **options: Any,  # launch_persistent_context's own keywords, passed on as they are
+) -> Context | Awaitable[Context]:
     """A persistent Chromium context with the extension loaded and ready.
 
     ``playwright`` is what ``sync_playwright()`` or ``async_playwright()`` gives; with the async
@@ -101,7 +142,21 @@ def launch(
     )
 
 
-def page_observation(page: Any, *, flags: str = "default", screenshot: bool = False) -> Any:
+@overload
+def page_observation(
+    page: SyncPage, *, flags: str = ..., screenshot: bool = ...
+) -> Observation: ...
+
+
+@overload
+def page_observation(
+    page: AsyncPage, *, flags: str = ..., screenshot: bool = ...
+) -> Awaitable[Observation]: ...
+
+
+def page_observation(
+    page: Page, *, flags: str = "default", screenshot: bool = False
+) -> Observation | Awaitable[Observation]:
     """The page as the daemon would receive it from the extension: an ``Observation``.
 
     ``page`` is a sync or async Playwright ``Page`` of a context with the extension (see
@@ -115,7 +170,21 @@ def page_observation(page: Any, *, flags: str = "default", screenshot: bool = Fa
     return drive_async(steps) if _is_async(page.evaluate) else drive(steps)
 
 
-def hold_commits(context: Any, session: Any, *, start_url: str | None = None) -> Any:
+@overload
+def hold_commits(
+    context: SyncContext, session: SyncSession, *, start_url: str | None = ...
+) -> CommitGate: ...
+
+
+@overload
+def hold_commits(
+    context: AsyncContext, session: SessionHandle, *, start_url: str | None = ...
+) -> Awaitable[CommitGate]: ...
+
+
+def hold_commits(
+    context: Context, session: SyncSession | SessionHandle, *, start_url: str | None = None
+) -> CommitGate | Awaitable[CommitGate]:
     """A :class:`~webshepherd.integrations.commit_gate.CommitGate` attached to ``context``
     that asks ``session`` (``SyncSession``, or with the async API a ``SessionHandle``: await
     the result) about every request that would commit. ``start_url``: the session's start
@@ -135,7 +204,13 @@ def hold_commits(context: Any, session: Any, *, start_url: str | None = None) ->
 # -- the steps, shared by the sync and async APIs (webshepherd.daemon.browser.chromium) -----
 
 
-def _launch(pw: Any, profile: str, binary: str, headless: bool, options: dict[str, Any]) -> Steps:
+def _launch(
+    pw: SyncPlaywright | AsyncPlaywright,
+    profile: str,
+    binary: str,
+    headless: bool,
+    options: dict[str, Any],
+) -> Steps[Context]:
     try:
         context = yield pw.chromium.launch_persistent_context(
             profile, executable_path=binary, headless=headless, **options
@@ -151,7 +226,7 @@ def _launch(pw: Any, profile: str, binary: str, headless: bool, options: dict[st
     return context
 
 
-def _observe(page: Any, flags: str, screenshot: bool) -> Steps:
+def _observe(page: Page, flags: str, screenshot: bool) -> Steps[Observation]:
     worker = yield from _worker(page.context)
     cap = yield from capture_steps(worker, page.url, flags)
     shot = None
@@ -163,7 +238,7 @@ def _observe(page: Any, flags: str, screenshot: bool) -> Steps:
     return Observation(url=cap["url"], axtree=cap["axtree"], screenshot=shot, elements=elements)
 
 
-def _worker(context: Any) -> Steps:
+def _worker(context: Context) -> Steps[SyncWorker | AsyncWorker]:
     """The extension's service worker in ``context``. When none is listed (Chromium stops a
     worker that answers too slowly on a loaded machine, and starts it again on the next
     extension event), the extension's popup is opened in a new page: its messages start the
@@ -202,5 +277,5 @@ def _worker(context: Any) -> Steps:
         yield page.close()
 
 
-def _is_async(method: Any) -> bool:
+def _is_async(method: object) -> bool:
     return inspect.iscoroutinefunction(method)

@@ -13,8 +13,6 @@ page-derived parts (URLs, a person's note): show it through
 
 from __future__ import annotations
 
-from typing import Any
-
 from webshepherd.protocol.common import DecisionInfo
 
 __all__ = ["refusal_info", "refusal_text", "refused", "who_refused"]
@@ -60,7 +58,7 @@ def refusal_text(decision: DecisionInfo, action: str | None = None) -> str:
     return f"{head}refused by {who_refused(decision)} ({_rule(decision)}): {note}{way}"
 
 
-def refusal_info(decision: DecisionInfo, action: str | None = None) -> dict[str, Any]:
+def refusal_info(decision: DecisionInfo, action: str | None = None) -> dict[str, object]:
     """The refusal as plain data (``info["webshepherd"]`` and AgentInfo keep it)."""
     return {
         "action": action if action is not None else decision.action,
