@@ -6,7 +6,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import ClassVar
 
-from webshepherd.daemon.records.kind import Record, RecordKind
+from webshepherd.daemon.records.kind import Record, RecordKind, insert
 from webshepherd.protocol.common import Turn
 from webshepherd.protocol.replies import ActionEvent
 
@@ -33,11 +33,13 @@ class ActionRecord(Record):
 
 def _write(db: sqlite3.Connection, r: ActionRecord) -> None:
     e = r.event
-    db.execute(
-        "INSERT INTO actions (session_id, step, action, thought, source, created_at) "
-        "VALUES (?, ?, ?, ?, ?, ?)",
-        (e.session_id, e.step, e.action, e.thought, e.source, r.created_at),
-    )
+    row: dict[str, object] = {
+        "session_id": e.session_id,
+        "step": e.step,
+        "action": e.action,
+        "thought": e.thought,
+    }
+    insert(db, "actions", row | {"source": e.source, "created_at": r.created_at})
 
 
 KIND = RecordKind(ActionRecord, _write, TABLES)

@@ -7,7 +7,7 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from webshepherd.daemon.records.kind import Record, RecordKind, models_json, table_rows
+from webshepherd.daemon.records.kind import Record, RecordKind, insert, models_json, table_rows
 from webshepherd.protocol.agreement import by_person
 from webshepherd.protocol.common import GuardHit
 from webshepherd.protocol.replies import ApprovalRequest, ApprovalResolved
@@ -53,20 +53,14 @@ class ApprovalDecidedRecord(Record):
 
 def _requested(db: sqlite3.Connection, r: ApprovalRequestedRecord) -> None:
     e = r.event
-    db.execute(
-        "INSERT INTO approvals (request_id, session_id, step, candidate_index, "
-        "reward, reason, feedback, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            e.request_id,
-            e.session_id,
-            e.step,
-            -1 if e.candidate_index is None else e.candidate_index,  # a paused request
-            e.reward,
-            e.reason,
-            e.feedback,
-            r.created_at,
-        ),
-    )
+    row: dict[str, object] = {
+        "request_id": e.request_id,
+        "session_id": e.session_id,
+        "step": e.step,
+    }
+    index = -1 if e.candidate_index is None else e.candidate_index  # -1: a paused request
+    row |= {"candidate_index": index, "reward": e.reward, "reason": e.reason}
+    insert(db, "approvals", row | {"feedback": e.feedback, "created_at": r.created_at})
     if e.guard:
         db.execute(
             "INSERT INTO approval_guards VALUES (?, ?)", (e.request_id, models_json(e.guard))

@@ -80,6 +80,17 @@ def created_tables(ddl: str) -> list[str]:
     return _CREATE_TABLE.findall(ddl)
 
 
+def insert(
+    db: sqlite3.Connection, table: str, row: Mapping[str, object], *, replace: bool = False
+) -> sqlite3.Cursor:
+    """``INSERT`` (or ``INSERT OR REPLACE``) ``row``, column by column, into ``table`` (names
+    from this package's code only; the values are parameters)."""
+    verb = "INSERT OR REPLACE" if replace else "INSERT"
+    marks = ", ".join("?" * len(row))
+    sql = f"{verb} INTO {table} ({', '.join(row)}) VALUES ({marks})"
+    return db.execute(sql, tuple(row.values()))
+
+
 def to_json(v: object) -> str:
     """A JSON column (compact, UTF-8 kept)."""
     return json.dumps(v, separators=(",", ":"), ensure_ascii=False)

@@ -8,7 +8,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import ClassVar
 
-from webshepherd.daemon.records.kind import Record, RecordKind, table_rows, to_json
+from webshepherd.daemon.records.kind import Record, RecordKind, insert, table_rows, to_json
 from webshepherd.protocol.requests import Label
 
 TABLES = """
@@ -39,11 +39,9 @@ class LabelRecord(Record):
 
 def _write(db: sqlite3.Connection, r: LabelRecord) -> None:
     x = r.label
-    db.execute(
-        "INSERT INTO labels (session_id, step, action, items, source, labelled_by, "
-        "note, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        (x.session_id, x.step, x.action, to_json(x.items), x.source, r.by, x.note, r.created_at),
-    )
+    row: dict[str, object] = {"session_id": x.session_id, "step": x.step, "action": x.action}
+    row |= {"items": to_json(x.items), "source": x.source, "labelled_by": r.by}
+    insert(db, "labels", row | {"note": x.note, "created_at": r.created_at})
 
 
 KIND = RecordKind(LabelRecord, _write, TABLES)

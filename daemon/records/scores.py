@@ -9,7 +9,14 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypedDict
 
-from webshepherd.daemon.records.kind import Record, RecordKind, models_json, table_rows, to_json
+from webshepherd.daemon.records.kind import (
+    Record,
+    RecordKind,
+    insert,
+    models_json,
+    table_rows,
+    to_json,
+)
 from webshepherd.daemon.records.stored import StoredScore
 from webshepherd.protocol.common import (
     Candidate,
@@ -99,21 +106,14 @@ class ScoreDecisionRecord(Record):
 
 
 def _score(db: sqlite3.Connection, r: ScoreRecord) -> None:
-    cur = db.execute(
-        "INSERT INTO score_requests (session_id, request_id, step, samples, approval, "
-        "best, queue_ms, model_ms, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            r.session_id,
-            r.request_id,
-            r.step,
-            r.samples,
-            r.approval,
-            r.best,
-            r.timing.queue_ms,
-            r.timing.model_ms,
-            r.created_at,
-        ),
-    )
+    row: dict[str, object] = {
+        "session_id": r.session_id,
+        "request_id": r.request_id,
+        "step": r.step,
+    }
+    row |= {"samples": r.samples, "approval": r.approval, "best": r.best}
+    row |= {"queue_ms": r.timing.queue_ms, "model_ms": r.timing.model_ms}
+    cur = insert(db, "score_requests", row | {"created_at": r.created_at})
     score_id = cur.lastrowid
     for cand, res in zip(r.candidates, r.results, strict=True):
         db.execute(

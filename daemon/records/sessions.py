@@ -7,7 +7,7 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from webshepherd.daemon.records.kind import Record, RecordKind, table_rows, to_json
+from webshepherd.daemon.records.kind import Record, RecordKind, insert, table_rows, to_json
 from webshepherd.protocol.replies import SessionEnded, SessionStarted
 
 TABLES = """
@@ -66,11 +66,13 @@ class ScorerRecord(Record):
 def _started(db: sqlite3.Connection, r: SessionStartedRecord) -> None:
     e = r.event
     agent = e.agent.model_dump() if e.agent is not None else {}
-    db.execute(
-        "INSERT INTO sessions (session_id, intent, start_url, agent, source, "
-        "created_at) VALUES (?, ?, ?, ?, ?, ?)",
-        (e.session_id, e.intent, e.start_url, to_json(agent), e.source, r.created_at),
-    )
+    row: dict[str, object] = {
+        "session_id": e.session_id,
+        "intent": e.intent,
+        "start_url": e.start_url,
+    }
+    row |= {"agent": to_json(agent), "source": e.source, "created_at": r.created_at}
+    insert(db, "sessions", row)
 
 
 def _ended(db: sqlite3.Connection, r: SessionEndedRecord) -> None:

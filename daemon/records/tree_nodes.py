@@ -7,7 +7,7 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from webshepherd.daemon.records.kind import Record, RecordKind, table_rows
+from webshepherd.daemon.records.kind import Record, RecordKind, insert, table_rows
 from webshepherd.protocol.common import TreeNodeFields
 from webshepherd.protocol.replies import TreeNodeEvent
 
@@ -35,6 +35,11 @@ CREATE TABLE IF NOT EXISTS tree_nodes (
 );
 CREATE INDEX IF NOT EXISTS tree_nodes_by_session ON tree_nodes(session_id, node);
 """
+# the event's fields kept as they are (executed is stored as 0/1, created_at is the record's)
+_COLUMNS = {
+    "session_id", "node", "parent", "depth", "action", "thought", "reward", "count", "status",
+    "replays", "step", "expanded_at", "url", "error", "event", "trying",
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -49,32 +54,8 @@ class TreeNodeRecord(Record):
 
 def _write(db: sqlite3.Connection, r: TreeNodeRecord) -> None:
     e = r.event
-    db.execute(
-        "INSERT INTO tree_nodes (session_id, node, parent, depth, action, thought, "
-        "reward, count, status, executed, replays, step, expanded_at, url, error, "
-        "event, trying, created_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            e.session_id,
-            e.node,
-            e.parent,
-            e.depth,
-            e.action,
-            e.thought,
-            e.reward,
-            e.count,
-            e.status,
-            int(e.executed),
-            e.replays,
-            e.step,
-            e.expanded_at,
-            e.url,
-            e.error,
-            e.event,
-            e.trying,
-            r.created_at,
-        ),
-    )
+    fields = e.model_dump(include=_COLUMNS)
+    insert(db, "tree_nodes", fields | {"executed": int(e.executed), "created_at": r.created_at})
 
 
 KIND = RecordKind(TreeNodeRecord, _write, TABLES)
