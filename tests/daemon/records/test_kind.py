@@ -17,7 +17,7 @@ from webshepherd.daemon import records
 from webshepherd.daemon.recorder import Recorder
 from webshepherd.daemon.recorder.schema import DDL
 from webshepherd.daemon.records import kinds
-from webshepherd.daemon.records.kind import Record, RecordKind, by_class, created_tables
+from webshepherd.daemon.records.kind import Record, RecordKind, by_class, created_tables, insert
 from webshepherd.daemon.records.labels import LabelRecord
 from webshepherd.protocol.errors import WebShepherdError
 
@@ -102,3 +102,14 @@ def test_a_registry_stating_a_class_or_a_table_twice_is_refused() -> None:
     with pytest.raises(WebShepherdError, match="table planted is created by PlantedRecord and Lab"):
         by_class([one, RecordKind(LabelRecord, write, one.tables)])
     assert set(by_class(kinds())) == _record_classes()
+
+
+def test_insert_writes_each_value_to_its_named_column_and_replace_replaces() -> None:
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE TABLE t (k TEXT PRIMARY KEY, a INTEGER, b TEXT)")
+    insert(db, "t", {"b": "x", "k": "one", "a": 1})  # any order: by name
+    assert db.execute("SELECT k, a, b FROM t").fetchall() == [("one", 1, "x")]
+    with pytest.raises(sqlite3.IntegrityError):
+        insert(db, "t", {"k": "one", "a": 2})
+    insert(db, "t", {"k": "one", "a": 2}, replace=True)
+    assert db.execute("SELECT k, a, b FROM t").fetchall() == [("one", 2, None)]
