@@ -38,9 +38,13 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from webshepherd.integrations.browsergym import BrowserGymObs
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -301,7 +305,7 @@ def writes() -> dict[str, Any]:
                     }
                     servers.clear()
                     saved: list[Any] = []
-                    page.on("download", lambda d, saved=saved: saved.append(d))
+                    page.on("download", _keeper(saved))
                     wp.act(page)
                     settle(page, servers)
                     open_sent = sum(servers.count(e) for e in wp.sends) + len(saved)
@@ -315,7 +319,7 @@ def writes() -> dict[str, Any]:
                     gate.attach(context, start_url=servers.home)
                     servers.clear()
                     saved = []
-                    page.on("download", lambda d, saved=saved: saved.append(d))
+                    page.on("download", _keeper(saved))
                     gate.trigger(action)
                     # a refused navigation may fail the click's own wait: what left is counted
                     with contextlib.suppress(Exception):
@@ -506,7 +510,16 @@ def stop_daemon(proc: subprocess.Popen[str]) -> None:
         proc.wait()
 
 
-def checkbox_bid(obs: dict[str, Any]) -> str:
+def _keeper(saved: list[Any]) -> Callable[[object], None]:
+    """A handler that keeps what it is given in ``saved`` (the downloads a page reports)."""
+
+    def keep(item: object) -> None:
+        saved.append(item)
+
+    return keep
+
+
+def checkbox_bid(obs: BrowserGymObs) -> str:
     from webshepherd.integrations.browsergym import observation_text
 
     m = re.search(r"\[([^\]\s]+)\] checkbox", observation_text(obs))

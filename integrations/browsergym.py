@@ -59,7 +59,7 @@ import base64
 import contextlib
 import io
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Literal, ParamSpec, Protocol, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, ParamSpec, Protocol, TypedDict, TypeVar
 
 import gymnasium as gym
 from browsergym.utils.obs import IGNORED_AXTREE_ROLES, flatten_axtree_to_str
@@ -114,8 +114,9 @@ class ObservationFields(TypedDict):
     screenshot: dict[str, str] | None
 
 
-#: ``info`` as BrowserGym returns it (its own keys, and ``"webshepherd"`` added here).
-Info = dict[str, object]
+#: ``info`` as BrowserGym returns it, with ``"webshepherd"`` added here: JSON-like values of
+#: many shapes, which callers index (``info["webshepherd"]["reward"]``).
+Info = dict[str, Any]
 
 
 class BrowserGymEnv(Protocol):
