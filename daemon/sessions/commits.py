@@ -5,10 +5,11 @@ paired person in 'ask'."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from webshepherd.daemon.records.approvals import ApprovalDecidedRecord, ApprovalRequestedRecord
 from webshepherd.daemon.sessions.cards import commit_card
+from webshepherd.daemon.sessions.context import MachineContext
 from webshepherd.daemon.sessions.effects import (
     AwaitApproval,
     Effect,
@@ -39,9 +40,6 @@ from webshepherd.protocol.replies import (
     ModeSet,
 )
 
-if TYPE_CHECKING:
-    from webshepherd.daemon.sessions.machine import SessionCore
-
 __all__ = ["Commits", "PendingCommit"]
 
 
@@ -60,7 +58,7 @@ class PendingCommit:
 class Commits:
     """The session machine's modes and paused requests."""
 
-    def __init__(self, core: SessionCore) -> None:
+    def __init__(self, core: MachineContext) -> None:
         self.core = core
         self.pending: dict[str, PendingCommit] = {}  # approval request id -> paused request
 

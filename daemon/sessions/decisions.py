@@ -3,16 +3,17 @@ step's ``scored`` or a paused request's ``commit.decided`` follows."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from webshepherd.daemon.records.approvals import ApprovalDecidedRecord
 from webshepherd.daemon.sessions.approvals import Resolution
+from webshepherd.daemon.sessions.commits import Commits
+from webshepherd.daemon.sessions.context import MachineContext
 from webshepherd.daemon.sessions.effects import (
     ApprovalClosed,
     Effect,
     Publish,
     Reply,
 )
+from webshepherd.daemon.sessions.scoring import Scoring
 from webshepherd.protocol import requests as rq
 from webshepherd.protocol.common import (
     Decider,
@@ -21,20 +22,17 @@ from webshepherd.protocol.common import (
 from webshepherd.protocol.errors import ProtocolError
 from webshepherd.protocol.replies import ApprovalResolved
 
-if TYPE_CHECKING:
-    from webshepherd.daemon.sessions.machine import SessionCore
-
 __all__ = ["Decisions"]
 
 
 class Decisions:
     """The session machine's approval requests resolved."""
 
-    def __init__(self, core: SessionCore) -> None:
-        self.core = core
+    def __init__(self, core: MachineContext, commits: Commits, scoring: Scoring) -> None:
+        self.core, self.commits, self.scoring = core, commits, scoring
 
     def decide(self, conn: int, by: str, msg: rq.ApprovalDecide) -> list[Effect]:
-        if msg.decision == "edit" and msg.request_id in self.core.commits.pending:
+        if msg.decision == "edit" and msg.request_id in self.commits.pending:
             raise ProtocolError(
                 "decision: a request the browser paused is approved or rejected as it is; "
                 "'edit' does not apply to it"
@@ -66,7 +64,7 @@ class Decisions:
         return [] if res is None else self.resolved(res, None, None)
 
     def resolved(self, res: Resolution, conn: int | None, rid: str | None) -> list[Effect]:
-        commit = self.core.commits.pending.pop(res.request_id, None)
+        commit = self.commits.pending.pop(res.request_id, None)
         st = self.core.sessions[res.session_id]
         st.waiting_approvals = max(0, st.waiting_approvals - 1)
         timed_out = res.decision == "timeout"
@@ -110,7 +108,7 @@ class Decisions:
                 way_out=way_out,
                 mode=commit.mode,
             )
-            return out + self.core.commits.decided(
+            return out + self.commits.decided(
                 commit.conn,
                 commit.request_id,
                 commit.session_id,
@@ -119,7 +117,7 @@ class Decisions:
                 info,
                 False,
             )
-        pending = self.core.scoring.pending.pop(res.request_id)
+        pending = self.scoring.pending.pop(res.request_id)
         decision = DecisionInfo(
             status=res.status,
             index=pending.best,
@@ -131,7 +129,7 @@ class Decisions:
             way_out=way_out,
             mode=st.mode,
         )
-        return out + self.core.scoring.scored(
+        return out + self.scoring.scored(
             pending.job,
             pending.score,
             pending.best,

@@ -127,7 +127,7 @@ class SessionCore:
         self.signals = SignalBook()  # live process signals (signals.py)
         self.scoring = Scoring(self)  # scored steps and the ones held for a person
         self.commits = Commits(self)  # modes and requests the browser paused
-        self.decisions = Decisions(self)  # approval requests resolved
+        self.decisions = Decisions(self, self.commits, self.scoring)  # approvals resolved
         self.checklists = Checklists(self.sessions)  # each session's, and scores waiting for it
         # the open connections, as the socket layer reports them: a session held by one is
         # refused to any other agent's; a score that did not ask for approval, or a paused

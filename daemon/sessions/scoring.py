@@ -5,7 +5,6 @@ person (an approval request); the guard rules' hits become the step's prediction
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from webshepherd.daemon.engine.types import StepScore
 from webshepherd.daemon.records.approvals import ApprovalDecidedRecord, ApprovalRequestedRecord
@@ -13,6 +12,7 @@ from webshepherd.daemon.records.scores import ScoreDecisionRecord, ScoreRecord
 from webshepherd.daemon.sessions import convert
 from webshepherd.daemon.sessions.approvals import approval_reason
 from webshepherd.daemon.sessions.cards import approval_card
+from webshepherd.daemon.sessions.context import MachineContext
 from webshepherd.daemon.sessions.effects import (
     AwaitApproval,
     Effect,
@@ -47,9 +47,6 @@ from webshepherd.protocol.replies import (
     Scored,
 )
 
-if TYPE_CHECKING:
-    from webshepherd.daemon.sessions.machine import SessionCore
-
 __all__ = ["PendingScore", "Scoring"]
 
 
@@ -76,7 +73,7 @@ def _bid_of(action: str) -> str | None:
 class Scoring:
     """The session machine's scoring (``SessionCore.score_done``)."""
 
-    def __init__(self, core: SessionCore) -> None:
+    def __init__(self, core: MachineContext) -> None:
         self.core = core
         self.pending: dict[str, PendingScore] = {}  # approval request id -> held step
 
