@@ -24,7 +24,9 @@ never touched). The packages are the folders of setup.py's ``webshepherd.*`` map
    outside protocol/ with a field annotated with a request class. The op methods are the names
    of the protocol/ functions that construct a request class; their owners, the hand-written
    classes defining a method of that name that names a kind class. The tables are those a
-   function taking a record inserts into (``INSERT INTO t``). A hand-written Python file of the
+   function taking a record inserts into (``INSERT INTO t``, or a created table's name passed
+   as a string), and (d) the reads: classes of a record's module named in the return annotation
+   of its functions that select from those tables. A hand-written Python file of the
    packages counts when it defines a kind class, imports one from a webshepherd module or uses
    one as ``module.Class``, uses ``Owner.method``, or holds SQL naming a table (``FROM``,
    ``INTO``, ``JOIN``, ``UPDATE``, ``TABLE``); a hand-written extension/src/*.ts file counts
@@ -389,7 +391,7 @@ def report(trees: list[Tree], kind: str, compare: dict[str, Path]) -> str:
         out.append(
             f"derived at {rev}: requests {sorted(k.requests)}, replies {sorted(k.replies)}, "
             f"records {sorted(k.records)}, methods {sorted(k.methods)} on {sorted(k.owners)}, "
-            f"tables {sorted(k.tables)}"
+            f"tables {sorted(k.tables)}, reads {sorted(k.reads)}"
         )
     out.append("")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from house_tree import Module, Tree, classes, names_in  # bench/ is on sys.path
 
@@ -51,10 +51,11 @@ class KindParts:
     owners: set[str]
     tables: set[str]
     files: list[str]
+    reads: set[str] = field(default_factory=set)
 
     @property
     def class_names(self) -> set[str]:
-        return self.requests | self.replies | self.records
+        return self.requests | self.replies | self.records | self.reads
 
 
 def generated(text: str) -> bool:
@@ -114,6 +115,40 @@ def mentions(m: Module, parts: KindParts) -> bool:
     return False
 
 
+def created_tables(m: Module) -> set[str]:
+    """Tables a module's strings create."""
+    return {
+        t
+        for n in ast.walk(m.tree)
+        if isinstance(n, ast.Constant) and isinstance(n.value, str)
+        for t in re.findall(r"CREATE\s+TABLE\s+IF\s+NOT\s+EXISTS\s+(\w+)", n.value, re.I)
+    }
+
+
+def read_types(tree: Tree, records: set[str], tables: set[str]) -> set[str]:
+    """What a record's own module reads its tables back as: the classes (of that module) in
+    the return annotations of its functions that select from them."""
+    if not tables:
+        return set()
+    sql = re.compile(rf"\b(FROM|JOIN)\s+({'|'.join(map(re.escape, sorted(tables)))})\b", re.I)
+    out: set[str] = set()
+    for m in tree.modules.values():
+        defined = {n.name for n in ast.walk(m.tree) if isinstance(n, ast.ClassDef)}
+        if not defined & records:
+            continue
+        for fn in ast.walk(m.tree):
+            if not isinstance(fn, ast.FunctionDef) or fn.returns is None:
+                continue
+            strings = [
+                n.value
+                for n in ast.walk(fn)
+                if isinstance(n, ast.Constant) and isinstance(n.value, str)
+            ]
+            if any(sql.search(x) for x in strings):
+                out |= names_in(fn.returns) & defined
+    return out
+
+
 def kind_files(tree: Tree, kind: str) -> KindParts:
     """Derive the kind's classes, methods and tables, then the files that use them."""
     every = list(classes(tree))
@@ -141,7 +176,7 @@ def kind_files(tree: Tree, kind: str) -> KindParts:
     }
     tables: set[str] = set()
     owners: set[str] = set()
-    kind_classes = requests | replies | records
+    created = {t for m in tree.modules.values() for t in created_tables(m)}
     for m in tree.modules.values():
         for fn in ast.walk(m.tree):
             if (
@@ -151,6 +186,9 @@ def kind_files(tree: Tree, kind: str) -> KindParts:
                 for n in ast.walk(fn):
                     if isinstance(n, ast.Constant) and isinstance(n.value, str):
                         tables |= set(re.findall(r"\bINSERT\s+INTO\s+(\w+)", n.value, re.I))
+                        tables |= {n.value} & created  # a table named to a helper
+    reads = read_types(tree, records, tables)
+    kind_classes = requests | replies | records | reads
     for m, c in every:
         for fn in c.body:
             if (
@@ -160,7 +198,7 @@ def kind_files(tree: Tree, kind: str) -> KindParts:
                 and hand_written(m)
             ):
                 owners.add(c.name)
-    parts = KindParts(requests, replies, records, methods, owners, tables, [])
+    parts = KindParts(requests, replies, records, methods, owners, tables, [], reads)
     for m in sorted(tree.modules.values(), key=lambda m: m.path):
         if hand_written(m) and mentions(m, parts):
             parts.files.append(m.path)

@@ -82,6 +82,20 @@ FILES = {
 }
 
 
+# the record's own module: its table, a write through a helper (no INSERT text), a read
+PING_RECORD = (
+    "from dataclasses import dataclass\n\n"
+    "from webshepherd.protocol import requests as rq\n\n"
+    'TABLES = "CREATE TABLE IF NOT EXISTS pings (id TEXT, at REAL)"\n\n\n'
+    "@dataclass\nclass PingRecord:\n    ping: rq.Ping\n    at: float\n\n\n"
+    "@dataclass\nclass PingRow:\n    id: str\n\n\n"
+    "def write(db, r: PingRecord) -> None:\n"
+    '    insert(db, "pings", {"id": r.ping.id, "at": r.at})\n\n\n'
+    "def read(db) -> list[PingRow]:\n"
+    '    return [PingRow(*r) for r in db.execute("SELECT id FROM pings")]\n'
+)
+
+
 def git(repo: Path, *args: str) -> str:
     env = {
         **os.environ,
@@ -100,7 +114,8 @@ def git(repo: Path, *args: str) -> str:
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Two commits: ``before`` (tagged) has every file; HEAD breaks the a <-> b loop, moves the
-    record to its own module and drops the 601-line module."""
+    record to its own module (its table, a write through a helper, a read) and drops the
+    601-line module."""
     root = tmp_path_factory.mktemp("house-repo")
     git(root, "init", "-q")
     for path, text in FILES.items():
@@ -111,7 +126,10 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     git(root, "tag", "before")
     (root / "daemon" / "b.py").write_text("X = 1\n")
     (root / "daemon" / "big.py").unlink()
-    (root / "daemon" / "ping_record.py").write_text(FILES["daemon/records.py"])
+    (root / "daemon" / "ping_record.py").write_text(PING_RECORD)
+    (root / "daemon" / "reader.py").write_text(
+        "from webshepherd.daemon.ping_record import PingRow\n\nrows: list[PingRow] = []\n"
+    )
     (root / "daemon" / "records.py").write_text("from .ping_record import PingRecord\n")
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "after")
@@ -184,7 +202,7 @@ def test_files_per_kind_follow_the_rule(out):
     files = {r[0]: r[1:] for r in rows}
     assert files.pop("files") == ["6", "7"]
     assert files == {
-        "daemon/reader.py": ["x", "x"],  # the table, in SQL
+        "daemon/reader.py": ["x", "x"],  # the table in SQL, then the record module's read type
         "daemon/records.py": ["x", "x"],  # the record (then its import)
         "daemon/ping_record.py": ["-", "x"],
         "protocol/blocking.py": ["x", "x"],  # Client.ping
@@ -195,8 +213,9 @@ def test_files_per_kind_follow_the_rule(out):
     assert "daemon/other.py" not in files and "daemon/generated_api.py" not in files
     assert (
         "requests ['Ping'], replies ['Pong'], records ['PingRecord'], methods ['ping'] on "
-        "['Client'], tables ['pings']" in out
+        "['Client'], tables ['pings'], reads []" in out
     )
+    assert "tables ['pings'], reads ['PingRow']" in out  # HEAD: the table passed to a helper
 
 
 def test_twins_overlap_by_six_fields(out):
