@@ -8,10 +8,11 @@ import sqlite3
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, get_args
 
 from pydantic import BaseModel
 from webshepherd.daemon.records.kind import Record, RecordKind, to_json
+from webshepherd.protocol.common import CommitMode
 
 if TYPE_CHECKING:
     from pydantic.main import IncEx
@@ -99,17 +100,22 @@ def approval_thresholds(db: sqlite3.Connection, session_id: str) -> dict[str, fl
     return out
 
 
-def mode(db: sqlite3.Connection, session_id: str) -> tuple[Any, Any]:
+def mode(
+    db: sqlite3.Connection, session_id: str
+) -> tuple[CommitMode | None, Literal["browser"] | None]:
     """The session's latest recorded mode (``mode.set``, else ``session.started``) and its
-    start's ``holds``."""
-    got = holds = None
+    start's ``holds`` (a value the wire does not know reads as none)."""
+    got: CommitMode | None = None
+    holds: Literal["browser"] | None = None
     for e in db.execute(
         "SELECT type, body FROM events WHERE session_id = ? "
         "AND type IN ('session.started', 'mode.set') ORDER BY seq",
         (session_id,),
     ):
         body = json.loads(e["body"])
-        got = body.get("mode") or got
+        recorded = body.get("mode")
+        if recorded in get_args(CommitMode):
+            got = recorded
         if e["type"] == "session.started":
-            holds = body.get("holds")
+            holds = "browser" if body.get("holds") == "browser" else None
     return got, holds

@@ -102,7 +102,7 @@ def models_json(models: Iterable[BaseModel]) -> str:
     return to_json([m.model_dump() for m in models])
 
 
-def table_rows(db: sqlite3.Connection, sql: str, args: tuple[Any, ...]) -> list[sqlite3.Row]:
+def table_rows(db: sqlite3.Connection, sql: str, args: tuple[object, ...]) -> list[sqlite3.Row]:
     """The rows of a query on a table a recording made before it was kept lacks (none)."""
     try:
         return db.execute(sql, args).fetchall()

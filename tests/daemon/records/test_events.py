@@ -59,3 +59,19 @@ def test_big_fields_are_stored_by_reference_and_read_back(rec) -> None:
     assert approval_thresholds(rec.db, "s1") == {"r1": 0.5}
     assert mode(rec.db, "s1") == ("watch", "browser")
     assert mode(rec.db, "s2") == (None, None)
+
+
+def test_a_mode_or_holds_the_wire_does_not_know_reads_as_none(rec) -> None:
+    """A recording edited by hand (or by a later version) cannot restore an unknown mode."""
+    rec.apply(EventRecord("s1", SessionStarted(session_id="s1", mode="ask")))
+    rec.apply(EventRecord("s1", ModeSet(session_id="s1", mode="watch")))
+    with rec.db:
+        rec.db.execute(
+            "UPDATE events SET body = ? WHERE session_id = 's1' AND type = 'mode.set'",
+            (json.dumps({"type": "mode.set", "session_id": "s1", "mode": "yolo"}),),
+        )
+        rec.db.execute(
+            "UPDATE events SET body = ? WHERE session_id = 's1' AND type = 'session.started'",
+            (json.dumps({"type": "session.started", "mode": "ask", "holds": "everything"}),),
+        )
+    assert mode(rec.db, "s1") == ("ask", None)
