@@ -35,14 +35,9 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
+from webshepherd.protocol.client.calls import CandidateLike, Fields, session_call
 from webshepherd.protocol.client.connection import Connection, ProgressCallback
-from webshepherd.protocol.client.session import (
-    CandidateLike,
-    Fields,
-    SessionHandle,
-    to_candidates,
-    to_model,
-)
+from webshepherd.protocol.client.session import SessionHandle, to_candidates, to_model
 from webshepherd.protocol.client.subscription import Subscription
 from webshepherd.protocol.common import (
     AgentInfo,
@@ -141,6 +136,7 @@ class AsyncClient(Connection):
         started = await self.call(msg, SessionStarted)
         return SessionHandle(self, started.session_id, intent)
 
+    @session_call()
     async def observe(
         self,
         session_id: str,
@@ -164,6 +160,7 @@ class AsyncClient(Connection):
         )
         return await self.call(msg, Observed)
 
+    @session_call()
     async def score(
         self,
         session_id: str,
@@ -191,6 +188,7 @@ class AsyncClient(Connection):
         finally:
             self._progress.pop(msg.id, None)
 
+    @session_call("act")
     async def report_action(
         self,
         session_id: str,
@@ -209,6 +207,7 @@ class AsyncClient(Connection):
         )
         return await self.call(msg, ActionRecorded)
 
+    @session_call()
     async def label(
         self,
         session_id: str,
@@ -231,6 +230,7 @@ class AsyncClient(Connection):
         )
         return await self.call(msg, LabelRecorded)
 
+    @session_call()
     async def tree_node(self, session_id: str, node: TreeNodeFields) -> TreeNodeRecorded:
         """Report one node of a tree search, new or changed (``tree.node``; the daemon records
         every update and sends it to the session's subscribers)."""
@@ -238,6 +238,7 @@ class AsyncClient(Connection):
         msg = TreeNode(id=self._next_id("n"), session_id=session_id, **fields)
         return await self.call(msg, TreeNodeRecorded)
 
+    @session_call("end")
     async def end_session(
         self,
         session_id: str,
@@ -271,6 +272,7 @@ class AsyncClient(Connection):
         )
         return await self.call(msg, ApprovalResolved)
 
+    @session_call()
     async def commit_check(
         self, session_id: str, request: HeldRequest, *, timeout: float | None = None
     ) -> CommitDecided:
@@ -281,6 +283,7 @@ class AsyncClient(Connection):
         msg = CommitCheck(id=self._next_id("q"), session_id=session_id, request=request)
         return await self.call(msg, CommitDecided, timeout)
 
+    @session_call()
     async def set_mode(self, session_id: str, mode: CommitMode) -> ModeSet:
         """Set a session's mode (``session.mode``): only a paired person's tool may."""
         msg = SessionMode(id=self._next_id("v"), session_id=session_id, mode=mode)
@@ -323,12 +326,14 @@ class AsyncClient(Connection):
         msg = HookGrant(id=self._next_id("k"), session_id=session_id)
         return (await self.call(msg, HookGranted)).key
 
+    @session_call(forward=False)
     async def ping(self) -> float:
         """Round-trip time in seconds."""
         t0 = time.perf_counter()
         await self.call(Ping(id=self._next_id("p")), Pong)
         return time.perf_counter() - t0
 
+    @session_call()
     async def checklist(self, session_id: str, timeout: float | None = 60.0) -> Checklist:
         """The session's checklist (the daemon pushes it once, after ``session.start``)."""
         if session_id in self._core.checklists:

@@ -11,8 +11,9 @@ from ssl import SSLContext
 from typing import Generic, Literal, TypeVar
 
 from webshepherd.protocol.client.async_client import AsyncClient
+from webshepherd.protocol.client.calls import CandidateLike, Fields
 from webshepherd.protocol.client.connection import ProgressCallback, R
-from webshepherd.protocol.client.session import CandidateLike, Fields, SessionHandle
+from webshepherd.protocol.client.session import SessionHandle
 from webshepherd.protocol.client.wait import DAEMON_WAIT_S
 from webshepherd.protocol.common import (
     AgentInfo,
@@ -278,9 +279,6 @@ class _SessionMethods(abc.ABC):
     def _run(self, coro: Coroutine[object, object, _T]) -> _T:
         """Run ``coro`` on the client's private loop; its result."""
 
-    def checklist(self, timeout: float | None = 60.0) -> Checklist:
-        return self._run(self.aio.checklist(timeout))
-
     def observe(
         self,
         url: str,
@@ -288,11 +286,13 @@ class _SessionMethods(abc.ABC):
         screenshot: Screenshot | Fields | None = None,
         elements: Mapping[str, ElementFacts | Fields] | None = None,
     ) -> Observed:
+        """One observation of the session's page; ``elements`` (bid -> what the page says of
+        the element: links, downloads, the form it submits and its method) let the daemon's
+        guards hold an action that commits (docs/protocol-additions.md)."""
         return self._run(self.aio.observe(url, axtree, screenshot, elements))
 
     def score(
         self,
-        /,
         candidates: Sequence[CandidateLike],
         observation: Observation | Fields | None = None,
         samples: int | None = None,
@@ -301,6 +301,7 @@ class _SessionMethods(abc.ABC):
         on_progress: ProgressCallback | None = None,
         timeout: float | None = None,
     ) -> Scored:
+        """Score candidate actions; waits for a human decision when approval is requested."""
         return self._run(
             self.aio.score(
                 candidates, observation, samples, approval, on_progress=on_progress, timeout=timeout
@@ -312,7 +313,7 @@ class _SessionMethods(abc.ABC):
         action: str,
         thought: str | None = None,
         step: int | None = None,
-        source: Literal["agent", "human"] = "agent",
+        source: Source = "agent",
     ) -> ActionRecorded:
         return self._run(self.aio.act(action, thought, step, source))
 
@@ -324,20 +325,14 @@ class _SessionMethods(abc.ABC):
         source: Literal["environment", "person"] = "environment",
         note: str | None = None,
     ) -> LabelRecorded:
-        """Ground truth for a candidate scored at ``step`` (one label per checklist item)."""
+        """Record ground truth for a candidate scored at ``step``: each checklist item's state
+        after ``action`` (docs/protocol-additions.md; training targets come from it)."""
         return self._run(self.aio.label(step, action, items, source, note))
 
     def tree_node(self, node: TreeNodeFields) -> TreeNodeRecorded:
-        """Report one node of a tree search, new or changed (``tree.node``)."""
+        """Report one node of a tree search, new or changed (``tree.node``; the daemon records
+        every update and sends it to the session's subscribers)."""
         return self._run(self.aio.tree_node(node))
-
-    def commit_check(self, request: HeldRequest, *, timeout: float | None = None) -> CommitDecided:
-        """Ask whether a request the browser paused may leave (``commit.check``)."""
-        return self._run(self.aio.commit_check(request, timeout=timeout))
-
-    def set_mode(self, mode: CommitMode) -> ModeSet:
-        """Set this session's mode (a paired person's tool only)."""
-        return self._run(self.aio.set_mode(mode))
 
     def end(
         self,
@@ -345,3 +340,18 @@ class _SessionMethods(abc.ABC):
         answer: str | None = None,
     ) -> SessionEnded:
         return self._run(self.aio.end(outcome, answer))
+
+    def commit_check(self, request: HeldRequest, *, timeout: float | None = None) -> CommitDecided:
+        """Ask whether a request the browser paused may leave (``commit.check``): the daemon
+        answers by the session's mode (in 'ask' a paired person decides, which may take
+        until the approval timeout). Let the request go only when ``decision.status`` is
+        'approved' and ``request_digest`` is that of the request paused."""
+        return self._run(self.aio.commit_check(request, timeout=timeout))
+
+    def set_mode(self, mode: CommitMode) -> ModeSet:
+        """Set a session's mode (``session.mode``): only a paired person's tool may."""
+        return self._run(self.aio.set_mode(mode))
+
+    def checklist(self, timeout: float | None = 60.0) -> Checklist:
+        """The session's checklist (the daemon pushes it once, after ``session.start``)."""
+        return self._run(self.aio.checklist(timeout))
