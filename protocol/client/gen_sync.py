@@ -42,8 +42,7 @@ from webshepherd.protocol.client.session import SessionHandle
 
 TARGET = Path(__file__).with_name("sync_api.py")
 SESSION_TARGET = Path(__file__).with_name("session_api.py")
-#: Modules that import session_api.py (directly or through session.py): it imports none.
-_LOOPING = frozenset({SessionHandle.__module__, AsyncClient.__module__})
+_SESSION_API = "webshepherd.protocol.client.session_api"
 #: The handle's own attributes (SessionRef's), which no session call may be named.
 _HANDLE_OWN = frozenset({"client", "session_id", "intent"})
 #: Coroutines the hand-written sync.Client does differently (close also stops its loop).
@@ -352,6 +351,31 @@ def session_calls(cls: type) -> Iterator[tuple[str, SessionCall]]:
                 yield name, mark
 
 
+def _reaches(module: str, target: str, seen: set[str]) -> bool:
+    """Whether importing ``module`` imports ``target`` (webshepherd's own imports, read from
+    source, those in functions and under ``TYPE_CHECKING`` too: either would close a loop)."""
+    if module == target:
+        return True
+    if module in seen or not module.startswith("webshepherd."):
+        return False
+    seen.add(module)
+    try:
+        spec = importlib.util.find_spec(module)
+    except ModuleNotFoundError:  # ``from module import name`` of a name, not a module
+        return False
+    if spec is None or spec.origin is None or not spec.origin.endswith(".py"):
+        return False
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(Path(spec.origin).read_text("utf-8"))):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            package = spec.parent if spec.submodule_search_locations is None else spec.name
+            base = importlib.util.resolve_name("." * node.level + (node.module or ""), package)
+            names |= {base, *(f"{base}.{alias.name}" for alias in node.names)}
+    return any(_reaches(name, target, seen) for name in sorted(names))
+
+
 def _without_session_id(args: ast.arguments, where: str) -> ast.arguments:
     """``args`` less ``session_id``, which must come first after ``self``, without a default,
     positional."""
@@ -408,7 +432,7 @@ def generate_session_api(client: type = AsyncClient) -> str:
         forwarders += [forwarder] if forwarder else []
     for line in sorted(imports.lines.values()):
         source = line.split()[1]
-        if source in _LOOPING:
+        if _reaches(source, _SESSION_API, set()):
             raise GenerationError(f"session_api.py cannot `{line}`: {source} imports it")
     header = _SESSION_API_HEADER.format(
         client=client.__name__, imports="\n".join(sorted(set(imports.lines.values())))
