@@ -160,7 +160,8 @@ lint: $(STAMP) $(TYPECHECK)/webshepherd/.links
 schema: $(STAMP)
 	$(VENV)/bin/webshepherd schema
 
-# protocol/client/sync_api.py, the blocking client's methods, from AsyncClient and SessionHandle
+# protocol/client/session_api.py (a session handle's calls, from AsyncClient's @session_call
+# methods) and sync_api.py (the blocking client's methods, from AsyncClient and SessionHandle)
 sync-client: $(STAMP)
 	$(VENV)/bin/python -m webshepherd.protocol.client.gen_sync
 
