@@ -415,6 +415,11 @@ async def attach(
     async def run(*args: Any, **kwargs: Any) -> Any:
         try:
             history = await user_run(*args, **kwargs)
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                # cancelled (Ctrl-C, a caller's timeout) and the run swallowed it (Python
+                # 3.11's wait_for can, racing a result): the task still stops, as asked
+                raise asyncio.CancelledError
         except BaseException as exc:  # an error, Ctrl-C, a cancelled task: ended all the same
             await asyncio.shield(handle.on_run_end(error=exc))
             raise

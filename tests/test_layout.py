@@ -23,9 +23,8 @@ UNMIRRORED: dict[str, str] = {
     "protocol/agents/action_space.py": "action space text: tests/protocol/agents/test_prompts.py",
     "protocol/agents/environment.py": "Environment: tests/protocol/agents/test_loop.py",
     "protocol/client/session.py": "session handle: tests/protocol/client/test_async_client.py",
-    "protocol/client/connection.py": (
-        "the socket, reader, waiting calls and reconnecting under AsyncClient: "
-        "tests/protocol/client/test_async_client.py and test_wait.py (over a real daemon)"
+    "protocol/client/calls.py": (
+        "the @session_call marker and the input aliases: tests/protocol/client/test_session_api.py"
     ),
     "protocol/token_store.py": "the token file: tests/protocol/client/test_async_client.py",
     "protocol/errors.py": "the root error and ErrorCode: tests/protocol/test_vectors.py",

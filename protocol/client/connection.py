@@ -54,6 +54,19 @@ R = TypeVar("R", bound=BaseModel)
 ProgressCallback = Callable[[ScoreProgress], object]
 
 
+async def reap(task: asyncio.Task[None]) -> None:
+    """Wait for a task this connection cancelled, its end however it ended; a cancellation of
+    the caller's own (Ctrl-C, a timeout around ``close``) still propagates."""
+    try:
+        await task
+    except asyncio.CancelledError:
+        current = asyncio.current_task()
+        if current is not None and current.cancelling():
+            raise
+    except Exception:
+        log.debug("a task of the client ended with an error", exc_info=True)
+
+
 def client_version() -> str:
     """The installed webshepherd's version (``0.0.0`` when not installed)."""
     try:
@@ -131,16 +144,14 @@ class Connection:
         self._closing = True
         if self._reconnector is not None:
             self._reconnector.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._reconnector
+            await reap(self._reconnector)
             self._reconnector = None
         ws = self._ws
         if ws is not None:
             with contextlib.suppress(Exception):
                 await ws.close()
         if self._reader is not None:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._reader
+            await reap(self._reader)
             self._reader = None
         self._connected.clear()
         self._fail_waiting(ConnectionLostError("the client was closed"))

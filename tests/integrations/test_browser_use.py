@@ -296,11 +296,12 @@ class NeverDone(ScriptedChat):
     def __init__(self, cancel_at: int | None = None) -> None:
         super().__init__()
         self.cancel_at = cancel_at
+        self.target: asyncio.Task[Any] | None = None  # the task to cancel (else this call's)
 
     async def ainvoke(self, messages: Any, output_format: Any = None, **kwargs: Any) -> Any:
         self.calls += 1
         if self.calls == self.cancel_at:
-            task = asyncio.current_task()
+            task = self.target or asyncio.current_task()
             assert task is not None
             task.cancel()
             await asyncio.sleep(1)  # the cancellation lands here
@@ -354,6 +355,36 @@ async def test_the_session_ends_when_the_run_is_cancelled(shop: ShopServer, daem
     assert end["outcome"] == "unknown" and end["answer"].startswith(
         "the run ended with CancelledError"
     )
+
+
+async def test_a_cancellation_the_run_swallowed_still_cancels_and_ends_the_session(
+    shop: ShopServer, daemon: Daemon
+) -> None:
+    llm = NeverDone(cancel_at=2)
+    agent = make_agent(shop, llm)
+    browser_use_run = agent.run
+
+    async def swallowing_run(*args: Any, **kwargs: Any) -> Any:
+        """A run that swallows its task's cancellation (as a library's wait_for can)."""
+        try:
+            return await browser_use_run(*args, **kwargs)
+        except asyncio.CancelledError:
+            return None
+
+    agent.run = swallowing_run  # type: ignore[method-assign]
+    client = AsyncClient(daemon.url, daemon.token)
+    handle = await attach(agent, client=client, mode="observe", checklist=CHECKLIST)
+    try:
+        run = asyncio.create_task(agent.run(max_steps=5, on_step_end=handle.on_step_end))
+        llm.target = run
+        with pytest.raises(asyncio.CancelledError):
+            await run
+    finally:
+        await agent.browser_session.kill()
+        await client.close()
+    assert handle.session_id is not None and handle.session is None
+    end = await session_end(daemon, handle.session_id)
+    assert end["answer"].startswith("the run ended with CancelledError")
 
 
 async def test_a_refused_action_says_who_refused_it(shop: ShopServer, tmp_path: Any) -> None:
