@@ -419,6 +419,13 @@ async def test_a_refused_action_says_who_refused_it(shop: ShopServer, tmp_path: 
     assert shown.startswith(f"webshepherd held back {first.action} ({first.refusal})")
 
 
+def as_at_a_terminal() -> None:
+    """In the example's process before it starts: Ctrl-C at its default, as a terminal starts
+    a program (a launcher that ran this suite in the background, as a script's ``&`` does,
+    hands its children SIGINT ignored, and the example would not hear it)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.timeout(300)
 async def test_the_example_stopped_by_ctrl_c_ends_its_session(tmp_path) -> None:
     """Ctrl-C (SIGINT) once the example's first step is scored: it exits (130, browser-use's
@@ -433,6 +440,7 @@ async def test_the_example_stopped_by_ctrl_c_ends_its_session(tmp_path) -> None:
             env={**env, "CHROMIUM": CHROMIUM},
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.DEVNULL,
+            preexec_fn=as_at_a_terminal,
         )
         async with AsyncClient(served.url, served.token) as client:
 
