@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from importlib import metadata
 from ssl import SSLContext
 from typing import TypeVar
+from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel
 from webshepherd.protocol.client.core import (
@@ -45,9 +46,9 @@ from webshepherd.protocol.replies import (
 from webshepherd.protocol.requests import ClientMessage
 from webshepherd.protocol.token_store import TokenStore
 from webshepherd.protocol.union import dump
-from webshepherd.protocol.version import MAX_FRAME_BYTES, daemon_url
+from webshepherd.protocol.version import DEFAULT_PATH, MAX_FRAME_BYTES, daemon_url
 from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import ConnectionClosed, WebSocketException
+from websockets.exceptions import ConnectionClosed, InvalidStatus, WebSocketException
 
 log = logging.getLogger(__name__)
 R = TypeVar("R", bound=BaseModel)
@@ -73,6 +74,46 @@ def client_version() -> str:
         return metadata.version("webshepherd")
     except metadata.PackageNotFoundError:
         return "0.0.0"
+
+
+def checked_url(url: str) -> str:
+    """``url`` when a daemon can serve it (``ws://`` or ``wss://``), else the error that says
+    what to write instead, before anything connects."""
+    try:
+        parts = urlsplit(url)
+        _ = parts.port  # a bad port raises here
+    except ValueError as exc:
+        raise WebShepherdError(f"not a daemon address: {url!r} ({exc})") from None
+    if parts.scheme not in ("ws", "wss") or not parts.hostname:
+        ws = {"http": "ws", "https": "wss"}.get(parts.scheme, "ws")
+        where = parts.netloc or "127.0.0.1:8765"
+        raise WebShepherdError(
+            f"not a daemon address: {url!r}; the daemon speaks WebSocket at "
+            f"{ws}://{where}{DEFAULT_PATH}"
+        )
+    return url
+
+
+def refused_upgrade(url: str, exc: InvalidStatus) -> WebShepherdError:
+    """What an HTTP answer instead of a WebSocket means: a server is there, so waiting for it
+    would not help (a 404: the wrong path; the daemon says which path it serves)."""
+    status = exc.response.status_code
+    body = (exc.response.body or b"").decode("utf-8", "replace").strip()
+    if status == 404:
+        said = body.removeprefix("use ").strip()
+        path = said if body.startswith("use /") else DEFAULT_PATH
+        parts = urlsplit(url)
+        right = urlunsplit((parts.scheme, parts.netloc, path, "", ""))
+        return ConnectionLostError(
+            f"wrong path: {url} is not the daemon's address (HTTP 404); the daemon serves {right}",
+            retryable=False,
+        )
+    return ConnectionLostError(
+        f"the server at {url} refused the connection (HTTP {status}"
+        + (f": {body[:200]}" if body else "")
+        + ")",
+        retryable=False,
+    )
 
 
 class Connection:
@@ -135,6 +176,7 @@ class Connection:
         """Open the connection and say hello. Raises on a refused token or an unreachable daemon."""
         self._closing = False
         self._core.refused = None
+        checked_url(self.url)  # an http:// URL fails here, not after waiting for a daemon
         await until_daemon(self._open, self.url, self.daemon_wait_s)
         assert self.welcome is not None
         return self.welcome
@@ -184,6 +226,8 @@ class Connection:
                 ping_interval=20,
                 ping_timeout=20,
             )
+        except InvalidStatus as exc:  # a server answered, but not as the daemon's WebSocket
+            raise refused_upgrade(self.url, exc) from None
         except (OSError, WebSocketException, TimeoutError) as exc:
             raise ConnectionLostError(
                 f"cannot reach the webshepherd daemon at {self.url} ({exc}); "
