@@ -7,14 +7,15 @@ the exports need from the recorded tree (``Timeline.tree``), per expanded step:
 - the trajectory that led to the step: the actions of the path from the root to the expanded
   node, not every action recorded before it (those include abandoned branches);
 - the sibling the search kept: on the path it returned (trusted as chosen only in a session
-  that ended in success, as for any session: webprm.py);
+  that ended in success, as for any session: truth.py);
 - which siblings ground truth orders: each candidate's labels (``label``, a person's beat the
-  environment's, the latest of a source wins) as item levels (No 0, In Progress 1, Yes 2). A
-  sibling is better than another when it is at least as far on every item and further on one.
+  environment's, which beat a replay's and a rollout's; the latest of a source wins) as item
+  levels (No 0, In Progress 1, Yes 2). A sibling is better than another when it is at least
+  as far on every item and further on one.
 
 The judge's rewards never decide a pair (docs/training.md: training targets never come from
-the judge): truth orders labelled siblings; without labels the exports keep their rule (a
-person's choice, or the kept sibling of a successful session, over clear negatives).
+the judge): truth orders labelled candidates, at a tree search's step or any other
+(truth.py).
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from webshepherd.daemon.recorder.timeline import Step, Timeline
 from webshepherd.protocol.common import Turn
 
 LEVELS = {"no": 0, "in_progress": 1, "yes": 2}
-TRUTH_SOURCES = ("environment", "person")  # in rising trust
+#: the labels' sources, in rising trust (replay and rollout: recorded by a later issue)
+LABEL_TRUST = ("rollout", "replay", "environment", "person")
 
 
 @dataclass
@@ -41,10 +43,10 @@ class TreeStep:
 
 def labelled(st: Step, actions: Iterable[str], n_items: int) -> dict[str, tuple[list[str], str]]:
     """Each of ``actions`` scored at ``st`` with ground truth: its item labels and their source
-    (a person's labels beat the environment's; the later of one source wins)."""
+    (the more trusted source wins, :data:`LABEL_TRUST`; the later of one source wins)."""
     wanted = set(actions)
     truth: dict[str, tuple[list[str], str]] = {}
-    for source in TRUTH_SOURCES:
+    for source in LABEL_TRUST:
         for lab in st.labels:
             if lab.source == source and lab.action in wanted and len(lab.items) == n_items:
                 truth[lab.action] = (list(lab.items), source)
@@ -86,7 +88,7 @@ def beaten(truth: dict[str, tuple[list[str], str]], chosen: str) -> list[tuple[s
     top, top_src = truth[chosen]
     out = [(a, lab, src) for a, (lab, src) in truth.items() if a != chosen and better(top, lab)]
     out.sort(key=lambda x: sum(levels(x[1])))
-    rank = {s: k for k, s in enumerate(TRUTH_SOURCES)}
+    rank = {s: k for k, s in enumerate(LABEL_TRUST)}
     return [(a, max(src, top_src, key=rank.__getitem__)) for a, _, src in out]
 
 
