@@ -253,7 +253,9 @@ async def main(
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,
     )
     ap.add_argument("--elements", type=int, nargs="+", default=[5000])
     ap.add_argument("--runs", type=int, default=10)

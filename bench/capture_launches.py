@@ -69,7 +69,7 @@ def bench(runs: int, chromium: str) -> dict[str, Any]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--runs", type=int, default=100)
     parser.add_argument("--chromium", default=CHROMIUM)
     parser.add_argument("--json", type=Path, default=None, metavar="OUT")

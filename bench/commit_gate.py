@@ -109,7 +109,7 @@ def bench(repeats: int) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     parser.add_argument("--repeats", type=int, default=30, help="timed loads per case")
     parser.add_argument("--json", type=Path, help="write the figures here")
     args = parser.parse_args()

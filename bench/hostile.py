@@ -838,7 +838,7 @@ def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "_serve":
         _serve(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]))
         return
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     p.add_argument("--quick", action="store_true", help="smaller counts and frames (seconds)")
     p.add_argument("--only", nargs="*", choices=SECTIONS, help="run only these sections")
     p.add_argument("--heavy-mb", type=float, default=8.0, help="the heavy session's AX tree")

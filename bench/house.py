@@ -415,7 +415,9 @@ def compare_arg(text: str) -> tuple[str, Path]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,
     )
     parser.add_argument("--rev", action="append", help="a git revision (repeat: side by side)")
     parser.add_argument("--repo", type=Path, default=REPO, help="the git repository (this one)")

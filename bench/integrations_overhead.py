@@ -256,7 +256,7 @@ def summary(samples: dict[str, list[float]]) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0], allow_abbrev=False)
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--json", type=Path)
     parser.add_argument("--daemon-python", default=str(ROOT / ".venv" / "bin" / "python"))

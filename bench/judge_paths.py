@@ -59,7 +59,7 @@ def _step(engine: Engine, i: int) -> StepInput:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()

@@ -43,7 +43,7 @@ def demo_agreement(model: Path, variant: int, out: Path) -> dict[str, Any]:
 def main() -> None:
     from webshepherd.daemon.dev import tiny_model
 
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("--steps", type=int, default=tiny_model.STEPS)
     ap.add_argument("--variants", type=int, nargs="*", default=[1, 2, 3])
     ap.add_argument("--json", type=Path, default=None, help="also write the figures here")

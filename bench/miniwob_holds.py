@@ -709,7 +709,7 @@ def print_report(report: dict[str, Any]) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0], allow_abbrev=False)
     parser.add_argument("--tasks", type=int, default=20, help="MiniWoB++ tasks (spread evenly)")
     parser.add_argument(
         "--task", action="append", default=[], help="this task (repeatable) instead of --tasks"

@@ -129,7 +129,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("--model", default=None, help="judge (default: the tiny judge)")
     ap.add_argument("--variants", type=int, nargs="*", default=[1, 2, 3, 4, 5])
     ap.add_argument("--budget", type=int, default=60, help="model calls per episode")

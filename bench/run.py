@@ -659,7 +659,9 @@ def print_gpu(r: dict[str, Any]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter, allow_abbrev=False
+    )
     ap.add_argument("--quick", action="store_true", help="small sizes (CI: seconds, not minutes)")
     ap.add_argument("--json", type=Path, required=True, help="write every figure here")
     ap.add_argument("--gpu", action="store_true", help="also the GPU step-latency section")

@@ -66,7 +66,7 @@ def incremental(tokenizer: Any, ids: list[int]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     ap.add_argument("--repeats", type=int, default=15)
     ap.add_argument("--json", type=Path, help="write the figures here")
     args = ap.parse_args(argv)

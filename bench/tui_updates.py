@@ -113,7 +113,7 @@ async def bench_refresh(events: list[dict[str, Any]], batch: int) -> dict[str, f
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     ap.add_argument("--sessions", type=int, default=20)
     ap.add_argument("--steps", type=int, default=500)
     ap.add_argument("--batch", type=int, default=200, help="events folded per refresh")

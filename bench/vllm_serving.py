@@ -185,7 +185,7 @@ def routed(
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     ap.add_argument("--model", type=Path, default=None, help="default: the tiny judge")
     ap.add_argument("--steps", type=int, default=6, help="steps per request pattern")
     ap.add_argument("--sessions", type=int, default=4)

@@ -141,7 +141,7 @@ def rounded(reward: float | None) -> str:
 
 
 def run(argv: list[str]) -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(description=__doc__, allow_abbrev=False)
     parser.add_argument("start_url", nargs="?", help="default: the bundled shop, started here")
     parser.add_argument("--exp-root", help="AgentLab's results folder (default: removed at exit)")
     args = parser.parse_args(argv)

@@ -155,7 +155,7 @@ class ScriptedChat:
 
 
 def run(argv: list[str]) -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(description=__doc__, allow_abbrev=False)
     parser.add_argument("start_url", nargs="?", help="default: the bundled shop, started here")
     parser.add_argument("--openai", metavar="MODEL", help="a real chat model (OPENAI_API_KEY)")
     args = parser.parse_args(argv)

@@ -78,7 +78,7 @@ async def main(chat: list[str] | None) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(description=__doc__, allow_abbrev=False)
     parser.add_argument("--chat", nargs=2, metavar=("BASE_URL", "MODEL"), default=None)
     asyncio.run(main(parser.parse_args().chat))
 # --- README ---

@@ -72,6 +72,6 @@ async def main(paradigm: str) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(description=__doc__, allow_abbrev=False)
     parser.add_argument("--paradigm", choices=("tree", "step"), default="tree")
     asyncio.run(main(parser.parse_args().paradigm))

@@ -104,7 +104,12 @@ def _did_you_mean(word: str, known: Iterable[str]) -> str:
 
 class Parser(argparse.ArgumentParser):
     """argparse with "did you mean" for a mistyped command, choice or flag (every sub-parser
-    is one too: argparse makes them of the parent's class)."""
+    is one too: argparse makes them of the parent's class), and no flag taken by a prefix of
+    its name (``token --rotat`` is an error, never ``--rotate``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)
 
     def _check_value(self, action: argparse.Action, value: Any) -> None:
         choices = action.choices

@@ -476,7 +476,9 @@ def main(argv: list[str] | None = None) -> int:
     """Write the generated files (``--session-out``, default session_api.py; ``--out``,
     default sync_api.py), or with ``--check`` say whether they are current: 0 when they are,
     1 when one is stale."""
-    parser = argparse.ArgumentParser(description="Generate the client's generated halves.")
+    parser = argparse.ArgumentParser(
+        description="Generate the client's generated halves.", allow_abbrev=False
+    )
     parser.add_argument("--check", action="store_true", help="fail when a file is stale")
     parser.add_argument("--out", type=Path, default=TARGET, help="the file (sync_api.py)")
     parser.add_argument(
