@@ -183,6 +183,10 @@ class History:
         """``(request_id, session_id)`` of the approval requests nobody decided."""
         return approvals.open_requests(self.db)
 
+    def approval_ids(self) -> list[str]:
+        """Every recorded approval request id (new ones are numbered after them)."""
+        return approvals.request_ids(self.db)
+
     def stored_session(self, session_id: str) -> StoredSession | None:
         """What the session machine needs to continue ``session_id`` after a restart."""
         row = sessions.row(self.db, session_id)

@@ -154,3 +154,8 @@ def open_requests(db: sqlite3.Connection) -> list[tuple[str, str]]:
         "SELECT request_id, session_id FROM approvals WHERE decision IS NULL ORDER BY rowid"
     )
     return [(r["request_id"], r["session_id"]) for r in rows]
+
+
+def request_ids(db: sqlite3.Connection) -> list[str]:
+    """Every recorded approval request id (a restart numbers new ones after them)."""
+    return [r[0] for r in db.execute("SELECT request_id FROM approvals")]

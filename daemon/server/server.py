@@ -155,6 +155,7 @@ class DaemonServer:
         self.recorder = Recorder(cfg.db_path)
         self.history = History(self.recorder)
         self.effects.recorder, self.queries.history = self.recorder, self.history
+        self.core.approvals.continue_after(self.history.approval_ids())  # never an id twice
         orphaned = self.history.open_approvals()
         if orphaned:
             log.info("closing %d approval request(s) a restart left open", len(orphaned))

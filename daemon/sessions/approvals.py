@@ -8,12 +8,15 @@ The socket layer keeps the timers and wakes the waiting ``scored`` reply.
 from __future__ import annotations
 
 import itertools
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
 from webshepherd.protocol.common import ApprovalMode, ApprovalReason, DecisionStatus
 from webshepherd.protocol.errors import ProtocolError
 
+_ID = re.compile(r"a(\d+)-.*", re.DOTALL)  # a request id: its serial, then its session's prefix
 DecisionWord = Literal["approve", "reject", "edit", "timeout"]
 _STATUS: dict[str, DecisionStatus] = {
     "approve": "approved",
@@ -122,6 +125,12 @@ class ApprovalBook:
         self._closed: dict[str, Resolution] = {}
         self._ids = itertools.count(1)
 
+    def continue_after(self, recorded: Iterable[str]) -> None:
+        """Number new requests after the ``recorded`` ids (a restart's record), so an id never
+        repeats across restarts; a fresh data dir starts at 1."""
+        serials = (int(m[1]) for rid in recorded if (m := _ID.fullmatch(rid)))
+        self._ids = itertools.count(max(serials, default=0) + 1)
+
     def __len__(self) -> int:
         return len(self._open)
 
@@ -145,7 +154,7 @@ class ApprovalBook:
         *,
         guarded: bool = False,
     ) -> OpenRequest:
-        rid = f"a{next(self._ids)}-{session_id[:8]}"
+        rid = f"a{next(self._ids)}-{session_id[:8]}"  # the shape _ID reads back
         req = OpenRequest(rid, session_id, step, candidate_index, action, guarded=guarded)
         self._open[rid] = req
         return req

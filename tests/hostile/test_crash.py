@@ -137,3 +137,55 @@ async def test_acknowledged_rows_survive_kill_9(tmp_path, tiny_model_path):
     }
     lost = {k: acked[k] - recorded[k] for k in acked}
     assert not any(lost.values()), lost
+
+
+async def test_after_kill_9_a_paused_request_is_decided_by_the_mode(tmp_path, tiny_model_path):
+    """Approval request ids never repeat across restarts (issue 49): a paused request refused
+    before a SIGKILL left its approval row; after the restart on the same data dir a new one in
+    the same session is answered by the mode ('ask', nobody paired: the daemon refuses it,
+    saying so), never by an internal error on the recorded id."""
+    from webshepherd.protocol.client import AsyncClient
+    from webshepherd.protocol.commits import held_request
+
+    data = tmp_path / "data"
+    post = held_request(
+        "POST", "http://shop.test/orders", "write", page_url=OBS["url"], trigger="click('2')"
+    )
+    port = closed_port()
+    proc = await _serve(tiny_model_path, data, port)
+    try:
+        async with AsyncClient(f"ws://127.0.0.1:{port}/v1", TEST_TOKEN) as agent:
+            session = await agent.start_session(
+                "Buy a cable", observation=OBS, checklist=REFERENCE, holds="browser"
+            )
+            sid = session.session_id
+            first = await agent.commit_check(sid, post, timeout=30)
+            assert (first.decision.status, first.decision.decider) == ("rejected", "daemon")
+            db = sqlite3.connect(data / "webshepherd.sqlite3")
+            recorded = await until(
+                lambda: db.execute("SELECT request_id FROM approvals").fetchall(),
+                what="the refused request's approval row",
+            )
+            db.close()
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    port = closed_port()
+    proc = await _serve(tiny_model_path, data, port)
+    try:
+        async with AsyncClient(f"ws://127.0.0.1:{port}/v1", TEST_TOKEN) as agent:
+            again = await agent.commit_check(sid, post, timeout=30)
+            assert (again.decision.status, again.decision.decider) == ("rejected", "daemon")
+            assert again.decision.mode == "ask"
+            assert "no person is paired" in (again.decision.note or "")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
+    db = sqlite3.connect(data / "webshepherd.sqlite3")
+    ids = [
+        r[0] for r in db.execute("SELECT request_id FROM approvals WHERE session_id = ?", (sid,))
+    ]
+    assert len(ids) == 2 and len(set(ids)) == 2 and ids[0] == recorded[0][0], ids

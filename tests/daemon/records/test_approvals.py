@@ -4,7 +4,12 @@ guards reads no hits."""
 
 from __future__ import annotations
 
-from webshepherd.daemon.records.approvals import ApprovalDecidedRecord, open_requests, read
+from webshepherd.daemon.records.approvals import (
+    ApprovalDecidedRecord,
+    open_requests,
+    read,
+    request_ids,
+)
 from webshepherd.daemon.records.approvals import ApprovalRequestedRecord as Requested
 from webshepherd.protocol.common import Candidate, GuardHit
 from webshepherd.protocol.replies import ApprovalRequest, ApprovalResolved
@@ -24,6 +29,7 @@ def _held(request_id: str, step: int, index: int | None, at: float, **kw) -> Req
 def test_approvals_read_back_with_their_guards_and_decisions(rec) -> None:
     rec.apply_all([_held("r1", 2, 0, 5.0, guard=[HIT]), _held("r2", 3, None, 6.0)])
     assert open_requests(rec.db) == [("r1", "s1"), ("r2", "s1")]
+    assert sorted(request_ids(rec.db)) == ["r1", "r2"]  # decided or not: a restart skips them
     resolved = ApprovalResolved(
         request_id="r1", session_id="s1", decision="reject", by="monitor:ann", note="not yet"
     )

@@ -134,3 +134,16 @@ def test_a_refusal_is_closed_at_once_and_a_later_decision_is_refused() -> None:
     assert len(book) == 0
     with pytest.raises(ProtocolError, match="already resolved"):
         book.decide(req.request_id, "approve", None, "monitor:tui", None)
+
+
+def test_a_restart_numbers_new_requests_after_the_recorded_ones() -> None:
+    """Ids never repeat across restarts: the book continues after the highest recorded serial
+    (other shapes of id are skipped); a fresh record starts at 1, as before."""
+    fresh = ApprovalBook()
+    fresh.continue_after([])
+    assert fresh.open("s1234567890", 0, 0, "click('1')").request_id == "a1-s1234567"
+    book = ApprovalBook()
+    book.continue_after(["a2-s1234567", "a10-other000", "a3-s1234567", "r1", "a-x", "ax9-y"])
+    opened = book.open("s1234567890", 0, 0, "click('1')")
+    refused, _ = book.refuse("s1234567890", 0, 0, "click('1')", "nobody")
+    assert (opened.request_id, refused.request_id) == ("a11-s1234567", "a12-s1234567")
