@@ -65,6 +65,7 @@ from agentlab.experiments.loop import get_exp_result  # noqa: E402
 from browsergym.experiments.agent import Agent, AgentInfo  # noqa: E402
 from webshepherd.daemon.demo.agent import ShopAgent  # noqa: E402
 from webshepherd.integrations.browsergym import observation_text  # noqa: E402
+from webshepherd.protocol.client.script import one_line_errors  # noqa: E402
 
 
 @dataclass
@@ -175,4 +176,5 @@ def run(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
+    one_line_errors()  # no daemon, a wrong token: the error's one line, no traceback (-v: with it)
     run(sys.argv[1:])

@@ -66,6 +66,8 @@ import argparse  # noqa: E402 (below: running it as a script)
 import re  # noqa: E402
 from urllib.parse import urlsplit  # noqa: E402
 
+from webshepherd.protocol.client.script import one_line_errors  # noqa: E402
+
 
 def elements(page: str) -> list[tuple[int, str, str]]:
     """(index, tag, text) of the interactive elements browser-use lists in its last page state
@@ -183,4 +185,5 @@ def run(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
+    one_line_errors()  # no daemon, a wrong token: the error's one line, no traceback (-v: with it)
     run(sys.argv[1:])

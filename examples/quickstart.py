@@ -13,8 +13,10 @@ import sys
 
 from playwright.sync_api import sync_playwright
 from webshepherd.integrations.playwright import launch, page_observation
+from webshepherd.protocol.client.script import one_line_errors
 from webshepherd.protocol.client.sync import Client
 
+one_line_errors()  # no daemon, a wrong token: the error's one line, no traceback (-v: with it)
 url = sys.argv[1] if len(sys.argv) > 1 else "http://127.0.0.1:8070/"
 with sync_playwright() as pw, Client() as client:  # the daemon at $WEBSHEPHERD_URL or the default
     page = launch(pw).new_page()  # Chromium with the extension: its capture, no pairing needed
@@ -25,7 +27,8 @@ with sync_playwright() as pw, Client() as client:  # the daemon at $WEBSHEPHERD_
     candidates = [("Read on: scroll down.", "scroll(0, 300)"), ("Leave the page.", "go_back()")]
     scored = session.score(candidates)  # one reward in [0, 1] per candidate (None: no verdict)
     for (_, action), result in zip(candidates, scored.results, strict=True):
-        print(f"{action:16} reward {result.reward}  feedback {result.feedback[:60]!r}")
+        reward = "none" if result.reward is None else f"{result.reward:.2f}"
+        print(f"{action:16} reward {reward}  feedback {result.feedback[:60]!r}")
     print("best:", candidates[scored.best][1] if scored.best is not None else None)
     session.end("success")
 # --- README ---

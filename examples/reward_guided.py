@@ -42,6 +42,7 @@ from webshepherd.protocol.agents import (
     run_episode,
 )
 from webshepherd.protocol.client import AsyncClient
+from webshepherd.protocol.client.script import one_line_errors
 from webshepherd.protocol.common import Candidate
 
 shopper = ShopPolicy(seed=0)  # the demo's scripted shopper: it knows the shop's task
@@ -78,6 +79,7 @@ async def main(chat: list[str] | None) -> None:
 
 
 if __name__ == "__main__":
+    one_line_errors()  # no daemon, a wrong token: the error's one line, no traceback (-v: with it)
     parser = argparse.ArgumentParser(description=__doc__, allow_abbrev=False)
     parser.add_argument("--chat", nargs=2, metavar=("BASE_URL", "MODEL"), default=None)
     asyncio.run(main(parser.parse_args().chat))

@@ -6,7 +6,7 @@ start takes it from a real page). Prints the pick (an index into the candidates)
 and the best candidate's feedback; offline, against `webshepherd serve --model "$(webshepherd dev
 tiny-model --quiet)"`, roughly::
 
-    best: 0 rewards: [0.0165, 0.0080]   (printed in full: 0.016540704266882398, ...)
+    best: 0 rewards: [0.02, 0.01]
     feedback: Nothing on this page shows that the action moves the task forward.
 
 The hand-written page is a stub of a shop, so every reward is low; the session ends (success).
@@ -17,6 +17,7 @@ import asyncio
 
 from webshepherd.protocol import Observation
 from webshepherd.protocol.client import AsyncClient
+from webshepherd.protocol.client.script import one_line_errors
 
 
 async def main() -> None:
@@ -34,11 +35,13 @@ async def main() -> None:
                 ("Maybe the deals page.", "click('40')"),
             ]
         )
-        print("best:", scored.best, "rewards:", [r.reward for r in scored.results])
+        rewards = ["none" if r.reward is None else f"{r.reward:.2f}" for r in scored.results]
+        print(f"best: {scored.best} rewards: [{', '.join(rewards)}]")
         print("feedback:", scored.results[0].feedback[:200])
         await session.act(scored.decision.action or "noop()")
         await session.end("success")
 
 
+one_line_errors()  # no daemon, a wrong token: the error's one line, no traceback (-v: with it)
 asyncio.run(main())
 # --- README ---

@@ -26,7 +26,12 @@ from webshepherd.daemon.demo.text_env import TextEnvironment
 from webshepherd.daemon.demo.variants import trap_variant
 from webshepherd.protocol.agents import EpisodeOptions, run_episode
 from webshepherd.protocol.client import AsyncClient
+from webshepherd.protocol.client.script import one_line_errors
 from webshepherd.protocol.terminal_text import terminal_safe
+
+
+def rounded(reward: float | None) -> str:
+    return "none" if reward is None else f"{reward:.2f}"
 
 
 # --- README ---
@@ -55,15 +60,16 @@ async def main(paradigm: str) -> None:
                 how = "path" if node.node in result.tree.path else "left"
                 again = f", replayed {node.replays}x" if node.replays else ""
                 print(
-                    f"node {node.node} <- {node.parent}: {node.action} reward {node.reward} "
-                    f"({how}{again})"
+                    f"node {node.node} <- {node.parent}: {node.action} "
+                    f"reward {rounded(node.reward)} ({how}{again})"
                 )
             elif node.status == "failed" and node.guarded:  # refused: who, why, the way out
                 print(f"node {node.node} <- {node.parent}: {terminal_safe(node.error or '')}")
         print(f"stop: {result.tree.stop}, resets: {result.tree.resets}")
     else:
         for step in result.steps:
-            print(f"step {step.step}: {step.chosen and step.chosen.action} reward {step.reward}")
+            chosen = step.chosen and step.chosen.action
+            print(f"step {step.step}: {chosen} reward {rounded(step.reward)}")
     wanted = [shop.target()["name"]]
     print("ordered the cheapest cable:", wanted in orders, "orders:", orders)
 
@@ -72,6 +78,7 @@ async def main(paradigm: str) -> None:
 
 
 if __name__ == "__main__":
+    one_line_errors()  # no daemon, a wrong token: the error's one line, no traceback (-v: with it)
     parser = argparse.ArgumentParser(description=__doc__, allow_abbrev=False)
     parser.add_argument("--paradigm", choices=("tree", "step"), default="tree")
     asyncio.run(main(parser.parse_args().paradigm))

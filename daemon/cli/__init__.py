@@ -188,7 +188,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         return int(args.func(args) or 0)
-    except WebShepherdError as exc:
+    except WebShepherdError as exc:  # expected: its one line says what to do (-v: where, too)
+        if args.verbose:
+            import traceback
+
+            traceback.print_exc()
         _err(exc.message)
         return 2 if exc.code.value == "model_unavailable" else 1
     except KeyboardInterrupt:

@@ -80,8 +80,9 @@ async def test_quickstart_scores_a_page_loaded_with_playwright(daemon_url, shop)
     assert out.startswith("RootWebArea '")  # the page's text first
     assert re.search(r"^\t+\[\d+\] \w+ '", out, flags=re.M)  # "[bid] role 'name'" lines
     lines = out.splitlines()
-    assert any(line.startswith("scroll(0, 300)") and " reward " in line for line in lines)
-    assert any(line.startswith("go_back()") and " reward " in line for line in lines)
+    rounded = re.compile(r" reward (\d\.\d\d|none)  feedback ")  # rewards printed rounded
+    assert any(line.startswith("scroll(0, 300)") and rounded.search(line) for line in lines)
+    assert any(line.startswith("go_back()") and rounded.search(line) for line in lines)
     best = [line for line in lines if line.startswith("best: ")]
     assert best and best[0] in ("best: scroll(0, 300)", "best: go_back()", "best: None")
 
@@ -106,7 +107,8 @@ def test_the_sample_gold_and_agent_files_give_the_documented_figures(tmp_path: P
 async def test_sdk_async_scores_a_hand_written_page(daemon_url) -> None:
     out = await run_example("sdk_async", url=daemon_url)
     lines = out.splitlines()
-    assert any(line.startswith("best: ") and " rewards: [" in line for line in lines)
+    rounded = re.compile(r"best: (\d|None) rewards: \[(\d\.\d\d|none), (\d\.\d\d|none)\]")
+    assert any(rounded.fullmatch(line) for line in lines), out
     assert any(line.startswith("feedback: ") for line in lines)
 
 
@@ -157,7 +159,7 @@ async def test_tree_search_explores_the_trap_shop(daemon_url) -> None:
     out = await run_example("tree_search", url=daemon_url, timeout=400)
     refusals = [line for line in out.splitlines() if line.startswith("webshepherd: ")]
     lines = [line for line in out.splitlines() if not line.startswith("webshepherd: ")]
-    ran = re.compile(r"node \d+ <- \d+: .+ reward [\d.]+ \((path|left)")
+    ran = re.compile(r"node \d+ <- \d+: .+ reward (\d\.\d\d|none) \((path|left)")
     assert ran.match(lines[0]) and lines[0].split(":")[0].endswith("<- 0"), out
     assert any(line.startswith("stop: ") for line in lines)
     assert lines[-1].startswith("ordered the cheapest cable: ")
