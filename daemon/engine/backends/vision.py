@@ -115,9 +115,7 @@ class VisionInputs:
     def load(cls, model: str, config: PretrainedConfig, local_files_only: bool) -> VisionInputs:
         from transformers import AutoImageProcessor
 
-        proc = AutoImageProcessor.from_pretrained(  # type: ignore[no-untyped-call]
-            model, local_files_only=local_files_only
-        )
+        proc = AutoImageProcessor.from_pretrained(model, local_files_only=local_files_only)
         return cls(proc, config)
 
     def tokens_for(self, mime_and_bytes: tuple[str, bytes]) -> int | None:
