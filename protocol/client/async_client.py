@@ -14,8 +14,9 @@ pushes events (messages without ``id``) to subscriptions. Error replies are
 raised as the typed exception of their code (``error_from_code``). When the
 connection drops, calls in flight fail with :class:`ConnectionLostError`
 (``retryable=True``) and, with ``reconnect=True``, the client reconnects with
-exponential backoff, says hello again and re-subscribes; calls made meanwhile
-wait for the new connection. Events sent while disconnected are lost: catch up
+exponential backoff, says hello again and re-subscribes; a call made meanwhile
+waits ``reconnect_wait_s`` (3 s) for the new connection, then fails saying the
+daemon is gone. Events sent while disconnected are lost: catch up
 with :meth:`AsyncClient.session`.
 
 Dependencies: websockets and pydantic only (the token store imports keyring

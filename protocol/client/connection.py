@@ -52,6 +52,13 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus, WebSocketExce
 
 log = logging.getLogger(__name__)
 R = TypeVar("R", bound=BaseModel)
+#: seconds between the client's pings, and how long a pong may take: a daemon that went
+#: silent (its host gone, the network cut) is noticed within twice this; a killed daemon's
+#: closed socket is noticed at once
+KEEPALIVE_S = 5.0
+#: how long a call made while the connection is down waits for the reconnect before it fails
+#: naming the daemon (a killed daemon must fail a paused request's gate fast, not hang it)
+RECONNECT_WAIT_S = 3.0
 ProgressCallback = Callable[[ScoreProgress], object]
 
 
@@ -132,7 +139,7 @@ class Connection:
         backoff_initial_s: float = 0.1,
         backoff_max_s: float = 5.0,
         connect_timeout_s: float = 10.0,
-        reconnect_wait_s: float = 30.0,
+        reconnect_wait_s: float = RECONNECT_WAIT_S,
         daemon_wait_s: float = DAEMON_WAIT_S,
         ssl: SSLContext | bool | None = None,
         max_size: int = MAX_FRAME_BYTES,
@@ -164,6 +171,9 @@ class Connection:
         self._checklist_waiters: dict[str, list[asyncio.Future[Checklist]]] = {}
         self._connected = asyncio.Event()
         self._state_changed = asyncio.Event()
+        self._retry_now = asyncio.Event()  # a call waits: the reconnector tries without backoff
+        self._lost_at: float | None = None  # when the connection went (monotonic)
+        self._last_failure = ""  # why the last reconnect failed
         self._closing = False
 
     # ----------------------------------------------------------------- lifecycle
@@ -223,12 +233,13 @@ class Connection:
                 open_timeout=self.connect_timeout_s,
                 max_size=self._max_size,
                 ssl=self._ssl,
-                ping_interval=20,
-                ping_timeout=20,
+                ping_interval=KEEPALIVE_S,
+                ping_timeout=KEEPALIVE_S,
             )
         except InvalidStatus as exc:  # a server answered, but not as the daemon's WebSocket
             raise refused_upgrade(self.url, exc) from None
         except (OSError, WebSocketException, TimeoutError) as exc:
+            self._last_failure = str(exc) or type(exc).__name__
             raise ConnectionLostError(
                 f"cannot reach the webshepherd daemon at {self.url} ({exc}); "
                 "is it running? start it with `webshepherd serve`",
@@ -249,6 +260,7 @@ class Connection:
                 await ws.close()
             raise
         self._connected.set()
+        self._lost_at = None
         self._signal()
 
     def _signal(self) -> None:
@@ -299,7 +311,8 @@ class Connection:
     def _on_disconnect(self, ws: ClientConnection) -> None:
         self._connected.clear()
         self._ws = None
-        lost = self._core.disconnected(ws.close_code, ws.close_reason or "")
+        self._lost_at, self._last_failure = time.monotonic(), ""
+        lost = self._core.disconnected(ws.close_code, ws.close_reason or "", self.url)
         self._fail_waiting(lost)
         if not self._closing and self.reconnect and self._core.refused is None:
             self._reconnector = asyncio.create_task(
@@ -316,7 +329,9 @@ class Connection:
     async def _reconnect_loop(self) -> None:
         delay = self.backoff_initial_s
         while not self._closing:
-            await asyncio.sleep(delay * (0.5 + random.random()))
+            with contextlib.suppress(TimeoutError):  # a waiting call cuts the backoff short
+                await asyncio.wait_for(self._retry_now.wait(), delay * (0.5 + random.random()))
+            self._retry_now.clear()
             try:
                 await self._open()
                 self.reconnects += 1
@@ -350,7 +365,9 @@ class Connection:
             self._replies.pop(msg.id, None)
             self._core.forget(msg.id)
             raise ConnectionLostError(
-                "connection to the daemon lost while sending", retryable=True
+                f"connection to the webshepherd daemon at {self.url} lost while sending "
+                f"{msg.type!r}; it was not sent",
+                retryable=True,
             ) from None
         try:
             reply = await asyncio.wait_for(fut, timeout)
@@ -374,14 +391,24 @@ class Connection:
                 raise ConnectionLostError(
                     "not connected to the daemon: call connect() first", retryable=True
                 )
+            self._retry_now.set()
             left = deadline - time.monotonic()
             if left <= 0:
-                raise ConnectionLostError(
-                    f"could not reconnect to {self.url} within {self.reconnect_wait_s} s",
-                    retryable=True,
-                )
+                raise self._gone()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._state_changed.wait(), left)
+
+    def _gone(self) -> ConnectionLostError:
+        """The error of a call made while the daemon stays away: which daemon, for how long."""
+        since = time.monotonic() - (self._lost_at or time.monotonic())
+        last = f" (the last try: {self._last_failure})" if self._last_failure else ""
+        return ConnectionLostError(
+            f"the webshepherd daemon at {self.url} is gone: the connection was lost "
+            f"{since:.1f} s ago and not back within {self.reconnect_wait_s:g} s{last}. "
+            "The client keeps reconnecting; until then every call fails (start the daemon "
+            "with `webshepherd serve`)",
+            retryable=True,
+        )
 
     async def call(self, msg: ClientMessage, expect: type[R], timeout: float | None = None) -> R:
         """Send one request model (with its ``id``) and return the typed reply."""

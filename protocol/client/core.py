@@ -55,6 +55,12 @@ log = logging.getLogger(__name__)
 
 #: The close code of a daemon that refuses the client (policy violation: a bad token).
 REFUSED_CLOSE_CODE = 1008
+#: What a lost connection's close code says about the daemon.
+_CLOSED = {
+    1006: ", no close frame: the daemon was killed or the network dropped",
+    1001: ", the daemon is stopping",
+    1011: ", the daemon failed",
+}
 
 
 @dataclass(frozen=True)
@@ -198,13 +204,20 @@ class ClientCore:
             out.append(Event(event))
         return out
 
-    def disconnected(self, close_code: int | None, close_reason: str = "") -> WebShepherdError:
-        """The connection closed: the error for the calls in flight (a refusal is for good)."""
+    def disconnected(
+        self, close_code: int | None, close_reason: str = "", url: str = ""
+    ) -> WebShepherdError:
+        """The connection closed: the error for the calls in flight, naming the daemon at
+        ``url`` and why it went (a refusal is for good)."""
         if close_code == REFUSED_CLOSE_CODE:
             reason = close_reason or "the daemon refused this client (close code 1008)"
             self.refused = self.refused or UnauthorizedError(reason)
+        why = _CLOSED.get(close_code, "") if close_code is not None else _CLOSED[1006]
+        said = f": {close_reason}" if close_reason else ""
         return self.refused or ConnectionLostError(
-            f"connection to the daemon lost (close code {close_code})", retryable=True
+            f"connection to the webshepherd daemon{f' at {url}' if url else ''} lost "
+            f"(close code {close_code}{said}{why}); a call in flight got no answer",
+            retryable=True,
         )
 
     def fail_all(self, error: WebShepherdError) -> list[Failed]:

@@ -12,7 +12,7 @@ from typing import Generic, Literal, TypeVar
 
 from webshepherd.protocol.client.async_client import AsyncClient
 from webshepherd.protocol.client.calls import CandidateLike, Fields
-from webshepherd.protocol.client.connection import ProgressCallback, R
+from webshepherd.protocol.client.connection import RECONNECT_WAIT_S, ProgressCallback, R
 from webshepherd.protocol.client.session import SessionHandle
 from webshepherd.protocol.client.wait import DAEMON_WAIT_S
 from webshepherd.protocol.common import (
@@ -83,7 +83,7 @@ class _ClientMethods(abc.ABC, Generic[_Session]):
         backoff_initial_s: float = 0.1,
         backoff_max_s: float = 5.0,
         connect_timeout_s: float = 10.0,
-        reconnect_wait_s: float = 30.0,
+        reconnect_wait_s: float = RECONNECT_WAIT_S,
         daemon_wait_s: float = DAEMON_WAIT_S,
         ssl: SSLContext | bool | None = None,
         max_size: int = MAX_FRAME_BYTES,

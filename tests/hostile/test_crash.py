@@ -7,58 +7,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import random
 import signal
 import sqlite3
-import subprocess
-import sys
-from pathlib import Path
 
 from websockets.asyncio.client import connect
 
 from tests.fixtures.daemon import OBS, REFERENCE, TEST_TOKEN
 from tests.fixtures.poll import until
 from tests.fixtures.ports import closed_port
-
-
-async def _serve(model: Path, data: Path, port: int) -> subprocess.Popen[bytes]:
-    env = dict(
-        os.environ,
-        WEBSHEPHERD_TOKEN=TEST_TOKEN,
-        WEBSHEPHERD_KEYRING="0",
-        WEBSHEPHERD_CONFIG_DIR=str(data / "config"),
-        HF_HUB_OFFLINE="1",
-    )
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "webshepherd.daemon.cli",
-            "serve",
-            "--model",
-            str(model),
-            "--device",
-            "cpu",
-            "--port",
-            str(port),
-            "--data-dir",
-            str(data),
-        ],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-
-    async def listening() -> bool:
-        assert proc.poll() is None, "the daemon exited"
-        with contextlib.suppress(OSError):
-            async with connect(f"ws://127.0.0.1:{port}/v1", open_timeout=2):
-                return True
-        return False
-
-    await until(listening, 120, "the daemon to listen", interval=0.1)
-    return proc
+from tests.fixtures.serve_process import serve_process as _serve
 
 
 async def _script(url: str, acked: dict[str, set], rng: random.Random) -> None:

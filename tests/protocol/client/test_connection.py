@@ -1,22 +1,27 @@
 """The connection under AsyncClient (its socket, reader, calls and reconnecting are tested
 through AsyncClient in test_async_client.py and test_wait.py over a real daemon): here, that
 closing it never swallows the caller's own cancellation, and that a URL no daemon serves (the
-wrong path, an http:// scheme) fails at once, naming the daemon's ``/v1``."""
+wrong path, an http:// scheme) fails at once, naming the daemon's ``/v1``, and that a killed
+daemon fails a waiting call and the next one fast, naming it."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import signal
 from pathlib import Path
 
 import pytest
 from webshepherd.protocol.client import AsyncClient
 from webshepherd.protocol.client.connection import checked_url, reap
 from webshepherd.protocol.client.wait import starting_marker
+from webshepherd.protocol.commits import held_request
 from webshepherd.protocol.errors import ConnectionLostError, WebShepherdError
 
-from tests.fixtures.daemon import TEST_TOKEN
+from tests.fixtures.daemon import OBS, REFERENCE, TEST_TOKEN, pairing_code
+from tests.fixtures.ports import closed_port
 from tests.fixtures.scripted_judge import ScriptedJudge, scripted_daemon
+from tests.fixtures.serve_process import serve_process
 
 WAITING = "waiting for the daemon at"
 
@@ -97,3 +102,46 @@ def test_a_daemon_url_passes_as_it_is() -> None:
         assert checked_url(url) == url
     with pytest.raises(WebShepherdError, match="not a daemon address"):
         checked_url("ws://127.0.0.1:99999/v1")
+
+
+async def test_a_killed_daemon_fails_a_paused_call_and_the_next_one_fast(
+    tmp_path: Path, tiny_model_path: Path
+) -> None:
+    """Fail closed (issue 49): a ``commit.check`` waiting for a person when the daemon is killed
+    with SIGKILL raises ConnectionLostError naming the daemon and how it went, and the next
+    call raises too, naming it gone, instead of waiting for a reconnect for 30 s. (10 s is a
+    hang guard under load; bench/daemon_gone.py measures the times.)"""
+    data, port = tmp_path / "data", closed_port()
+    proc = await serve_process(tiny_model_path, data, port)
+    url = f"ws://127.0.0.1:{port}/v1"
+    person = AsyncClient(url, TEST_TOKEN, role="monitor", name="tui")
+    agent = AsyncClient(url, TEST_TOKEN)
+    try:
+        await person.connect()
+        await person.pair(pairing_code(data / "config", "monitor"), "tui")
+        asked = await person.subscribe("*").start()
+        await agent.connect()
+        session = await agent.start_session(
+            "Buy a cable", observation=OBS, checklist=REFERENCE, holds="browser"
+        )
+        post = held_request("POST", "http://shop.test/orders", "write", page_url=OBS["url"])
+        paused = asyncio.create_task(session.commit_check(post, timeout=120))
+        while (await asked.get(timeout=30)).type != "approval.request":
+            pass
+        assert not paused.done()
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        with pytest.raises(ConnectionLostError) as lost:
+            await asyncio.wait_for(paused, 10)
+        assert lost.value.message.startswith(f"connection to the webshepherd daemon at {url} lost")
+        assert "the daemon was killed or the network dropped" in lost.value.message
+        with pytest.raises(ConnectionLostError) as gone:
+            await asyncio.wait_for(session.commit_check(post, timeout=120), 10)
+        assert gone.value.message.startswith(f"the webshepherd daemon at {url} is gone")
+        assert gone.value.retryable and "(the last try: " in gone.value.message
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        await agent.close()
+        await person.close()

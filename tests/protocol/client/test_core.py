@@ -189,8 +189,14 @@ def test_an_unauthorized_error_without_id_refuses_the_client_for_good() -> None:
 def test_a_lost_connection_fails_every_waiting_call() -> None:
     c = core()
     ids = {waiting_on(c, "client.ping.json", Pong), waiting_on(c, "client.score.json", Scored)}
-    lost = c.disconnected(1006)
+    lost = c.disconnected(1006, url="ws://127.0.0.1:8765/v1")
     assert isinstance(lost, ConnectionLostError) and lost.retryable and c.refused is None
+    assert lost.message == (
+        "connection to the webshepherd daemon at ws://127.0.0.1:8765/v1 lost (close code 1006, "
+        "no close frame: the daemon was killed or the network dropped); a call in flight got "
+        "no answer"
+    )
+    assert "the daemon is stopping" in c.disconnected(1001, "bye").message
     failed = c.fail_all(lost)
     assert {f.id for f in failed} == ids and all(f.error is lost for f in failed)
     assert c.waiting == 0 and c.fail_all(lost) == []
