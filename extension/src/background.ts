@@ -46,7 +46,9 @@ onDetached((tabId) => gate.detached(tabId));
 chrome.debugger.onEvent.addListener((source, method, params) => {
   if (method !== "Fetch.requestPaused" || source.tabId === undefined) return;
   const tabId = source.tabId;
-  void ready.then(() => gate.paused(tabId, params as unknown as Paused));
+  const paused = params as unknown as Paused;
+  gate.noted(tabId, paused.requestId); // at once: a hold that ends fails it rather than let it go
+  void ready.then(() => gate.paused(tabId, paused));
 });
 
 /** Every followed tab's hold as the pairing says now. */
@@ -300,6 +302,8 @@ const ready = (async () => {
   await sessions.load();
   settings = await loadSettings();
   for (const id of sessions.sessionIds()) views.ensure(id);
+  // what the last incarnation of this worker left waiting has no decider now: failed
+  await gate.recover().catch((err) => console.warn("webshepherd: paused requests left by a stopped worker", err));
   connect();
   syncHolds();
 })();

@@ -6,6 +6,12 @@
  * when the `commit.decided` is approved and names this very request's digest, and is failed
  * (BlockedByClient) otherwise: on a refusal, a lost connection or any error. Nothing stays
  * paused: every paused request is continued or failed.
+ *
+ * Failing closed when the decider is gone: a request being asked about is written to
+ * `chrome.storage.session` first, and a worker that starts finds those its last incarnation
+ * left paused (the debugger stays attached when the worker stops) and fails them. A tab that
+ * stops holding (the session ended, the tab unfollowed, the pairing revoked) has its
+ * undecided requests failed before `Fetch.disable`, which would let them go.
  */
 import { cdpForTab } from "./capture/cdp.js";
 import { commitKind, heldRequest, isAttachment, requestDigest, urlOrigin } from "./commit-hold.js";
@@ -40,6 +46,29 @@ export interface Paused {
   responseErrorReason?: string;
   responseHeaders?: { name: string; value: string }[];
 }
+
+/** Where the requests being asked about are kept across a worker's restart. */
+const ASKING_KEY = "pausedRequests";
+
+/** Why a request was refused without an answer, as the panel and the overlay say it. */
+export const GONE = {
+  restarted: "the extension's service worker stopped while this request waited for its answer; a request whose decider is gone is refused, never sent",
+  unfollowed: "the tab stopped following the session (it ended, or the tab was closed or unfollowed) while this request waited; refused, never sent",
+  unpaired: "this browser's pairing was removed while this request waited; refused, never sent",
+} as const;
+
+/** A paused request this worker has not let go or failed yet. */
+interface Open {
+  tabId: number;
+  requestId: string;
+  /** `asking`: its commit.check is out (kept in storage); `judging`: being read. */
+  state: "judging" | "asking";
+  sessionId?: string;
+  request?: HeldRequest;
+  digest?: string;
+}
+
+const openKey = (tabId: number, requestId: string) => `${tabId} ${requestId}`;
 
 const PATTERNS = [
   { urlPattern: "*", requestStage: "Request" },
@@ -78,7 +107,60 @@ export class CommitGate {
    * paused, the browser would not answer before it goes on). */
   private readonly mainFrames = new Map<number, string>();
 
+  /** Paused requests not yet continued or failed (noted as their event arrives). */
+  private readonly open = new Map<string, Open>();
+  /** Requests failed while their check was out: its answer, when it comes, lets nothing go. */
+  private readonly failed = new Set<string>();
+  private saving: Promise<void> = Promise.resolve();
+
   constructor(private readonly ctx: GateContext) {}
+
+  /** A request paused (called as its event arrives, before anything else runs). */
+  noted(tabId: number, requestId: string): void {
+    this.open.set(openKey(tabId, requestId), { tabId, requestId, state: "judging" });
+  }
+
+  /** The requests being asked about, written where a restarted worker finds them. */
+  private persist(): Promise<void> {
+    const asking = [...this.open.values()].filter((o) => o.state === "asking");
+    this.saving = this.saving.then(() => chrome.storage.session.set({ [ASKING_KEY]: asking })).catch((err) => console.warn("webshepherd: paused requests not kept", err));
+    return this.saving;
+  }
+
+  /** At the worker's start: the requests its last incarnation left waiting are failed (their
+   * decider is gone), and the panel says why. */
+  async recover(): Promise<number> {
+    const got = await chrome.storage.session.get(ASKING_KEY);
+    const left = (got[ASKING_KEY] ?? []) as Open[];
+    await chrome.storage.session.remove(ASKING_KEY);
+    for (const o of left) await this.fail(o, GONE.restarted);
+    return left.length;
+  }
+
+  /** Fails a paused request that nothing will decide now, and says why. */
+  private async fail(o: Open, why: string): Promise<void> {
+    const key = openKey(o.tabId, o.requestId);
+    this.failed.add(key);
+    this.open.delete(key);
+    try {
+      const send = await cdpForTab(o.tabId);
+      await send("Fetch.failRequest", { requestId: o.requestId, errorReason: "BlockedByClient" });
+    } catch {
+      return; // the tab, or its request, is gone: nothing was sent
+    }
+    if (o.request && o.sessionId && o.digest) {
+      const decision = { status: "rejected" as const, by: "webshepherd extension", note: why };
+      this.ctx.decided(o.tabId, { type: "commit.decided", session_id: o.sessionId, request: o.request, request_digest: o.digest, decision, flagged: false });
+    }
+  }
+
+  /** Every undecided paused request of the tab, failed (before Fetch.disable, which lets
+   * whatever is still paused go). */
+  private async failTab(tabId: number, why: string): Promise<void> {
+    const mine = [...this.open.values()].filter((o) => o.tabId === tabId);
+    for (const o of mine) await this.fail(o, why);
+    if (mine.some((o) => o.state === "asking")) await this.persist();
+  }
 
   /** Whether `tabId`'s requests are held now. */
   holds(tabId: number): boolean {
@@ -97,6 +179,9 @@ export class CommitGate {
     } else if (this.on.delete(tabId)) {
       this.mainFrames.delete(tabId);
       const send = await cdpForTab(tabId);
+      // the events of requests paused so far arrive before this reply: all of them are noted
+      await send("Fetch.enable", { patterns: PATTERNS }).catch(() => undefined);
+      await this.failTab(tabId, this.ctx.holding() ? GONE.unfollowed : GONE.unpaired);
       await send("Fetch.disable").catch(() => undefined);
     }
   }
@@ -105,11 +190,13 @@ export class CommitGate {
   detached(tabId: number): void {
     this.on.delete(tabId);
     this.mainFrames.delete(tabId);
+    for (const [key, o] of this.open) if (o.tabId === tabId) this.open.delete(key);
   }
 
   /** A paused request: continued, or failed, never left. */
   async paused(tabId: number, p: Paused): Promise<void> {
-    const send = await cdpForTab(tabId);
+    const key = openKey(tabId, p.requestId);
+    if (!this.open.has(key)) this.noted(tabId, p.requestId);
     let go = false;
     try {
       go = await this.judge(tabId, p);
@@ -117,6 +204,10 @@ export class CommitGate {
       console.warn("webshepherd: a paused request failed closed", err);
       go = false;
     }
+    const asked = this.open.get(key)?.state === "asking";
+    if (this.failed.delete(key) || !this.open.delete(key)) return; // failed already (its decider went away)
+    if (asked) void this.persist();
+    const send = await cdpForTab(tabId);
     const done = go
       ? send("Fetch.continueRequest", { requestId: p.requestId })
       : send("Fetch.failRequest", { requestId: p.requestId, errorReason: "BlockedByClient" });
@@ -151,6 +242,10 @@ export class CommitGate {
     const digest = await requestDigest(req);
     const conn = this.ctx.connection();
     if (!conn || conn.state !== "connected") return false; // nobody to ask: fail closed
+    const open = this.open.get(openKey(tabId, p.requestId));
+    if (!open) return false; // failed while it was read
+    Object.assign(open, { state: "asking", sessionId: s.sessionId, request: req, digest });
+    await this.persist(); // kept before anyone is asked: a restarted worker fails it
     const answer = await conn.request({ type: "commit.check", session_id: s.sessionId, request: req });
     if (answer.type !== "commit.decided") return false;
     this.ctx.decided(tabId, answer);
