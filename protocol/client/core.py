@@ -158,7 +158,12 @@ class ClientCore:
             return []  # a late reply to a call that gave up waiting
         out: list[Outcome] = []
         if isinstance(message, Error):
-            log.warning("daemon error %s: %s", message.code.value, message.message)
+            # handled, so not a warning: a late reply's caller has had its own error (a
+            # timeout); a checklist the judge failed to write (model_error, no id) is the
+            # reason every score of the session answers with (reward None, its feedback)
+            handled = rid is not None or message.code is ErrorCode.MODEL_ERROR
+            level = logging.DEBUG if handled else logging.WARNING
+            log.log(level, "daemon error %s: %s", message.code.value, message.message)
             if message.code is ErrorCode.UNAUTHORIZED:
                 self.refused = error_from_code(message.code.value, message.message)
         elif isinstance(message, Checklist):

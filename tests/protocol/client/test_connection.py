@@ -145,3 +145,25 @@ async def test_a_killed_daemon_fails_a_paused_call_and_the_next_one_fast(
             proc.wait()
         await agent.close()
         await person.close()
+
+
+async def test_a_checklist_the_judge_failed_is_the_score_s_reason_not_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The judge writes no checklist (the scripted judge fails it): the daemon tells the
+    session's owner, and the score answers without a reward, saying why. The caller handles
+    that result, so the client logs no warning of its own."""
+    observation = {"url": "http://shop.test/", "axtree": "RootWebArea 'Shop'\n\t[12] button 'Buy'"}
+    async with (
+        scripted_daemon(tmp_path, ScriptedJudge({})) as server,
+        AsyncClient(server.url, TEST_TOKEN) as client,
+    ):
+        with caplog.at_level(logging.DEBUG, logger="webshepherd.protocol.client"):
+            session = await client.start_session("Buy it", observation=observation)
+            scored = await session.score(["click('12')"])
+    (result,) = scored.results
+    assert result.reward is None and "no checklist it could parse" in result.feedback
+    client_log = [r for r in caplog.records if r.name.startswith("webshepherd.protocol.client")]
+    said = [r for r in client_log if r.getMessage().startswith("daemon error model_error")]
+    assert said and all(r.levelno == logging.DEBUG for r in said), client_log
+    assert not [r for r in client_log if r.levelno >= logging.WARNING], client_log

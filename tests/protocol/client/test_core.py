@@ -27,6 +27,7 @@ from webshepherd.protocol.replies import (
     ApprovalRequest,
     ApprovalResolved,
     CommitDecided,
+    Error,
     Observed,
     Pong,
     Scored,
@@ -238,3 +239,24 @@ def test_a_paused_request_s_wait_and_refusal_are_logged_with_the_way_out(
     assert "nobody deciding in time refuses it" in held
     assert "refused the paused request POST http://shop.test/orders" in refused
     assert "decided by: daemon; way out: serve --sandbox-origin http://shop.test" in refused
+
+
+def test_a_handled_daemon_error_is_no_warning_and_an_unhandled_one_is(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A checklist the judge failed to write (no id: every score of the session answers with
+    its reason) and a late reply (its caller has had its own error) log at debug; an error
+    nobody handles (a refusal with no call waiting) stays a warning."""
+    c = core()
+    checklist = Error(code=ErrorCode.MODEL_ERROR, message="the model failed to make the checklist")
+    late = Error(id="r99", code=ErrorCode.MODEL_ERROR, message="the model failed on this request")
+    refused = Error(code=ErrorCode.UNAUTHORIZED, message="token revoked")
+    with caplog.at_level("DEBUG", logger="webshepherd"):
+        for message in (checklist, late, refused):
+            c.receive(message.model_dump_json())
+    logged = [(r.levelname, r.getMessage()) for r in caplog.records]
+    assert logged == [
+        ("DEBUG", "daemon error model_error: the model failed to make the checklist"),
+        ("DEBUG", "daemon error model_error: the model failed on this request"),
+        ("WARNING", "daemon error unauthorized: token revoked"),
+    ]
