@@ -28,6 +28,13 @@ ends with the outcome unknown. AgentLab launches playwright's own Chromium; when
 none, ``CHROMIUM`` (default /usr/bin/chromium) is linked where it looks. Every file the run
 makes (that link, AgentLab's results without ``--exp-root``) is in one temporary folder,
 removed at the end.
+
+With a person paired (a paired ``webshepherd tui`` or extension connected, the default mode
+``ask``), no reward waits (no ``approval_threshold``: the picks score with
+``approval="never"``), and only the order's POST form, held by the daemon's rules, waits for
+that person: served as above (the shop's loopback a sandbox origin), nothing waits; without
+``--sandbox-origin``, the order waits until they decide or ``--approval-timeout`` (120 s)
+passes (nobody paired: it is refused at once).
 """
 
 # --- README ---

@@ -19,6 +19,12 @@ its reward and whether it was replaced, then the shop's orders; roughly::
 
 The session ends however the run ends (done, max steps, an error, Ctrl-C).
 docs/frameworks.md shows the lines between the markers.
+
+With a person paired (a paired ``webshepherd tui`` or extension connected, the default mode
+``ask``), no reward waits (``refine`` scores with ``approval="never"``), and only what commits
+waits for that person: served as above (the shop's loopback a sandbox origin), nothing waits;
+without ``--sandbox-origin``, the order waits until they decide or ``--approval-timeout`` (120
+s) passes (nobody paired: it is refused at once).
 """
 
 # --- README ---
@@ -63,6 +69,7 @@ async def main(llm: Any, start_url: str) -> Any:
 # --- README ---
 
 import argparse  # noqa: E402 (below: running it as a script)
+import logging  # noqa: E402
 import re  # noqa: E402
 from urllib.parse import urlsplit  # noqa: E402
 
@@ -156,12 +163,21 @@ class ScriptedChat:
         return ChatInvokeCompletion(completion=output_format.model_validate(answer), usage=None)
 
 
-def run(argv: list[str]) -> None:
+def quiet_browser_use() -> None:
+    """browser-use logs each of its steps at INFO (set up when it is imported, the root logger
+    too): its warnings only, so the lines printed are this script's (``-v``: all of them)."""
+    for name in ("browser_use", "bubus", ""):  # "": the root logger
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
+def run(argv: list[str], verbose: bool = False) -> None:
     parser = argparse.ArgumentParser(description=__doc__, allow_abbrev=False)
     parser.add_argument("start_url", nargs="?", help="default: the bundled shop, started here")
     parser.add_argument("--openai", metavar="MODEL", help="a real chat model (OPENAI_API_KEY)")
     args = parser.parse_args(argv)
     os.environ.setdefault("ANONYMIZED_TELEMETRY", "false")  # no network unless asked
+    if not verbose:
+        quiet_browser_use()
     if args.openai:
         if not os.environ.get("OPENAI_API_KEY"):
             sys.exit("--openai needs OPENAI_API_KEY in the environment")
@@ -185,5 +201,5 @@ def run(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    one_line_errors()  # no daemon, a wrong token: the error's one line, no traceback (-v: with it)
-    run(sys.argv[1:])
+    verbose = one_line_errors()  # no daemon, a wrong token: its one line (-v: the traceback too)
+    run(sys.argv[1:], verbose)

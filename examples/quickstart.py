@@ -6,6 +6,12 @@ and the built extension (`make extension`), whose capture gives the page's text 
 model was trained on it. Prints the page's text, each candidate's reward and the judge's pick.
 The default URL is the README's local page (`python -m http.server 8070 --directory
 examples/page`).
+
+With a person paired (a paired `webshepherd tui` or extension connected, the default mode
+`ask`), a score whose best reward is below the daemon's threshold (0.3) waits for that person:
+the tiny judge's rewards on a page it does not know are low, so the script waits until they
+decide, or `--approval-timeout` (120 s) passes and `--approval-default` (reject) applies.
+With nobody paired, or `serve --mode watch`, nothing waits.
 """
 
 # --- README ---

@@ -24,6 +24,12 @@ the shop's orders. With the tiny judge, roughly::
     orders: [['Basic USB-C cable, 1 m']]
 
 The session ends with the outcome (`webshepherd tui` lists it as ended).
+
+With a person paired (a paired `webshepherd tui` or extension connected, the default mode
+`ask`), a step whose best reward is below the daemon's threshold (0.3: the tiny judge's first
+step, 0.12) waits for that person, each time until they decide or `--approval-timeout` (120 s)
+passes and `--approval-default` (reject) applies. Unattended: nobody paired, or `serve --mode
+watch` (the order still runs flagged).
 """
 
 # --- README ---

@@ -10,6 +10,12 @@ tiny-model --quiet)"`, roughly::
     feedback: Nothing on this page shows that the action moves the task forward.
 
 The hand-written page is a stub of a shop, so every reward is low; the session ends (success).
+
+With a person paired (a paired `webshepherd tui` or extension connected, the default mode
+`ask`), a score whose best reward is below the daemon's threshold (0.3), as here, waits for that
+person: the script waits until they decide, or `--approval-timeout` (120 s) passes and
+`--approval-default` (reject) applies. With nobody paired, or `serve --mode watch`, nothing
+waits.
 """
 
 # --- README ---

@@ -15,6 +15,11 @@ To let the search order in the bundled shop, which runs on loopback, start the d
 `webshepherd serve --sandbox-origin 'http://127.0.0.1:*'` (the shop's commits flagged and
 recorded, never held) or `webshepherd serve --mode watch` (every session's commits run,
 flagged).
+
+With a person paired (a paired `webshepherd tui` or extension connected, the default mode
+`ask`), "Add to cart" waits for that person instead of being refused, wherever the search
+would run it, until they decide or `--approval-timeout` (120 s) passes; no reward waits (the
+search scores with `approval="never"`). With `--sandbox-origin` as above, nothing waits.
 """
 
 import argparse

@@ -287,6 +287,8 @@ async def test_the_example_runs_as_written_offline(tmp_path) -> None:
     assert all(r >= 0.1 for r in rewards) and rewards[0] < rewards[3] < rewards[-1], lines
     assert lines[-1] == f"orders: [[{variant(0).target()['name']!r}]]", lines
     assert "Missing credentials" not in err.decode()
+    # browser-use's own INFO lines ("INFO     [Agent] ...") would swamp the example's
+    assert not re.search(r"^INFO +\[", err.decode(), flags=re.M), err.decode()[-3000:]
 
 
 class NeverDone(ScriptedChat):
