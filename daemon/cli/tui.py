@@ -71,14 +71,14 @@ def add_tui_parser(
         "--data-dir",
         type=Path,
         default=None,
-        help="the daemon's recording, for the history screen's report key (default: the "
+        help="the daemon's recording, for the history screen's report key, `w` (default: the "
         "daemon's default)",
     )
     p.add_argument(
         "--report-dir",
         type=Path,
         default=None,
-        help="where the history screen's `r` writes reports (default: the current folder)",
+        help="where the history screen's `w` writes reports (default: the current folder)",
     )
     p.set_defaults(func=cmd_tui)
     return p

@@ -1,56 +1,53 @@
-"""The history screen's ``r`` writes the selected session's HTML report (real daemon, real
-recording, Pilot)."""
+"""The key that writes a session's report is named as the TUI binds it (tui/keys.py's
+history screen), in ``webshepherd tui --help`` and on every page that names it (``r`` is
+reject)."""
 
 from __future__ import annotations
 
-import pytest
-from textual.widgets import DataTable
-from webshepherd.protocol.errors import WebShepherdError
-from webshepherd.tui.app import WebShepherdApp
-from webshepherd.tui.screens.history import HistoryScreen, write_report
+import argparse
+import re
+from pathlib import Path
 
-from tests.fixtures.daemon import TEST_TOKEN, start_session
-from tests.tui.helpers import FixedProbe, wait_until
-from tests.tui.test_live import step
+from webshepherd.daemon.cli import build_parser
+from webshepherd.tui.keys import HISTORY, MAIN
 
-pytestmark = pytest.mark.model
-
-
-async def test_history_w_writes_the_selected_report(daemon, tmp_path):
-    agent = await daemon.client(name="agent-1")
-    older = await start_session(agent, agent={"name": "older"})
-    await step(agent, older, 1)
-    sid = await start_session(agent, agent={"name": "newer"})
-    for n in (1, 2):
-        await step(agent, sid, n)
-    app = WebShepherdApp(
-        daemon.url,
-        TEST_TOKEN,
-        probe=FixedProbe(),
-        data_dir=daemon.config.data_dir,
-        report_dir=tmp_path / "reports",
-    )
-    async with app.run_test(size=(120, 40)) as pilot:
-        await wait_until(pilot, lambda: app.link.catch_ups >= 1, what="connected")
-        await pilot.press("h")
-        history = app.screen
-        assert isinstance(history, HistoryScreen)
-        rows = history.query_one(DataTable)
-        await wait_until(pilot, lambda: rows.row_count == 2, what="the history list")
-        await pilot.press("down")  # the older session
-        await pilot.press("w")
-        await wait_until(pilot, lambda: history.last_report is not None, what="the report")
-        assert history.last_report == tmp_path / "reports" / f"webshepherd-{older}.html"
-        html = history.last_report.read_text()
-        assert "older" in html and "<svg" in html
-        await pilot.press("up", "w")
-        target = tmp_path / "reports" / f"webshepherd-{sid}.html"
-        await wait_until(pilot, lambda: history.last_report == target, what="the second report")
-        assert html.count('class="step"') < target.read_text().count('class="step"')
+ROOT = Path(__file__).resolve().parents[2]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+REPORT = next(k.shown for k in HISTORY if k.action == "report")
+#: how a page names the history screen's report key: "the history screen's `w`", "`w` (in `h`)"
+NAMED = re.compile(r"history screen's `([^`]+)`|`([^`]+)` \(in `h`\)")
 
 
-async def test_report_of_an_unknown_session_is_a_clear_error(tmp_path):
-    """The report runs as ``webshepherd report`` in a child process; its error comes back."""
-    with pytest.raises(WebShepherdError, match="no recording at "):
-        await write_report("nope", tmp_path / "nope.html", tmp_path)
-    assert not (tmp_path / "nope.html").exists()
+def tui_help() -> str:
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return " ".join(sub.choices["tui"].format_help().split())
+
+
+def test_the_report_key_is_not_reject() -> None:
+    assert REPORT == "w" and REPORT not in {k.shown for k in MAIN}
+
+
+def test_tui_help_names_the_bound_report_key() -> None:
+    text = tui_help()
+    assert f"where the history screen's `{REPORT}` writes reports" in text, text
+    assert all(m == REPORT for pair in NAMED.findall(text) for m in pair if m), text
+
+
+def test_every_page_names_the_bound_report_key() -> None:
+    found = {
+        page.name: [
+            m
+            for pair in NAMED.findall(" ".join(page.read_text("utf-8").split()))
+            for m in pair
+            if m
+        ]
+        for page in PAGES
+    }
+    assert found["report.md"] == [REPORT] and found["tui.md"] == [REPORT], found
+    wrong = {name: keys for name, keys in found.items() if any(k != REPORT for k in keys)}
+    assert not wrong, f"pages naming another key for the report: {wrong}"
+
+
+def test_the_check_sees_a_wrong_key() -> None:
+    assert NAMED.findall("the history screen's `r` writes it") == [("r", "")]
