@@ -11,11 +11,13 @@ from textual.app import App
 from textual.binding import BindingType
 from webshepherd.protocol.common import CommitMode, Decision
 from webshepherd.protocol.errors import WebShepherdError
+from webshepherd.protocol.modes import loosens
 from webshepherd.protocol.terminal_text import terminal_safe
 from webshepherd.protocol.version import DEFAULT_URL
 from webshepherd.tui.device import DeviceProbe, DeviceReading
 from webshepherd.tui.keys import APP, bindings
 from webshepherd.tui.link import DaemonLink
+from webshepherd.tui.screens.confirm_mode import ConfirmModeScreen
 from webshepherd.tui.screens.help import HelpScreen
 from webshepherd.tui.screens.history import HistoryScreen
 from webshepherd.tui.screens.main import MainScreen
@@ -131,7 +133,21 @@ class WebShepherdApp(App[None]):
         self.notify(f"{decision}: sent", timeout=2)
 
     async def on_mode_requested(self, message: ModeRequested) -> None:
-        self.send_mode(message.session_id, message.mode)
+        sid, mode = message.session_id, message.mode
+        if self.unpaired(f"mode {mode}"):
+            return
+        view = self.state.sessions.get(sid)
+        old = view.mode if view is not None else None
+        if not loosens(old, mode):  # tightening never asks
+            self.send_mode(sid, mode)
+            return
+
+        def done(yes: bool | None) -> None:
+            if yes:
+                self.send_mode(sid, mode)
+
+        name = f"{view.agent} ({sid})" if view is not None and view.agent else sid
+        self.push_screen(ConfirmModeScreen(name, old, mode), done)
 
     @work(group="decide")
     async def send_mode(self, session_id: str, mode: CommitMode) -> None:
@@ -144,7 +160,13 @@ class WebShepherdApp(App[None]):
                 f"mode {mode} failed: {terminal_safe(exc.message)}", severity="error", markup=False
             )
             return
-        self.notify(f"mode: {now}", timeout=2)
+        self.notify(self.mode_said(session_id, now), timeout=3, markup=False)
+
+    def mode_said(self, session_id: str, mode: str) -> str:
+        """The toast after a mode switch, naming the session (its agent and short id)."""
+        view = self.state.sessions.get(session_id)
+        agent = f"{view.agent} " if view is not None and view.agent else ""
+        return f"{agent}{session_id[:8]}: mode {mode}"
 
     def on_replay_requested(self, message: ReplayRequested) -> None:
         sid = message.session_id

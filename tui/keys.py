@@ -65,6 +65,11 @@ MAIN = (
 
 EDIT = (Key("escape", "cancel", "esc", "Cancel", "cancel (enter sends the action)"),)
 
+CONFIRM = (
+    Key("y", "confirm", "y", "Yes", "switch to the looser mode"),
+    Key("escape", "cancel", "esc", "No", "keep the mode"),
+)
+
 HISTORY = (
     Key("escape", "app.pop_screen", "esc", "Back", "back"),
     Key("f5", "reload", "f5", "Reload", "reload"),
@@ -94,6 +99,7 @@ SECTIONS: tuple[tuple[str, tuple[Key | Note, ...]], ...] = (
         ),
     ),
     ("editing an action (e)", EDIT),
+    ("a looser mode (m)", CONFIRM),
     ("recorded sessions (h)", (Note("enter", "replay it"), *HISTORY)),
     ("replay (o, or enter in h)", REPLAY),
 )

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from textual.widgets import Static
+from textual.widgets import Label, Static
 from webshepherd.daemon.cli import build_parser
 from webshepherd.daemon.cli.tui import tui_app
 from webshepherd.protocol.client import AsyncClient
@@ -18,6 +18,7 @@ from webshepherd.protocol.commits import held_request
 from webshepherd.protocol.terminal_text import terminal_safe
 from webshepherd.tui.app import WebShepherdApp
 from webshepherd.tui.credential import read_credential, write_credential
+from webshepherd.tui.screens.confirm_mode import ConfirmModeScreen
 from webshepherd.tui.widgets.approvals_table import ApprovalsPanel
 
 from tests.daemon.server.test_commits_live import JUDGE, POST, _session
@@ -78,9 +79,26 @@ async def test_a_paired_tui_switches_modes_and_decides_a_paused_request(tmp_path
                 await wait_until(pilot, lambda: view.mode == "ask", what="the mode at start")
                 await wait_until(pilot, lambda: "running · ask" in screen_text(app), what="row")
 
-                # watch: the request runs, flagged in the session's detail
+                # watch is looser: m asks first, naming the session; esc keeps 'ask'
                 await pilot.press("m")
+                await wait_until(
+                    pilot, lambda: isinstance(app.screen, ConfirmModeScreen), what="the question"
+                )
+                asked = str(app.screen.query_one("#confirm-mode", Label).content)
+                assert sid in asked and "'ask' to 'watch'" in asked, asked
+                await pilot.press("escape")
+                await wait_until(pilot, lambda: app.screen is app.main, what="the question closed")
+                assert view.mode == "ask" and await daemon_mode(agent, sid) == "ask"
+
+                # watch, confirmed: the request runs, flagged in the session's detail
+                await pilot.press("m")
+                await wait_until(
+                    pilot, lambda: isinstance(app.screen, ConfirmModeScreen), what="asked again"
+                )
+                await pilot.press("y")
                 await wait_until(pilot, lambda: view.mode == "watch", what="watch")
+                said = app.mode_said(sid, "watch")
+                assert said.endswith(f"{sid[:8]}: mode watch") and view.agent in said
                 assert await daemon_mode(agent, sid) == "watch"
                 got = await session.commit_check(POST, timeout=30)
                 assert (got.decision.status, got.flagged) == ("approved", True)
@@ -92,9 +110,10 @@ async def test_a_paired_tui_switches_modes_and_decides_a_paused_request(tmp_path
                 )
                 assert "1 flagged commit, 0 refused" in text_of(app, "#activity")
 
-                # stop: refused by the mode, with the way out
+                # stop is stricter: no question
                 await pilot.press("m")
                 await wait_until(pilot, lambda: view.mode == "stop", what="stop")
+                assert not isinstance(app.screen, ConfirmModeScreen)
                 got = await session.commit_check(POST, timeout=30)
                 assert (got.decision.status, got.decision.decider) == ("rejected", "mode")
                 await wait_until(pilot, lambda: len(view.commits) == 2, what="the refused one")
@@ -111,8 +130,13 @@ async def test_a_paired_tui_switches_modes_and_decides_a_paused_request(tmp_path
                 assert f"way out: {got.decision.way_out}" in " ".join(activity.split())
                 assert "by person" not in activity
 
-                # ask: a paired person decides on the request's own card
+                # ask (looser than stop, so asked and confirmed): a paired person decides on
+                # the request's own card
                 await pilot.press("m")
+                await wait_until(
+                    pilot, lambda: isinstance(app.screen, ConfirmModeScreen), what="asked"
+                )
+                await pilot.press("y")
                 await wait_until(pilot, lambda: view.mode == "ask", what="ask again")
                 asking = asyncio.create_task(session.commit_check(SPOOF, timeout=30))
                 panel = app.screen.query_one(ApprovalsPanel)
@@ -170,6 +194,10 @@ async def test_an_unpaired_tui_changes_no_mode_and_takes_up_a_pairing_while_runn
                     pilot, lambda: "paired: decides approvals" in screen_text(app), what="said"
                 )
                 await pilot.press("m")
+                await wait_until(
+                    pilot, lambda: isinstance(app.screen, ConfirmModeScreen), what="asked"
+                )
+                await pilot.press("y")
                 await wait_until(pilot, lambda: view.mode == "watch", what="watch")
                 assert await daemon_mode(agent, sid) == "watch"
         await d.close_clients()
