@@ -2,11 +2,13 @@
 
 Needs a running daemon (``webshepherd serve``) and ``pip install '.[integrations]'`` in a clone;
 ``WEBSHEPHERD_URL`` / ``WEBSHEPHERD_TOKEN`` override the local daemon and its stored token,
-``CHROMIUM`` the browser (default /usr/bin/chromium). docs/frameworks.md shows the lines between
+``CHROMIUM`` the browser (default: Chromium on PATH). docs/frameworks.md shows the lines between
 the markers. Without START_URL it starts the bundled shop and does the shop's own task (the
 cheapest USB-C cable, as Ada Lovelace) with its reference checklist: each step the demo's
 scripted shopper proposes the action that makes progress and two distractors, the judge picks
-one (``choose``) and the env runs it (``step``). The browser holds what commits: offline, serve
+one (``choose``) and the env runs it (``step``). START_URL: a copy of the bundled shop served
+elsewhere (``webshepherd demo``'s); the scripted shopper knows only the shop's pages, so on any
+other page it stops, saying so, and exits 1. The browser holds what commits: offline, serve
 the tiny judge, which knows the shop, and let the shop's POSTs on loopback run flagged:
 ``webshepherd serve --model "$(webshepherd dev tiny-model --quiet)" --sandbox-origin
 'http://127.0.0.1:*'``. Prints, roughly::
@@ -19,17 +21,17 @@ the tiny judge, which knows the shop, and let the shop's POSTs on loopback run f
     orders: [['Basic USB-C cable, 1 m']]
 
 ``close()`` ends the session (webshepherd tui lists it as ended). BrowserGym's chat window
-launches playwright's own Chromium, without an executable path: when playwright has none,
-``CHROMIUM`` is linked where it looks, in a temporary folder removed at the end.
+launches playwright's own Chromium, without an executable path: ``use_chromium()`` links the
+machine's where playwright looks when playwright has none (docs/frameworks.md).
 """
 
 # --- README ---
-import os
+import sys
 
 import browsergym.core  # noqa: F401  (registers browsergym/openended)
 import gymnasium as gym
 from webshepherd.daemon.demo.agent import CHECKLIST, TASK, ShopAgent
-from webshepherd.integrations.browsergym import ProcessRewardWrapper, observation_text
+from webshepherd.integrations.browsergym import ProcessRewardWrapper, observation_text, use_chromium
 
 
 def rounded(reward: float | None) -> str:
@@ -38,13 +40,15 @@ def rounded(reward: float | None) -> str:
 
 def main(start_url: str) -> None:
     task = {"start_url": start_url, "goal": TASK}  # the shop's task: the cheapest USB-C cable
-    chromium = {"executable_path": os.environ.get("CHROMIUM", "/usr/bin/chromium")}
+    chromium = {"executable_path": use_chromium()}  # BrowserGym's chat window finds it too
     env = gym.make("browsergym/openended", task_kwargs=task, pw_chromium_kwargs=chromium)
     env = ProcessRewardWrapper(env, checklist=CHECKLIST)  # the daemon: $WEBSHEPHERD_URL, else local
     shopper = ShopAgent(seed=0)  # a stand-in for an LLM: the good action and two distractors
     try:
         obs, info = env.reset()
         for step in range(1, 11):
+            if not shopper.knows(observation_text(obs)):  # it knows only the bundled shop
+                sys.exit(f"stopped at {obs['url']}: not a page of the bundled shop")
             done = ShopAgent.done(obs["url"])  # the order is placed: tell the user, then stop
             proposals = shopper.propose(obs["url"], observation_text(obs))
             proposals = [p for p in proposals if not done or p.action.startswith("send_msg")]
@@ -64,37 +68,12 @@ def main(start_url: str) -> None:
 # --- README ---
 
 
-import sys  # noqa: E402 (below: running it as a script)
-import tempfile  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-
-def playwright_chromium(folder: Path) -> None:
-    """Lets playwright 1.44 (BrowserGym's pin) find a Chromium for the chat window: its own,
-    else ``CHROMIUM``, linked in ``folder``."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        if Path(pw.chromium.executable_path).exists():
-            return
-        build = Path(pw.chromium.executable_path).parents[1].name  # e.g. chromium-1117
-    chromium = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-    if not Path(chromium).exists():
-        sys.exit(f"no Chromium: run `playwright install chromium` or set CHROMIUM ({chromium})")
-    chrome = folder / "ms-playwright" / build / "chrome-linux" / "chrome"
-    chrome.parent.mkdir(parents=True)
-    chrome.symlink_to(os.path.realpath(chromium))
-    os.environ["PLAYWRIGHT_BROWSERS_PATH"] = str(folder / "ms-playwright")
-
-
 if __name__ == "__main__":
-    with tempfile.TemporaryDirectory(prefix="browsergym-rewards-") as scratch:
-        playwright_chromium(Path(scratch))
-        if len(sys.argv) > 1:
-            main(sys.argv[1])
-        else:
-            from webshepherd.daemon.demo.shop import ShopServer
+    if len(sys.argv) > 1:
+        main(sys.argv[1])
+    else:
+        from webshepherd.daemon.demo.shop import ShopServer
 
-            with ShopServer() as shop:
-                main(shop.url)
-                print("orders:", [o["items"] for o in shop.state.orders])
+        with ShopServer() as shop:
+            main(shop.url)
+            print("orders:", [o["items"] for o in shop.state.orders])

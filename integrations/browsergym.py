@@ -2,7 +2,7 @@
 
 ```python
 env = ProcessRewardWrapper(gym.make("browsergym/openended", task_kwargs={...}))
-obs, info = env.reset()            # starts a webshepherd session
+obs, info = env.reset(checklist=["Search for a cable"])  # starts a webshepherd session
 env.set_thought("The search box is [12].")
 obs, reward, terminated, truncated, info = env.step("fill('12', 'usb-c cable')")
 info["webshepherd"]["reward"]      # the judge's reward for that action (None: see "reason")
@@ -28,17 +28,36 @@ request fails in the browser; the step's ``obs["last_action_error"]`` says
 A step that sends nothing runs, whatever its button is called. ``hold_commits=False``: the
 daemon's guard rules hold by what the page says (the text-only fallback).
 
-Checklist: ``checklist=`` is the task's own (``"Checklist 1: ...\nChecklist 2: ..."``, as
-WebPRM and WebArena tasks have), recorded as ``reference`` and used first; without it the
-judge writes one from the intent, recorded as ``generated`` (never a training target). A judge
-that gives no judgement (no checklist it could parse, a model error) gives ``reward=None`` and
+Checklist, per episode: ``reset(checklist=...)`` takes the episode's items (a list of
+strings), or a callable ``(goal, task_info) -> list[str]`` called once the env's reset has
+made the episode's goal known (``task_info``: the env's reset info's ``task_info``);
+``checklist=`` of the constructor is the default for every episode (also the reference text,
+``"Checklist 1: ...\nChecklist 2: ..."``). A given checklist is recorded as ``reference`` and
+used first; without one the judge writes one from the goal, starting at ``reset()``
+(recorded as ``generated``, never a training target). A judge that gives no judgement (no
+checklist it could parse, a model error) gives ``reward=None`` and
 ``info["webshepherd"]["reason"]``, never an exception; the step still runs, and the next step
 asks the judge for a checklist again.
+
+``info["webshepherd"]`` (:data:`INFO_KEYS`): ``session_id``; ``checklist``, the items the
+judge scores against (None while it has none); after a step, ``step`` (the scored step's
+index, what :meth:`SyncSession.label` takes), ``action`` (the one executed), ``reward``,
+``item_probabilities`` (the executed action's per-item label probabilities: ``index``,
+``yes``, ``in_progress``, ``no``), ``feedback``, ``decision``, ``commits``, and when they
+apply ``candidates``, ``reason`` and ``refused``. Ground truth goes through
+``wrapper.session`` (the episode's :class:`~webshepherd.protocol.client.sync.SyncSession`):
+``env.session.label(info["webshepherd"]["step"], action, ["yes", "no", ...])``.
 
 Training data: ``step(action, candidates=[...])`` scores the other actions the agent weighed
 with the executed one in one ``score``; the recording keeps them all and the executed one as
 the step's action, and the env's outcome labels the session (docs/export-formats.md says
 which rows each export makes of it).
+
+Cost: with ``approval="never"`` (the default) and the browser holding commits, nothing waits
+for a person, so the score is sent before ``env.step`` and awaited after it (the judge runs
+while the browser does), and the new page's observation is sent on a worker thread while the
+agent thinks (the next score queues behind it; ``choose``, ``reset`` and ``close`` wait for
+it). Otherwise the score's decision comes first and the step runs after it.
 
 Thought: the one given with :meth:`ProcessRewardWrapper.set_thought` before ``step`` (it is
 used once). Approval: with ``approval="always"`` (or ``"auto"`` and the daemon's policy) a
@@ -51,6 +70,11 @@ Outcome: recorded from the env at ``reset()`` (the env reused) and ``close()``: 
 when the episode terminated with a reward > 0, ``failure`` when it terminated with a reward
 <= 0, ``unknown`` when it was interrupted before the env terminated (the session's answer
 says so).
+
+Chromium: BrowserGym launches its chat window without ``pw_chromium_kwargs``, so a machine
+without playwright's own browser fails with "Executable doesn't exist at
+.../ms-playwright/chromium-NNNN/...". :func:`use_chromium` points playwright at a Chromium
+of the machine's for every launch of the process.
 """
 
 from __future__ import annotations
@@ -58,7 +82,12 @@ from __future__ import annotations
 import base64
 import contextlib
 import io
-from collections.abc import Callable, Sequence
+import os
+import re
+import shutil
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, ParamSpec, Protocol, TypedDict, TypeVar
 
 import gymnasium as gym
@@ -68,7 +97,7 @@ from webshepherd.protocol.agents.environment import ActionError, ActionResult, P
 from webshepherd.protocol.agents.refusal import refusal_info, refusal_text, refused
 from webshepherd.protocol.client.sync import Client, SyncSession
 from webshepherd.protocol.common import Candidate, Outcome
-from webshepherd.protocol.errors import ModelError, ModelUnavailableError
+from webshepherd.protocol.errors import ModelError, ModelUnavailableError, WebShepherdError
 from webshepherd.protocol.replies import CommitDecided, Scored
 
 if TYPE_CHECKING:
@@ -186,9 +215,83 @@ def episode_outcome(terminated: bool, reward: float | None, steps: int) -> tuple
     return "unknown", f"interrupted mid-episode after {steps} steps: the env did not terminate"
 
 
+#: A playwright browser build's folder (``chromium-1117``): what the link goes under.
+_BUILD = re.compile(r"chromium(-headless-shell)?-\d+")
+
+
+def use_chromium(chromium: str | os.PathLike[str] | None = None) -> str:
+    """Let every Chromium that playwright launches in this process run: playwright's own when
+    it has one, else ``chromium`` (default ``$CHROMIUM``, else ``chromium`` on ``PATH``),
+    linked where playwright looks for its build, in ``$XDG_CACHE_HOME/webshepherd/ms-playwright``
+    (``~/.cache`` without it), with ``PLAYWRIGHT_BROWSERS_PATH`` (the folder playwright reads
+    its browsers from, a variable of its own) set to that folder. BrowserGym launches its chat
+    window without ``pw_chromium_kwargs``, so an ``executable_path`` alone is not enough.
+
+    Call it before the first env's ``reset`` (playwright reads the variable when it starts).
+    Returns the executable the launches will run. No Chromium at all is a
+    ``FileNotFoundError`` that says what to install."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        expected = Path(pw.chromium.executable_path)
+    if expected.exists():
+        return str(expected)
+    found = str(chromium) if chromium else os.environ.get("CHROMIUM") or shutil.which("chromium")
+    if not found or not Path(found).is_file():
+        raise FileNotFoundError(
+            f"no Chromium for playwright: {found or 'none on PATH'} is not a file, and "
+            f"playwright has no browser of its own at {expected}; install one (Debian: apt "
+            "install chromium), pass use_chromium(PATH) or set CHROMIUM, or run `playwright "
+            "install chromium`"
+        )
+    build = next((p for p in expected.parents if _BUILD.fullmatch(p.name)), None)
+    if build is None:
+        raise FileNotFoundError(f"playwright looks for Chromium at {expected}: no build folder")
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    browsers = cache / "webshepherd" / "ms-playwright"
+    link = browsers / expected.relative_to(build.parent)
+    target = os.path.realpath(found)
+    if not (link.is_symlink() and os.readlink(link) == target):
+        link.parent.mkdir(parents=True, exist_ok=True)
+        fresh = link.with_name(f".{link.name}.{os.getpid()}")
+        fresh.unlink(missing_ok=True)
+        fresh.symlink_to(target)
+        os.replace(fresh, link)  # another process's link is replaced whole, never half made
+    os.environ["PLAYWRIGHT_BROWSERS_PATH"] = str(browsers)
+    return target
+
+
+#: ``reset(checklist=...)``: the episode's items, or what makes them from the episode's goal
+#: and the env's ``task_info`` once the env's reset has made them known.
+ChecklistFn = Callable[[str, Mapping[str, Any]], Sequence[str]]
+EpisodeChecklist = Sequence[str] | ChecklistFn
+#: ``info["webshepherd"]``'s keys, each named for what it holds (the module's docstring).
+INFO_KEYS = (
+    "session_id", "checklist", "step", "action", "reward", "item_probabilities", "feedback",
+    "decision", "commits", "candidates", "reason", "refused",
+)  # fmt: skip
+_DEFAULT: Any = object()  # reset() without checklist=: the wrapper's own
+#: What ``env.step`` returns: obs, reward, terminated, truncated, info.
+StepResult = tuple[BrowserGymObs, float, bool, bool, Info]
+
+
+def checklist_text(items: Sequence[str]) -> str:
+    """The reference text the daemon reads for ``items`` (``Checklist N: item`` lines); a
+    list that is not one (no items, an empty or multi-line item) is a ``ValueError``."""
+    if isinstance(items, str) or not isinstance(items, Sequence):
+        raise ValueError(f"checklist: expected a list of strings, got {type(items).__name__}")
+    if not items:
+        raise ValueError("checklist: no items (pass None to have the judge write one)")
+    for item in items:
+        if not isinstance(item, str) or not item.strip() or "\n" in item:
+            raise ValueError(f"checklist: {item!r} is not an item (one line of text)")
+    return "\n".join(f"Checklist {i}: {item.strip()}" for i, item in enumerate(items, 1))
+
+
 class ProcessRewardWrapper(gym.Wrapper):
-    """Scores each action with the webshepherd daemon before the wrapped env runs it; holds
-    the browser's commits for the daemon to decide (``hold_commits``)."""
+    """Scores each action with the webshepherd daemon before the wrapped env runs it (or while
+    it runs, when nothing waits for a person); holds the browser's commits for the daemon to
+    decide (``hold_commits``). ``session``: the episode's session (None before ``reset``)."""
 
     def __init__(
         self,
@@ -197,7 +300,7 @@ class ProcessRewardWrapper(gym.Wrapper):
         url: str | None = None,
         token: str | None = None,
         intent: str | None = None,
-        checklist: str | None = None,
+        checklist: str | EpisodeChecklist | None = None,
         samples: int = 1,
         approval: Approval = "never",
         client: Client | None = None,
@@ -220,21 +323,39 @@ class ProcessRewardWrapper(gym.Wrapper):
         self._steps = 0
         self._terminated = False
         self._last_reward: float | None = None
+        self._items: list[str] | None = None  # the episode's checklist, once known
+        # the client's calls made off the env's thread: one at a time, in the order sent
+        self._worker: ThreadPoolExecutor | None = None
+        self._recording: Future[None] | None = None  # the last step's action and new page
 
     def set_thought(self, thought: str | None) -> None:
         """The agent's reasoning for the next ``step`` (sent with the action, used once)."""
         self._thought = thought
 
-    def reset(self, **kwargs: object) -> tuple[BrowserGymObs, Info]:
+    @property
+    def overlaps(self) -> bool:
+        """Whether ``step`` runs the env while the judge scores: no decision can wait for a
+        person (``approval="never"``; the browser's gate holds commits, so the daemon's rules
+        only predict) and no step is refused before it runs."""
+        return self.approval == "never" and self.hold_commits
+
+    def reset(
+        self, *, checklist: EpisodeChecklist | None = _DEFAULT, **kwargs: object
+    ) -> tuple[BrowserGymObs, Info]:
+        """The env's reset (``kwargs``: ``seed``, ``options``), then the episode's session.
+        ``checklist``: this episode's items, or ``(goal, task_info) -> items``; None: the judge
+        writes one; left out: the constructor's ``checklist``."""
         self._end_episode()
         obs, info = self.env.reset(**kwargs)
-        intent = self.intent or obs.get("goal") or _goal_text(obs)
+        goal = _goal_text(obs) if obs.get("goal_object") else obs.get("goal") or "(no goal)"
+        chosen = self.checklist if checklist is _DEFAULT else checklist
+        reference, self._items = self._episode_checklist(chosen, goal, info)
         if not self.client.connected:
             self.client.connect()
         self.session = self.client.start_session(
-            intent,
+            self.intent or goal,
             start_url=obs["url"],
-            checklist=self.checklist,
+            checklist=reference,
             observation=observation(obs),
             agent="browsergym",
             holds="browser" if self.hold_commits else None,
@@ -244,9 +365,26 @@ class ProcessRewardWrapper(gym.Wrapper):
         self._obs, self._thought = obs, None
         self._steps, self._terminated, self._last_reward = 0, False, None
         info = dict(info)
-        info["webshepherd"] = {"session_id": self.session.session_id}
+        info["webshepherd"] = {"session_id": self.session.session_id, "checklist": self._items}
         self._info = info
         return obs, info
+
+    @staticmethod
+    def _episode_checklist(
+        chosen: str | EpisodeChecklist | None, goal: str, info: Info
+    ) -> tuple[str | None, list[str] | None]:
+        """The reference text to start the session with, and its items when known here."""
+        if chosen is None:
+            return None, None
+        if isinstance(chosen, str):  # reference text: the daemon parses its items
+            return chosen, None
+        if callable(chosen):
+            made = chosen(goal, info.get("task_info") or {})
+            try:
+                return checklist_text(made), [item.strip() for item in made]
+            except ValueError as exc:
+                raise ValueError(f"the checklist callable's result for {goal!r}: {exc}") from None
+        return checklist_text(chosen), [item.strip() for item in chosen]
 
     def _hold(self, session: SyncSession, start_url: str) -> None:
         """The gate on the env's context (again when the env made a new browser at reset)."""
@@ -273,40 +411,35 @@ class ProcessRewardWrapper(gym.Wrapper):
     ) -> tuple[BrowserGymObs, float, bool, bool, Info]:
         """Score ``action`` (and ``candidates``, the other actions the agent weighed this step:
         actions or ``(thought, action)`` pairs; ``action`` is added when missing) in one
-        ``score``, then run ``action`` unless refused. The recording keeps every candidate's
-        judgement and ``action`` as the one executed: the exports' chosen action in a session
-        the env's outcome marks a success, the others its rejected ones where they are clear
-        negatives (docs/export-formats.md). ``info["webshepherd"]["candidates"]``: each one's
-        action and reward."""
+        ``score``, and run ``action`` unless refused (while the judge scores when
+        :attr:`overlaps`). The recording keeps every candidate's judgement and ``action`` as
+        the one executed (docs/export-formats.md says which rows it makes).
+        ``info["webshepherd"]["candidates"]``: each one's action and reward."""
         session, before = self._require()
         thought, self._thought = self._thought, None
         proposals, pick = _proposals(action, thought, candidates)
         ws: Info = {"session_id": session.session_id, "action": action, "commits": []}
+        if self.overlaps:
+            scoring = self._call(session.score, proposals, samples=self.samples, approval="never")
+            ran = self._execute(action)  # the browser runs while the judge scores
+            try:
+                scored = scoring.result()
+            except JUDGING_ERRORS as exc:  # no judgement: a result; the step ran as asked
+                self._unjudged(ws, exc)
+            else:
+                self._judged(ws, scored, proposals, pick, candidates is not None)
+            return self._ran(session, action, thought, ws, ran)
         try:
+            self._settle()
             scored = session.score(proposals, samples=self.samples, approval=self.approval)
             if scored.decision.status != "auto" and _held_index(scored) != pick:
                 # the daemon's decision covers its best candidate: the executed one alone
                 proposals, pick = [proposals[pick]], 0
                 scored = session.score(proposals, samples=self.samples, approval=self.approval)
         except JUDGING_ERRORS as exc:  # no judgement: a result, and the step runs as asked
-            ws.update(reward=None, reason=judging_failure(exc), checklist=[], feedback="")
-            ws["decision"] = "auto"
-            return self._run(session, action, thought, ws)
-        by_index = {r.index: r for r in scored.results}
-        result = by_index.get(pick)
-        ws.update(
-            reward=result.reward if result else None,
-            checklist=[item.model_dump() for item in result.items] if result else [],
-            feedback=result.feedback if result else "",
-            decision=scored.decision.status,
-        )
-        if candidates is not None:
-            ws["candidates"] = [
-                {"action": c.action, "reward": r.reward if (r := by_index.get(i)) else None}
-                for i, c in enumerate(proposals)
-            ]
-        if result is not None and result.reward is None:
-            ws["reason"] = no_reward_reason([result])
+            self._unjudged(ws, exc)
+            return self._ran(session, action, thought, ws, self._execute(action))
+        self._judged(ws, scored, proposals, pick, candidates is not None)
         chosen = decide(proposals, pick, scored.decision)
         if chosen is None:  # refused: the env does not run it, and keeps its own last info
             ws["refused"] = refusal_info(scored.decision, action)
@@ -316,21 +449,67 @@ class ProcessRewardWrapper(gym.Wrapper):
             info = dict(self._info)
             info["webshepherd"] = ws
             return obs, 0.0, False, False, info
-        return self._run(session, chosen.action, chosen.thought, ws)
+        ws["action"] = chosen.action
+        return self._ran(session, chosen.action, chosen.thought, ws, self._execute(chosen.action))
 
-    def _run(
-        self, session: SyncSession, action: str, thought: str | None, ws: Info
-    ) -> tuple[BrowserGymObs, float, bool, bool, Info]:
+    def _unjudged(self, ws: Info, exc: Exception) -> None:
+        ws.update(step=None, reward=None, reason=judging_failure(exc), item_probabilities=[])
+        ws.update(feedback="", decision="auto", checklist=self._checklist())
+
+    def _judged(
+        self, ws: Info, scored: Scored, proposals: list[Candidate], pick: int, listed: bool
+    ) -> None:
+        """The judgement of the executed candidate (and of every one, when ``listed``)."""
+        by_index = {r.index: r for r in scored.results}
+        result = by_index.get(pick)
+        ws.update(
+            step=scored.step,
+            reward=result.reward if result else None,
+            item_probabilities=[item.model_dump() for item in result.items] if result else [],
+            feedback=result.feedback if result else "",
+            decision=scored.decision.status,
+            checklist=self._checklist(),
+        )
+        if listed:
+            ws["candidates"] = [
+                {"action": c.action, "reward": r.reward if (r := by_index.get(i)) else None}
+                for i, c in enumerate(proposals)
+            ]
+        if result is not None and result.reward is None:
+            ws["reason"] = no_reward_reason([result])
+
+    def _checklist(self) -> list[str] | None:
+        """The items the judge scores against: the episode's, else the session's once the
+        daemon has sent it (the client keeps it; asked without waiting)."""
+        if self._items is None and self.session is not None:
+            with contextlib.suppress(WebShepherdError):
+                got = self.session.checklist(timeout=0)
+                self._items = [item.title for item in got.items]
+        return self._items
+
+    def _execute(self, action: str) -> tuple[StepResult, list[CommitDecided]]:
         """``env.step(action)`` with the gate told what runs; the requests it paused."""
-        ws["action"] = action
         if self._gate is not None:
             self._gate.trigger(action)
         try:
-            obs, reward, terminated, truncated, info = self.env.step(action)
+            result = self.env.step(action)
         finally:
             decided = self._gate.take_decisions() if self._gate is not None else []
             if self._gate is not None:
                 self._gate.trigger(None)
+        return result, decided
+
+    def _ran(
+        self,
+        session: SyncSession,
+        action: str,
+        thought: str | None,
+        ws: Info,
+        ran: tuple[StepResult, list[CommitDecided]],
+    ) -> StepResult:
+        """The step's result with what the gate decided; the action and the new page go to
+        the daemon on the worker (waited for by the next call that needs them)."""
+        (obs, reward, terminated, truncated, info), decided = ran
         self._steps += 1
         self._terminated = bool(terminated)
         self._last_reward = float(reward)
@@ -341,17 +520,35 @@ class ProcessRewardWrapper(gym.Wrapper):
             own = obs.get("last_action_error") or ""
             obs["last_action_error"] = "\n".join([*refusals, *([own] if own else [])])
             ws["refused"] = next(r for r in commits if r["refused"])
-        session.client.report_action(session.session_id, action, thought)
-        session.observe(obs["url"], observation_text(obs), screenshot_png(obs))
+        self._settle()
+        self._recording = self._call(self._record, session, action, thought, obs)
         self._obs = obs
         info = dict(info)
         info["webshepherd"] = ws
         self._info = info
         return obs, reward, terminated, truncated, info
 
+    @staticmethod
+    def _record(session: SyncSession, action: str, thought: str | None, obs: BrowserGymObs) -> None:
+        session.act(action, thought)
+        session.observe(obs["url"], observation_text(obs), screenshot_png(obs))
+
+    def _call(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> Future[T]:
+        """``fn`` on the worker, after the calls sent before it."""
+        if self._worker is None:
+            self._worker = ThreadPoolExecutor(1, thread_name_prefix="webshepherd-browsergym")
+        return self._worker.submit(fn, *args, **kwargs)
+
+    def _settle(self) -> None:
+        """Wait for the last step's action and page to reach the daemon (its error raised)."""
+        if self._recording is not None:
+            recording, self._recording = self._recording, None
+            recording.result()
+
     def choose(self, candidates: Sequence[tuple[str | None, str]]) -> tuple[int, BestOfN]:
         """Best-of-n without executing: the index into ``candidates`` and the scored result."""
         session, _ = self._require()
+        self._settle()
         proposals = [Candidate(thought=t or "", action=a) for t, a in candidates]
         result = best_of_n_sync(
             session, proposals, top_n=len(proposals), samples=self.samples, approval="never"
@@ -370,6 +567,9 @@ class ProcessRewardWrapper(gym.Wrapper):
                     gate.detach()
                 self.env.close()
             finally:
+                if self._worker is not None:
+                    worker, self._worker = self._worker, None
+                    worker.shutdown(wait=True)
                 if self._own_client:
                     self.client.close()
 
@@ -382,8 +582,11 @@ class ProcessRewardWrapper(gym.Wrapper):
         """End the session with the episode's outcome, read from the env's own reward."""
         if self.session is not None:
             session, self.session = self.session, None
-            outcome, answer = episode_outcome(self._terminated, self._last_reward, self._steps)
-            session.end(outcome, answer)
+            try:
+                self._settle()
+            finally:
+                outcome, answer = episode_outcome(self._terminated, self._last_reward, self._steps)
+                session.end(outcome, answer)
 
 
 def _proposals(
@@ -413,6 +616,8 @@ def _held_index(scored: Scored) -> int | None:
 
 
 def _goal_text(obs: BrowserGymObs) -> str:
+    """The goal's text parts (an image part, as VisualWebArena's, is not text: BrowserGym's
+    legacy ``obs["goal"]`` then holds a warning instead of the goal)."""
     parts = [m.get("text", "") for m in obs.get("goal_object", []) if m.get("type") == "text"]
     return "\n".join(parts) or "(no goal)"
 

@@ -126,6 +126,11 @@ class ShopAgent:
     def done(url: str) -> bool:
         return urlsplit(url).path.startswith("/order/")
 
+    def knows(self, axtree: str) -> bool:
+        """Whether ``axtree`` is a page of its shop (every one links home): the only pages it
+        proposes for."""
+        return _find(elements(axtree), "link", self.shop.shop) is not None
+
     def propose(self, url: str, axtree: str) -> list[Proposal]:
         els = elements(axtree)
         good = self._good(urlsplit(url).path, axtree, els)

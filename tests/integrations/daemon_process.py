@@ -6,10 +6,11 @@ one-time pairing code for a monitor, made as ``webshepherd pair tui`` makes it);
 stdin closes.
 
 ``SPEC`` (JSON, optional): ``{"judge": {"default": [reward, [levels], feedback], "actions":
-{action: [...]}}, "config": {DaemonConfig field: value}}``. Without ``judge`` the engine is
-the tiny model; with it a scripted judge (tests/fixtures/scripted_judge.py) gives each action
-its judgement (by action alone, any page) and writes no checklist of its own: a session
-without a reference checklist gets no judgement, as a judge whose checklist does not parse.
+{action: [...]}, "delay_s": seconds}, "config": {DaemonConfig field: value}}``. Without
+``judge`` the engine is the tiny model; with it a scripted judge (tests/fixtures/scripted_judge.py)
+gives each action its judgement (by action alone, any page), after ``delay_s`` (default 0: a
+slow judge), and writes no checklist of its own: a session without a reference checklist gets
+no judgement, as a judge whose checklist does not parse.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -34,11 +36,15 @@ from tests.fixtures.scripted_judge import Judgement, ScriptedJudge
 class ActionJudge(ScriptedJudge):
     """A scripted judge keyed by the action alone (the tests' pages have ephemeral ports)."""
 
-    def __init__(self, actions: dict[str, Judgement], default: Judgement | None) -> None:
+    def __init__(
+        self, actions: dict[str, Judgement], default: Judgement | None, delay_s: float = 0.0
+    ) -> None:
         super().__init__({}, default)
         self.actions = actions
+        self.delay_s = delay_s
 
     def score(self, step: StepInput, on_progress: Any = None, cancel: Any = None) -> StepScore:
+        time.sleep(self.delay_s)
         self.table = {(step.current_url, a): j for a, j in self.actions.items()}
         return super().score(step, on_progress, cancel)
 
@@ -62,7 +68,8 @@ async def main(base: Path, spec: dict[str, Any]) -> None:
     else:
         default = _judgement(judge["default"]) if judge.get("default") else None
         actions = {a: _judgement(j) for a, j in judge.get("actions", {}).items()}
-        daemon = running_daemon(settings, ActionJudge(actions, default))
+        judging = ActionJudge(actions, default, float(judge.get("delay_s", 0.0)))
+        daemon = running_daemon(settings, judging)
     async with daemon as server:
         code = pairing_code(server.config.config_dir, "monitor")
         print(json.dumps({"url": server.url, "monitor_code": code}), flush=True)

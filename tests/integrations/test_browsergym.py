@@ -10,16 +10,22 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import textwrap
 import threading
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
 import pytest
 from browsergym.core.env import BrowserEnv
 from browsergym.core.task import OpenEndedTask
 from webshepherd.daemon.demo.shop import ShopServer
 from webshepherd.daemon.demo.variants import variant
-from webshepherd.integrations.browsergym import ProcessRewardWrapper, observation_text
+from webshepherd.integrations.browsergym import (
+    INFO_KEYS,
+    ProcessRewardWrapper,
+    observation_text,
+)
 from webshepherd.protocol.client import AsyncClient
 from webshepherd.protocol.client.sync import Client
 from webshepherd.protocol.common import SessionSummary
@@ -73,7 +79,14 @@ def test_rewards_in_info_and_every_observation_recorded(shop: ShopServer, daemon
         ws = info["webshepherd"]
         assert ws["session_id"] == session_id and ws["decision"] == "auto"
         assert ws["reward"] is None or 0.0 <= ws["reward"] <= 1.0
-        assert isinstance(ws["checklist"], list) and isinstance(ws["feedback"], str)
+        assert set(ws) <= set(INFO_KEYS) and isinstance(ws["feedback"], str)
+        # named for what they hold: the checklist's items, and the executed action's per-item
+        # label probabilities at the scored step
+        assert ws["checklist"] == [line.split(": ", 1)[1] for line in CHECKLIST.splitlines()]
+        probs = ws["item_probabilities"]
+        assert ws["reward"] is None or [p["index"] for p in probs] == [1, 2]
+        assert all(abs(p["yes"] + p["in_progress"] + p["no"] - 1) < 1e-6 for p in probs)
+        assert isinstance(ws["step"], int)
         assert env.unwrapped.page.input_value(f"[bid='{box}']") == "usb-c cable"
         obs, _, _, _, info = env.step(f"click('{bid(obs, 'button', 'Search')}')")
         seen.append(observation_text(obs))
@@ -140,8 +153,9 @@ def test_the_example_orders_the_cheapest_cable_offline_and_leaves_no_files(
     tmp_path: Path,
 ) -> None:
     """``python examples/browsergym_rewards.py`` against the serve its docstring names (the tiny
-    judge, the shop's loopback origin a sandbox) with no playwright browser of its own: it links
-    Debian's Chromium for BrowserGym's chat window, starts the shop, each step runs the
+    judge, the shop's loopback origin a sandbox) with no playwright browser of its own: its
+    ``use_chromium()`` links Debian's Chromium for BrowserGym's chat window (in the user's
+    cache, not TMPDIR), it starts the shop, each step runs the
     best-rewarded proposal, which is the scripted shopper's progress, the cheapest cable is
     ordered (the browser's held POSTs flagged, not refused), the session is ended, and the
     run's TMPDIR is left empty."""
@@ -153,6 +167,7 @@ def test_the_example_orders_the_cheapest_cable_offline_and_leaves_no_files(
             env = dict(os.environ, WEBSHEPHERD_URL=served.url, WEBSHEPHERD_TOKEN=served.token)
             env |= {"CHROMIUM": CHROMIUM, "TMPDIR": str(tmp)}
             env["PLAYWRIGHT_BROWSERS_PATH"] = str(tmp_path / "no-browsers")  # none of its own
+            env["XDG_CACHE_HOME"] = str(tmp_path / "cache")  # where use_chromium links it
             argv = [sys.executable, str(ROOT / "examples" / "browsergym_rewards.py")]
             run = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=240)
             said = [line for line in run.stderr.splitlines() if "[pid=" not in line]
@@ -163,6 +178,8 @@ def test_the_example_orders_the_cheapest_cable_offline_and_leaves_no_files(
         shutil.rmtree(tmp)
     assert len(sessions) == 1 and sessions[0].ended_at is not None, sessions
     assert left == [], "the example left files behind"
+    (link,) = (tmp_path / "cache" / "webshepherd" / "ms-playwright").glob("chromium-*/*/*")
+    assert link.is_symlink() and link.resolve() == Path(CHROMIUM).resolve()
     lines = run.stdout.splitlines()
     steps = [(lines[i], lines[i + 1]) for i, line in enumerate(lines) if line.startswith("step ")]
     assert [s.split(":")[0] for s, _ in steps] == [f"step {n}" for n in range(1, 9)], run.stdout
@@ -431,3 +448,192 @@ def test_a_steps_candidates_hold_the_executed_action_once_and_bad_ones_are_refus
     assert [(c.thought, c.action) for c in cands][pick] == ("The button.", "click('5')")
     with pytest.raises(ValueError, match=r"candidates: .* is not an action"):
         _proposals("click('5')", None, ["click('7')", "  "])
+
+
+# -- issue 48: a checklist per episode, the step to label, the score beside env.step ---------
+
+
+def checklist_events(daemon: Daemon, session_id: str) -> list[dict[str, Any]]:
+    with Client(daemon.url, daemon.token) as client:
+        events = client.session(session_id).events
+    return [e for e in events if e.get("type") == "checklist"]
+
+
+def test_a_checklist_per_episode_from_a_list_or_from_the_goal(tmp_path: Path) -> None:
+    """``reset(checklist=...)``: a callable gets the episode's goal and the env's task_info
+    once the env's reset made them known; a list is that episode's; None lets the judge write
+    one; left out, the constructor's. ``info["webshepherd"]`` names the items, the scored step
+    and the executed action's probabilities; a label through ``env.session`` is recorded."""
+    asked: list[tuple[str, Any]] = []
+
+    def from_goal(goal: str, task_info: Any) -> list[str]:
+        asked.append((goal, task_info))
+        return [f"Do this: {goal}", "Check the page says done"]
+
+    spec = {"judge": {"default": [0.5, [2, 0], "fine"]}}
+    with daemon_process(tmp_path / "scripted", spec) as scripted, WriteServers() as servers:
+        env = ProcessRewardWrapper(
+            page_env(servers.url(MINIWOB_SUBMIT), ClickTask), url=scripted.url,
+            token=scripted.token, checklist=from_goal,
+        )  # fmt: skip
+        try:
+            obs, info = env.reset(seed=3)
+            items = ["Do this: Click the button.", "Check the page says done"]
+            assert asked == [("Click the button.", {})]
+            assert info["webshepherd"]["checklist"] == items
+            first = info["webshepherd"]["session_id"]
+            obs, _, terminated, _, info = env.step(go(obs, env), candidates=["scroll(0, 200)"])
+            ws = info["webshepherd"]
+            assert terminated and ws["checklist"] == items and ws["reward"] == 0.5
+            assert [p["index"] for p in ws["item_probabilities"]] == [1, 2]
+            done, todo = ws["item_probabilities"]  # the scripted judge's levels 2 and 0
+            assert done["yes"] > done["no"] and todo["no"] > todo["yes"]
+            assert env.session is not None and env.session.session_id == first
+            recorded = env.session.label(ws["step"], "scroll(0, 200)", ["no", "no"])
+            assert (recorded.session_id, recorded.step) == (first, ws["step"])
+
+            _, info = env.reset(checklist=["Only this"])  # this episode's own
+            second = info["webshepherd"]["session_id"]
+            assert info["webshepherd"]["checklist"] == ["Only this"] and len(asked) == 1
+            _, info = env.reset(checklist=None)  # the judge writes one: this one writes none
+            assert info["webshepherd"]["checklist"] is None
+            obs, _, _, _, info = env.step(go(obs, env))
+            ws = info["webshepherd"]
+            assert ws["reward"] is None and ws["checklist"] is None
+            _, info = env.reset()  # the constructor's again
+            assert len(asked) == 2 and info["webshepherd"]["checklist"] == items
+
+            with pytest.raises(ValueError, match=r"checklist: no items"):
+                env.reset(checklist=[])
+            with pytest.raises(ValueError, match=r"callable's result for 'Click the button.'"):
+                env.reset(checklist=lambda goal, task_info: "one string")
+            with pytest.raises(ValueError, match=r"is not an item"):
+                env.reset(checklist=["two\nlines"])
+        finally:
+            env.close()
+        (made,) = checklist_events(scripted, first)
+        (given,) = checklist_events(scripted, second)
+    assert made["source"] == "reference" and [i["title"] for i in made["items"]] == items
+    assert given["source"] == "reference" and [i["title"] for i in given["items"]] == ["Only this"]
+
+
+class ScoredYet(gym.Wrapper):
+    """Between the wrapper and the env: at each ``env.step``, whether the daemon has recorded
+    the step's ``scored`` event yet (asked on a connection of its own)."""
+
+    def __init__(self, env: Any, daemon: Daemon) -> None:
+        super().__init__(env)
+        self.daemon = daemon
+        self.session_id = ""
+        self.seen: list[int] = []
+
+    def step(self, action: str) -> Any:
+        with Client(self.daemon.url, self.daemon.token) as client:
+            events = client.session(self.session_id).events
+        self.seen.append(sum(e.get("type") == "scored" for e in events))
+        return self.env.step(action)
+
+
+def test_the_judge_scores_while_the_env_steps_when_nothing_waits_for_a_person(
+    tmp_path: Path,
+) -> None:
+    """``approval="never"`` with the browser holding commits: the score is sent before
+    ``env.step`` and awaited after it (a slow judge has not answered when the env steps);
+    with ``approval="auto"`` the decision comes first. The recording is the same."""
+    spec = {"judge": {"default": [0.5, [2], "fine"], "delay_s": 2.0}}
+    recorded = {}
+    with daemon_process(tmp_path / "slow", spec) as slow, WriteServers() as servers:
+        for approval in ("never", "auto"):
+            probe = ScoredYet(page_env(servers.url(MINIWOB_SUBMIT)), slow)
+            env = ProcessRewardWrapper(
+                probe, url=slow.url, token=slow.token, checklist=["Click"], approval=approval
+            )
+            try:
+                obs, info = env.reset()
+                probe.session_id = info["webshepherd"]["session_id"]
+                assert env.overlaps == (approval == "never")
+                for _ in range(2):
+                    obs, _, _, _, info = env.step(go(obs, env))
+                    assert info["webshepherd"]["reward"] == 0.5
+            finally:
+                env.close()
+            with Client(slow.url, slow.token) as client:
+                events = client.session(probe.session_id).events
+            recorded[approval] = [e["type"] for e in events if e["type"] != "checklist"]
+            if approval == "never":  # each step's score still under way when the env ran
+                assert probe.seen == [0, 1], probe.seen
+            else:  # each step's decision first
+                assert probe.seen == [1, 2], probe.seen
+    assert recorded["never"] == recorded["auto"]
+    assert recorded["never"].count("scored") == 2 and recorded["never"].count("action") == 2
+
+
+def test_use_chromium_lets_browsergym_launch_its_chat_window(tmp_path: Path) -> None:
+    """A user's own script, playwright without a browser of its own: BrowserGym's chat window
+    fails with "Executable doesn't exist" though the env got ``executable_path``; after
+    ``use_chromium()`` the same script runs (the link made in the user's cache)."""
+    script = textwrap.dedent(
+        f"""
+        import sys
+        from browsergym.core.env import BrowserEnv
+        from browsergym.core.task import OpenEndedTask
+        from webshepherd.integrations.browsergym import use_chromium
+
+        exe = use_chromium() if sys.argv[1] == "helped" else {CHROMIUM!r}
+        env = BrowserEnv(task_entrypoint=OpenEndedTask, headless=True,
+                         task_kwargs={{"start_url": "about:blank", "goal": "look"}},
+                         pw_chromium_kwargs={{"executable_path": exe}})
+        try:
+            env.reset()
+            print("chat window up:", env.chat is not None)
+        finally:
+            env.close()
+        """
+    )
+    env = dict(os.environ, PLAYWRIGHT_BROWSERS_PATH=str(tmp_path / "none"))
+    env |= {"XDG_CACHE_HOME": str(tmp_path / "cache"), "CHROMIUM": CHROMIUM}
+    argv = [sys.executable, "-c", script]
+    runs = {
+        how: subprocess.run([*argv, how], env=env, capture_output=True, text=True, timeout=180)
+        for how in ("plain", "helped")
+    }
+    assert runs["plain"].returncode != 0 and "Executable doesn't exist" in runs["plain"].stderr
+    assert runs["helped"].returncode == 0, runs["helped"].stderr[-3000:]
+    assert runs["helped"].stdout.strip() == "chat window up: True"
+    (link,) = (tmp_path / "cache" / "webshepherd" / "ms-playwright").glob("chromium-*/*/*")
+    assert link.is_symlink() and link.resolve() == Path(CHROMIUM).resolve()
+
+
+def test_use_chromium_without_a_chromium_says_what_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from webshepherd.integrations.browsergym import use_chromium
+
+    monkeypatch.setenv("PLAYWRIGHT_BROWSERS_PATH", str(tmp_path / "none"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    with pytest.raises(FileNotFoundError, match=r"no Chromium for playwright: .*apt install"):
+        use_chromium(tmp_path / "no-such-chromium")
+    assert os.environ["PLAYWRIGHT_BROWSERS_PATH"] == str(tmp_path / "none")  # left as it was
+    assert use_chromium(CHROMIUM) == os.path.realpath(CHROMIUM)
+    assert os.environ["PLAYWRIGHT_BROWSERS_PATH"] == str(
+        tmp_path / "cache" / "webshepherd" / "ms-playwright"
+    )
+    assert use_chromium() == str(next((tmp_path / "cache").rglob("chrome")))  # its link now
+
+
+def test_the_example_refuses_a_page_that_is_not_the_shop(tmp_path: Path) -> None:
+    """``python examples/browsergym_rewards.py URL`` on another page: the scripted shopper
+    knows only the bundled shop, so the example stops at once, saying so, exit 1, no
+    traceback, the session ended."""
+    spec = {"judge": {"default": [0.5, [1], "fine"]}}
+    with daemon_process(tmp_path / "scripted", spec) as scripted, WriteServers() as servers:
+        page = servers.url(MINIWOB_SUBMIT)
+        env = dict(os.environ, WEBSHEPHERD_URL=scripted.url, WEBSHEPHERD_TOKEN=scripted.token)
+        env |= {"CHROMIUM": CHROMIUM, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+        argv = [sys.executable, str(ROOT / "examples" / "browsergym_rewards.py"), page]
+        run = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=240)
+        sessions = asyncio.run(recorded_sessions(scripted))
+    said = [line for line in run.stderr.splitlines() if "[pid=" not in line]
+    assert run.returncode == 1 and "Traceback" not in run.stderr, run.stderr[-3000:]
+    assert said[-1] == f"stopped at {page}: not a page of the bundled shop", said
+    assert len(sessions) == 1 and sessions[0].ended_at is not None

@@ -16,6 +16,7 @@ def test_good_actions_alone_buy_the_cheapest_cable() -> None:
         steps: list[str] = []
         while not agent.done(browser.url) and len(steps) < 20:
             obs = browser.observe()
+            assert agent.knows(obs.axtree)  # every page of the shop: its own
             proposals = agent.propose(obs.url, obs.axtree)
             assert len(proposals) == 3 and sum(p.good for p in proposals) == 1
             assert len({p.action for p in proposals}) == 3
@@ -27,6 +28,9 @@ def test_good_actions_alone_buy_the_cheapest_cable() -> None:
         order = shop.state.orders[0]
         assert order["items"] == ["Basic USB-C cable, 1 m"] and order["total"] == 4.99
         assert order["name"] == "Ada Lovelace" and shop.state.cart == []
+
+    other = "RootWebArea 'Example'\n\t[3] searchbox ''\n\t[4] link 'More information'"
+    assert not agent.knows(other)  # another site's page, a search box and all
 
 
 def test_the_agent_recovers_from_a_bad_action() -> None:
