@@ -56,6 +56,20 @@ def add_export_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="webprm: also write each screenshot to images/ beside the output and name it in "
         "image_observation.path (the bytes are in the rows either way)",
     )
+    e.add_argument(
+        "--include-judged",
+        action="store_true",
+        help="webprm, trl-preference, trl-prm: also pair the chosen action with candidates "
+        "nothing true is known of, where the rule-based filter calls them clear negatives and "
+        "the judge scored them lower (marked source 'judge'); by default rows come from truth "
+        "only: a person, labels, the env's outcome",
+    )
+    e.add_argument(
+        "--generated-checklists",
+        action="store_true",
+        help="webprm, trl-prm: write a checklist the judge generated where the task's own "
+        "goes (marked checklist_source 'generated'); by default only a reference checklist is",
+    )
     e.add_argument("--data-dir", type=Path, default=None, help="where the recording lives")
     e.add_argument(
         "--quiet", action="store_true", help="print nothing but errors (no progress, no summary)"
@@ -85,7 +99,13 @@ def cmd_export(args: argparse.Namespace) -> int:
         args.out = output_dir(data_dir, "exports") / f"{args.format}-{stamp}"
     fmt = EXPORTERS[args.format]
     files = fmt.files(args.out)
-    opts = ExportOptions(args.redact, args.sft_layout, args.screenshots)
+    opts = ExportOptions(
+        args.redact,
+        args.sft_layout,
+        args.screenshots,
+        args.include_judged,
+        args.generated_checklists,
+    )
     history = History.open(data_dir / DB_NAME)
     try:
         sessions = history.sessions(args.sessions, _since(args.since))

@@ -28,6 +28,8 @@ class ExportOptions:
     redact: Sequence[str] = ()
     sft_layout: str = "sharegpt"  # sft: LLaMA-Factory's sharegpt or alpaca
     screenshots: bool = False  # webprm: also write images/ beside the output
+    include_judged: bool = False  # pairs: also the judge's clear negatives (source "judge")
+    generated_checklists: bool = False  # webprm, trl-prm: write a generated checklist, marked
 
 
 @dataclass(frozen=True)
@@ -123,6 +125,8 @@ def _webprm(
         image_ref=lambda p: os.path.relpath(p, base),
         progress=progress,
         summary=summary,
+        include_judged=opts.include_judged,
+        generated_checklists=opts.generated_checklists,
     )
 
 
@@ -168,7 +172,15 @@ def _trl(kind: str) -> RowMaker:
         from webshepherd.daemon.offline.export.trl import trl_preference_rows, trl_prm_rows
 
         rows = trl_prm_rows if kind == "prm" else trl_preference_rows
-        return rows(history, sessions, opts.redact, progress=progress, summary=summary)
+        return rows(
+            history,
+            sessions,
+            opts.redact,
+            progress=progress,
+            summary=summary,
+            include_judged=opts.include_judged,
+            generated_checklists=opts.generated_checklists,
+        )
 
     return make
 

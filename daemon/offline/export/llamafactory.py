@@ -14,6 +14,7 @@ from webshepherd.daemon.browser.actions import read_recorded
 from webshepherd.daemon.engine.prompts import checklist_messages, format_trajectory, judge_messages
 from webshepherd.daemon.offline.export.sessions import Summary, redacted_sessions
 from webshepherd.daemon.offline.export.siblings import labelled, path_done, tree_steps
+from webshepherd.daemon.offline.export.truth import label_source
 from webshepherd.daemon.offline.files import loads
 from webshepherd.daemon.offline.training.targets import (
     checklist_target,
@@ -78,7 +79,7 @@ def _truth(
     person's labels beat the environment's (the later of one source wins). A person's
     approve, reject or edit gives no labels: it says which action should run, not where each
     item stands (a rejected "Place order" would complete its item), so it makes preference
-    pairs (:func:`pick_rejected`), never a judgement target."""
+    pairs (truth.py), never a judgement target."""
     return {
         a: (cast(list[ItemLabel], labels), source)
         for a, (labels, source) in labelled(st, cands, len(done_before)).items()
@@ -99,8 +100,10 @@ def sft_rows(
     checklist a user gave as target (none for a generated one), and per scored candidate
     with truth (:func:`_truth`) the judge prompt it was scored with and as target the
     judgement written from its labels (``targets.judge_target``). A candidate without truth
-    gives no row (``skipped_by_reason``: ``no_ground_truth``). ``label`` says where the
-    truth came from: ``reference``, ``environment``, ``person``. At a
+    gives no row (``skipped_by_reason``: ``no_ground_truth``). ``source`` says where the
+    truth came from: ``reference`` (the checklist row), else ``label`` (``replay``,
+    ``rollout``: labels those made), and ``label`` who knew it: ``reference``,
+    ``environment``, ``person`` (or the replay's, the rollout's). At a
     tree search's step the trajectory is the tree's path to it, and what was done before it
     the truth of the nearest labelled action on that path (siblings.py)."""
     summ = summary if summary is not None else Summary()
@@ -118,7 +121,7 @@ def sft_rows(
             )
             titles = [red.text(i.title) for i in tl.checklist.items]
             target = checklist_target(red.text(cl_text), titles)
-            yield _layout(layout, msgs, target, sid, 0, "reference")
+            yield _layout(layout, msgs, target, sid, 0, "reference", "reference")
             summ.rows += 1
             summ.per_session[sid] += 1
         elif tl.checklist is not None:
@@ -158,7 +161,7 @@ def sft_rows(
                     action=red.action(action, st.axtree),
                 )
                 target = judge_target(labels, feedback(labels, done_before))
-                yield _layout(layout, msgs, target, sid, st.step, source)
+                yield _layout(layout, msgs, target, sid, st.step, source, label_source(source))
                 summ.rows += 1
                 summ.per_session[sid] += 1
             executed = st.executed[-1].action if st.executed else None
@@ -167,11 +170,17 @@ def sft_rows(
 
 
 def _layout(
-    layout: str, msgs: list[dict[str, str]], target: str, sid: str, step: int, label: str
+    layout: str,
+    msgs: list[dict[str, str]],
+    target: str,
+    sid: str,
+    step: int,
+    label: str,
+    source: str,
 ) -> dict[str, Any]:
     system = "\n\n".join(m["content"] for m in msgs if m["role"] == "system")
     user = "\n\n".join(m["content"] for m in msgs if m["role"] != "system")
-    meta = {"task_id": sid, "step_id": step, "label": label}
+    meta = {"task_id": sid, "step_id": step, "label": label, "source": source}
     if layout == "alpaca":
         return {"instruction": user, "input": "", "output": target, "system": system, **meta}
     conv = [{"from": "human", "value": user}, {"from": "gpt", "value": target}]

@@ -1,12 +1,11 @@
 """Recorded sessions as TRL datasets: stepwise supervision for process reward models
 (``trl-prm``) and conversational preference pairs for the agent's policy (``trl-preference``).
 
-Both use the steps the WebPRM export trusts (webprm.py: a person's approval or edit, a
-person's own action, the sibling ground truth puts first at a tree search's step, or the
-executed action of a session that ended in success) and its rejected candidates
-(human-rejected ones, siblings truth puts below the chosen one, then clear negatives by the
-rule-based filter). A run of steps (``trl-prm``) follows the trajectory: consecutive steps,
-or at a tree search's step the child the chosen action reached.
+Both read each step's truth as the WebPRM export does (truth.py through webprm.py): the
+chosen action and the rejected ones known from a person, labels or the env's outcome (the
+judge's clear negatives only when asked, marked ``judge``); every row says where its truth
+came from. A run of steps (``trl-prm``) follows the trajectory: consecutive steps, or at a
+tree search's step the child the chosen action reached.
 """
 
 from __future__ import annotations
@@ -17,7 +16,8 @@ from typing import Any
 from webshepherd.daemon.engine.prompts import format_trajectory
 from webshepherd.daemon.engine.types import Turn
 from webshepherd.daemon.offline.export.sessions import Summary
-from webshepherd.daemon.offline.export.webprm import StepRecord, _trusted_steps, pick_rejected
+from webshepherd.daemon.offline.export.truth import Truth
+from webshepherd.daemon.offline.export.webprm import StepRecord, step_records, trusted_steps
 from webshepherd.daemon.recorder import History
 from webshepherd.daemon.redact import Redactor, mask_password_lines
 from webshepherd.protocol.common import SessionSummary
@@ -42,11 +42,11 @@ def _history(red: Redactor, history: Sequence[Turn], last: int) -> str:
     return format_trajectory(turns, last).strip()
 
 
-def _step_text(red: Redactor, rec: StepRecord, turn: dict[str, str]) -> str:
+def _step_text(red: Redactor, rec: StepRecord, turn: Truth) -> str:
     """One step as a PRM completion: where it happened, the thought, the action."""
     return (
-        f"URL: {red.text(rec.url)}\nThought: {red.text(turn.get('thought') or '')}\n"
-        f"Action: {red.action(turn['action'], rec.axtree)}"
+        f"URL: {red.text(rec.url)}\nThought: {red.text(turn.thought)}\n"
+        f"Action: {red.action(turn.action, rec.axtree)}"
     )
 
 
@@ -57,45 +57,71 @@ def trl_prm_rows(
     history_steps: int = 10,
     progress: Callable[[int], None] | None = None,
     summary: Summary | None = None,
+    include_judged: bool = False,
+    generated_checklists: bool = False,
 ) -> Iterator[dict[str, Any]]:
     """TRL's stepwise-supervision rows ``{prompt, completions, labels}``, PRM800K-style: a run
-    of consecutive trusted steps gives one all-True row (its chosen steps), and each rejected
-    candidate at step k of the run a row with the run's chosen steps before k (True) and the
-    rejected one (False). ``prompt``: the task, its checklist and the actions before the run."""
+    of consecutive steps with a chosen action gives one all-True row (its chosen steps), and
+    each rejected candidate at step k of the run a row with the run's chosen steps before k
+    (True) and the rejected one (False); a step with rejected candidates and no chosen one
+    gives a row of each alone (False). ``prompt``: the task, its own checklist (a generated
+    one only with ``generated_checklists``) and the actions before the row's first step.
+    ``sources``: where each label's truth came from; ``checklist_source``: the prompt's."""
     summ = summary if summary is not None else Summary()
-    run: list[tuple[SessionSummary, Redactor, StepRecord, dict[str, str]]] = []
+    run: list[tuple[SessionSummary, Redactor, StepRecord]] = []
+
+    def prompt_of(s: SessionSummary, red: Redactor, first: StepRecord) -> str:
+        prompt = _task(red, s, first.checklist_text)
+        before = _history(red, first.history, history_steps)
+        return prompt + f"\nPrevious actions:\n{before}" if before else prompt
+
+    def row(
+        s: SessionSummary, first: StepRecord, prompt: str, steps: Sequence[tuple[str, bool, str]]
+    ) -> dict[str, Any]:
+        summ.rows += 1
+        summ.per_session[s.session_id] += 1
+        return {
+            "prompt": prompt,
+            "completions": [text for text, _, _ in steps],
+            "labels": [ok for _, ok, _ in steps],
+            "task_id": s.session_id,
+            "first_step": first.step,
+            "sources": [src for _, _, src in steps],
+            "checklist_source": first.checklist_source,
+        }
 
     def flush() -> Iterator[dict[str, Any]]:
         if not run:
             return
-        s, red, first, _ = run[0]
-        sid = s.session_id
-        prompt = _task(red, s, first.checklist_text)
-        before = _history(red, first.history, history_steps)
-        if before:
-            prompt += f"\nPrevious actions:\n{before}"
-        chosen = [_step_text(red, rec, c) for _, _, rec, c in run]
-        meta = {"task_id": sid, "first_step": first.step}
-        yield {"prompt": prompt, "completions": chosen, "labels": [True] * len(chosen), **meta}
-        wrote = 1
-        for k, (_, _, rec, _) in enumerate(run):
-            for r in pick_rejected(rec):
-                yield {
-                    "prompt": prompt,
-                    "completions": [*chosen[:k], _step_text(red, rec, r)],
-                    "labels": [True] * k + [False],
-                    **meta,
-                }
-                wrote += 1
-        summ.rows += wrote
-        summ.per_session[sid] += wrote
+        s, red, first = run[0]
+        prompt = prompt_of(s, red, first)
+        chosen = [
+            (_step_text(red, rec, rec.chosen), True, rec.chosen.source)
+            for _, _, rec in run
+            if rec.chosen is not None
+        ]
+        yield row(s, first, prompt, chosen)
+        for k, (_, _, rec) in enumerate(run):
+            for r in rec.rejected:
+                yield row(
+                    s, first, prompt, [*chosen[:k], (_step_text(red, rec, r), False, r.source)]
+                )
         run.clear()
 
-    for item in _trusted_steps(history, sessions, redact, progress, summ):
-        s, _, rec, _ = item
+    steps = step_records(
+        history, sessions, redact, progress, summ, include_judged, generated_checklists
+    )
+    for s, red, rec in steps:
+        if rec.chosen is None:  # no run goes through it (a run continues past it)
+            if not rec.rejected:
+                summ.skipped["no_trustworthy_chosen"] += 1
+            prompt = prompt_of(s, red, rec)
+            for r in rec.rejected:
+                yield row(s, rec, prompt, [(_step_text(red, rec, r), False, r.source)])
+            continue
         if run and (run[-1][0].session_id != s.session_id or not _follows(run[-1][2], rec)):
             yield from flush()
-        run.append(item)
+        run.append((s, red, rec))
     yield from flush()
 
 
@@ -104,7 +130,7 @@ def _follows(prev: StepRecord, rec: StepRecord) -> bool:
     expanded the node ``prev``'s chosen action reached; else the next step."""
     if prev.node is None and rec.node is None:
         return prev.step + 1 == rec.step
-    reached = prev.children.get(prev.chosen["action"]) if prev.chosen else None
+    reached = prev.children.get(prev.chosen.action) if prev.chosen else None
     return reached is not None and reached == rec.node
 
 
@@ -115,18 +141,23 @@ def trl_preference_rows(
     history_steps: int = 10,
     progress: Callable[[int], None] | None = None,
     summary: Summary | None = None,
+    include_judged: bool = False,
+    generated_checklists: bool = False,
 ) -> Iterator[dict[str, Any]]:
     """TRL's conversational preference rows ``{prompt, chosen, rejected}``: the prompt a
     system and a user message (task, previous actions, URL, AX tree), chosen and rejected
     one assistant message each (``Thought: …`` / ``Action: …``); one row per rejected
-    candidate of a trusted step. Beside them: ``chosen_reward`` and ``rejected_reward``, the
-    judge's rewards of the two (null when not scored; they did not make the pair), and
-    ``rejected_by``: ``person``, ``environment`` (ground truth, a tree search's siblings) or
-    ``negative`` (the rule-based filter)."""
+    candidate known from truth (``include_judged``: the judge's clear negatives too). Beside
+    them: ``chosen_source`` and ``rejected_source``, where each side's truth came from
+    (truth.TruthSource), and ``chosen_reward`` and ``rejected_reward``, the judge's rewards
+    of the two (null when not scored; they make no pair unless the source says ``judge``).
+    The prompt holds no checklist (``generated_checklists`` is accepted, and changes
+    nothing)."""
     summ = summary if summary is not None else Summary()
-    for s, red, rec, chosen in _trusted_steps(history, sessions, redact, progress, summ):
+    steps = trusted_steps(history, sessions, redact, progress, summ, include_judged)
+    for s, red, rec, chosen in steps:
         sid = s.session_id
-        rejected = pick_rejected(rec)
+        rejected = rec.rejected
         if not rejected:
             summ.skipped["no_rejected"] += 1
             continue
@@ -140,10 +171,9 @@ def trl_preference_rows(
             {"role": "user", "content": user},
         ]
 
-        def reply(turn: dict[str, str], rec: StepRecord = rec, red: Redactor = red) -> list:
+        def reply(turn: Truth, rec: StepRecord = rec, red: Redactor = red) -> list:
             text = (
-                f"Thought: {red.text(turn.get('thought') or '')}\n"
-                f"Action: {red.action(turn['action'], rec.axtree)}"
+                f"Thought: {red.text(turn.thought)}\nAction: {red.action(turn.action, rec.axtree)}"
             )
             return [{"role": "assistant", "content": text}]
 
@@ -155,9 +185,10 @@ def trl_preference_rows(
                 "rejected": reply(r),
                 "task_id": sid,
                 "step_id": rec.step,
-                "chosen_reward": rewards.get(chosen["action"]),
-                "rejected_reward": rewards.get(r["action"]),
-                "rejected_by": r["why"],
+                "chosen_reward": rewards.get(chosen.action),
+                "rejected_reward": rewards.get(r.action),
+                "chosen_source": chosen.source,
+                "rejected_source": r.source,
             }
             summ.rows += 1
             summ.per_session[sid] += 1

@@ -81,7 +81,7 @@ def candidates(st: Step) -> dict[str, ScoredCandidate]:
     return out
 
 
-def _label_source(source: str) -> TruthSource:
+def label_source(source: str) -> TruthSource:
     """A label's truth source: its recorder's, when a replay or a rollout made it."""
     return "replay" if source == "replay" else ("rollout" if source == "rollout" else "label")
 
@@ -129,7 +129,7 @@ def step_truth(
         top = truth_chosen(labels, kept)
         if top is not None:
             src = labels[top][1]
-            chosen = Truth(top, thoughts.get(top, ""), _label_source(src), src)
+            chosen = Truth(top, thoughts.get(top, ""), label_source(src), src)
     if chosen is None and outcome == "success" and kept is not None:
         wrong = kept in labels and _all_no(labels[kept][0])
         if not wrong:
@@ -151,10 +151,10 @@ def step_truth(
         add(t)
     if right is not None:
         for action, src in beaten(labels, right):
-            add(Truth(action, thoughts.get(action, ""), _label_source(src), src))
+            add(Truth(action, thoughts.get(action, ""), label_source(src), src))
     for action, (items, src) in labels.items():
         if _all_no(items):
-            add(Truth(action, thoughts.get(action, ""), _label_source(src), src))
+            add(Truth(action, thoughts.get(action, ""), label_source(src), src))
     at_fault = ended_here or bool(labels)
     if outcome == "failure" and at_fault and executed is not None and executed.action not in labels:
         add(Truth(executed.action, executed.thought or "", "outcome", "failure"))

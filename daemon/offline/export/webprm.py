@@ -1,19 +1,14 @@
 """Recorded sessions → rows in the WebPRM Collection preference-pair schema (the SFT rows are
 llamafactory.py's).
 
-The chosen action of a step, in order of trust: a person's decision on an approval
-request (approved: the candidate, or the edited action), an action a person executed
-(``source: human``), else the executed action of a session that ended in success.
-Rejected: candidates a person rejected (or edited away), plus lower-scored candidates
-that the rule-based negative filter (negatives.py) calls clear negatives. Only a person's
-decision counts (``Approval.by_person``): a timeout, or whatever the daemon decided with
-nobody there, is no preference (docs/training.md, "A person's decisions").
+A row pairs a step's chosen action with its rejected ones, both from truth only (truth.py: a
+person's decisions, labels, the env's outcome; the judge only when asked with
+``include_judged``, and then marked ``judge``). Each side says where its truth came from
+(``chosen_source``, ``rejected_source``). The checklist columns hold the task's own checklist
+(a reference one); a checklist the judge wrote is left out unless asked
+(``generated_checklists``), and ``checklist_source`` says which was written.
 
-A tree search's step (siblings.py) reads its trajectory from the tree's path, trusts the
-sibling the search kept (on its returned path, in a successful session) instead of the last
-one run there, and lets ground truth decide among labelled siblings: the one truth puts first
-is chosen (after a person's own choice), those it beats are rejected; the judge's rewards
-never decide a pair.
+A tree search's step (siblings.py) reads its trajectory from the tree's path.
 """
 
 from __future__ import annotations
@@ -26,18 +21,13 @@ from typing import Any
 from urllib.parse import urlparse
 
 from webshepherd.daemon.browser.actions import read_recorded
-from webshepherd.daemon.offline.export.negatives import is_negative
 from webshepherd.daemon.offline.export.redact import Redactor, mask_password_lines
 from webshepherd.daemon.offline.export.sessions import Summary, redacted_sessions
-from webshepherd.daemon.offline.export.siblings import (
-    beaten,
-    labelled,
-    tree_steps,
-    truth_chosen,
-)
+from webshepherd.daemon.offline.export.siblings import tree_steps
+from webshepherd.daemon.offline.export.truth import StepTruth, Truth, candidates, step_truth
 from webshepherd.daemon.recorder import History
 from webshepherd.daemon.recorder.timeline import Timeline
-from webshepherd.protocol.common import Candidate, ScoredCandidate, SessionSummary, Turn
+from webshepherd.protocol.common import ScoredCandidate, SessionSummary, Turn
 
 WEBPRM_COLUMNS = (
     "task_id",
@@ -54,6 +44,9 @@ WEBPRM_COLUMNS = (
     "checklist_target_list",
     "chosen",
     "rejected",
+    "chosen_source",
+    "rejected_source",
+    "checklist_source",
 )
 MAX_REJECTED = 5
 _EXT = {"image/png": "png", "image/jpeg": "jpg", "image/webp": "webp"}
@@ -61,7 +54,9 @@ _EXT = {"image/png": "png", "image/jpeg": "jpg", "image/webp": "webp"}
 
 @dataclass
 class StepRecord:
-    """Everything recorded about one scored step of a session (before redaction)."""
+    """Everything recorded about one scored step of a session (before redaction), with its
+    truth and the checklist an export may write (the task's own, or a generated one asked
+    for: ``checklist_source``; none: empty and None)."""
 
     session: SessionSummary
     step: int
@@ -71,59 +66,50 @@ class StepRecord:
     screenshot_mime: str | None
     history: list[Turn]
     candidates: list[ScoredCandidate]  # one per action (of a re-scored step: the latest)
-    chosen: dict[str, str] | None
-    human_rejected: list[dict[str, str]]
+    truth: StepTruth
     checklist_text: str
     checklist_items: list[str]
-    # ground truth of the step's labelled candidates: action -> (item labels, source); kept
-    # for a tree search's step only (siblings.py)
-    truth: dict[str, tuple[list[str], str]] = field(default_factory=dict)
+    checklist_source: str | None
     node: int | None = None  # a tree search's step: the node it expanded
     children: dict[str, int] = field(default_factory=dict)  # and its candidates' nodes
 
+    @property
+    def chosen(self) -> Truth | None:
+        return self.truth.chosen
 
-def _steps(tl: Timeline) -> Iterator[StepRecord]:
+    @property
+    def rejected(self) -> list[Truth]:
+        """The rejected candidates a row pairs (most trusted first, at most MAX_REJECTED)."""
+        return self.truth.rejected[:MAX_REJECTED]
+
+
+def _steps(
+    tl: Timeline, include_judged: bool = False, generated_checklists: bool = False
+) -> Iterator[StepRecord]:
     s = tl.summary
-    cl_text = tl.checklist.text if tl.checklist else ""
-    cl_items = [i.title for i in tl.checklist.items] if tl.checklist else []
+    cl = tl.checklist
+    if cl is not None and (cl.source == "reference" or generated_checklists):
+        cl_text, cl_items, cl_source = cl.text, [i.title for i in cl.items], str(cl.source)
+    else:
+        cl_text, cl_items, cl_source = "", [], None
+    n_items = len(cl.items) if cl is not None else 0
     tree = tree_steps(tl)
+    last = tl.actions[-1].step if tl.actions else None
     for st in tl.steps:
         if not st.scorings or st.observed_at is None:
             continue
-        cands: dict[str, ScoredCandidate] = {}
-        for scoring in st.scorings:
-            for c in scoring.candidates:
-                cands[c.candidate.action] = c  # a later scoring wins
-        chosen: dict[str, str] | None = None
-        rejected: list[dict[str, str]] = []
-        for a in st.person_decisions:
-            held = st.decided(a)
-            if held is None:
-                continue
-            approved = held.candidate
-            if a.decision == "approve":
-                chosen = {"thought": approved.thought, "action": a.action or approved.action}
-            elif a.decision == "edit" and a.action:
-                chosen = {"thought": approved.thought, "action": a.action}
-                rejected.append({"thought": approved.thought, "action": approved.action})
-            elif a.decision == "reject":
-                rejected.append({"thought": approved.thought, "action": approved.action})
-        executed = st.executed
-        human = [x for x in executed if x.source == "human"]
-        if chosen is None and human:
-            chosen = {"thought": human[-1].thought or "", "action": human[-1].action}
         at = tree.get(st.step)
-        truth = labelled(st, cands, len(cl_items)) if at is not None and cl_items else {}
-        if at is not None:  # a tree search's siblings: truth first, then the kept one
-            picked = truth_chosen(truth, at.kept) if chosen is None else None
-            if chosen is None and picked is None and s.outcome == "success":
-                picked = at.kept
-            if picked is not None and picked in cands:
-                chosen = {"thought": cands[picked].candidate.thought, "action": picked}
+        truth = step_truth(
+            st,
+            s.outcome,
+            n_items,
+            tree=at,
+            ended_here=st.step == last,
+            include_judged=include_judged,
+        )
+        if at is not None:
             history = list(at.history)
         else:
-            if chosen is None and executed and s.outcome == "success":
-                chosen = {"thought": executed[-1].thought or "", "action": executed[-1].action}
             history = [Turn(x.thought or "", x.action) for x in tl.actions if x.step < st.step]
         yield StepRecord(
             s,
@@ -133,80 +119,64 @@ def _steps(tl: Timeline) -> Iterator[StepRecord]:
             st.screenshot,
             st.screenshot_mime,
             history,
-            list(cands.values()),
-            chosen,
-            rejected,
+            list(candidates(st).values()),
+            truth,
             cl_text,
             cl_items,
-            truth,
+            cl_source,
             at.node if at is not None else None,
             dict(at.children) if at is not None else {},
         )
 
 
-def pick_rejected(rec: StepRecord) -> list[dict[str, str]]:
-    """Human-rejected candidates first; then, when the chosen action has ground truth (a tree
-    search's labelled siblings), the labelled candidates truth puts below it, furthest behind
-    first; then clear negatives scored below the chosen action (every clear negative when the
-    chosen action was not scored), lowest reward first, leaving out labelled candidates when
-    truth decided. Each carries ``why``: ``person``, the truth's source (``environment`` or
-    ``person``), or ``negative`` (the rule-based filter)."""
-    assert rec.chosen is not None
-    chosen = rec.chosen["action"]
-    out = [{**r, "why": "person"} for r in rec.human_rejected if r["action"] != chosen]
-    seen = {r["action"] for r in out} | {chosen}
-    thoughts = {c.candidate.action: c.candidate.thought for c in rec.candidates}
-    for action, source in beaten(rec.truth, chosen):
-        if action not in seen:
-            out.append({"thought": thoughts.get(action, ""), "action": action, "why": source})
-            seen.add(action)
-    if chosen in rec.truth:
-        seen |= set(rec.truth)  # truth decided the labelled ones
-    chosen_reward = next(
-        (c.result.reward for c in rec.candidates if c.candidate.action == chosen), None
-    )
-    pool: list[tuple[Candidate, float | None]] = []
-    for c in rec.candidates:
-        action, reward = c.candidate.action, c.result.reward
-        if action in seen or not is_negative(chosen, action):
-            continue
-        if chosen_reward is not None and reward is not None and reward >= chosen_reward:
-            continue  # scored at least as high as the chosen action: not "lower-scored"
-        pool.append((c.candidate, reward))
-    pool.sort(key=lambda p: (p[1] is not None, p[1] if p[1] is not None else 0.0))
-    out += [{"thought": c.thought, "action": c.action, "why": "negative"} for c, _ in pool]
-    return out[:MAX_REJECTED]
+def _turn(red: Redactor, t: Truth, axtree: str) -> dict[str, str]:
+    return {"thought": red.text(t.thought), "action": red.action(t.action, axtree)}
 
 
-def _turn(red: Redactor, d: dict[str, str], axtree: str) -> dict[str, str]:
-    return {"thought": red.text(d.get("thought") or ""), "action": red.action(d["action"], axtree)}
-
-
-def _trusted_steps(
+def step_records(
     history: History,
     sessions: Sequence[SessionSummary],
     redact: Sequence[str],
     progress: Callable[[int], None] | None,
     summ: Summary,
-) -> Iterator[tuple[SessionSummary, Redactor, StepRecord, dict[str, str]]]:
-    """The scored steps with a trustworthy chosen action, each with its session, the
-    session's redactor and the chosen action; every step counts in ``progress``, the others
-    as skipped."""
+    include_judged: bool = False,
+    generated_checklists: bool = False,
+) -> Iterator[tuple[SessionSummary, Redactor, StepRecord]]:
+    """Every scored step of the sessions with its truth, each with its session and the
+    session's redactor; each counts in ``progress``, and one with an action that could not be
+    read in ``summ.unparsed_actions``."""
     for s, tl, red in redacted_sessions(history, sessions, redact):
         sid = s.session_id
         summ.per_session[sid] = 0
-        for rec in _steps(tl):
+        for rec in _steps(tl, include_judged, generated_checklists):
             if progress:
                 progress(1)
             texts = [t.action for t in rec.history] + [c.candidate.action for c in rec.candidates]
             if rec.chosen is not None:
-                texts.append(rec.chosen["action"])
+                texts.append(rec.chosen.action)
             if not all(read_recorded(a).parsed for a in texts):
                 summ.unparsed_actions.append({"task_id": sid, "step_id": rec.step})
-            if rec.chosen is None:
-                summ.skipped["no_trustworthy_chosen"] += 1
-                continue
-            yield s, red, rec, rec.chosen
+            yield s, red, rec
+
+
+def trusted_steps(
+    history: History,
+    sessions: Sequence[SessionSummary],
+    redact: Sequence[str],
+    progress: Callable[[int], None] | None,
+    summ: Summary,
+    include_judged: bool = False,
+    generated_checklists: bool = False,
+) -> Iterator[tuple[SessionSummary, Redactor, StepRecord, Truth]]:
+    """The scored steps with a chosen action known right, each with its session, redactor
+    and that action; the others count as skipped (``no_trustworthy_chosen``)."""
+    for s, red, rec in step_records(
+        history, sessions, redact, progress, summ, include_judged, generated_checklists
+    ):
+        if rec.chosen is None:
+            summ.skipped["no_trustworthy_chosen"] += 1
+            continue
+        yield s, red, rec, rec.chosen
 
 
 def webprm_rows(
@@ -217,16 +187,24 @@ def webprm_rows(
     image_ref: Callable[[Path], str] = str,
     progress: Callable[[int], None] | None = None,
     summary: Summary | None = None,
+    include_judged: bool = False,
+    generated_checklists: bool = False,
 ) -> Iterator[dict[str, Any]]:
-    """One row per scored step with a trustworthy chosen action and at least one rejected,
-    in the WebPRM Collection's schema (writers.webprm_features): ``step_id`` a string,
+    """One row per scored step with a chosen action and at least one rejected known from
+    truth (truth.py; ``include_judged``: the judge's clear negatives too), in the WebPRM
+    Collection's schema (writers.webprm_features): ``step_id`` a string,
     ``checklist_target_list`` the items' titles as a JSON list in a string, the screenshot's
-    bytes in ``image_observation`` (``path`` set only when ``image_dir`` also gets a copy)."""
+    bytes in ``image_observation`` (``path`` set only when ``image_dir`` also gets a copy);
+    then ``chosen_source``, ``rejected_source`` (one per rejected) and ``checklist_source``
+    (``reference``, ``generated`` when ``generated_checklists``, None: no checklist)."""
     summ = summary if summary is not None else Summary()
-    for s, red, rec, chosen in _trusted_steps(history, sessions, redact, progress, summ):
+    steps = trusted_steps(
+        history, sessions, redact, progress, summ, include_judged, generated_checklists
+    )
+    for s, red, rec, chosen in steps:
         sid = s.session_id
         start = s.start_url or ""
-        rejected = pick_rejected(rec)
+        rejected = rec.rejected
         if not rejected:
             summ.skipped["no_rejected"] += 1
             continue
@@ -259,6 +237,9 @@ def webprm_rows(
             ),
             "chosen": _turn(red, chosen, rec.axtree),
             "rejected": [_turn(red, r, rec.axtree) for r in rejected],
+            "chosen_source": chosen.source,
+            "rejected_source": [r.source for r in rejected],
+            "checklist_source": rec.checklist_source,
         }
         summ.rows += 1
         summ.per_session[sid] += 1

@@ -17,7 +17,9 @@ if TYPE_CHECKING:
 
 def webprm_features() -> Features:
     """The WebPRM Collection's ``datasets`` features, as its dataset card gives them
-    (WebShepherd/WebPRMCollection_preference_pair): string ids, the screenshot an Image."""
+    (WebShepherd/WebPRMCollection_preference_pair): string ids, the screenshot an Image; then
+    ours: where each side's truth came from and which checklist was written (strings, null:
+    no checklist)."""
     try:
         from datasets import Features, Image, List, Value
     except ImportError:
@@ -42,6 +44,9 @@ def webprm_features() -> Features:
             "checklist_target_list": text,
             "chosen": turn,
             "rejected": List(turn),
+            "chosen_source": text,
+            "rejected_source": List(text),
+            "checklist_source": text,
         }
     )
 

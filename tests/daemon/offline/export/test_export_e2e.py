@@ -12,7 +12,6 @@ from PIL import Image as PILImage
 from webshepherd.daemon.cli import main
 from webshepherd.daemon.engine.prompts import format_trajectory, judge_messages
 from webshepherd.daemon.offline.evaluation import rewardbench as rb
-from webshepherd.daemon.offline.export.negatives import is_negative
 from webshepherd.protocol.common import Turn
 
 from tests.fixtures.daemon import TEST_TOKEN
@@ -141,11 +140,13 @@ async def record(daemon) -> dict[str, str]:
     await agent.request({"type": "observe", "session_id": s1, **HOME})
     await _score(agent, s1, ["scroll(0, 300)", "click('7')", "goto('http://shop.local/')"])
     step1 = (await agent.wait_for("scored", timeout=60))["step"]
-    # ground truth for two of its candidates (the SFT export learns only from truth): the
-    # environment knows click('7') leaves the sign-in done, a person says the scroll does
+    # ground truth for its candidates (the SFT export learns only from truth): the
+    # environment knows click('7') leaves the sign-in done and going home undoes it, a person
+    # says the scroll leaves it done
     truth = [
         (agent, "click('7')", ["yes", "no"], "environment"),
         (approver, "scroll(0, 300)", ["yes", "in_progress"], "person"),
+        (agent, "goto('http://shop.local/')", ["no", "no"], "environment"),
     ]
     for c, action, items, source in truth:
         label = {"type": "label", "session_id": s1, "step": step1, "action": action}
@@ -199,20 +200,30 @@ async def test_export_load_and_rewardbench(daemon, tmp_path, capsys, tiny_model_
     assert rc == 0
     summary = json.loads(capsys.readouterr().out)
     s1, s2, s3 = sids["edited"], sids["success"], sids["failed"]
-    assert summary["per_session"][s1] == 2 and summary["per_session"][s3] == 0
-    assert summary["skipped_by_reason"].get("no_trustworthy_chosen") == 1  # session 3
-    assert summary["rows"] == 2 + summary["per_session"][s2]
+    # session 1: its two steps; session 2: nothing known wrong (no_rejected); session 3:
+    # nothing known right (no_trustworthy_chosen)
+    assert summary["per_session"] == {s1: 2, s2: 0, s3: 0} and summary["rows"] == 2
+    assert summary["skipped_by_reason"] == {"no_trustworthy_chosen": 1, "no_rejected": 1}
     parquet, jsonl = out / "webprm.parquet", out / "webprm.jsonl"
     raw = jsonl.read_text()
     assert SECRET not in raw and EMAIL not in raw and "[REDACTED]" in raw
 
     import datasets
 
-    # the official schema, types included: the export loads next to the official collection
+    # the official schema, types included, and where each row's truth and checklist came
+    # from: without those columns the export loads next to the official collection
     ds = datasets.Dataset.from_parquet(str(parquet), cache_dir=str(tmp_path / "hf"))
-    assert ds.features == official_features()
+    ours = ["chosen_source", "rejected_source", "checklist_source"]
+    assert ds.features == datasets.Features(
+        {
+            **official_features(),
+            "chosen_source": datasets.Value("string"),
+            "rejected_source": datasets.List(datasets.Value("string")),
+            "checklist_source": datasets.Value("string"),
+        }
+    )
     official = datasets.Dataset.from_list([OFFICIAL_ROW], features=official_features())
-    both = datasets.concatenate_datasets([ds, official])
+    both = datasets.concatenate_datasets([ds.remove_columns(ours), official])
     assert len(both) == len(ds) + 1 and both.features == official_features()
     assert both[len(ds)]["image_observation"].size == (4, 4)
     assert not (out / "images").exists()  # screenshots live in the rows; a folder on request
@@ -224,15 +235,13 @@ async def test_export_load_and_rewardbench(daemon, tmp_path, capsys, tiny_model_
         text = json.dumps(r, default=str)
         assert SECRET not in text and EMAIL not in text
     step0, step1 = rows[(s1, "0")], rows[(s1, "1")]
-    # step 0: the edited action is chosen (its password masked); all three candidates
-    # (the edited-away one first) are clear negatives
+    # step 0: the edited action is chosen (its password masked), the edited-away one
+    # rejected; the other candidates have no truth (however clear negatives they are)
     assert step0["chosen"]["action"] == "fill('3', '[REDACTED]')"
-    assert step0["rejected"][0]["action"] == sids["edited_away"].replace(EMAIL, "[REDACTED]")
-    assert {x["action"] for x in step0["rejected"]} == {
-        "click('4')",
-        "fill('2', '[REDACTED]')",
-        "click('7')",
-    }
+    edited_away = sids["edited_away"].replace(EMAIL, "[REDACTED]")
+    assert [x["action"] for x in step0["rejected"]] == [edited_away]
+    assert (step0["chosen_source"], step0["rejected_source"]) == ("person", ["person"])
+    assert step0["checklist_source"] == "reference"
     assert images[(s1, "0")] == {"bytes": LOGIN_PNG, "path": None}
     assert step0["image_observation"].size == (8, 6)  # decoded by datasets as an image
     assert step0["website_name"] == "shop.local"
@@ -242,17 +251,11 @@ async def test_export_load_and_rewardbench(daemon, tmp_path, capsys, tiny_model_
     assert step1["chosen"]["action"] == "click('6')"
     assert step1["action_history"] == ["fill('3', '[REDACTED]')"]
     assert step1["thought_history"] == ["The password is [REDACTED]"]
-    assert {x["action"] for x in step1["rejected"]} == {
-        "scroll(0, 300)",
-        "click('7')",
-        "goto('http://shop.local/')",
-    }
+    # rejected: the candidate labelled all "no" (the others' labels say no wrong)
+    assert [x["action"] for x in step1["rejected"]] == ["goto('http://shop.local/')"]
+    assert (step1["chosen_source"], step1["rejected_source"]) == ("person", ["label"])
     assert step1["image_observation"] is None
-    if (s2, "0") in rows:  # success session: executed action chosen, only clear negatives
-        r2 = rows[(s2, "0")]
-        assert r2["chosen"]["action"] == "click('6')"
-        assert all(is_negative("click('6')", x["action"]) for x in r2["rejected"])
-        assert "fill('6', 'orders')" not in {x["action"] for x in r2["rejected"]}
+    assert (s2, "0") not in rows  # its executed action is right; nothing is known wrong
 
     # --sessions and --since select what is exported
     one = tmp_path / "one.jsonl"
@@ -350,16 +353,24 @@ async def test_export_load_and_rewardbench(daemon, tmp_path, capsys, tiny_model_
     info = json.loads(capsys.readouterr().out)
     sft_rows = [json.loads(line) for line in sft.read_text().splitlines()]
     assert SECRET not in sft.read_text()
-    got = {(r["task_id"], r["step_id"], r["label"]): r for r in sft_rows}
-    assert set(got) == {
-        (s1, 0, "reference"),
-        (s2, 0, "reference"),
-        (s3, 0, "reference"),
-        (s1, 1, "environment"),
-        (s1, 1, "person"),
+    keys = [(r["task_id"], r["step_id"], r["label"], r["source"]) for r in sft_rows]
+    assert sorted(keys) == sorted(
+        [
+            (s1, 0, "reference", "reference"),
+            (s2, 0, "reference", "reference"),
+            (s3, 0, "reference", "reference"),
+            (s1, 1, "environment", "label"),
+            (s1, 1, "environment", "label"),
+            (s1, 1, "person", "label"),
+        ]
+    )
+    got = {
+        (r["task_id"], r["step_id"], r["label"]): r
+        for r in sft_rows
+        if "goto(" not in r["conversations"][0]["value"]
     }
     # the edited-away candidate at session 1's step 0 is among those without truth
-    assert info["rows"] == 5 and info["skipped_by_reason"] == {"no_ground_truth": 3 + 1 + 4 + 2}
+    assert info["rows"] == 6 and info["skipped_by_reason"] == {"no_ground_truth": 3 + 4 + 2}
     checklist = got[(s2, 0, "reference")]["conversations"]
     assert checklist[1]["value"].endswith("[CHECKLISTS]\n" + CHECKLIST)
     assert "Open my orders" in checklist[0]["value"]

@@ -67,7 +67,13 @@ async def test_trl_and_sft_formats_load(daemon, tmp_path, capsys, tiny_model_pat
     assert any(r["labels"] == [True, True] for r in edited), edited
     away = sids["edited_away"].replace(EMAIL, "[REDACTED]")  # the edited-away candidate
     assert any(r["labels"] == [False] and away in r["completions"][0] for r in edited), edited
-    assert not [r for r in rows if r["task_id"] == sids["failed"]]
+    assert all(r["checklist_source"] == "reference" for r in rows)
+    assert all(len(r["sources"]) == len(r["labels"]) for r in rows)
+    assert {r["sources"][0] for r in edited} == {"person"}
+    # session 3 ended in failure: the action it ended on is wrong, nothing before it known
+    (failed,) = [r for r in rows if r["task_id"] == sids["failed"]]
+    assert (failed["labels"], failed["sources"]) == ([False], ["outcome"])
+    assert failed["completions"][0].endswith("Action: click('6')")
     raw = (prm_dir / "trl-prm.jsonl").read_text()
     assert SECRET not in raw and EMAIL not in raw
 
@@ -83,6 +89,10 @@ async def test_trl_and_sft_formats_load(daemon, tmp_path, capsys, tiny_model_pat
         text = maybe_apply_chat_template(row, tok)
         assert set(text) >= {"prompt", "chosen", "rejected"}
         assert "Accessibility tree:" in text["prompt"] and text["chosen"] != text["rejected"]
+    assert set(ds["chosen_source"]) == {"person"} and set(ds["rejected_source"]) == {
+        "person",
+        "label",
+    }
     unpaired = unpair_preference_dataset(ds)
     assert unpaired.num_rows == 2 * ds.num_rows and set(unpaired["label"]) == {True, False}
     assert SECRET not in pref.read_text() and EMAIL not in pref.read_text()

@@ -50,6 +50,7 @@ async def test_decisions_are_preference_truth(tmp_path):
         rows = {r["step_id"]: r for r in webprm_rows(history, [tl.summary], summary=summary)}
         sessions = [tl.summary]
         pref = list(trl_preference_rows(history, sessions))
+        judged = list(trl_preference_rows(history, sessions, include_judged=True))
         sft = list(sft_rows(history, sessions))
     finally:
         history.close()
@@ -57,29 +58,36 @@ async def test_decisions_are_preference_truth(tmp_path):
     def actions(turns):
         return [t["action"] for t in turns]
 
-    # approve: the held candidate is chosen; of the others, only the paper's clear negatives
-    # are rejected (click('2') after fill('2', ...) is a reordering, not a negative)
-    assert rows["0"]["chosen"]["action"] == STEP0[0][0]
-    assert actions(rows["0"]["rejected"]) == [STEP0[2][0]]
-    # edit: the edited action is chosen, the held candidate rejected first, then negatives
+    # approve: the held candidate is chosen, and nothing is known wrong there: no row
+    assert "0" not in rows
+    # edit: the edited action is chosen, the held candidate rejected (the other candidate
+    # is unknown, however clear a negative)
     assert rows["1"]["chosen"] == {"thought": f"t {STEP1[0][0]}", "action": EDITED}
-    assert actions(rows["1"]["rejected"]) == [STEP1[0][0], STEP1[1][0]]
+    assert actions(rows["1"]["rejected"]) == [STEP1[0][0]]
+    assert (rows["1"]["chosen_source"], rows["1"]["rejected_source"]) == ("person", ["person"])
     # reject, then approve at the re-scored step: the rejected one is the person's pair
     assert rows["2"]["chosen"]["action"] == STEP2_AGAIN[0][0]
     assert actions(rows["2"]["rejected"])[0] == STEP2[0][0]
     # a timeout that applied "approve" is no person's choice: in a failed session, no row
     assert "3" not in rows
-    assert summary.rows == 3 and summary.skipped["no_trustworthy_chosen"] == 1
+    assert summary.rows == 2 and summary.skipped["no_trustworthy_chosen"] == 1
+    assert summary.skipped["no_rejected"] == 1
     assert STEP3[0][0] not in str(rows)
 
     why = {
-        (r["step_id"], r["rejected"][-1]["content"].split("\nAction: ")[1]): r["rejected_by"]
+        (r["step_id"], r["rejected"][-1]["content"].split("\nAction: ")[1]): r["rejected_source"]
         for r in pref
     }
-    assert why[(1, STEP1[0][0])] == "person"
-    assert why[(2, STEP2[0][0])] == "person"
-    assert why[(0, STEP0[2][0])] == "negative"
-    assert {s for s, _ in why} == {0, 1, 2}
+    assert why == {(1, STEP1[0][0]): "person", (2, STEP2[0][0]): "person"}
+    assert {r["chosen_source"] for r in pref} == {"person"}
+    # asked for the judge's pairs: the clear negatives it scored below the approved action,
+    # marked (click('2') after fill('2', ...) is a reordering, not a negative; the edited
+    # action was never scored, so the judge says nothing at step 1)
+    extra = [r for r in judged if r not in pref]
+    assert [
+        (r["step_id"], r["rejected"][0]["content"].split("\nAction: ")[1], r["rejected_source"])
+        for r in extra
+    ] == [(0, STEP0[2][0], "judge"), (2, STEP2_AGAIN[1][0], "judge")]
 
     # no judgement target comes from a decision (a decision labels no checklist item)
     assert [r["label"] for r in sft] == ["reference"]
@@ -134,7 +142,7 @@ async def test_a_guards_refusal_with_nobody_there_is_no_persons_decision(tmp_pat
         pref = list(trl_preference_rows(history, [tl.summary]))
     finally:
         history.close()
-    # the successful session's executed scroll is chosen; the refused submit scored higher,
-    # so only a person's rejection could have paired it, and there was none
+    # the successful session's executed scroll is chosen; the refused submit is no person's
+    # rejection and has no other truth: no pair
     assert rows == [] and summary.skipped["no_rejected"] == 1
-    assert all(r["rejected_by"] != "person" for r in pref)
+    assert pref == []

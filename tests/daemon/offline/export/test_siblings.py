@@ -103,28 +103,36 @@ async def test_truth_decides_the_sibling_pairs_of_a_recorded_tree(
     upto = t.path[: t.path.index(cart.node)]  # the nodes the target page's step follows
 
     rows, _ = _export(tmp_path, webprm_rows)
-    unlabelled = {r["step_id"]: r for r in rows if r["task_id"] == plain.session_id}
     by_step = {r["step_id"]: r for r in rows if r["task_id"] == result.session_id}
-    # without labels the kept sibling is chosen, and the judge's preference for the decoy
-    # keeps it out of the rejected (only clear negatives it scored lower are)
+    # without labels nothing is known wrong: no pairs, unless the judge's are asked for
+    assert not [r for r in rows if r["task_id"] == plain.session_id]
+    judged, _ = _export(tmp_path, lambda *a, **k: webprm_rows(*a, **k, include_judged=True))
+    unlabelled = {r["step_id"]: r for r in judged if r["task_id"] == plain.session_id}
+    # then the kept sibling is chosen, and the judge's preference for the decoy keeps it out
+    # of the rejected (only clear negatives it scored lower are), each marked judge
     assert unlabelled[str(step)]["chosen"]["action"] == target.action
+    assert unlabelled[str(step)]["chosen_source"] == "outcome"
     assert decoy.action not in [r["action"] for r in unlabelled[str(step)]["rejected"]]
-    # with them, truth's pairs come first, the decoy among them
+    assert set(unlabelled[str(step)]["rejected_source"]) == {"judge"}
+    # with labels, truth's pairs, the decoy among them
     row = by_step[str(step)]
-    assert row["chosen"]["action"] == target.action
-    assert [r["action"] for r in row["rejected"][:2]] == [decoy.action, others[0].action]
+    assert row["chosen"]["action"] == target.action and row["chosen_source"] == "label"
+    assert [r["action"] for r in row["rejected"]] == [decoy.action, others[0].action]
+    assert row["rejected_source"] == ["label", "label"]
     # the trajectory is the tree's path, without the decoy the search ran and left
-    assert by_step[str(after)]["action_history"] == _actions(t, upto)
+    assert str(after) not in by_step  # one labelled sibling there: nothing known wrong
+    asked = {r["step_id"]: r for r in judged if r["task_id"] == result.session_id}
+    assert asked[str(after)]["action_history"] == _actions(t, upto)
     assert str(decoy.expanded_at) not in by_step  # the decoy's page: nothing kept there, no truth
 
     prefs, _ = _export(tmp_path, trl_preference_rows)
     pairs = [p for p in prefs if p["task_id"] == result.session_id and p["step_id"] == step]
     pair = next(p for p in pairs if p["rejected"][0]["content"].endswith(f"{decoy.action}"))
     assert pair["chosen"][0]["content"].endswith(f"Action: {target.action}")
-    assert pair["rejected_by"] == "environment"
+    assert (pair["chosen_source"], pair["rejected_source"]) == ("label", "label")
     assert pair["chosen_reward"] == target.reward and pair["rejected_reward"] == decoy.reward
     assert pair["chosen_reward"] < pair["rejected_reward"]  # truth decided, not the judge
-    assert {p["rejected_by"] for p in pairs} == {"environment", "negative"}
+    assert {p["rejected_source"] for p in pairs} == {"label"}
 
     prm, _ = _export(tmp_path, trl_prm_rows)
     full = next(r for r in prm if r["task_id"] == result.session_id)
@@ -166,6 +174,6 @@ async def test_truth_pairs_siblings_of_a_search_that_failed(
     assert rows[0]["chosen"]["action"] == good.action
     assert {r["action"] for r in rows[0]["rejected"][:2]} == {bad.action, same.action}
     prefs, _ = _export(tmp_path, trl_preference_rows)
-    assert {p["rejected_by"] for p in prefs if bad.action in p["rejected"][0]["content"]} == {
-        "environment"
+    assert {p["rejected_source"] for p in prefs if bad.action in p["rejected"][0]["content"]} == {
+        "label"
     }
