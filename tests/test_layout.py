@@ -96,7 +96,6 @@ UNMIRRORED: dict[str, str] = {
     # -- daemon: commands and tooling --------------------------------------------------------
     "daemon/cli/demo.py": "`webshepherd demo`: tests/daemon/demo/test_run.py",
     "daemon/cli/dev.py": "`webshepherd dev`: tests/daemon/dev/test_tiny_model.py",
-    "daemon/cli/export.py": "`webshepherd export`: tests/daemon/offline/export/",
     "daemon/cli/observe.py": "`webshepherd observe`: tests/e2e/test_observe_cli.py",
     "daemon/cli/rescore.py": "`webshepherd rescore`: tests/daemon/offline/test_rescore.py",
     "daemon/cli/schema.py": "`webshepherd schema`: tests/daemon/cli/test_cli.py",
