@@ -67,11 +67,18 @@ class Agreement:
         if not self.decisions:
             return "judge–person agreement: no decisions by a person yet"
         n = f"{self.decisions} decision{'s' if self.decisions != 1 else ''} by a person"
-        return (
-            f"judge–person agreement ({n}): top pick approved {self.top_approved}/"
-            f"{self.top_picks} · high reward rejected {self.high_rejected}/{self.high} · "
-            f"low reward approved {self.low_approved}/{self.low}"
-        )
+        parts = [
+            f"{what} {k}/{of}"
+            for what, k, of in (
+                ("top pick approved", self.top_approved, self.top_picks),
+                ("high reward rejected", self.high_rejected, self.high),
+                ("low reward approved", self.low_approved, self.low),
+            )
+            if of  # a count of nothing says nothing (issue 51: "0/0 · 0/0 · 0/0")
+        ]
+        if not parts:
+            return f"judge–person agreement ({n}): none on a step the judge scored yet"
+        return f"judge–person agreement ({n}): " + " · ".join(parts)
 
 
 def agreement(decisions: Iterable[Decided]) -> Agreement:

@@ -60,6 +60,19 @@ def test_the_threshold_itself_is_high():
     assert (got.high, got.high_rejected, got.low, got.low_approved) == (1, 1, 1, 1)
 
 
+def test_counts_of_nothing_are_left_out():
+    """Decisions on requests the browser paused (no reward, no top pick) count as decisions,
+    and the line says none was on a judged step instead of "0/0 · 0/0 · 0/0"."""
+    only_commits = agreement([Decided("reject", None, False, None)] * 2)
+    assert only_commits.line() == (
+        "judge–person agreement (2 decisions by a person): none on a step the judge scored yet"
+    )
+    one_top = agreement([Decided("approve", None, True, None)])
+    assert (
+        one_top.line() == "judge–person agreement (1 decision by a person): top pick approved 1/1"
+    )
+
+
 def test_none_yet():
     assert agreement([]) == Agreement()
     assert agreement([]).line() == "judge–person agreement: no decisions by a person yet"

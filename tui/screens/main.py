@@ -52,6 +52,7 @@ class MainScreen(Screen[None]):
         self.status_ok = False
         self.device: DeviceReading | None = None
         self.composed = False
+        self._paused_shown = False
 
     def compose(self) -> ComposeResult:
         self.table = SessionsTable(id="sessions")
@@ -129,6 +130,10 @@ class MainScreen(Screen[None]):
         sid = table.selected
         self.detail.show(self.state.sessions.get(sid) if sid else None)
         self.approvals.sync(self.state)
+        paused = self.paused_selected()
+        if paused != self._paused_shown:  # the footer's Edit follows the highlighted approval
+            self._paused_shown = paused
+            self.refresh_bindings()
         if self.agreement.is_mounted:
             self.agreement.sync(self.state)
         n = len(self.state.approvals)
@@ -151,6 +156,15 @@ class MainScreen(Screen[None]):
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         if event.data_table.id == "sessions":
             self.detail.focus()
+
+    def paused_selected(self) -> bool:
+        """The highlighted approval is a request the browser paused (approved or rejected as
+        it is: no Edit in the footer, and ``e`` does nothing)."""
+        pending = self.approvals.selected if self.ready else None
+        return pending is not None and pending.card is not None and pending.card.request is not None
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return not (action == "edit" and self.paused_selected())
 
     # ------------------------------------------------------------- actions (messages up)
 

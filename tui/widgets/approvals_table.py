@@ -257,3 +257,4 @@ class ApprovalsPanel(Vertical):
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         event.stop()
         self.show_selected()
+        self.screen.refresh_bindings()  # the footer's Edit follows the highlighted approval
