@@ -23,6 +23,12 @@ the tiny judge, which knows the shop, and let the shop's POSTs on loopback run f
 ``close()`` ends the session (webshepherd tui lists it as ended). BrowserGym's chat window
 launches playwright's own Chromium, without an executable path: ``use_chromium()`` links the
 machine's where playwright looks when playwright has none (docs/frameworks.md).
+
+With a person paired (a paired ``webshepherd tui`` or extension connected, the default mode
+``ask``), no reward waits (the wrapper scores with ``approval="never"``), and only what commits
+waits for that person: served as above (the shop's loopback a sandbox origin), nothing waits;
+without ``--sandbox-origin``, the order waits until they decide or ``--approval-timeout`` (120
+s) passes (nobody paired: it is refused at once).
 """
 
 # --- README ---
@@ -69,6 +75,9 @@ def main(start_url: str) -> None:
 
 
 if __name__ == "__main__":
+    from webshepherd.protocol.client.script import one_line_errors
+
+    one_line_errors()  # no daemon, a wrong token: the error's one line, no traceback (-v: with it)
     if len(sys.argv) > 1:
         main(sys.argv[1])
     else:

@@ -13,8 +13,9 @@ episode's checklist is written from its goal when the env's reset makes it known
 right action each step, weighing one wrong action (a click on another element) with it
 (``step(action, candidates=[wrong])``); then it labels both as the environment's truth
 (``env.session.label``): the right action completes the step's item, the wrong one does not.
-Nothing here waits for a person: with ``approval="never"`` (the default) no score is held,
-and MiniWoB's pages send nothing that commits. Prints, roughly::
+Nothing here waits, even with a person paired (a paired ``webshepherd tui`` or extension
+connected): with ``approval="never"`` (the default) no score is held, and MiniWoB's pages send
+nothing that commits. Prints, roughly::
 
     click-button: Click on the "cancel" button
       step 0: click('18') 0.52 (ran), click('21') 0.31
@@ -117,4 +118,7 @@ def main(tasks: list[str]) -> None:
 
 
 if __name__ == "__main__":
+    from webshepherd.protocol.client.script import one_line_errors
+
+    one_line_errors()  # no daemon, a wrong token: the error's one line, no traceback (-v: with it)
     main(sys.argv[1:] or ["click-button", "enter-text", "login-user"])
