@@ -20,6 +20,8 @@ import secrets
 from pathlib import Path
 from typing import Any
 
+from webshepherd.protocol.private import write_private
+
 log = logging.getLogger(__name__)
 
 APP_NAME = "webshepherd"
@@ -109,13 +111,7 @@ class TokenStore:
                 return self.where
             except Exception as exc:
                 log.warning("keyring unusable (%s); keeping the token in a file", exc)
-        self.config_dir.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(token + "\n")
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, self.path)
+        write_private(self.path, token + "\n")
         self.where = f"file {self.path}"
         return self.where
 

@@ -7,9 +7,9 @@ it the TUI monitors but decides nothing.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
+from webshepherd.protocol.private import write_private
 from webshepherd.protocol.token_store import default_config_dir
 
 CREDENTIAL_FILE = "tui-approver"
@@ -31,11 +31,4 @@ def read_credential(config_dir: Path | None = None) -> str | None:
 def write_credential(credential: str, config_dir: Path | None = None) -> Path:
     """Keep the credential for the TUI, owner-only (0600); returns the file."""
     path = credential_path(config_dir)
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(credential + "\n")
-    os.chmod(tmp, 0o600)
-    os.replace(tmp, path)
-    return path
+    return write_private(path, credential + "\n")

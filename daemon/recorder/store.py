@@ -11,7 +11,6 @@ import contextlib
 import logging
 import os
 import sqlite3
-import stat
 import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -20,6 +19,7 @@ from pathlib import Path
 from webshepherd.daemon.recorder.schema import DDL, SCHEMA_VERSION
 from webshepherd.daemon.records import kind_for
 from webshepherd.daemon.records.kind import Record
+from webshepherd.protocol.private import private_dir
 
 log = logging.getLogger(__name__)
 SIDE_FILES = ("-wal", "-shm", "-journal")
@@ -32,12 +32,7 @@ def make_private(db_path: Path) -> None:
     unless it is a shared (sticky) folder such as /tmp. The database file is created 0600
     before SQLite opens it; SQLite gives its WAL and SHM files the database file's mode.
     """
-    folder = db_path.parent
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    st = folder.stat()
-    if st.st_mode & 0o077 and not st.st_mode & stat.S_ISVTX and st.st_uid == os.getuid():
-        log.info("narrowing %s to 0700 (the recording is private)", folder)
-        folder.chmod(0o700)
+    private_dir(db_path.parent)
     os.close(os.open(db_path, os.O_RDWR | os.O_CREAT, 0o600))
     for path in [db_path, *(db_path.with_name(db_path.name + s) for s in SIDE_FILES)]:
         if path.exists() and path.stat().st_mode & 0o077:

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Literal, TypedDict, cast
 
 from webshepherd.protocol.errors import UnauthorizedError
+from webshepherd.protocol.private import private_dir, write_private
 
 ApproverRole = Literal["extension", "monitor"]
 APPROVERS_FILE = "approvers.json"
@@ -112,12 +113,7 @@ class _Codes(TypedDict):
 
 def _write_private(path: Path, data: object) -> None:
     """Write JSON to ``path`` owner-only (0600), atomically."""
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump(data, fh, indent=1)
-    os.chmod(tmp, 0o600)
-    os.replace(tmp, path)
+    write_private(path, json.dumps(data, indent=1))
 
 
 def _read(path: Path, default: object) -> object:
@@ -158,7 +154,7 @@ class Approvers:
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
-        self.config_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private_dir(self.config_dir)
         fd = os.open(self.config_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)

@@ -21,6 +21,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from webshepherd.protocol.errors import ConnectionLostError, UnauthorizedError, WebShepherdError
+from webshepherd.protocol.private import write_private
 
 log = logging.getLogger("webshepherd.client")
 
@@ -56,8 +57,7 @@ def starting_marker(url: str, config_dir: Path | None = None) -> Iterator[None]:
         yield
         return
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"pid": os.getpid(), "url": url}), "utf-8")
+        write_private(path, json.dumps({"pid": os.getpid(), "url": url}))  # in the config dir
     except OSError:  # a read-only config dir: clients then fail at once, as before
         yield
         return
