@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 from webshepherd.daemon.demo.shop import ShopServer
-from webshepherd.daemon.demo.variants import variant
+from webshepherd.daemon.demo.variants import trap_variant, variant
 from webshepherd.daemon.engine.engine import Engine
 from webshepherd.protocol.client import AsyncClient
 from webshepherd.protocol.common import SessionSummary
@@ -170,3 +170,18 @@ async def test_tree_search_explores_the_trap_shop(daemon_url) -> None:
         assert re.match(r"node \d+ <- \d+: not run: refused by guard \(guard form_submit\): ", line)
         assert "no person is connected" in line and "— way out: `serve --no-guard" in line, line
     assert lines[-1].endswith("orders: []"), out  # nothing guarded ran
+
+
+async def test_tree_search_with_the_tiny_judge_orders_the_right_cable_as_docs_agents_says(
+    sandbox_daemon,
+) -> None:
+    """docs/agents.md: served as it says (the loopback shop a sandbox origin, so ordering
+    runs), the shipped tiny judge's search opens the decoy, backs out of it (a branch left)
+    and orders the right cable."""
+    out = await run_example("tree_search", url=sandbox_daemon.url, timeout=400)
+    lines = out.splitlines()
+    wanted = trap_variant().target()["name"]
+    assert lines[-1] == f"ordered the cheapest cable: True orders: [[{wanted!r}]]", out
+    assert any(line.startswith("node ") and line.endswith("(left)") for line in lines), out
+    page = " ".join((ROOT / "docs" / "agents.md").read_text("utf-8").split())
+    assert "**The shipped tiny judge gets there**" in page
