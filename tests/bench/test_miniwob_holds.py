@@ -14,8 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.fixtures.venvs import integrations_python
+
 ROOT = Path(__file__).resolve().parents[2]
-IPYTHON = ROOT / ".venv-integrations" / "bin" / "python"
+IPYTHON = integrations_python()
 
 pytestmark = pytest.mark.model
 
@@ -28,7 +30,8 @@ def has_miniwob() -> bool:
 
 
 needs_miniwob = pytest.mark.skipif(
-    not has_miniwob(), reason="no .venv-integrations with miniwob: `make test` builds it"
+    not has_miniwob(),
+    reason=f"no integrations venv with miniwob at {IPYTHON}: `make test` builds it",
 )
 
 
@@ -45,6 +48,8 @@ def test_tiny_run_counts_what_the_pages_do(tmp_path: Path, tiny_model_path: Path
             str(ROOT / "bench" / "miniwob_holds.py"),
             *("--task", "click-checkboxes", "--task", "click-dialog", "--task", "email-inbox"),
             *("--steps", "1", "--resets", "1", "--repeats", "2", "--json", str(out)),
+            # the venvs `make test VENV=... IVENV=...` names, never the defaults' folders
+            *("--daemon-python", sys.executable, "--integrations-python", str(IPYTHON)),
         ],
         cwd=ROOT,
         capture_output=True,

@@ -29,6 +29,7 @@ from tests.docs.walkthroughs import (
     substituted,
     workdir,
 )
+from tests.fixtures.venvs import VENV_NAME, running_venv
 
 
 def unique(blocks: list[Block]) -> dict[str, list[Block]]:
@@ -167,7 +168,8 @@ def test_a_block_runs_in_a_fresh_home_and_a_copy_of_the_repository(tmp_path: Pat
     assert ran.returncode == 0, ran.output
     assert f"home={tmp_path / 'home'}" in ran.output
     assert "url=ws://127.0.0.1:4242/v1" in ran.output
-    assert f"{ROOT}/.venv/bin/webshepherd" in ran.output
+    assert f"{running_venv()}/bin/webshepherd" in ran.output
+    assert (tmp_path / "w" / VENV_NAME).resolve() == running_venv().resolve()
     assert (tmp_path / "w" / "written.txt").is_file() and not (ROOT / "written.txt").exists()
     ext = tmp_path / "w" / "extension"
     assert not ext.is_symlink() and (ext / "node_modules").is_symlink()

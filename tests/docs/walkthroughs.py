@@ -38,6 +38,8 @@ from pathlib import Path
 
 from markdown_it import MarkdownIt
 
+from tests.fixtures.venvs import VENV_NAME, running_venv
+
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 SHELL = frozenset({"sh", "bash", "shell", "console"})
@@ -167,7 +169,7 @@ def newcomer_env(home: Path, port: int) -> dict[str, str]:
     ):
         (home / sub).mkdir(parents=True, exist_ok=True)
         env[var] = str(home / sub)
-    env["PATH"] = f"{ROOT / '.venv' / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"
+    env["PATH"] = f"{running_venv() / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"
     env["WEBSHEPHERD_URL"] = f"ws://127.0.0.1:{port}/v1"  # the free port, for every client
     return env
 
@@ -180,8 +182,10 @@ def workdir(where: Path) -> Path:
     for entry in ROOT.iterdir():
         if entry.name == "extension":
             _extension_copy(entry, where / entry.name)
-        elif entry.name != ".git":
+        elif entry.name not in (".git", VENV_NAME):
             (where / entry.name).symlink_to(entry)
+    # the docs' .venv/bin/... is the venv running the tests (`make test VENV=...` names another)
+    (where / VENV_NAME).symlink_to(running_venv())
     return where
 
 

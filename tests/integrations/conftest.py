@@ -17,6 +17,8 @@ from typing import Any
 import pytest
 from webshepherd.daemon.demo.shop import ShopServer
 
+from tests.fixtures.venvs import daemon_python
+
 ROOT = Path(__file__).resolve().parents[2]
 TEST_TOKEN = "test-token-webshepherd-0123456789"  # tests/fixtures/daemon.py's
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -47,7 +49,7 @@ def daemon_process(base: Path, spec: dict[str, Any] | None = None) -> Iterator[D
     """``webshepherd``'s real server run by the main venv's Python (``spec``: a scripted judge
     and config overrides, as tests/integrations/daemon_process.py reads them; None: the tiny
     model with the tests' defaults)."""
-    python = os.environ.get("WEBSHEPHERD_DAEMON_PYTHON", str(ROOT / ".venv" / "bin" / "python"))
+    python = daemon_python()
     argv = [python, "-m", "tests.integrations.daemon_process", str(base)]
     proc = subprocess.Popen(
         [*argv, json.dumps(spec)] if spec else argv,

@@ -8,7 +8,6 @@ docs/export-formats.md says for a wrapper run with candidates."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 from collections.abc import Iterator
@@ -21,7 +20,8 @@ import pytest
 from webshepherd.integrations.browsergym import ProcessRewardWrapper, observation_text
 from webshepherd.protocol.client.sync import Client
 
-from tests.integrations.conftest import CHROMIUM, ROOT, Daemon, daemon_process
+from tests.fixtures.venvs import daemon_python
+from tests.integrations.conftest import CHROMIUM, Daemon, daemon_process
 
 miniwob = pytest.importorskip("miniwob")
 pytest.importorskip("browsergym.miniwob")
@@ -178,7 +178,7 @@ def fresh(task: str, daemon: Daemon) -> Iterator[Episode]:
 
 def export(data_dir: Path, fmt: str, out: Path) -> list[dict[str, Any]]:
     """``webshepherd export --format fmt`` of the recording (the main venv's CLI)."""
-    python = os.environ.get("WEBSHEPHERD_DAEMON_PYTHON", str(ROOT / ".venv" / "bin" / "python"))
+    python = daemon_python()
     cli = Path(python).parent / "webshepherd"
     target = out / fmt if fmt == "mind2web" else out / f"{fmt}.jsonl"
     subprocess.run(

@@ -29,11 +29,12 @@ from webshepherd.protocol.client import AsyncClient
 from webshepherd.protocol.client.sync import Client
 from webshepherd.protocol.steps import step_label
 
+from tests.fixtures.venvs import daemon_python
 from tests.integrations.conftest import CHECKLIST, ROOT, Daemon
 from tests.integrations.test_agentlab import GOAL, ScriptedArgs
 from tests.integrations.test_browser_use import TASK, ScriptedChat, make_agent
 
-PYTHON = os.environ.get("WEBSHEPHERD_DAEMON_PYTHON", str(ROOT / ".venv" / "bin" / "python"))
+PYTHON = daemon_python()
 
 
 def rescore(daemon: Daemon, path: Path, out: Path, *extra: str) -> tuple[str, dict[str, Any]]:
