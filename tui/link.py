@@ -9,13 +9,13 @@ daemon's sessions and reloads, with ``session.get``, each one it has not seen in
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable
 
 from webshepherd.protocol.client import AsyncClient
 from webshepherd.protocol.common import CommitMode, Decision
 from webshepherd.protocol.errors import UnauthorizedError, WebShepherdError
+from webshepherd.protocol.tasks import reap
 from webshepherd.protocol.version import DEFAULT_URL
 from webshepherd.tui.state import MonitorState
 
@@ -126,10 +126,9 @@ class DaemonLink:
         except UnauthorizedError as exc:
             self.on_status(f"refused: {exc.message}", False)
         finally:
-            if watcher is not None and not watcher.done():
+            if watcher is not None:
                 watcher.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await watcher
+                await reap(watcher)  # a cancellation of run()'s caller still propagates
             await client.close()
         repair, self._repairing = self._repairing, False
         return repair

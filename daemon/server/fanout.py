@@ -23,6 +23,7 @@ from typing import Literal
 from webshepherd.daemon.server.approvers import Approver
 from webshepherd.daemon.sessions.caller import Caller
 from webshepherd.protocol.common import Role
+from webshepherd.protocol.tasks import reap
 from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
@@ -214,9 +215,7 @@ class Conn:
     async def stop(self) -> None:
         writer = self._writer
         self._shut()
-        if writer is not None:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await writer
+        await reap(writer)  # a cancellation of stop()'s caller still propagates
 
 
 class Hub:

@@ -18,7 +18,6 @@ back another: each round takes at most one of its jobs.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import threading
 import time
@@ -29,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from webshepherd.protocol.errors import OverloadedError, RequestTimeoutError
+from webshepherd.protocol.tasks import reap
 
 T = TypeVar("T")
 ItemT = TypeVar("ItemT")
@@ -128,8 +128,7 @@ class Scheduler:
             job.cancel.set()
         if self._task is not None:
             self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await reap(self._task)  # a cancellation of stop()'s caller still propagates
         await asyncio.get_running_loop().run_in_executor(None, self._executor.shutdown, True)
 
     # -- submitting ----------------------------------------------------

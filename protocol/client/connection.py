@@ -44,6 +44,7 @@ from webshepherd.protocol.replies import (
     Welcome,
 )
 from webshepherd.protocol.requests import ClientMessage
+from webshepherd.protocol.tasks import reap
 from webshepherd.protocol.token_store import TokenStore
 from webshepherd.protocol.union import dump
 from webshepherd.protocol.version import DEFAULT_PATH, MAX_FRAME_BYTES, daemon_url
@@ -60,19 +61,6 @@ KEEPALIVE_S = 5.0
 #: naming the daemon (a killed daemon must fail a paused request's gate fast, not hang it)
 RECONNECT_WAIT_S = 3.0
 ProgressCallback = Callable[[ScoreProgress], object]
-
-
-async def reap(task: asyncio.Task[None]) -> None:
-    """Wait for a task this connection cancelled, its end however it ended; a cancellation of
-    the caller's own (Ctrl-C, a timeout around ``close``) still propagates."""
-    try:
-        await task
-    except asyncio.CancelledError:
-        current = asyncio.current_task()
-        if current is not None and current.cancelling():
-            raise
-    except Exception:
-        log.debug("a task of the client ended with an error", exc_info=True)
 
 
 def client_version() -> str:

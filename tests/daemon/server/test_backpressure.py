@@ -7,6 +7,7 @@ import json
 import socket
 import threading
 
+import pytest
 from webshepherd.daemon.engine.engine import Engine
 from websockets.client import ClientProtocol
 from websockets.uri import parse_uri
@@ -183,3 +184,31 @@ async def test_slow_subscriber_is_closed_1013_and_others_are_unaffected(start_da
     assert await asyncio.to_thread(slow.read_until_closed) == 1013
     assert (await fast.request({"type": "ping"}))["type"] == "pong"
     assert (await agent.request({"type": "ping"}))["type"] == "pong"
+
+
+async def test_a_cancelled_stop_of_a_connection_is_not_swallowed() -> None:
+    """``Conn.stop`` reaps the writer it cancelled; a cancellation of stop's own caller (the
+    daemon stopping, a timeout) propagates instead of being swallowed with the writer's."""
+    from webshepherd.daemon.server.fanout import Conn
+    from websockets.asyncio.client import connect
+    from websockets.asyncio.server import ServerConnection, serve
+
+    accepted: asyncio.Future[ServerConnection] = asyncio.get_running_loop().create_future()
+
+    async def handler(ws: ServerConnection) -> None:
+        accepted.set_result(ws)
+        await ws.wait_closed()
+
+    async with serve(handler, "127.0.0.1", 0) as server:
+        port = next(iter(server.sockets)).getsockname()[1]
+        async with connect(f"ws://127.0.0.1:{port}"):
+            conn = Conn(1, await accepted, "agent", "test", queue_frames=8, slow_consumer_s=5)
+            conn.start()
+            await asyncio.sleep(0)  # the writer waits for frames
+            stopping = asyncio.create_task(conn.stop())
+            await asyncio.sleep(0)  # stop() waits for the writer it cancelled
+            stopping.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await stopping
+            assert stopping.cancelled()
+            await until(lambda: conn._writer is not None and conn._writer.done())

@@ -245,3 +245,17 @@ async def test_three_sessions_scored_in_one_call_get_their_own_replies(start_dae
             [r["reward"] for r in together[i]["results"]], abs=1e-6
         )
     assert sched.batch_stats.batched_calls == 1
+
+
+async def test_a_cancelled_stop_is_not_swallowed() -> None:
+    """``stop`` reaps the loop task it cancelled; a cancellation of stop's own caller (the
+    daemon stopping, a timeout) propagates instead of being swallowed with the loop's."""
+    sched = await started()
+    await asyncio.sleep(0)  # the loop waits for work
+    stopping = asyncio.create_task(sched.stop())
+    await asyncio.sleep(0)  # stop() waits for the loop task it cancelled
+    stopping.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await stopping
+    assert stopping.cancelled()
+    await sched.stop()  # stopped for good: the loop reaped, the worker thread shut down
