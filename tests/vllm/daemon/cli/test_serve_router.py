@@ -11,6 +11,7 @@ should. ``stats`` shows the remote engine throughout.
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -24,12 +25,21 @@ from webshepherd.daemon.engine.backends.openai_backend import OpenAIBackend
 from webshepherd.daemon.engine.backends.remote_health import parse_metrics
 
 from tests.fixtures.daemon import CANDS, WsClient, start_session
+from tests.fixtures.poll import until
 
 pytestmark = pytest.mark.model
 
 SESSIONS = 4
 STEPS = 3
 AGENT_RETRIES = 5
+
+
+def answered(replica: Process) -> float:
+    """Requests the replica finished (``vllm:request_success_total``, summed over labels)."""
+    found = re.findall(
+        r"^vllm:request_success_total(?:\{[^}]*\})?\s+(\S+)", replica.metrics(), re.M
+    )
+    return sum(float(v) for v in found)
 
 
 def observation(session: int, step: int) -> dict[str, str]:
@@ -92,7 +102,6 @@ async def test_four_sessions_through_the_router_survive_a_replica_killed(
             await start_session(a, intent=f"Buy the cheapest USB-C cable, shop {i}")
             for i, a in enumerate(agents)
         ]
-        first_scored = asyncio.Event()
         results: dict[tuple[int, int], dict[str, Any]] = {}
         agent_retries = 0
 
@@ -101,13 +110,23 @@ async def test_four_sessions_through_the_router_survive_a_replica_killed(
             for s in range(STEPS):
                 results[(i, s)], retried = await score_step(agents[i], sids[i], i, s)
                 agent_retries += retried
-                first_scored.set()
 
         async def kill_one() -> float:
-            await first_scored.wait()  # the others' steps are in flight at the replicas
-            served_by_b = parse_metrics(second_replica.metrics()).get("prefix_cache_queries", 0)
+            # a step scored says nothing of replica B (the router may have sent the first ones
+            # all to A): wait until each replica has answered a request, steps still to come
+            done: list[float] = []
+
+            async def both_served() -> bool:
+                done[:] = [await asyncio.to_thread(answered, r) for r in (served, second_replica)]
+                return all(n > 0 for n in done) or len(results) == SESSIONS * STEPS
+
+            await until(both_served, 600, "each replica to answer a request", interval=0.2)
+            assert all(n > 0 for n in done), f"a replica answered none of the steps: {done}"
+            assert len(results) < SESSIONS * STEPS, "every step was scored before the kill"
+            metrics = await asyncio.to_thread(second_replica.metrics)
+            in_flight = parse_metrics(metrics).get("server_running", 0)
             second_replica.kill()
-            assert served_by_b > 0, "the killed replica had served none of the steps"
+            print(f"replica-b killed with {in_flight:g} requests running")
             return time.monotonic()
 
         killed_at, *_ = await asyncio.gather(kill_one(), *(run(i) for i in range(SESSIONS)))
