@@ -12,8 +12,8 @@ Per scored step (:class:`StepTruth`), in order of trust:
   the chosen one's labels beat, and any labelled all ``no`` (``label``); in a session that
   ended in ``failure``, the executed action of a step known at fault (``outcome``): the step
   the episode ended on (the session's last executed action: the integrations record
-  ``failure`` only when the env terminated there with a reward <= 0), or a labelled step
-  whose executed action has no label of its own.
+  ``failure`` only when the env terminated there with a reward <= 0), or a step where labels
+  put another candidate first and the executed action has no label of its own.
 - **unknown**: every other candidate. The judge never makes truth: only when asked
   (``include_judged``) does a clear negative of the chosen action (negatives.py) that the
   judge scored below it join the rejected, marked ``judge``.
@@ -155,7 +155,9 @@ def step_truth(
     for action, (items, src) in labels.items():
         if _all_no(items):
             add(Truth(action, thoughts.get(action, ""), label_source(src), src))
-    at_fault = ended_here or bool(labels)
+    # known at fault: the episode ended on it, or labels put another candidate first there
+    by_labels = chosen is not None and chosen.source in ("label", "replay", "rollout")
+    at_fault = ended_here or (by_labels and executed is not None and executed.action != right)
     if outcome == "failure" and at_fault and executed is not None and executed.action not in labels:
         add(Truth(executed.action, executed.thought or "", "outcome", "failure"))
     if include_judged and right is not None and right in cands:

@@ -202,9 +202,13 @@ async def test_a_failed_episodes_last_action_is_a_negative(tmp_path: Path) -> No
     ):
         steps = [(HOME, SEARCH, [SEARCH, DEALS]), (RESULTS, DEAR, [CHEAP, DEAR])]
         failed = await record(c, "failure", steps=steps)
-        three = [steps[0], (RESULTS, DEAR, [CHEAP, DEAR, NEXT])]
+        three = [(HOME, SEARCH, [SEARCH, DEALS, HELP]), (RESULTS, DEAR, [CHEAP, DEAR, NEXT])]
         truth: list[tuple[int, str, Items]] = [(1, CHEAP, ["yes", "yes"]), (1, NEXT, ["yes", "no"])]
+        truth.append((0, HELP, ["no", "no"]))  # step 0: only a wrong one labelled
         labelled = await record(c, "failure", steps=three, labels=truth)
+        misled = [(HOME, DEALS, three[0][2]), steps[1]]
+        truth = [(0, SEARCH, ["yes", "no"]), (0, HELP, ["no", "no"])]
+        astray = await record(c, "failure", steps=misled, labels=truth)
         unknown = await record(c, "unknown", steps=steps)
     first, last = truths(tmp_path, failed.session_id)
     assert first.chosen is None and first.rejected == [] and first.unknown == [SEARCH, DEALS]
@@ -219,7 +223,12 @@ async def test_a_failed_episodes_last_action_is_a_negative(tmp_path: Path) -> No
     assert export(tmp_path, webprm_rows, failed.session_id)[0] == []  # nothing right known
 
     # a label says which one was right, even in a failed episode: a pair with the outcome's
-    _, last = truths(tmp_path, labelled.session_id)
+    first, last = truths(tmp_path, labelled.session_id)
+    # a step with a wrong candidate labelled, none right: the executed search is not blamed
+    assert first.chosen is None and first.rejected == [
+        Truth(HELP, f"t {HELP}", "label", "environment")
+    ]
+    assert first.unknown == [SEARCH, DEALS]
     assert last.chosen == Truth(CHEAP, f"t {CHEAP}", "label", "environment")
     assert last.rejected == [
         Truth(NEXT, f"t {NEXT}", "label", "environment"),
@@ -229,6 +238,14 @@ async def test_a_failed_episodes_last_action_is_a_negative(tmp_path: Path) -> No
     assert row["chosen"]["action"] == CHEAP and row["chosen_source"] == "label"
     assert [r["action"] for r in row["rejected"]] == [NEXT, DEAR]
     assert row["rejected_source"] == ["label", "outcome"]
+
+    # labels put another candidate first where the failed episode went astray: it is blamed
+    first, _ = truths(tmp_path, astray.session_id)
+    assert first.chosen == Truth(SEARCH, f"t {SEARCH}", "label", "environment")
+    assert first.rejected == [
+        Truth(HELP, f"t {HELP}", "label", "environment"),
+        Truth(DEALS, f"t {DEALS}", "outcome", "failure"),
+    ]
 
     # an interrupted episode (outcome unknown) says nothing of its last action
     assert all(t.chosen is None and t.rejected == [] for t in truths(tmp_path, unknown.session_id))
