@@ -131,6 +131,7 @@ def test_chromium_is_the_one_installed() -> None:
     assert "Chromium" in version
 
 
+@pytest.mark.timeout(600)  # a browser per page for BrowserGym (2.5 min on a loaded 2-core box)
 def test_the_fidelity_set_is_captured_as_browsergym_extracts_it() -> None:
     found, seen = [], {}
     with extension_context() as context:
@@ -155,6 +156,7 @@ def test_the_fidelity_set_is_captured_as_browsergym_extracts_it() -> None:
     assert re.search(r"\] progressbar 'Sync' value=42.*valuetext=", seen["widgets"])
 
 
+@pytest.mark.timeout(600)
 def test_miniwob_pages_are_captured_as_browsergym_extracts_them(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
