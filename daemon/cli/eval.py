@@ -1,4 +1,5 @@
-"""``webshepherd eval rewardbench`` and ``webshepherd eval trajectories``."""
+"""``webshepherd eval rewardbench``, ``webshepherd eval trajectories`` and ``webshepherd eval
+recorded`` (judges scored on your own recordings)."""
 
 from __future__ import annotations
 
@@ -106,6 +107,53 @@ def add_eval_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     tr.add_argument("--data-dir", type=Path, default=None, help="recording, for session ids")
     tr.add_argument("--json", type=Path, required=True, help="report")
     tr.set_defaults(func=cmd_trajectories)
+
+    rec = esub.add_parser(
+        "recorded",
+        help="pick accuracy of judges on your own recorded candidates with truth (no browser)",
+        description="Re-score every recorded step whose right candidate truth names (a "
+        "person, a label, the outcome) with each judge, from the recording alone, and print "
+        "how often each ranks the right candidate strictly first and how many of its outputs "
+        "did not parse (docs/training.md).",
+    )
+    rec.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        help=f"the recording: a daemon's data dir or its {DB_NAME} (default: the daemon's)",
+    )
+    rec.add_argument(
+        "--session",
+        nargs="+",
+        action="extend",
+        metavar="ID",
+        default=None,
+        help="only these sessions (default: every recorded session)",
+    )
+    rec.add_argument(
+        "--model",
+        action="append",
+        default=[],
+        help="a judge loaded in this process (a checkpoint folder or model id; 'tiny': the "
+        "shipped tiny judge); give it twice to compare two judges side by side",
+    )
+    rec.add_argument(
+        "--url",
+        default=None,
+        help="the judge a running daemon serves (default, when no --model: $WEBSHEPHERD_URL "
+        "or the local daemon); with --model, compared beside it",
+    )
+    add_token_arguments(rec)
+    rec.add_argument("--device", default="auto", help="device for --model (default auto)")
+    rec.add_argument(
+        "--max-new-tokens",
+        type=int,
+        default=None,
+        help="with --model: judge output cap (default none: to </answer>, as served)",
+    )
+    rec.add_argument("--json", type=Path, default=None, help="write every figure and step here")
+    rec.add_argument("--quiet", action="store_true", help="no progress bar")
+    rec.set_defaults(func=cmd_recorded)
 
 
 #: How the summary's rows are named on the terminal (the report's keys stay as they are).
@@ -255,3 +303,54 @@ def cmd_trajectories(args: argparse.Namespace) -> int:
         print(f"no gold steps for {len(report['missing_gold'])} task(s)", file=sys.stderr)
     print(f"report: {args.json}", file=sys.stderr)
     return 0
+
+
+def cmd_recorded(args: argparse.Namespace) -> int:
+    from webshepherd.daemon.config import default_data_dir
+    from webshepherd.daemon.offline.evaluation.recorded import (
+        compare,
+        model_judge,
+        pick_steps,
+        served_judge,
+        table,
+    )
+
+    picks = pick_steps(args.data_dir or default_data_dir(), args.session)
+    if not picks.steps:
+        why = ", ".join(f"{k} {n}" for k, n in sorted(picks.skipped.items())) or "none"
+        raise WebShepherdError(
+            f"{picks.recording}: no recorded step has a right candidate that truth names "
+            f"among two or more scored candidates (left out: {why}); label candidates with "
+            "session.label(...), or let a person decide held steps (docs/training.md)"
+        )
+    names = _judge_names(args.model)
+    judges = [
+        model_judge(m, args.device, args.max_new_tokens, n)
+        for m, n in zip(args.model, names, strict=True)
+    ]
+    if args.url is not None or not args.model:
+        judges.append(served_judge(args.url, token_from_args(args)))
+    bar = ProgressBar("judging", "step", quiet=args.quiet)
+    try:
+        result = compare(picks, judges, progress=bar.reached)
+    finally:
+        bar.close()
+    for line in table(result):
+        print(terminal_safe(line))
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(
+            json.dumps(result.as_dict(), indent=1, ensure_ascii=False), encoding="utf-8"
+        )
+        print(f"report: {args.json}", file=sys.stderr)
+    return 0
+
+
+def _judge_names(models: list[str]) -> list[str]:
+    """Each --model's name in the table: as given, numbered when given twice."""
+    seen: dict[str, int] = {}
+    out = []
+    for m in models:
+        seen[m] = seen.get(m, 0) + 1
+        out.append(m if seen[m] == 1 else f"{m} ({seen[m]})")
+    return out
