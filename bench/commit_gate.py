@@ -3,13 +3,15 @@
     .venv/bin/python bench/commit_gate.py [--repeats 30] [--json OUT]
     .venv-integrations/bin/python bench/commit_gate.py        # playwright 1.44, BrowserGym's pin
 
-The gate (``webshepherd.integrations.commit_gate``) pauses every request at its request stage
-and each document's response (a download is known there), so an unheld page load pays two
-DevTools round trips; a held navigation pays a decide as well. Times ``page.goto`` (until
-``load``) with Playwright's sync API in Debian's Chromium, alternating case by case, on the
-write pages' servers (tests/fixtures/write_pages): a same-origin page without and with the
-gate, and a page on another origin without the gate and held by it, approved at once by a
-local decide (no daemon: the gate's own cost). ``bench/miniwob_holds.py --only latency`` times
+The gate (``webshepherd.integrations.commit_gate``) routes every request of the context
+through Playwright's route (each target, from its first request) and its own page session's
+Fetch (redirect hops), so an unheld page load pays those round trips; a held navigation pays
+a decide as well. Times ``page.goto`` (until ``load``) with Playwright's sync API in Debian's
+Chromium, alternating case by case, on the write pages' servers
+(tests/fixtures/write_pages): a same-origin page without and with the gate, and a page on
+another origin without the gate and held by it, approved at once by a local decide (no
+daemon: the gate's own cost; the held request's added latency is the last case less the
+third). ``bench/miniwob_holds.py --only latency`` times
 a fetch POST held and asked of a watch-mode daemon. Prints medians and p90s; no figure is
 asserted.
 """

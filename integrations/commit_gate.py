@@ -1,16 +1,29 @@
 """The browser holds what commits: a Playwright context's requests paused before they leave.
 
-:class:`CommitGate` pauses every request of a Playwright ``BrowserContext`` (sync or async API)
-in Chromium's own network stack (the DevTools Fetch domain, one CDP session per page, each page
-there and each new one) and asks :func:`webshepherd.protocol.commits.commit_kind` whether it
-commits: a method other than GET, HEAD or OPTIONS, a top-level navigation to another origin
-than the session's (each redirect hop is paused on its own), or a download (read at the
-response: ``Content-Disposition: attachment`` or a type the browser does not show). One that
-does becomes a :class:`~webshepherd.protocol.common.HeldRequest` and waits for ``decide``
-(in a session: ``session.commit_check``, the daemon's ``commit.check``); it leaves only when
-the answer is 'approved' and names that very request (``request_digest``), else it fails as
-blocked by the client. Others continue at once. How the request was caused (a click on a bid,
-coordinates, a key, a timer) does not matter: the browser's request is what is judged.
+:class:`CommitGate` holds every request of a Playwright ``BrowserContext`` (sync or async API)
+through the context's own route (``context.route``): Playwright installs it in each target
+before the target runs, so a page the page opens (a ``target=_blank`` form or link,
+``window.open``), an out-of-process frame, a dedicated worker and (Playwright 1.5x+) a service
+worker are held from their first request. It asks
+:func:`webshepherd.protocol.commits.commit_kind` whether a request commits: a method other than
+GET, HEAD or OPTIONS, a top-level navigation to another origin than the session's (each
+redirect hop on its own), or a GET that the daemon's operator named (``serve --commits``: the
+daemon decides those, so every other GET is asked about only when it matches a pattern the
+gate was given). One that does becomes a :class:`~webshepherd.protocol.common.HeldRequest` and
+waits for ``decide`` (in a session: ``session.commit_check``, the daemon's ``commit.check``);
+it leaves only when the answer is 'approved' and names that very request
+(``request_digest``), else it fails as blocked by the client. Others continue at once. How
+the request was caused (a click on a bid, coordinates, a key, a timer) does not matter.
+
+Downloads of every kind (an attachment, the ``download`` attribute on any type, ``data:`` and
+``blob:`` URLs, which make no request) are saved by Chromium into the gate's private folder
+(``Browser.setDownloadBehavior``; 0700, removed at :meth:`CommitGate.detach`), never where
+the caller looks; once the file is complete the gate asks about it (the card's fields: the
+file's name, type and size, and the page it came from) and moves it to ``downloads_dir`` only
+when approved (:attr:`CommitGate.saved`). Playwright's own ``Download`` objects of a gated
+context never get a file. Shared workers and service worker registrations are refused in a
+gated context (:data:`WORKERS_BLOCKED` says why in the page), since no driver holds a shared
+worker's requests.
 
     gate = CommitGate(session.commit_check)   # or hold_commits(context, session)
     gate.attach(context)                      # async API: await gate.attach(context)
@@ -19,14 +32,15 @@ coordinates, a key, a timer) does not matter: the browser's request is what is j
     for decided in gate.take_decisions(): ... # refused ones: decided.decision.status
 
 Sync API: Playwright runs the gate's handlers while the caller is inside a Playwright call (a
-request paused while the caller is elsewhere waits for its next one). A decide that raises,
-or answers about another request, refuses (fail closed) and is recorded with why. The session
-origin is ``start_url``'s when given, else the first page's, else the first top-level
-navigation's (``file://`` for file pages).
+request paused while the caller is elsewhere waits for its next one). A decide that raises
+(the daemon gone, the connection dropped, the session ended), answers about another request,
+or is still waiting when the gate is detached refuses (fail closed), recorded with why: a
+paused request is never let go because its decider went away. The session origin is
+``start_url``'s when given, else the first page's, else the first top-level navigation's
+(``file://`` for file pages).
 
-A page opened after :meth:`CommitGate.attach` is held a moment after it opens
-(:meth:`CommitGate.watch` returns once it is): one the page opens (``window.open``) may send its
-first request before. Out-of-process frames and service workers are other targets, not held.
+A route the caller adds later, or a page's own route that continues a request rather than
+falling back (``route.fallback``), runs before the gate's and takes that request past it.
 """
 
 from __future__ import annotations
@@ -35,10 +49,17 @@ import asyncio
 import base64
 import contextlib
 import inspect
+import json
 import logging
+import mimetypes
+import shutil
+import tempfile
 import threading
 from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias, TypedDict, TypeVar, overload
+from urllib.parse import unquote
 
 from webshepherd.daemon.browser.chromium import Steps, drive, drive_async
 from webshepherd.protocol.actions import ActionError, parse_action
@@ -49,61 +70,62 @@ from webshepherd.protocol.commits import (
     request_digest,
     url_origin,
 )
-from webshepherd.protocol.common import MAX_ACTION_CHARS, DecisionInfo, HeldRequest
+from webshepherd.protocol.common import (
+    MAX_ACTION_CHARS,
+    DecisionInfo,
+    HeldRequest,
+    RequestField,
+)
 from webshepherd.protocol.replies import CommitDecided
 
 if TYPE_CHECKING:
     from playwright.async_api import BrowserContext as AsyncContext
     from playwright.async_api import CDPSession as AsyncCdp
     from playwright.async_api import Page as AsyncPage
+    from playwright.async_api import Request as AsyncRequest
+    from playwright.async_api import Route as AsyncRoute
     from playwright.sync_api import BrowserContext as SyncContext
     from playwright.sync_api import CDPSession as SyncCdp
     from playwright.sync_api import Page as SyncPage
+    from playwright.sync_api import Request as SyncRequest
+    from playwright.sync_api import Route as SyncRoute
 
-__all__ = ["CommitGate", "Decide", "GateError"]
+__all__ = ["WORKERS_BLOCKED", "CommitGate", "Decide", "GateError"]
 
-#: A Playwright context, page or CDP session of the sync or the async API (the steps of
-#: webshepherd.daemon.browser.chromium drive either).
+#: A Playwright context, page, CDP session, route or request of the sync or the async API (the
+#: steps of webshepherd.daemon.browser.chromium drive either).
 Context: TypeAlias = "SyncContext | AsyncContext"
 Page: TypeAlias = "SyncPage | AsyncPage"
 Cdp: TypeAlias = "SyncCdp | AsyncCdp"
+Route: TypeAlias = "SyncRoute | AsyncRoute"
+Request: TypeAlias = "SyncRequest | AsyncRequest"
 T = TypeVar("T")
 
 #: Asks about one held request: blocking with Playwright's sync API, a coroutine with the async.
 Decide = Callable[[HeldRequest], "CommitDecided | Awaitable[CommitDecided]"]
 
-#: The Fetch patterns: every request before it leaves; documents' and others' responses (a
-#: download is known there).
-PATTERNS = [
-    {"urlPattern": "*", "requestStage": "Request"},
-    {"urlPattern": "*", "resourceType": "Document", "requestStage": "Response"},
-    {"urlPattern": "*", "resourceType": "Other", "requestStage": "Response"},
-]
-#: Types a browser shows in a tab (others it saves).
-_SHOWN_PREFIXES = ("text/", "image/", "audio/", "video/")
-_SHOWN_TYPES = frozenset(
-    {
-        "",
-        "application/xhtml+xml",
-        "application/xml",
-        "application/json",
-        "application/javascript",
-        "application/pdf",
-        "application/rss+xml",
-        "application/atom+xml",
-        "multipart/x-mixed-replace",
-    }
+#: The route's pattern: every request of every target of the context.
+PATTERN = "**/*"
+#: Why a page of a gated context cannot start a shared or service worker (the page's error).
+WORKERS_BLOCKED = (
+    "webshepherd: shared and service workers are blocked in a browser whose requests are held "
+    "(no driver holds a shared worker's requests before they leave)"
+)
+#: Run in every frame before the page's scripts: the page's SharedWorker constructor and
+#: serviceWorker.register refuse, with the reason.
+_BLOCK_WORKERS = (
+    "(() => { const why = " + json.dumps(WORKERS_BLOCKED) + ";"
+    " const refuse = () => { throw new DOMException(why, 'SecurityError'); };"
+    " try { Object.defineProperty(globalThis, 'SharedWorker', {value: function SharedWorker()"
+    " { refuse(); }, writable: false, configurable: false}); } catch (e) {}"
+    " try { if (globalThis.ServiceWorkerContainer) Object.defineProperty("
+    "ServiceWorkerContainer.prototype, 'register', {value: function register()"
+    " { return Promise.reject(new DOMException(why, 'SecurityError')); },"
+    " writable: false, configurable: false}); } catch (e) {} })();"
 )
 _MAX_ELEMENT = 64
 log = logging.getLogger(__name__)
-_CLOSED = ("closed", "detached", "Invalid InterceptionId", "No tab", "Target")
-
-
-class CdpHeader(TypedDict):
-    """One header of a paused response (CDP ``Fetch.HeaderEntry``)."""
-
-    name: str
-    value: str
+_CLOSED = ("closed", "detached", "Invalid InterceptionId", "No tab", "Target", "handled")
 
 
 class CdpPostData(TypedDict, total=False):
@@ -131,14 +153,29 @@ class _RequestPausedFields(TypedDict):
 
 
 class RequestPaused(_RequestPausedFields, total=False):
-    """CDP's ``Fetch.requestPaused`` event, the fields the gate reads (the response ones only
-    at the response stage)."""
+    """CDP's ``Fetch.requestPaused`` event, the fields the gate reads."""
 
     frameId: str
     resourceType: str
-    responseErrorReason: str
-    responseStatusCode: int
-    responseHeaders: list[CdpHeader]
+    redirectedRequestId: str
+
+
+class DownloadBegins(TypedDict, total=False):
+    """CDP's ``Browser.downloadWillBegin``, the fields the gate reads."""
+
+    frameId: str
+    guid: str
+    url: str
+    suggestedFilename: str
+
+
+class DownloadProgress(TypedDict, total=False):
+    """CDP's ``Browser.downloadProgress``, the fields the gate reads."""
+
+    guid: str
+    totalBytes: float
+    receivedBytes: float
+    state: str
 
 
 class GateError(RuntimeError):
@@ -146,18 +183,29 @@ class GateError(RuntimeError):
 
 
 class CommitGate:
-    """Holds a context's committing requests until ``decide`` approves that exact request.
+    """Holds a context's committing requests and downloads until ``decide`` approves each.
 
     ``session_id`` names the session in the refusals the gate makes itself (a decide that
     raised); :func:`webshepherd.integrations.playwright.hold_commits` passes the session's.
+    ``downloads_dir``: where an approved download is moved (default: a folder the gate makes,
+    :attr:`downloads_dir`). ``commit_gets``: URL patterns (``*`` any run of characters) whose
+    GETs are asked about too (the operator's ``serve --commits``; the daemon decides them).
     """
 
-    def __init__(self, decide: Decide, *, session_id: str = "local") -> None:
+    def __init__(
+        self,
+        decide: Decide,
+        *,
+        session_id: str = "local",
+        downloads_dir: str | Path | None = None,
+        commit_gets: tuple[str, ...] = (),
+    ) -> None:
         if not callable(decide):
             raise GateError(f"decide must be callable, not {type(decide).__name__}")
         self._decide = decide
         self.session_id = session_id
         self.origin: str | None = None
+        self.commit_gets = tuple(commit_gets)
         self._trigger: str | None = None
         self._element: str | None = None
         self._decisions: list[CommitDecided] = []
@@ -168,6 +216,14 @@ class CommitGate:
         self._tasks: set[asyncio.Task[None]] = set()
         self._claimed: set[Page] = set()  # pages attached or being attached
         self._attaching: dict[Page, asyncio.Task[None]] = {}  # async: a new page's attach
+        self._asking: set[asyncio.Future[object]] = set()  # async: asks waiting for decide
+        self._waiting: dict[Route, str] = {}  # routes paused for an answer, how each fails
+        self._lost: str | None = None  # why the gate can no longer let anything go
+        self._downloads_dir = Path(downloads_dir) if downloads_dir is not None else None
+        self._held_dir: Path | None = None
+        self._downloads: dict[str, _Download] = {}
+        self._route: Callable[..., object] = self._on_route_sync
+        self.saved: list[Path] = []  # approved downloads, where they were moved
 
     # -- the API ------------------------------------------------------------------------
 
@@ -178,18 +234,22 @@ class CommitGate:
     def attach(self, context: AsyncContext, *, start_url: str | None = None) -> Awaitable[None]: ...
 
     def attach(self, context: Context, *, start_url: str | None = None) -> Awaitable[None] | None:
-        """Hold the requests of every page of ``context`` and of each new one. ``start_url``:
-        the session's start page (its origin is the session's). With the async API, await
-        the result."""
+        """Hold the requests and downloads of every target of ``context``, present and new.
+        ``start_url``: the session's start page (its origin is the session's). With the async
+        API, await the result."""
         if self._context is not None:
             raise GateError("this gate is attached already: detach() it first")
-        self._context = context
-        self._async = inspect.iscoroutinefunction(context.new_cdp_session)
+        origin = None
         if start_url is not None:
             origin = url_origin(start_url)
             if origin is None:
                 raise GateError(f"start_url {start_url!r}: not an http(s) or file URL")
             self.origin = origin
+        self._context = context
+        self._lost = None
+        self._async = inspect.iscoroutinefunction(context.route)
+        self._route = self._on_route_async if self._async else self._on_route_sync
+        self._held_dir = Path(tempfile.mkdtemp(prefix="webshepherd-held-"))
         steps = self._attach_all(context)
         if self._async:
             return drive_async(steps)
@@ -213,9 +273,10 @@ class CommitGate:
     def watch(self, page: AsyncPage) -> Awaitable[None]: ...
 
     def watch(self, page: Page) -> Awaitable[None] | None:
-        """Return once ``page`` is held. The gate attaches to a page opened after
-        :meth:`attach` by itself, a moment after it opens (its first requests may leave
-        before): wait for this before driving a new page. With the async API, await it."""
+        """Return once the gate has its own session on ``page``. Its requests are held from
+        the first (the context's route); downloads are held context-wide once the gate has
+        any page's session: with a context that had no page at :meth:`attach`, wait for
+        this before driving the first page. With the async API, await it."""
         if self._context is None:
             raise GateError("this gate is not attached: attach(context) first")
         if self._async:
@@ -236,23 +297,40 @@ class CommitGate:
             await task
 
     def take_decisions(self) -> list[CommitDecided]:
-        """The answers about held requests since the last call, oldest first."""
+        """The answers about held requests and downloads since the last call, oldest first."""
         with self._lock:
             taken, self._decisions = self._decisions, []
         return taken
 
+    @property
+    def downloads_dir(self) -> Path:
+        """Where approved downloads go (made on first use when not given)."""
+        if self._downloads_dir is None:
+            self._downloads_dir = Path(tempfile.mkdtemp(prefix="webshepherd-downloads-"))
+        return self._downloads_dir
+
     def detach(self) -> Awaitable[None] | None:
-        """Stop holding (requests paused now are released by the browser); new pages are no
-        longer watched. With the async API, await the result."""
+        """Stop asking: the gate fails closed from now on. A request or download waiting for
+        its answer is refused (never let go), and so is every later request of the context
+        that would commit (recorded with why); others go on, and the context's downloads are
+        refused (Playwright's own download folder cannot be restored). The route and the
+        gate's page sessions stay until the context closes: removing them would let the
+        browser release what they pause. With the async API, await the result."""
         context, self._context = self._context, None
-        tabs, self._tabs = self._tabs, []
-        self._claimed.clear()
-        self._attaching.clear()
+        tabs = list(self._tabs)
         if context is None:
             return drive_async(_nothing()) if self._async else None
+        self._lost = "the gate was detached: nothing it holds can be let go"
+        for asking in list(self._asking):
+            asking.cancel()
         with contextlib.suppress(KeyError, ValueError):
             context.remove_listener("page", self._on_page)
-        steps = _detach_all(tabs)
+        for download in list(self._downloads.values()):
+            self._record_refusal(download.request(0), self._lost)
+        self._downloads.clear()
+        held, self._held_dir = self._held_dir, None
+        waiting, self._waiting = dict(self._waiting), {}
+        steps = self._detach_all(tabs, held, waiting)
         if self._async:
             return drive_async(steps)
         drive(steps)
@@ -265,10 +343,17 @@ class CommitGate:
     # -- attaching ----------------------------------------------------------------------
 
     def _attach_all(self, context: Context) -> Steps[None]:
+        yield context.add_init_script(script=_BLOCK_WORKERS)
+        yield context.route(PATTERN, self._route)
         pages: list[Page] = list(context.pages)
         for page in pages:
             if self.origin is None:
                 self.origin = url_origin(page.url)
+            try:
+                yield page.evaluate(_BLOCK_WORKERS)  # a page already open: its main frame
+            except Exception as exc:
+                if not _closed(exc):
+                    log.info("could not block workers in an open page: %s", exc)
             yield from self._attach_page(context, page)
         context.on("page", self._on_page)
 
@@ -287,20 +372,45 @@ class CommitGate:
         return None
 
     def _attach_page(self, context: Context, page: Page) -> Steps[None]:
+        """The gate's own session on a page: the context's downloads go to the held folder
+        (set again from each page's session: while any page is open, one holds it)."""
         self._claimed.add(page)
         # the page is the context's own (one API); mypy pairs each context with either page
         cdp = yield context.new_cdp_session(page)  # type: ignore[arg-type]
-        tree = yield cdp.send("Page.getFrameTree")
-        tab = _Tab(page, cdp, tree["frameTree"]["frame"]["id"])
+        info = yield cdp.send("Target.getTargetInfo")
+        target = info["targetInfo"]
+        tab = _Tab(page, cdp, str(target["targetId"]), target.get("browserContextId"))
         self._tabs.append(tab)
+        cdp.on("Browser.downloadWillBegin", self._download_begins)
         if self._async:
-            cdp.on("Fetch.requestPaused", lambda event: self._spawn(tab, event))
+            cdp.on("Browser.downloadProgress", lambda e: self._spawn(self._download_moves(e)))
+            cdp.on("Fetch.requestPaused", lambda e: self._spawn(self._redirected(tab, e)))
         else:
-            cdp.on("Fetch.requestPaused", lambda event: self._run_sync(tab, event))
-        yield cdp.send("Fetch.enable", {"patterns": PATTERNS})
+            cdp.on("Browser.downloadProgress", lambda e: drive(self._download_moves(e)))
+            cdp.on("Fetch.requestPaused", lambda e: drive(self._redirected(tab, e)))
+        if self._held_dir is not None:
+            downloads = tab.downloads("allowAndName", self._held_dir)
+            yield cdp.send("Browser.setDownloadBehavior", downloads)
+        yield cdp.send(
+            "Fetch.enable", {"patterns": [{"urlPattern": "*", "requestStage": "Request"}]}
+        )
 
-    def _spawn(self, tab: _Tab, event: RequestPaused) -> None:
-        self._keep(drive_async(self._paused(tab, event)))
+    def _detach_all(
+        self, tabs: list[_Tab], held: Path | None, waiting: dict[Route, str]
+    ) -> Steps[None]:
+        for route, code in waiting.items():
+            yield from _settle(route, code)
+        for tab in tabs:
+            try:
+                yield tab.cdp.send("Browser.setDownloadBehavior", tab.downloads("deny", None))
+            except Exception as exc:
+                if not _closed(exc):
+                    raise
+        if held is not None:
+            shutil.rmtree(held, ignore_errors=True)
+
+    def _spawn(self, steps: Steps[None]) -> None:
+        self._keep(drive_async(steps))
 
     def _keep(self, work: Coroutine[object, object, None]) -> asyncio.Task[None]:
         task = asyncio.get_running_loop().create_task(work)
@@ -308,53 +418,73 @@ class CommitGate:
         task.add_done_callback(self._tasks.discard)
         return task
 
-    def _run_sync(self, tab: _Tab, event: RequestPaused) -> None:
-        drive(self._paused(tab, event))
+    # -- one request ----------------------------------------------------------------------
 
-    # -- one paused request -------------------------------------------------------------
+    def _on_route_sync(self, route: Route, request: Request) -> None:
+        drive(self._routed(route, request))
 
-    def _paused(self, tab: _Tab, event: RequestPaused) -> Steps[None]:
-        rid = event["requestId"]
+    async def _on_route_async(self, route: Route, request: Request) -> None:
+        await drive_async(self._routed(route, request))
+
+    def _routed(self, route: Route, request: Request) -> Steps[None]:
+        code = _refusal(request)
         try:
-            request = self._held(tab, event)
+            if _service_worker_script(request):
+                log.warning(
+                    "refused a service worker's script %s: %s", request.url, WORKERS_BLOCKED
+                )
+                yield from _settle(route, code)
+                return
+            held = self._held(request)
         except Exception as exc:  # fail closed: a request the gate cannot read does not leave
-            yield from _send(tab, "Fetch.failRequest", rid, errorReason=_refusal(event))
             log.warning("refused a request the gate could not read: %r", exc)
+            yield from _settle(route, code)
             return
-        if request is None:
-            yield from _send(tab, "Fetch.continueRequest", rid)
+        if held is None:
+            yield from _settle(route, None)
             return
+        self._waiting[route] = code
+        try:
+            approved = yield from self._decided(held)
+        finally:
+            self._waiting.pop(route, None)
+        yield from _settle(route, None if approved else code)
+
+    def _decided(self, request: HeldRequest) -> Steps[bool]:
+        """Ask about ``request``; True only for an approval naming it. Every refusal the gate
+        makes itself is recorded with why."""
         digest = request_digest(request)
+        if self._lost is not None:
+            self._record_refusal(request, self._lost)
+            return False
         try:
             answer = yield self._ask(request)
         except Exception as exc:
             name = type(exc).__name__
             decider = "timeout" if isinstance(exc, TimeoutError) else "daemon"
             self._record_refusal(request, f"asking about it failed ({name}: {exc})", decider)
-            yield from _send(tab, "Fetch.failRequest", rid, errorReason=_refusal(event))
-            return
+            return False
         if not isinstance(answer, CommitDecided):
             got = type(answer).__name__
             self._record_refusal(request, f"decide returned {got}, not a CommitDecided")
-            yield from _send(tab, "Fetch.failRequest", rid, errorReason=_refusal(event))
-            return
+            return False
         if answer.request_digest != digest:
             self._record_refusal(
                 request,
                 f"the answer was about another request (digest {answer.request_digest[:12]}…, "
                 f"this one {digest[:12]}…)",
             )
-            yield from _send(tab, "Fetch.failRequest", rid, errorReason=_refusal(event))
-            return
+            return False
+        if self._lost is not None:  # answered after the gate let go of the context
+            self._record_refusal(request, self._lost)
+            return False
         with self._lock:
             self._decisions.append(answer)
-        if answer.decision.status == "approved":
-            yield from _send(tab, "Fetch.continueRequest", rid)
-        else:
-            yield from _send(tab, "Fetch.failRequest", rid, errorReason=_refusal(event))
+        return answer.decision.status == "approved"
 
     def _ask(self, request: HeldRequest) -> object:
-        """What the steps yield: the answer, or (async API) an awaitable of it."""
+        """What the steps yield: the answer, or (async API) an awaitable of it that
+        :meth:`detach` can end."""
         result = self._decide(request)
         if not self._async and inspect.isawaitable(result):
             if inspect.iscoroutine(result):
@@ -363,32 +493,89 @@ class CommitGate:
                 "decide returned an awaitable under Playwright's sync API: pass a blocking "
                 "decide (SyncSession.commit_check)"
             )
-        if self._async and not inspect.isawaitable(result):
+        if not self._async:
+            return result
+        if not inspect.isawaitable(result):
             return _ready(result)
-        return result
+        return self._guarded(result)
 
-    def _held(self, tab: _Tab, event: RequestPaused) -> HeldRequest | None:
-        """The paused request as the wire's HeldRequest when it commits, else None."""
-        req = event["request"]
-        method = str(req["method"])
-        url = str(req["url"])
-        response = "responseStatusCode" in event or "responseErrorReason" in event
-        top = event.get("resourceType") == "Document" and event.get("frameId") == tab.main_frame
-        if self.origin is None:
-            self.origin = url_origin(tab.page.url)  # the page the session is on
-        if top and not response and self.origin is None and method.upper() in SAFE_METHODS:
+    async def _guarded(self, result: Awaitable[object]) -> object:
+        asking: asyncio.Future[object] = asyncio.ensure_future(result)
+        self._asking.add(asking)
+        try:
+            return await asking
+        except asyncio.CancelledError:
+            if asking.cancelled() and self._lost is not None:
+                raise GateError(self._lost) from None
+            raise
+        finally:
+            self._asking.discard(asking)
+
+    def _held(self, request: Request) -> HeldRequest | None:
+        """The request as the wire's HeldRequest when it commits, else None."""
+        method = request.method.upper()
+        url = request.url
+        frame = _frame(request)
+        navigation = request.is_navigation_request()
+        # a new page's first navigation has no frame yet: it is that page's own
+        top = navigation and (frame is None or getattr(frame, "parent_frame", None) is None)
+        page_url = _page_url(frame)
+        if self.origin is None and page_url:
+            self.origin = url_origin(page_url)  # the page the session is on
+        if top and self.origin is None and method in SAFE_METHODS:
             self.origin = url_origin(url)  # the session's first page
             return None
-        download = response and _is_download(event)
-        if response and not download:
+        kind = commit_kind(method, url, top_level_navigation=top, session_origin=self.origin)
+        if kind is None and method == "GET" and _named(url, self.commit_gets):
+            kind = "write"
+        if kind is None:
             return None
-        kind = commit_kind(
+        headers = {str(k).lower(): str(v) for k, v in request.headers.items()}
+        return held_request(
             method,
             url,
-            top_level_navigation=top and not response,
-            session_origin=self.origin,
-            download=download,
+            kind,
+            top_level=top,
+            body=request.post_data_buffer,
+            content_type=headers.get("content-type"),
+            page_url=page_url,
+            trigger=self._trigger,
+            element=self._element,
         )
+
+    def _redirected(self, tab: _Tab, event: RequestPaused) -> Steps[None]:
+        """A redirect hop (Playwright's route sees only a request's first hop): judged on its
+        own; every other request was the route's and goes on."""
+        rid = event["requestId"]
+        if not event.get("redirectedRequestId"):
+            yield from _fetch(tab, "Fetch.continueRequest", {"requestId": rid})
+            return
+        failed = _failed(
+            rid, "Aborted" if event.get("resourceType") == "Document" else "BlockedByClient"
+        )
+        tab.paused.add(rid)
+        try:
+            try:
+                held = self._hop(tab, event)
+            except Exception as exc:  # fail closed
+                log.warning("refused a redirect the gate could not read: %r", exc)
+                yield from _fetch(tab, "Fetch.failRequest", failed)
+                return
+            approved = held is None or (yield from self._decided(held))
+            if approved:
+                yield from _fetch(tab, "Fetch.continueRequest", {"requestId": rid})
+            else:
+                yield from _fetch(tab, "Fetch.failRequest", failed)
+        finally:
+            tab.paused.discard(rid)
+
+    def _hop(self, tab: _Tab, event: RequestPaused) -> HeldRequest | None:
+        req = event["request"]
+        method, url = str(req["method"]).upper(), str(req["url"])
+        top = event.get("resourceType") == "Document" and event.get("frameId") == tab.target
+        kind = commit_kind(method, url, top_level_navigation=top, session_origin=self.origin)
+        if kind is None and method == "GET" and _named(url, self.commit_gets):
+            kind = "write"
         if kind is None:
             return None
         headers = {str(k).lower(): str(v) for k, v in (req.get("headers") or {}).items()}
@@ -403,6 +590,44 @@ class CommitGate:
             trigger=self._trigger,
             element=self._element,
         )
+
+    # -- one download -----------------------------------------------------------------------
+
+    def _download_begins(self, event: DownloadBegins) -> None:
+        guid = str(event.get("guid") or "")
+        if not guid or guid in self._downloads or self._held_dir is None:
+            return  # each page's session reports it: the first is kept
+        frame = str(event.get("frameId") or "")
+        page = next((tab.page for tab in self._tabs if tab.target == frame), None)
+        self._downloads[guid] = _Download(
+            guid=guid,
+            url=str(event.get("url") or ""),
+            name=str(event.get("suggestedFilename") or "download"),
+            page_url=(page.url if page is not None else None) or None,
+            trigger=self._trigger,
+            element=self._element,
+            folder=self._held_dir,
+        )
+
+    def _download_moves(self, event: DownloadProgress) -> Steps[None]:
+        state = event.get("state")
+        download = self._downloads.get(str(event.get("guid") or ""))
+        if download is None or state not in ("completed", "canceled") or download.asked:
+            return
+        if state == "canceled":
+            del self._downloads[download.guid]
+            download.discard()
+            return
+        download.asked = True
+        size = int(event.get("totalBytes") or event.get("receivedBytes") or 0)
+        with contextlib.suppress(OSError):
+            size = download.path.stat().st_size
+        approved = yield from self._decided(download.request(size))
+        self._downloads.pop(download.guid, None)
+        if approved and download.path.is_file():
+            self.saved.append(download.release(self.downloads_dir))
+        else:
+            download.discard()
 
     def _record_refusal(self, request: HeldRequest, why: str, decider: str = "daemon") -> None:
         info = DecisionInfo.model_validate(
@@ -425,31 +650,116 @@ class CommitGate:
 
 
 class _Tab:
-    """One page, its CDP session and its main frame."""
+    """One page, the gate's CDP session on it, its target and browser context."""
 
-    def __init__(self, page: Page, cdp: Cdp, main_frame: str) -> None:
+    def __init__(self, page: Page, cdp: Cdp, target: str, browser_context: str | None) -> None:
         self.page = page
         self.cdp = cdp
-        self.main_frame = main_frame
+        self.target = target
+        self.browser_context = browser_context
+        self.paused: set[str] = set()  # redirect hops waiting for an answer
+
+    def downloads(self, behavior: str, folder: Path | None) -> dict[str, object]:
+        """``Browser.setDownloadBehavior``'s parameters for this page's browser context."""
+        params: dict[str, object] = {"behavior": behavior, "eventsEnabled": True}
+        if folder is not None:
+            params["downloadPath"] = str(folder)
+        if self.browser_context:
+            params["browserContextId"] = self.browser_context
+        return params
 
 
-def _send(tab: _Tab, method: str, rid: str, **params: str) -> Steps[None]:
-    """A Fetch command about a paused request; a page closed meanwhile is no error."""
+@dataclass
+class _Download:
+    """A download Chromium is saving into the gate's held folder (named by its guid)."""
+
+    guid: str
+    url: str
+    name: str
+    page_url: str | None
+    trigger: str | None
+    element: str | None
+    folder: Path
+    asked: bool = False
+
+    @property
+    def path(self) -> Path:
+        return self.folder / self.guid
+
+    def mime(self) -> str:
+        if self.url.startswith("data:"):
+            head = unquote(self.url[5:].split(",", 1)[0]).split(";")[0].strip().lower()
+            if head:
+                return head[:128]
+        return mimetypes.guess_type(self.name)[0] or "application/octet-stream"
+
+    def request(self, size: int) -> HeldRequest:
+        """What the card shows: the file's name, type and size, and the page it came from."""
+        fields = [
+            RequestField(name="file", value=self.name[:512]),
+            RequestField(name="type", value=self.mime()),
+            RequestField(name="size", value=f"{size} bytes"),
+        ]
+        return HeldRequest(
+            method="GET",
+            url=self.url[:8192],
+            kind="download",
+            origin=url_origin(self.url),
+            fields=fields,
+            page_url=self.page_url[:8192] if self.page_url else None,
+            trigger=self.trigger,
+            element=self.element,
+        )
+
+    def release(self, folder: Path) -> Path:
+        """Move the file to ``folder`` under its own name (a free one: ``name (2).ext``)."""
+        folder.mkdir(parents=True, exist_ok=True)
+        name = Path(self.name.replace("\\", "/")).name.lstrip(".") or "download"
+        target = folder / name
+        stem, suffix = Path(name).stem, Path(name).suffix
+        n = 1
+        while target.exists():
+            n += 1
+            target = folder / f"{stem} ({n}){suffix}"
+        shutil.move(str(self.path), target)
+        return target
+
+    def discard(self) -> None:
+        with contextlib.suppress(OSError):
+            self.path.unlink()
+
+
+def _settle(route: Route, refusal: str | None) -> Steps[None]:
+    """Let the route go (``refusal`` None) or fail it; a page closed meanwhile is no error."""
     try:
-        yield tab.cdp.send(method, {"requestId": rid, **params})
+        if refusal is None:
+            yield route.continue_()
+        else:
+            yield route.abort(refusal)
     except Exception as exc:
         if not _closed(exc):
             raise
 
 
-def _detach_all(tabs: list[_Tab]) -> Steps[None]:
-    for tab in tabs:
-        try:
-            yield tab.cdp.send("Fetch.disable")
-            yield tab.cdp.detach()
-        except Exception as exc:
-            if not _closed(exc):
-                raise
+def _fetch(tab: _Tab, method: str, params: dict[str, str]) -> Steps[None]:
+    """A Fetch command about a paused request; a page closed meanwhile is no error."""
+    try:
+        yield tab.cdp.send(method, params)
+    except Exception as exc:
+        if not _closed(exc):
+            raise
+
+
+def _failed(rid: str, reason: str) -> dict[str, str]:
+    return {"requestId": rid, "errorReason": reason}
+
+
+def _body(req: CdpRequest) -> bytes | None:
+    entries = req.get("postDataEntries")
+    if entries:
+        return b"".join(base64.b64decode(e.get("bytes", "")) for e in entries)
+    data = req.get("postData")
+    return data.encode("utf-8") if isinstance(data, str) else None
 
 
 def _nothing() -> Steps[None]:
@@ -461,13 +771,54 @@ async def _ready(value: T) -> T:
     return value
 
 
-def _refusal(event: RequestPaused) -> str:
-    """How a refused request fails: a navigation or download as aborted (the page stays where
-    it was, as after a cancelled navigation, instead of an error page), others as blocked by
-    the client (the page's fetch sees a network error)."""
-    if event.get("resourceType") == "Document" or "responseStatusCode" in event:
-        return "Aborted"
-    return "BlockedByClient"
+def _frame(request: Request) -> object:
+    """The request's frame; None for a new page's first navigation (no frame yet) or a
+    service worker's request."""
+    try:
+        return request.frame
+    except Exception:
+        return None
+
+
+def _page_url(frame: object) -> str | None:
+    try:
+        url = frame.page.url  # type: ignore[attr-defined]
+    except Exception:
+        return None
+    return str(url) or None
+
+
+def _refusal(request: Request) -> str:
+    """How a refused request fails: a navigation as aborted (the page stays where it was, as
+    after a cancelled navigation, instead of an error page), others as blocked by the client
+    (the page's fetch sees a network error)."""
+    return "aborted" if request.is_navigation_request() else "blockedbyclient"
+
+
+def _service_worker_script(request: Request) -> bool:
+    headers = request.headers
+    return str(headers.get("service-worker", "")).lower() == "script"
+
+
+def _named(url: str, patterns: tuple[str, ...]) -> bool:
+    """Whether ``url`` matches one of ``patterns`` (``*``: any run of characters)."""
+    return any(_glob(pattern, url) for pattern in patterns)
+
+
+def _glob(pattern: str, text: str) -> bool:
+    parts = pattern.split("*")
+    if len(parts) == 1:
+        return text == pattern
+    if not text.startswith(parts[0]) or not text.endswith(parts[-1]):
+        return False
+    at = len(parts[0])
+    end = len(text) - len(parts[-1])
+    for part in parts[1:-1]:
+        found = text.find(part, at, end)
+        if found < 0:
+            return False
+        at = found + len(part)
+    return at <= end
 
 
 def _closed(exc: BaseException) -> bool:
@@ -483,26 +834,3 @@ def _bid(action: str | None) -> str | None:
     except ActionError:
         return None
     return bid if bid is not None and len(bid) <= _MAX_ELEMENT else None
-
-
-def _body(req: CdpRequest) -> bytes | None:
-    entries = req.get("postDataEntries")
-    if entries:
-        return b"".join(base64.b64decode(e.get("bytes", "")) for e in entries)
-    data = req.get("postData")
-    return data.encode("utf-8") if isinstance(data, str) else None
-
-
-def _is_download(event: RequestPaused) -> bool:
-    status = int(event.get("responseStatusCode") or 0)
-    if 300 <= status < 400 or "responseErrorReason" in event:
-        return False
-    headers = {
-        str(h.get("name", "")).lower(): str(h.get("value", ""))
-        for h in event.get("responseHeaders") or []
-    }
-    if headers.get("content-disposition", "").strip().lower().startswith("attachment"):
-        return True
-    ctype = headers.get("content-type", "").split(";")[0].strip().lower()
-    shown = ctype in _SHOWN_TYPES or ctype.startswith(_SHOWN_PREFIXES) or ctype.endswith("+xml")
-    return not shown

@@ -21,9 +21,10 @@ runs a BrowserGym action's target. The extension is not paired with a daemon her
 (options page) adds its overlay, which :func:`launch` does not need.
 
 :func:`hold_commits` makes the browser hold what commits (a write, a navigation to another
-origin, a download) until the session's daemon lets that very request go (``commit.check``:
-the session's mode decides, a paired person in 'ask'). Any Chromium context works, with or
-without the extension:
+origin, a download, a GET the caller names) until the session's daemon lets that very request
+go (``commit.check``: the session's mode decides, a paired person in 'ask'), in every page,
+frame and worker of the context from its first request; an approved download is moved to the
+gate's ``downloads_dir``. Any Chromium context works, with or without the extension:
 
     session = client.start_session("buy a cable", start_url=url, holds="browser")
     gate = hold_commits(context, session, start_url=url)   # async API: await it
@@ -172,24 +173,46 @@ def page_observation(
 
 @overload
 def hold_commits(
-    context: SyncContext, session: SyncSession, *, start_url: str | None = ...
+    context: SyncContext,
+    session: SyncSession,
+    *,
+    start_url: str | None = ...,
+    downloads_dir: str | Path | None = ...,
+    commit_gets: tuple[str, ...] = ...,
 ) -> CommitGate: ...
 
 
 @overload
 def hold_commits(
-    context: AsyncContext, session: SessionHandle, *, start_url: str | None = ...
+    context: AsyncContext,
+    session: SessionHandle,
+    *,
+    start_url: str | None = ...,
+    downloads_dir: str | Path | None = ...,
+    commit_gets: tuple[str, ...] = ...,
 ) -> Awaitable[CommitGate]: ...
 
 
 def hold_commits(
-    context: Context, session: SyncSession | SessionHandle, *, start_url: str | None = None
+    context: Context,
+    session: SyncSession | SessionHandle,
+    *,
+    start_url: str | None = None,
+    downloads_dir: str | Path | None = None,
+    commit_gets: tuple[str, ...] = (),
 ) -> CommitGate | Awaitable[CommitGate]:
     """A :class:`~webshepherd.integrations.commit_gate.CommitGate` attached to ``context``
     that asks ``session`` (``SyncSession``, or with the async API a ``SessionHandle``: await
     the result) about every request that would commit. ``start_url``: the session's start
-    page (its origin is the session's; default: the context's first page's)."""
-    gate = CommitGate(session.commit_check, session_id=session.session_id)
+    page (its origin is the session's; default: the context's first page's).
+    ``downloads_dir``: where approved downloads go (default: a folder the gate makes);
+    ``commit_gets``: URL patterns (``*``: any run) of GETs that commit on the sites at hand."""
+    gate = CommitGate(
+        session.commit_check,
+        session_id=session.session_id,
+        downloads_dir=downloads_dir,
+        commit_gets=commit_gets,
+    )
     attached = gate.attach(context, start_url=start_url)
     if attached is None:
         return gate
