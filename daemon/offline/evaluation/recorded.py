@@ -285,7 +285,9 @@ def ranked(step: PickStep, results: Sequence[CandidateResult]) -> Ranked:
         )
     rewards = [r.reward for r in results]
     order = [rewards[step.right], *(x for i, x in enumerate(rewards) if i != step.right)]
-    unparsed = [s.unparsed or "no_answer" for r in results for s in r.samples if s.reward is None]
+    unparsed: list[str] = [
+        s.unparsed or "no_answer" for r in results for s in r.samples if s.reward is None
+    ]
     outputs = sum(max(1, len(r.samples)) for r in results)
     return Ranked(rewards, rank_of_chosen(order), outputs, unparsed)
 
