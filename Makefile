@@ -56,8 +56,9 @@ extension: $(EXT_STAMP)
 
 # The tiny judge (daemon/dev/tiny_model.py) ships in daemon/dev/tiny_judge/: the project's
 # `train` built it (fixed seed and steps, no time budget), and shipping it gives every machine
-# the same judge at once (training takes a quarter of an hour on 2 cores, and its floats differ
-# a little between CPU kinds). tests/daemon/dev/test_tiny_model.py fails when the recipe no
+# the same judge at once (training takes about 45 minutes on 2 cores: 2,556 s for v14,
+# bench/README.md; and its floats differ a little between CPU kinds).
+# tests/daemon/dev/test_tiny_model.py fails when the recipe no
 # longer builds the shipped judge; `make tiny-judge-rebuild` then rebuilds it in place.
 # The tiny vision model is built from it once per machine into the user cache (a minute),
 # before the tests that load it.

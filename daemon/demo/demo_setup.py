@@ -69,7 +69,7 @@ def load_demo_engine(
             path = tiny_model.default_tiny_model_path()
             if not tiny_model.is_complete(path):
                 console.print(
-                    f"training the tiny judge at {path} (a quarter of an hour on CPU, once) ..."
+                    f"training the tiny judge at {path} (about 45 minutes on 2 CPU cores, once) ..."
                 )
             model = str(tiny_model.ensure_tiny_model(path, progress=True))
         print_noise_note(console, vision)
