@@ -18,7 +18,9 @@ from webshepherd.daemon.offline.evaluation.recorded import pick_steps
 
 from tests.fixtures.daemon import TEST_TOKEN, StartDaemon, start_session
 
-pytestmark = pytest.mark.model
+#: the shop recording is made by the first test that asks for it, and the tiny judge scores
+#: each candidate: a minute or two on 2 idle cores, several on a loaded box
+pytestmark = [pytest.mark.model, pytest.mark.timeout(900)]
 
 
 def test_two_models_side_by_side(

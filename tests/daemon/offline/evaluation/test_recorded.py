@@ -31,7 +31,9 @@ from webshepherd.protocol.errors import WebShepherdError
 
 from tests.fixtures.daemon import FAST, TEST_TOKEN, StartDaemon
 
-pytestmark = pytest.mark.model
+#: the shop recording is made by the first test that asks for it, and the tiny judge scores
+#: each candidate: a minute or two on 2 idle cores, several on a loaded box
+pytestmark = [pytest.mark.model, pytest.mark.timeout(900)]
 
 
 @pytest.fixture
