@@ -23,7 +23,9 @@ file's name, type and size, and the page it came from) and moves it to ``downloa
 when approved (:attr:`CommitGate.saved`). Playwright's own ``Download`` objects of a gated
 context never get a file. Shared workers and service worker registrations are refused in a
 gated context (:data:`WORKERS_BLOCKED` says why in the page), since no driver holds a shared
-worker's requests.
+worker's requests. On Playwright 1.48+ each message a page sends on a WebSocket is held like a
+request (``context.route_web_socket``; method ``WEBSOCKET``, the message as its field);
+refused, the page's socket closes with 1008 (:data:`SOCKET_REFUSED`). Playwright 1.44 cannot.
 
     gate = CommitGate(session.commit_check)   # or hold_commits(context, session)
     gate.attach(context)                      # async API: await gate.attach(context)
@@ -84,13 +86,15 @@ if TYPE_CHECKING:
     from playwright.async_api import Page as AsyncPage
     from playwright.async_api import Request as AsyncRequest
     from playwright.async_api import Route as AsyncRoute
+    from playwright.async_api import WebSocketRoute as AsyncSocketRoute
     from playwright.sync_api import BrowserContext as SyncContext
     from playwright.sync_api import CDPSession as SyncCdp
     from playwright.sync_api import Page as SyncPage
     from playwright.sync_api import Request as SyncRequest
     from playwright.sync_api import Route as SyncRoute
+    from playwright.sync_api import WebSocketRoute as SyncSocketRoute
 
-__all__ = ["WORKERS_BLOCKED", "CommitGate", "Decide", "GateError"]
+__all__ = ["SOCKET_REFUSED", "WORKERS_BLOCKED", "CommitGate", "Decide", "GateError"]
 
 #: A Playwright context, page, CDP session, route or request of the sync or the async API (the
 #: steps of webshepherd.daemon.browser.chromium drive either).
@@ -99,6 +103,7 @@ Page: TypeAlias = "SyncPage | AsyncPage"
 Cdp: TypeAlias = "SyncCdp | AsyncCdp"
 Route: TypeAlias = "SyncRoute | AsyncRoute"
 Request: TypeAlias = "SyncRequest | AsyncRequest"
+SocketRoute: TypeAlias = "SyncSocketRoute | AsyncSocketRoute"
 T = TypeVar("T")
 
 #: Asks about one held request: blocking with Playwright's sync API, a coroutine with the async.
@@ -123,7 +128,10 @@ _BLOCK_WORKERS = (
     " { return Promise.reject(new DOMException(why, 'SecurityError')); },"
     " writable: false, configurable: false}); } catch (e) {} })();"
 )
+#: Why a page's WebSocket closed: a message it sent was refused (the close frame's reason).
+SOCKET_REFUSED = "webshepherd: a message on this WebSocket was refused"
 _MAX_ELEMENT = 64
+_MAX_MESSAGE = 512
 log = logging.getLogger(__name__)
 _CLOSED = ("closed", "detached", "Invalid InterceptionId", "No tab", "Target", "handled")
 
@@ -345,6 +353,8 @@ class CommitGate:
     def _attach_all(self, context: Context) -> Steps[None]:
         yield context.add_init_script(script=_BLOCK_WORKERS)
         yield context.route(PATTERN, self._route)
+        if hasattr(context, "route_web_socket"):  # Playwright 1.48+: each message is held
+            yield context.route_web_socket(_every, self._on_socket)
         pages: list[Page] = list(context.pages)
         for page in pages:
             if self.origin is None:
@@ -591,6 +601,54 @@ class CommitGate:
             element=self._element,
         )
 
+    # -- one WebSocket (Playwright 1.48+) ---------------------------------------------------
+
+    def _on_socket(self, socket: SocketRoute) -> None:
+        """A page's WebSocket, connected to its server: each message the page sends is held
+        like a request (in order), the server's reach the page as they come."""
+        server = socket.connect_to_server()
+        if self._async:
+            turn = asyncio.Lock()
+            socket.on_message(lambda m: self._spawn(self._socket_sends(socket, server, m, turn)))
+        else:
+            socket.on_message(lambda m: drive(self._socket_sends(socket, server, m, None)))
+
+    def _socket_sends(
+        self,
+        socket: SocketRoute,
+        server: SocketRoute,
+        message: str | bytes,
+        turn: asyncio.Lock | None,
+    ) -> Steps[None]:
+        if turn is not None:
+            yield turn.acquire()
+        try:
+            data = message.encode("utf-8") if isinstance(message, str) else bytes(message)
+            shown = data[:_MAX_MESSAGE].decode("utf-8", "replace")
+            request = HeldRequest(
+                method="WEBSOCKET",
+                url=socket.url[:8192],
+                kind="write",
+                origin=url_origin(socket.url),
+                fields=[RequestField(name="message", value=shown)],
+                body_bytes=len(data),
+                trigger=self._trigger,
+                element=self._element,
+            )
+            approved = yield from self._decided(request)
+            if approved:
+                server.send(message)
+                return
+            try:  # the page learns its message was refused: the channel closes
+                yield socket.close(code=1008, reason=SOCKET_REFUSED)
+                yield server.close(code=1000, reason=SOCKET_REFUSED)
+            except Exception as exc:
+                if not _closed(exc):
+                    raise
+        finally:
+            if turn is not None:
+                turn.release()
+
     # -- one download -----------------------------------------------------------------------
 
     def _download_begins(self, event: DownloadBegins) -> None:
@@ -819,6 +877,10 @@ def _glob(pattern: str, text: str) -> bool:
             return False
         at = found + len(part)
     return at <= end
+
+
+def _every(url: str) -> bool:
+    return True
 
 
 def _closed(exc: BaseException) -> bool:

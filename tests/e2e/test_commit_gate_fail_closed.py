@@ -165,3 +165,48 @@ async def test_a_popup_and_a_data_download_are_held(chromium: Any, status: str) 
             assert servers.count(popup_post) == 0 and files == []
         await gate.detach()
         await context.close()
+
+
+@pytest.mark.parametrize("status", ["rejected", "approved"])
+async def test_a_websocket_message_is_held_like_a_request(chromium: Any, status: str) -> None:
+    """Playwright 1.48+ (``route_web_socket``): the page's message reaches the server only
+    when approved, once; refused, the page's socket closes (1008)."""
+    from websockets.asyncio.server import ServerConnection, serve
+
+    received: list[str] = []
+
+    async def record(connection: ServerConnection) -> None:
+        async for message in connection:
+            received.append(str(message))
+            await connection.send("ok")
+
+    asked: list[HeldRequest] = []
+
+    async def decide(request: HeldRequest) -> CommitDecided:
+        asked.append(request)
+        return approve(request) if status == "approved" else refuse(request)
+
+    async with serve(record, "127.0.0.1", 0) as server:
+        port = next(iter(server.sockets)).getsockname()[1]
+        with WriteServers() as servers:
+            context = await chromium.new_context()
+            gate = CommitGate(decide)
+            await gate.attach(context, start_url=servers.home)
+            page = await context.new_page()
+            await page.goto(f"{servers.home}/escape_socket.html?ws=ws://127.0.0.1:{port}/")
+            want = "answered ok" if status == "approved" else "closed 1008"
+
+            async def settled() -> bool:
+                return await page.inner_text("#out") == want
+
+            await until(settled, what=f"the page's socket: {want}")
+            await asyncio.sleep(AFTER_S)
+            (held,) = asked
+            assert (held.method, held.kind, held.fields[0].value) == (
+                "WEBSOCKET",
+                "write",
+                "order=usb-c cable",
+            )
+            assert received == (["order=usb-c cable"] if status == "approved" else [])
+            await gate.detach()
+            await context.close()
