@@ -359,6 +359,7 @@ class ProcessRewardWrapper(gym.Wrapper):
             observation=observation(obs),
             agent="browsergym",
             holds="browser" if self.hold_commits else None,
+            environment=_environment(self.env, kwargs),
         )
         if self.hold_commits:
             self._hold(self.session, obs["url"])
@@ -608,6 +609,21 @@ def _proposals(
     elif thought and not out[pick].thought:
         out[pick] = Candidate(thought=thought, action=out[pick].action)
     return out, pick
+
+
+def _environment(env: gym.Env, reset: Mapping[str, object]) -> dict[str, object] | None:
+    """What resets ``env`` to this episode's start, recorded with the session for replays: its
+    gym id, and the seed and options its ``reset`` took (None: an env gym did not make)."""
+    spec = getattr(env, "spec", None)
+    if spec is None or not str(spec.id).startswith("browsergym/"):
+        return None
+    options = reset.get("options")
+    return {
+        "kind": "browsergym",
+        "task": spec.id,
+        "seed": reset.get("seed"),
+        "options": options if isinstance(options, dict) else None,
+    }
 
 
 def _held_index(scored: Scored) -> int | None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -140,6 +140,20 @@ class Observation(Model):
         max_length=MAX_ELEMENTS,
         description="bid -> what the page says of the element: link targets, downloads, which "
         "form it submits with which method (addition to v1; the guards read them).",
+    )
+
+
+class EnvironmentInfo(Model):
+    """What resets the session's environment to its start (``session.start``'s
+    ``environment``, addition to v1): a BrowserGym task's id, the seed and the options its
+    ``reset`` took. A replay (``webshepherd blame``) resets from it; without it a session's
+    environment cannot be reset."""
+
+    kind: Literal["browsergym"] = "browsergym"
+    task: str = Field(min_length=1, max_length=200, description="The gym id: browsergym/...")
+    seed: int | None = Field(default=None, description="The seed reset() took (None: none).")
+    options: dict[str, Any] | None = Field(
+        default=None, description="The options reset() took (JSON values)."
     )
 
 

@@ -22,6 +22,7 @@ from webshepherd.protocol.common import (
     CommitMode,
     Decision,
     ElementFacts,
+    EnvironmentInfo,
     HeldRequest,
     Intent,
     ItemLabel,
@@ -89,6 +90,11 @@ class SessionStart(Request):
         description="'browser': this client pauses committing requests in the browser it "
         "drives and asks with commit.check, so the guard rules predict and never hold "
         "(addition to v1). Absent: the rules hold (the text-only fallback).",
+    )
+    environment: EnvironmentInfo | None = Field(
+        default=None,
+        description="What resets the environment to this session's start (a BrowserGym task "
+        "and seed), recorded for replays (addition to v1). Absent: it cannot be reset.",
     )
 
 

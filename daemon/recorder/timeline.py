@@ -24,7 +24,7 @@ from webshepherd.daemon.records.labels import TruthLabel
 from webshepherd.daemon.records.scores import Scoring, read_items
 from webshepherd.daemon.records.tree_nodes import RecordedTree
 from webshepherd.protocol.agreement import Decided, PersonDecision
-from webshepherd.protocol.common import ScoredCandidate, SessionSummary
+from webshepherd.protocol.common import EnvironmentInfo, ScoredCandidate, SessionSummary
 from webshepherd.protocol.replies import Checklist
 
 __all__ = [
@@ -90,6 +90,7 @@ class Timeline:
     # the judging settings the session was scored with (prompt style, temperature, sampling…)
     settings: dict[str, Any] = field(default_factory=dict)
     tree: RecordedTree | None = None  # a tree search's nodes (paradigm "tree"), else None
+    environment: EnvironmentInfo | None = None  # what resets it (session.start's), else None
 
     def decisions(self) -> list[Decided]:
         """A person's decisions on held steps with what the judge said of the held candidate
@@ -154,4 +155,5 @@ def read_timeline(
         executed,
         scorer.settings,
         tree_nodes.read(db, sid),
+        sessions.environment(db, sid),
     )

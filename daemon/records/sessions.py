@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from webshepherd.daemon.records.kind import Record, RecordKind, insert, table_rows, to_json
+from webshepherd.protocol.common import EnvironmentInfo
 from webshepherd.protocol.replies import SessionEnded, SessionStarted
 
 TABLES = """
@@ -32,6 +33,10 @@ CREATE TABLE IF NOT EXISTS session_scorers (
 CREATE TABLE IF NOT EXISTS session_scorer_settings (
     session_id TEXT PRIMARY KEY REFERENCES sessions(session_id),
     settings TEXT NOT NULL          -- JSON: prompt style, temperature, sampling, context, ...
+);
+CREATE TABLE IF NOT EXISTS session_environments (
+    session_id TEXT PRIMARY KEY REFERENCES sessions(session_id),
+    environment TEXT NOT NULL       -- JSON EnvironmentInfo: what resets it (session.start's)
 );
 CREATE INDEX IF NOT EXISTS sessions_by_time ON sessions(created_at);
 """
@@ -61,6 +66,16 @@ class ScorerRecord(Record):
     model: str
     backend: str
     settings: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class EnvironmentRecord(Record):
+    """What resets the session's environment (``session.start``'s ``environment``; written
+    with its start, for replays)."""
+
+    op: ClassVar[str] = "environment"
+    session_id: str
+    environment: EnvironmentInfo
 
 
 def _started(db: sqlite3.Connection, r: SessionStartedRecord) -> None:
@@ -96,10 +111,27 @@ def _scorer(db: sqlite3.Connection, r: ScorerRecord) -> None:
     )
 
 
+def _environment(db: sqlite3.Connection, r: EnvironmentRecord) -> None:
+    db.execute(
+        "INSERT OR REPLACE INTO session_environments VALUES (?, ?)",
+        (r.session_id, r.environment.model_dump_json()),
+    )
+
+
 STARTED = RecordKind(SessionStartedRecord, _started, TABLES)
 ENDED = RecordKind(SessionEndedRecord, _ended)
 SCORER = RecordKind(ScorerRecord, _scorer)
-KINDS = (STARTED, ENDED, SCORER)
+ENVIRONMENT = RecordKind(EnvironmentRecord, _environment)
+KINDS = (STARTED, ENDED, SCORER, ENVIRONMENT)
+
+
+def environment(db: sqlite3.Connection, session_id: str) -> EnvironmentInfo | None:
+    """What resets the session's environment, as its start recorded it (None: nothing, or a
+    recording made before environments were kept)."""
+    got = table_rows(
+        db, "SELECT environment FROM session_environments WHERE session_id = ?", (session_id,)
+    )
+    return EnvironmentInfo.model_validate_json(got[0]["environment"]) if got else None
 
 
 def row(db: sqlite3.Connection, session_id: str) -> sqlite3.Row | None:

@@ -26,6 +26,7 @@ from webshepherd.daemon.records.kind import Record
 from webshepherd.daemon.records.labels import LabelRecord
 from webshepherd.daemon.records.observations import ObservationRecord
 from webshepherd.daemon.records.sessions import (
+    EnvironmentRecord,
     ScorerRecord,
     SessionEndedRecord,
     SessionStartedRecord,
@@ -342,6 +343,8 @@ class SessionCore:
         if self.scorer is not None:
             sc = self.scorer
             out.append(ScorerRecord(sid, sc.model, sc.backend, sc.settings))
+        if msg.environment is not None:
+            out.append(EnvironmentRecord(sid, msg.environment))
         head = len(out)  # the start's own records
         observed = [] if msg.observation is None else self._observe(st, msg.observation, conn=None)
         # rows first, then the reply, then events in the order things happened

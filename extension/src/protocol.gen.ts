@@ -48,6 +48,21 @@ export type StalledAfter = number;
  * Reference checklist text; generated when absent.
  */
 export type Checklist = string | null;
+export type Kind = "browsergym";
+/**
+ * The options reset() took (JSON values).
+ */
+export type Options = {
+  [k: string]: unknown | undefined;
+} | null;
+/**
+ * The seed reset() took (None: none).
+ */
+export type Seed = number | null;
+/**
+ * The gym id: browsergym/...
+ */
+export type Task = string;
 /**
  * 'browser': this client pauses committing requests in the browser it drives and asks with commit.check, so the guard rules predict and never hold (addition to v1). Absent: the rules hold (the text-only fallback).
  */
@@ -332,7 +347,7 @@ export type Value = string;
  * @maxItems 64
  */
 export type Fields = RequestField[];
-export type Kind = "write" | "navigation" | "download";
+export type Kind1 = "write" | "navigation" | "download";
 /**
  * Upper case.
  */
@@ -629,7 +644,7 @@ export type SessionId19 = string;
 export type Type29 = "session.ended";
 export type Action10 = string;
 export type Detail1 = string;
-export type Kind1 = "repeated_action" | "element_mismatch" | "plan_adherence" | "stalled";
+export type Kind2 = "repeated_action" | "element_mismatch" | "plan_adherence" | "stalled";
 /**
  * False when the signal is a warning.
  */
@@ -935,6 +950,10 @@ export interface ClientInfo {
 export interface SessionStart {
   agent?: AgentInfo;
   checklist?: Checklist;
+  /**
+   * What resets the environment to this session's start (a BrowserGym task and seed), recorded for replays (addition to v1). Absent: it cannot be reset.
+   */
+  environment?: EnvironmentInfo | null;
   holds?: Holds;
   id: Id1;
   intent: Intent;
@@ -948,6 +967,18 @@ export interface AgentInfo {
   plan?: Plan;
   planning?: Planning;
   stalled_after?: StalledAfter;
+}
+/**
+ * What resets the session's environment to its start (``session.start``'s
+ * ``environment``, addition to v1): a BrowserGym task's id, the seed and the options its
+ * ``reset`` took. A replay (``webshepherd blame``) resets from it; without it a session's
+ * environment cannot be reset.
+ */
+export interface EnvironmentInfo {
+  kind?: Kind;
+  options?: Options;
+  seed?: Seed;
+  task: Task;
 }
 export interface Observation {
   axtree: Axtree;
@@ -1119,7 +1150,7 @@ export interface HeldRequest {
   body_bytes?: BodyBytes;
   element?: Element;
   fields?: Fields;
-  kind: Kind;
+  kind: Kind1;
   method: Method;
   origin?: Origin;
   page_url?: PageUrl;
@@ -1384,7 +1415,7 @@ export interface SessionEnded {
 export interface Signal {
   action: Action10;
   detail?: Detail1;
-  kind: Kind1;
+  kind: Kind2;
   ok: Ok;
   plan_step?: PlanStep;
   planned?: Planned;

@@ -44,6 +44,7 @@ from webshepherd.protocol.common import (
     AgentInfo,
     CommitMode,
     ElementFacts,
+    EnvironmentInfo,
     HeldRequest,
     ItemLabel,
     Observation,
@@ -118,10 +119,12 @@ class AsyncClient(Connection):
         agent: AgentInfo | Fields | str | None = None,
         source: SessionSource = "agent",
         holds: Literal["browser"] | None = None,
+        environment: EnvironmentInfo | Fields | None = None,
     ) -> SessionHandle:
         """Start a session. ``holds="browser"``: this client's browser pauses every request
         that would commit and asks with :meth:`commit_check`, so the daemon's rules only
-        predict (``scored.predicted``) and never hold its steps."""
+        predict (``scored.predicted``) and never hold its steps. ``environment``: what resets
+        the environment to the start (recorded for replays)."""
         if isinstance(agent, str):
             agent = AgentInfo(name=agent)
         msg = SessionStart(
@@ -133,6 +136,7 @@ class AsyncClient(Connection):
             agent=to_model(AgentInfo, agent) or AgentInfo(name=self.info.name),
             source=source,
             holds=holds,
+            environment=to_model(EnvironmentInfo, environment),
         )
         started = await self.call(msg, SessionStarted)
         return SessionHandle(self, started.session_id, intent)

@@ -19,6 +19,7 @@ from webshepherd.protocol.common import (
     AgentInfo,
     CommitMode,
     ElementFacts,
+    EnvironmentInfo,
     HeldRequest,
     ItemLabel,
     Observation,
@@ -125,14 +126,16 @@ class _ClientMethods(abc.ABC, Generic[_Session]):
         agent: AgentInfo | Fields | str | None = None,
         source: SessionSource = "agent",
         holds: Literal["browser"] | None = None,
+        environment: EnvironmentInfo | Fields | None = None,
     ) -> _Session:
         """Start a session. ``holds="browser"``: this client's browser pauses every request
         that would commit and asks with :meth:`commit_check`, so the daemon's rules only
-        predict (``scored.predicted``) and never hold its steps."""
+        predict (``scored.predicted``) and never hold its steps. ``environment``: what resets
+        the environment to the start (recorded for replays)."""
         return self._session(
             self._run(
                 self.aio.start_session(
-                    intent, start_url, checklist, observation, agent, source, holds
+                    intent, start_url, checklist, observation, agent, source, holds, environment
                 )
             )
         )

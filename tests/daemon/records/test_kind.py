@@ -37,7 +37,7 @@ def _record_classes() -> set[type]:
 
 def test_every_record_class_has_exactly_one_kind() -> None:
     classes = [k.record for k in kinds()]
-    assert len(classes) == len(set(classes)) == 13
+    assert len(classes) == len(set(classes)) == 14
     assert set(classes) == _record_classes()  # no record class without its kind
     for cls in classes:
         assert cls.__dataclass_params__.frozen  # type: ignore[attr-defined]
@@ -57,7 +57,7 @@ def test_every_table_the_recording_holds_belongs_to_one_kind(tmp_path: Path) -> 
         r.close()
     assert made == set(owners) | {"meta"}  # meta: the store's own (the schema version)
     assert created_tables(DDL) == ["meta", *owners]  # in the registry's order
-    assert len(owners) == 16
+    assert len(owners) == 17
 
 
 def test_every_index_is_created_with_its_table() -> None:

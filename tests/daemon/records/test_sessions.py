@@ -4,13 +4,16 @@ made before scorers (or their settings) were kept reads none."""
 from __future__ import annotations
 
 from webshepherd.daemon.records.sessions import (
+    EnvironmentRecord,
     Scorer,
     ScorerRecord,
     SessionEndedRecord,
     answer,
+    environment,
     row,
     scorer,
 )
+from webshepherd.protocol.common import EnvironmentInfo
 from webshepherd.protocol.replies import SessionEnded
 
 
@@ -41,3 +44,12 @@ def test_a_session_reads_back_its_start_end_and_scorer(rec) -> None:
     assert scorer(rec.db, "s1") == Scorer("WebShepherd_3B", "vllm", {})
     rec.db.execute("DROP TABLE session_scorers")
     assert scorer(rec.db, "s1") == Scorer(None, None, {})
+
+
+def test_what_resets_a_session_environment_reads_back(rec) -> None:
+    assert environment(rec.db, "s1") is None  # recorded without one
+    env = EnvironmentInfo(task="browsergym/miniwob.click-test", seed=7, options={"a": [1]})
+    rec.apply(EnvironmentRecord("s1", env))
+    assert environment(rec.db, "s1") == env and environment(rec.db, "s2") is None
+    rec.db.execute("DROP TABLE session_environments")  # as a recording made before them
+    assert environment(rec.db, "s1") is None
