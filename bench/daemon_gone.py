@@ -9,7 +9,9 @@ waits for the person when the daemon is killed with SIGKILL.
 Per round, in seconds: ``paused`` (from the SIGKILL until the waiting ``commit.check``
 raises), ``next`` (a new ``commit.check`` made after that, until it raises: it waits
 ``reconnect_wait_s`` for a reconnect), and ``back`` (the daemon restarted on the same port and
-data dir, from its listening until the same client's next call is answered).
+data dir, from its listening until the same client's next call is answered); then, on that
+daemon, ``silent`` (it is stopped with SIGSTOP, its socket open and nothing answering, while a
+``commit.check`` waits: until the call raises, by the client's keepalive).
 """
 
 from __future__ import annotations
@@ -109,13 +111,28 @@ async def _round(data: Path) -> dict[str, float]:
             except ConnectionLostError:
                 continue
         t_back = time.perf_counter() - listening
-        return {"paused": t_paused, "next": t_next, "back": t_back}
+        await until_connected(person)
+        paused = asyncio.create_task(session.commit_check(post, timeout=600))
+        while (await asked.get(timeout=60)).type != "approval.request":
+            pass
+        stopped = time.perf_counter()
+        proc.send_signal(signal.SIGSTOP)  # silent: the socket stays open, nothing answers
+        with contextlib.suppress(ConnectionLostError):
+            await paused
+        t_silent = time.perf_counter() - stopped
+        return {"paused": t_paused, "next": t_next, "back": t_back, "silent": t_silent}
     finally:
         await agent.close()
         await person.close()
         if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
+            proc.kill()
             proc.wait(30)
+
+
+async def until_connected(client: object) -> None:
+    """Until ``client`` (an AsyncClient) has reconnected by itself."""
+    while not getattr(client, "connected", False):
+        await asyncio.sleep(0.05)
 
 
 async def main_async(rounds: int) -> dict[str, object]:

@@ -53,10 +53,11 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus, WebSocketExce
 
 log = logging.getLogger(__name__)
 R = TypeVar("R", bound=BaseModel)
-#: seconds between the client's pings, and how long a pong may take: a daemon that went
-#: silent (its host gone, the network cut) is noticed within twice this; a killed daemon's
-#: closed socket is noticed at once
-KEEPALIVE_S = 5.0
+#: seconds between the client's pings (a pong may take twice this, for a loaded machine; a
+#: close handshake, :data:`CLOSE_WAIT_S`): a daemon gone silent (its host down, the network
+#: cut) is noticed within about four times this; a killed daemon's closed socket at once
+KEEPALIVE_S = 3.0
+CLOSE_WAIT_S = 2.0
 #: how long a call made while the connection is down waits for the reconnect before it fails
 #: naming the daemon (a killed daemon must fail a paused request's gate fast, not hang it)
 RECONNECT_WAIT_S = 3.0
@@ -222,7 +223,8 @@ class Connection:
                 max_size=self._max_size,
                 ssl=self._ssl,
                 ping_interval=KEEPALIVE_S,
-                ping_timeout=KEEPALIVE_S,
+                ping_timeout=2 * KEEPALIVE_S,
+                close_timeout=CLOSE_WAIT_S,
             )
         except InvalidStatus as exc:  # a server answered, but not as the daemon's WebSocket
             raise refused_upgrade(self.url, exc) from None

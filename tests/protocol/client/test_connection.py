@@ -139,3 +139,38 @@ async def test_a_checklist_the_judge_failed_is_the_score_s_reason_not_a_warning(
     said = [r for r in client_log if r.getMessage().startswith("daemon error model_error")]
     assert said and all(r.levelno == logging.DEBUG for r in said), client_log
     assert not [r for r in client_log if r.levelno >= logging.WARNING], client_log
+
+
+async def test_a_daemon_gone_silent_fails_a_paused_call_by_the_keepalive(
+    tmp_path: Path, tiny_model_path: Path
+) -> None:
+    """A daemon that stops answering without closing its socket (SIGSTOP stands in for a hung
+    host or a cut network): the client's pings go unanswered and the waiting ``commit.check``
+    raises ConnectionLostError (by the keepalive, in about 10 s: bench/daemon_gone.py; 60 s is
+    a hang guard, not a timing)."""
+    data, port = tmp_path / "data", closed_port()
+    proc = await serve_process(tiny_model_path, data, port)
+    url = f"ws://127.0.0.1:{port}/v1"
+    person = AsyncClient(url, TEST_TOKEN, role="monitor", name="tui")
+    agent = AsyncClient(url, TEST_TOKEN)
+    try:
+        await person.connect()
+        await person.pair(pairing_code(data / "config", "monitor"), "tui")
+        asked = await person.subscribe("*").start()
+        await agent.connect()
+        session = await agent.start_session(
+            "Buy a cable", observation=OBS, checklist=REFERENCE, holds="browser"
+        )
+        post = held_request("POST", "http://shop.test/orders", "write", page_url=OBS["url"])
+        paused = asyncio.create_task(session.commit_check(post, timeout=600))
+        while (await asked.get(timeout=30)).type != "approval.request":
+            pass
+        proc.send_signal(signal.SIGSTOP)
+        with pytest.raises(ConnectionLostError) as lost:
+            await asyncio.wait_for(paused, 60)
+        assert lost.value.message.startswith(f"connection to the webshepherd daemon at {url} lost")
+    finally:
+        proc.kill()
+        proc.wait()
+        await agent.close()
+        await person.close()
