@@ -57,6 +57,7 @@ import mimetypes
 import shutil
 import tempfile
 import threading
+import weakref
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
@@ -254,6 +255,7 @@ class CommitGate:
                 raise GateError(f"start_url {start_url!r}: not an http(s) or file URL")
             self.origin = origin
         self._context = context
+        _ATTACHED.add(self)
         self._lost = None
         self._async = inspect.iscoroutinefunction(context.route)
         self._route = self._on_route_async if self._async else self._on_route_sync
@@ -325,6 +327,7 @@ class CommitGate:
         gate's page sessions stay until the context closes: removing them would let the
         browser release what they pause. With the async API, await the result."""
         context, self._context = self._context, None
+        _ATTACHED.discard(self)
         tabs = list(self._tabs)
         if context is None:
             return drive_async(_nothing()) if self._async else None
@@ -557,7 +560,7 @@ class CommitGate:
         """A redirect hop (Playwright's route sees only a request's first hop): judged on its
         own; every other request was the route's and goes on."""
         rid = event["requestId"]
-        if not event.get("redirectedRequestId"):
+        if not event.get("redirectedRequestId") or self._succeeded(tab):
             yield from _fetch(tab, "Fetch.continueRequest", {"requestId": rid})
             return
         failed = _failed(
@@ -578,6 +581,14 @@ class CommitGate:
                 yield from _fetch(tab, "Fetch.failRequest", failed)
         finally:
             tab.paused.discard(rid)
+
+    def _succeeded(self, tab: _Tab) -> bool:
+        """Whether this detached gate's page is held by a gate attached after it (to the same
+        context): that gate's own session judges the hop."""
+        if self._context is not None:
+            return False
+        context = tab.page.context
+        return any(gate is not self and gate._context is context for gate in list(_ATTACHED))
 
     def _hop(self, tab: _Tab, event: RequestPaused) -> HeldRequest | None:
         req = event["request"]
@@ -705,6 +716,10 @@ class CommitGate:
         )
         with self._lock:
             self._decisions.append(refused)
+
+
+#: The gates attached now (a detached gate defers its redirect hops to a later one).
+_ATTACHED: weakref.WeakSet[CommitGate] = weakref.WeakSet()
 
 
 class _Tab:

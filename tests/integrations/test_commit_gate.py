@@ -377,3 +377,19 @@ def test_with_nobody_paired_ask_is_refused_at_once(browser: Browser, daemon: Dae
 def server_url(b: Browser, expected: Expected) -> str:
     base = b.servers.home if expected.server == "home" else b.servers.other
     return base + expected.path
+
+
+def test_a_gate_attached_after_a_detached_one_decides_alone(browser: Browser) -> None:
+    """A detached gate fails closed only while no later gate holds its context (BrowserGym's
+    wrapper attaches a new gate when an env resets on the same context)."""
+    old = CommitGate(Decider("approved"))
+    old.attach(browser.context, start_url=browser.servers.home)
+    old.detach()
+    decide = Decider("approved")
+    open_page(browser, REDIRECT_OUT, decide)
+    REDIRECT_OUT.act(browser.page)
+    redirected = REDIRECT_OUT.held[0]
+    browser.servers.wait_for(redirected, pump=browser.pump)  # the hop the new gate approved
+    browser.pump(AFTER_S)
+    assert browser.servers.count(redirected) == 1 and len(decide.asked) == 1
+    assert old.take_decisions() == []
