@@ -133,7 +133,6 @@ UNMIRRORED: dict[str, str] = {
     "daemon/offline/imports/run.py": _DECLARATIONS,
     "daemon/offline/report/figures.py": "tests/daemon/offline/report/test_render.py",
     "daemon/offline/report/tree.py": "tests/daemon/offline/report/test_tree_report.py",
-    "daemon/offline/training/recorded.py": "tests/daemon/offline/training/test_loop_e2e.py",
     # -- tui -----------------------------------------------------------------------------------
     "tui/app.py": "the app under Pilot: tests/tui/test_live.py, test_snapshots.py",
     "tui/device.py": "the Device tab's figures: tests/tui/test_cli_device.py",

@@ -47,6 +47,7 @@ class TrainOptions:
     warmup_steps: int = 0
     progress: bool = True
     notes: dict[str, Any] = field(default_factory=dict)  # more for the card
+    held_out: tuple[str, ...] = ()  # sessions (rows' task_id) kept out of training
 
 
 def load_examples(paths: Sequence[Path]) -> tuple[list[Example], list[dict[str, Any]]]:
@@ -91,8 +92,14 @@ def train(opts: TrainOptions, examples: Sequence[Example] | None = None) -> Path
     sources: list[dict[str, Any]] = []
     if examples is None:
         examples, sources = load_examples(opts.data)
+    left_out = 0
+    if opts.held_out:
+        keep = [e for e in examples if e.task_id not in set(opts.held_out)]
+        left_out, examples = len(examples) - len(keep), keep
     if not examples:
-        raise WebShepherdError("no training examples")
+        raise WebShepherdError(
+            "no training examples" + (" besides the held-out sessions'" if opts.held_out else "")
+        )
     device = _device(opts.device)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     import torch
@@ -102,6 +109,8 @@ def train(opts: TrainOptions, examples: Sequence[Example] | None = None) -> Path
     from trl import SFTConfig, SFTTrainer
 
     hf_logging.set_verbosity_error()
+    if not opts.progress:
+        hf_logging.disable_progress_bar()  # loading and writing the weights
     import datasets
 
     try:
@@ -201,10 +210,15 @@ def train(opts: TrainOptions, examples: Sequence[Example] | None = None) -> Path
         "options": {
             k: v
             for k, v in asdict(opts).items()
-            if k not in {"base", "out", "data", "progress", "notes"}
+            if k not in {"base", "out", "data", "progress", "notes", "held_out"}
         },
         "device": device,
         "versions": _versions(),
+        **(
+            {"held_out": {"sessions": list(opts.held_out), "rows_left_out": left_out}}
+            if opts.held_out
+            else {}
+        ),
         **opts.notes,
     }
     (save / CARD).write_text(json.dumps(card, indent=1, default=str) + "\n", "utf-8")
