@@ -44,11 +44,23 @@ sessions.onChange = (tabId) => gate.sync(tabId);
 onDetached((tabId) => gate.detached(tabId));
 
 chrome.debugger.onEvent.addListener((source, method, params) => {
+  if (method === "Page.downloadWillBegin" && source.tabId !== undefined) gate.downloadBegun(source.tabId, (params as { url: string }).url);
   if (method !== "Fetch.requestPaused" || source.tabId === undefined) return;
   const tabId = source.tabId;
   const paused = params as unknown as Paused;
   gate.noted(tabId, paused.requestId); // at once: a hold that ends fails it rather than let it go
   void ready.then(() => gate.paused(tabId, paused));
+});
+
+// every download waits here, its file not named yet, until the gate lets it be saved
+chrome.downloads.onDeterminingFilename.addListener((item, suggest) => {
+  void ready
+    .then(() => gate.download(item, () => suggest()))
+    .catch((err) => {
+      console.warn("webshepherd: a download failed closed", err);
+      return chrome.downloads.cancel(item.id);
+    });
+  return true; // suggest comes later
 });
 
 /** Every followed tab's hold as the pairing says now. */

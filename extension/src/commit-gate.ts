@@ -12,9 +12,16 @@
  * left paused (the debugger stays attached when the worker stops) and fails them. A tab that
  * stops holding (the session ended, the tab unfollowed, the pairing revoked) has its
  * undecided requests failed before `Fetch.disable`, which would let them go.
+ *
+ * Downloads of every kind (an attachment, a type the browser does not show, the `download`
+ * attribute on any type, `data:` and `blob:` URLs, which send no request at all) wait in
+ * `chrome.downloads.onDeterminingFilename`, paused, before the file is saved: asked as a
+ * `download` whose card lists the file's name, type and size and the page it came from;
+ * cancelled unless approved. (An automation client that took the browser's downloads over,
+ * as Playwright's `acceptDownloads` does, bypasses that step: the Python gate holds there.)
  */
 import { cdpForTab } from "./capture/cdp.js";
-import { commitKind, heldRequest, isAttachment, requestDigest, urlOrigin } from "./commit-hold.js";
+import { commitKind, dataUrlSize, downloadFields, downloadOrigin, heldRequest, isAttachment, requestDigest, urlOrigin } from "./commit-hold.js";
 import type { DaemonConnection } from "./connection.js";
 import type { CommitDecided, HeldRequest } from "./protocol.gen.js";
 import type { TabSession } from "./tab-sessions.js";
@@ -63,12 +70,36 @@ interface Open {
   requestId: string;
   /** `asking`: its commit.check is out (kept in storage); `judging`: being read. */
   state: "judging" | "asking";
+  /** A download's id (chrome.downloads): cancelled rather than failed. */
+  download?: number;
   sessionId?: string;
   request?: HeldRequest;
   digest?: string;
 }
 
 const openKey = (tabId: number, requestId: string) => `${tabId} ${requestId}`;
+
+/** Downloads a page began (Page.downloadWillBegin), to tell which tab a download came from. */
+interface Begun {
+  tabId: number;
+  url: string;
+  at: number;
+}
+const BEGUN_MS = 30_000;
+/** How long a download waits for its tab's Page.downloadWillBegin before the referrer decides. */
+const BEGUN_WAIT_MS = 500;
+
+/** What chrome.downloads says of a download (the part read here). */
+export interface DownloadInfo {
+  id: number;
+  url: string;
+  finalUrl?: string;
+  referrer?: string;
+  filename?: string;
+  mime?: string;
+  totalBytes?: number;
+  fileSize?: number;
+}
 
 const PATTERNS = [
   { urlPattern: "*", requestStage: "Request" },
@@ -112,6 +143,9 @@ export class CommitGate {
   /** Requests failed while their check was out: its answer, when it comes, lets nothing go. */
   private readonly failed = new Set<string>();
   private saving: Promise<void> = Promise.resolve();
+  private begun: Begun[] = [];
+  /** Downloads approved at their response (an attachment): `tabId url`, not asked twice. */
+  private readonly approvedDownloads = new Map<string, number>();
 
   constructor(private readonly ctx: GateContext) {}
 
@@ -143,8 +177,12 @@ export class CommitGate {
     this.failed.add(key);
     this.open.delete(key);
     try {
-      const send = await cdpForTab(o.tabId);
-      await send("Fetch.failRequest", { requestId: o.requestId, errorReason: "BlockedByClient" });
+      if (o.download !== undefined) {
+        await chrome.downloads.cancel(o.download);
+      } else {
+        const send = await cdpForTab(o.tabId);
+        await send("Fetch.failRequest", { requestId: o.requestId, errorReason: "BlockedByClient" });
+      }
     } catch {
       return; // the tab, or its request, is gone: nothing was sent
     }
@@ -174,6 +212,7 @@ export class CommitGate {
       const send = await cdpForTab(tabId);
       const tree = await send<{ frameTree: { frame: { id: string } } }>("Page.getFrameTree");
       this.mainFrames.set(tabId, tree.frameTree.frame.id); // a tab's main frame keeps its id across navigations
+      await send("Page.enable"); // its Page.downloadWillBegin names the tab a download came from
       await send("Fetch.enable", { patterns: PATTERNS }); // again after a restarted worker: idempotent
       this.on.add(tabId);
     } else if (this.on.delete(tabId)) {
@@ -191,6 +230,81 @@ export class CommitGate {
     this.on.delete(tabId);
     this.mainFrames.delete(tabId);
     for (const [key, o] of this.open) if (o.tabId === tabId) this.open.delete(key);
+  }
+
+  /** A page of the tab began a download (Page.downloadWillBegin). */
+  downloadBegun(tabId: number, url: string): void {
+    const now = Date.now();
+    this.begun = [...this.begun.filter((b) => now - b.at < BEGUN_MS), { tabId, url, at: now }];
+  }
+
+  /** The held tab a download came from: the one whose page began it, else the one on the
+   * referrer's origin (a `blob:` URL's own), else, with no referrer, the first held tab. */
+  private async downloadTab(item: DownloadInfo): Promise<number | null> {
+    if (this.on.size === 0) return null;
+    const urls = new Set([item.url, item.finalUrl].filter((u): u is string => Boolean(u)));
+    for (let waited = 0; ; waited += 50) {
+      const hit = this.begun.find((b) => urls.has(b.url) && this.on.has(b.tabId));
+      if (hit) {
+        this.begun = this.begun.filter((b) => b !== hit);
+        return hit.tabId;
+      }
+      if (waited >= BEGUN_WAIT_MS) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const from = (item.referrer ? urlOrigin(item.referrer) : null) ?? downloadOrigin(item.url);
+    for (const tabId of this.on) {
+      const tab = await chrome.tabs.get(tabId).catch(() => null);
+      if (from !== null && tab?.url && urlOrigin(tab.url) === from) return tabId;
+    }
+    return from === null ? ([...this.on][0] ?? null) : null;
+  }
+
+  /** A download about to be saved (onDeterminingFilename, its file not named yet): it waits,
+   * paused, for its answer; `suggest` lets it be saved, and it is cancelled otherwise. */
+  async download(item: DownloadInfo, suggest: () => void): Promise<void> {
+    const tabId = await this.downloadTab(item).catch(() => null);
+    const s = tabId === null ? undefined : this.ctx.session(tabId);
+    const url = item.finalUrl || item.url;
+    if (tabId === null || !s || !this.holds(tabId) || this.tookApproved(tabId, url)) return suggest();
+    const key = openKey(tabId, `download-${item.id}`);
+    const open: Open = { tabId, requestId: `download-${item.id}`, state: "judging", download: item.id };
+    this.open.set(key, open);
+    await chrome.downloads.pause(item.id).catch(() => undefined); // nothing more of it is written meanwhile
+    let go = false;
+    try {
+      const tab = await chrome.tabs.get(tabId).catch(() => null);
+      const trigger = this.ctx.trigger(s.sessionId);
+      const bytes = dataUrlSize(url) ?? (item.totalBytes && item.totalBytes > 0 ? item.totalBytes : null);
+      const req = heldRequest({
+        method: "GET",
+        url,
+        kind: "download",
+        pageUrl: tab?.url ?? (item.referrer || null),
+        trigger: trigger?.action ?? null,
+        element: trigger?.element ?? null,
+        fields: downloadFields(item.filename ?? "", item.mime ?? "", bytes),
+      });
+      go = await this.ask(tabId, s.sessionId, req, open);
+    } catch (err) {
+      console.warn("webshepherd: a download failed closed", err);
+    }
+    if (this.failed.delete(key) || !this.open.delete(key)) return; // cancelled already
+    if (open.state === "asking") void this.persist();
+    if (go) {
+      suggest();
+      await chrome.downloads.resume(item.id).catch(() => undefined);
+    } else {
+      await chrome.downloads.cancel(item.id).catch(() => undefined);
+    }
+  }
+
+  /** Whether the tab's download of `url` was approved at its response (and forgets it). */
+  private tookApproved(tabId: number, url: string): boolean {
+    const key = `${tabId} ${url}`;
+    const at = this.approvedDownloads.get(key);
+    this.approvedDownloads.delete(key);
+    return at !== undefined && Date.now() - at < BEGUN_MS;
   }
 
   /** A paused request: continued, or failed, never left. */
@@ -239,14 +353,22 @@ export class CommitGate {
       trigger: trigger?.action ?? null,
       element: trigger?.element ?? null,
     });
+    const open = this.open.get(openKey(tabId, p.requestId));
+    if (!open) return false; // failed while it was read
+    const go = await this.ask(tabId, s.sessionId, req, open);
+    if (go && download) this.approvedDownloads.set(`${tabId} ${p.request.url}`, Date.now()); // not asked again when it is saved
+    return go;
+  }
+
+  /** Asks the daemon about a held request; true only for an approval of this very request. */
+  private async ask(tabId: number, sessionId: string, req: HeldRequest, open: Open): Promise<boolean> {
     const digest = await requestDigest(req);
     const conn = this.ctx.connection();
     if (!conn || conn.state !== "connected") return false; // nobody to ask: fail closed
-    const open = this.open.get(openKey(tabId, p.requestId));
-    if (!open) return false; // failed while it was read
-    Object.assign(open, { state: "asking", sessionId: s.sessionId, request: req, digest });
+    if (!this.open.has(openKey(tabId, open.requestId))) return false; // failed while it was read
+    Object.assign(open, { state: "asking", sessionId, request: req, digest });
     await this.persist(); // kept before anyone is asked: a restarted worker fails it
-    const answer = await conn.request({ type: "commit.check", session_id: s.sessionId, request: req });
+    const answer = await conn.request({ type: "commit.check", session_id: sessionId, request: req });
     if (answer.type !== "commit.decided") return false;
     this.ctx.decided(tabId, answer);
     return answer.decision.status === "approved" && answer.request_digest === digest;

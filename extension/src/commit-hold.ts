@@ -334,11 +334,50 @@ export interface PausedRequest {
   pageUrl?: string | null;
   trigger?: string | null;
   element?: string | null;
+  /** What the card lists instead of a body's fields (a download's file). */
+  fields?: RequestField[];
+}
+
+/** The bytes a `data:` URL holds (its payload decoded), or null for another URL. */
+export function dataUrlSize(url: string): number | null {
+  const m = /^data:([^,]*),(.*)$/is.exec(url.trim());
+  if (!m) return null;
+  const payload = m[2]!;
+  if (/;\s*base64\s*$/i.test(m[1]!)) {
+    const b64 = payload.replace(/%[0-9a-f]{2}/gi, (e) => String.fromCharCode(parseInt(e.slice(1), 16))).replace(/[\s=]/g, "");
+    return Math.floor((b64.length * 3) / 4);
+  }
+  let n = 0;
+  for (let i = 0; i < payload.length; i++) {
+    if (payload[i] === "%" && /^[0-9a-f]{2}$/i.test(payload.slice(i + 1, i + 3))) {
+      n += 1;
+      i += 2;
+    } else {
+      n += new TextEncoder().encode(payload[i]!).length;
+    }
+  }
+  return n;
+}
+
+/** The origin a download's URL names: a `blob:` URL's own origin, else `urlOrigin`. */
+export function downloadOrigin(url: string): string | null {
+  return url.startsWith("blob:") ? urlOrigin(url.slice(5)) : urlOrigin(url);
+}
+
+/** What a download's card lists: the file's name (its last path part), its type and its size. */
+export function downloadFields(filename: string, mime: string, bytes: number | null): RequestField[] {
+  const name = filename.split(/[\\/]/).pop() || "(not named yet)";
+  return [
+    { name: "file", value: cut(wellFormed(name), MAX_VALUE) },
+    { name: "type", value: cut(wellFormed(mime || "unknown"), MAX_VALUE) },
+    { name: "size", value: bytes === null || bytes < 0 ? "unknown" : `${bytes} bytes` },
+  ];
 }
 
 /** The wire's `HeldRequest` for a paused request (protocol/commits.py's `held_request`). */
 export function heldRequest(p: PausedRequest): HeldRequest {
-  const { fields, size } = requestFields(p.body ?? null, p.contentType ?? null);
+  const read = requestFields(p.body ?? null, p.contentType ?? null);
+  const { fields, size } = p.fields ? { fields: p.fields, size: read.size } : read;
   const url = head(wellFormed(p.url), MAX_URL);
   return {
     method: head(p.method.toUpperCase(), 16),

@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { test } from "node:test";
-import { commitKind, digestText, heldRequest, isAttachment, parseQsl, requestDigest, requestFields, unquote, urlOrigin, wellFormed } from "../src/commit-hold.js";
+import { commitKind, dataUrlSize, digestText, downloadFields, downloadOrigin, heldRequest, isAttachment, parseQsl, requestDigest, requestFields, unquote, urlOrigin, wellFormed } from "../src/commit-hold.js";
 import type { HeldRequest } from "../src/protocol.gen.js";
 
 const ROOT = resolve(fileURLToPath(import.meta.url), "../../../..");
@@ -84,4 +84,32 @@ test("a download is read from Content-Disposition; lone surrogates never reach t
   assert.equal(isAttachment([{ name: "content-disposition", value: "inline" }]), false);
   assert.equal(isAttachment(undefined), false);
   assert.equal(wellFormed("a\ud800b\udc00c\ud83d\ude00"), "a\ufffdb\ufffdc\ud83d\ude00");
+});
+
+test("a data: URL's size is its payload's, decoded (base64 or percent-encoded)", () => {
+  assert.equal(dataUrlSize("data:text/plain,hi"), 2);
+  assert.equal(dataUrlSize("data:text/plain,h%C3%A9"), 3);
+  assert.equal(dataUrlSize("data:text/plain;charset=utf-8,é"), 2);
+  assert.equal(dataUrlSize("data:application/octet-stream;base64,aGVsbG8="), 5);
+  assert.equal(dataUrlSize("data:;base64,aGVsbG8h"), 6);
+  assert.equal(dataUrlSize("https://shop.test/a.zip"), null);
+});
+
+test("a download's origin: a blob: URL names its own, a data: URL none", () => {
+  assert.equal(downloadOrigin("blob:http://127.0.0.1:8000/5f1c-aa"), "http://127.0.0.1:8000");
+  assert.equal(downloadOrigin("https://Shop.test/a.zip"), "https://shop.test");
+  assert.equal(downloadOrigin("data:text/plain,hi"), null);
+});
+
+test("a download's card lists the file's name, type and size", () => {
+  assert.deepEqual(downloadFields("/home/p/Downloads/report.zip", "application/zip", 1200), [
+    { name: "file", value: "report.zip" },
+    { name: "type", value: "application/zip" },
+    { name: "size", value: "1200 bytes" },
+  ]);
+  assert.deepEqual(downloadFields("", "", null).map((f) => f.value), ["(not named yet)", "unknown", "unknown"]);
+  const req = heldRequest({ method: "GET", url: "data:text/plain,hi", kind: "download", fields: downloadFields("d.txt", "text/plain", 2) });
+  assert.deepEqual(req.fields, downloadFields("d.txt", "text/plain", 2));
+  assert.equal(req.body_bytes, 0);
+  assert.equal(req.origin, null);
 });
