@@ -57,7 +57,9 @@ Cost: with ``approval="never"`` (the default) and the browser holding commits, n
 for a person, so the score is sent before ``env.step`` and awaited after it (the judge runs
 while the browser does), and the new page's observation is sent on a worker thread while the
 agent thinks (the next score queues behind it; ``choose``, ``reset`` and ``close`` wait for
-it). Otherwise the score's decision comes first and the step runs after it.
+it). Otherwise, or with ``overlap=False`` (a CPU too busy to run a judge beside the browser:
+BrowserGym's actions time out after 500 ms), the score's decision comes first and the step runs
+after it.
 
 Thought: the one given with :meth:`ProcessRewardWrapper.set_thought` before ``step`` (it is
 used once). Approval: with ``approval="always"`` (or ``"auto"`` and the daemon's policy) a
@@ -171,7 +173,9 @@ def screenshot_png(obs: BrowserGymObs) -> dict[str, str] | None:
     from PIL import Image
 
     buf = io.BytesIO()
-    Image.fromarray(shot).save(buf, format="PNG")
+    # the fastest deflate: a page's flat colours compress well at any level, and this runs
+    # once a step (PIL's default level 6 takes about three times as long)
+    Image.fromarray(shot).save(buf, format="PNG", compress_level=1)
     return {"mime": "image/png", "data": base64.b64encode(buf.getvalue()).decode("ascii")}
 
 
@@ -305,6 +309,7 @@ class ProcessRewardWrapper(gym.Wrapper):
         approval: Approval = "never",
         client: Client | None = None,
         hold_commits: bool = True,
+        overlap: bool = True,
     ) -> None:
         super().__init__(env)
         self._own_client = client is None
@@ -314,6 +319,7 @@ class ProcessRewardWrapper(gym.Wrapper):
         self.samples = samples
         self.approval: Approval = approval
         self.hold_commits = hold_commits
+        self.overlap = overlap
         self.session: SyncSession | None = None
         self._gate: CommitGate | None = None  # the CommitGate on the env's current context
         self._gate_context: object = None
@@ -334,10 +340,10 @@ class ProcessRewardWrapper(gym.Wrapper):
 
     @property
     def overlaps(self) -> bool:
-        """Whether ``step`` runs the env while the judge scores: no decision can wait for a
-        person (``approval="never"``; the browser's gate holds commits, so the daemon's rules
-        only predict) and no step is refused before it runs."""
-        return self.approval == "never" and self.hold_commits
+        """Whether ``step`` runs the env while the judge scores: asked (``overlap``), and no
+        decision can wait for a person (``approval="never"``; the browser's gate holds commits,
+        so the daemon's rules only predict) and no step is refused before it runs."""
+        return self.overlap and self.approval == "never" and self.hold_commits
 
     def reset(
         self, *, checklist: EpisodeChecklist | None = _DEFAULT, **kwargs: object

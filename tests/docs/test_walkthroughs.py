@@ -53,7 +53,7 @@ def test_a_shell_block_runs_as_typed(text: str, tmp_path: Path) -> None:
     if block.not_run is not None:
         pytest.skip(f"{block.where}: {block.not_run}")
     if any(c.startswith("make ") for c in commands(text)):
-        assert_installed()
+        assert_installed(*(["setup-integrations"] if "setup-integrations" in text else []))
     ports = fixed_ports(text)
     with local_page() as page:
         script = substituted(text, page, ports)
@@ -69,11 +69,13 @@ def test_a_shell_block_runs_as_typed(text: str, tmp_path: Path) -> None:
     assert "Traceback (most recent call last)" not in ran.output, told
 
 
-def assert_installed() -> None:
-    """``make setup`` has nothing to do: else a block's ``make`` would reinstall the shared
-    .venv from the block's working directory (an editable install pointing there)."""
-    stale = subprocess.run(["make", "-q", "setup"], cwd=ROOT, capture_output=True).returncode
-    assert stale == 0, "pyproject.toml or setup.py changed since the install: run `make setup`"
+def assert_installed(*more: str) -> None:
+    """``make setup`` (and ``more`` targets, such as ``setup-integrations``) has nothing to do:
+    else a block's ``make`` would reinstall the shared venv from the block's working directory
+    (an editable install pointing there)."""
+    for target in ("setup", *more):
+        stale = subprocess.run(["make", "-q", target], cwd=ROOT, capture_output=True).returncode
+        assert stale == 0, f"pyproject.toml or setup.py changed since the install: make {target}"
 
 
 def test_every_marked_block_tells_the_reader() -> None:
