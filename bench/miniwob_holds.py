@@ -325,7 +325,9 @@ def writes() -> dict[str, Any]:
                     with contextlib.suppress(Exception):
                         wp.act(page)
                     settle(page, servers)
-                    gated_sent = sum(servers.count(e) for e in wp.held) + len(saved)
+                    # a gated context's files: those it released (Playwright still reports
+                    # each download it begins, into the gate's private folder)
+                    gated_sent = sum(servers.count(e) for e in wp.held) + len(gate.saved)
                     held = [d.request.kind for d in gate.take_decisions()]
                 finally:
                     gate.detach()

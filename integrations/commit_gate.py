@@ -57,7 +57,6 @@ import mimetypes
 import shutil
 import tempfile
 import threading
-import weakref
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
@@ -255,7 +254,6 @@ class CommitGate:
                 raise GateError(f"start_url {start_url!r}: not an http(s) or file URL")
             self.origin = origin
         self._context = context
-        _ATTACHED.add(self)
         self._lost = None
         self._async = inspect.iscoroutinefunction(context.route)
         self._route = self._on_route_async if self._async else self._on_route_sync
@@ -320,18 +318,18 @@ class CommitGate:
         return self._downloads_dir
 
     def detach(self) -> Awaitable[None] | None:
-        """Stop asking: the gate fails closed from now on. A request or download waiting for
-        its answer is refused (never let go), and so is every later request of the context
-        that would commit (recorded with why); others go on, and the context's downloads are
-        refused (Playwright's own download folder cannot be restored). The route and the
-        gate's page sessions stay until the context closes: removing them would let the
-        browser release what they pause. With the async API, await the result."""
+        """Stop holding. A request, redirect hop, WebSocket message or download still waiting
+        for its answer is refused, never let go (recorded with why), and so is one the browser
+        paused that the gate's handlers see while it detaches; then the route and the gate's
+        page sessions go, and the context's downloads are refused from now on (Playwright's
+        own download folder cannot be restored). With the async API, await the result."""
         context, self._context = self._context, None
-        _ATTACHED.discard(self)
-        tabs = list(self._tabs)
+        tabs, self._tabs = self._tabs, []
+        self._claimed.clear()
+        self._attaching.clear()
         if context is None:
             return drive_async(_nothing()) if self._async else None
-        self._lost = "the gate was detached: nothing it holds can be let go"
+        self._lost = "the gate was detached: nothing it held can be let go"
         for asking in list(self._asking):
             asking.cancel()
         with contextlib.suppress(KeyError, ValueError):
@@ -341,7 +339,7 @@ class CommitGate:
         self._downloads.clear()
         held, self._held_dir = self._held_dir, None
         waiting, self._waiting = dict(self._waiting), {}
-        steps = self._detach_all(tabs, held, waiting)
+        steps = self._detach_all(context, tabs, held, waiting)
         if self._async:
             return drive_async(steps)
         drive(steps)
@@ -409,16 +407,28 @@ class CommitGate:
         )
 
     def _detach_all(
-        self, tabs: list[_Tab], held: Path | None, waiting: dict[Route, str]
+        self, context: Context, tabs: list[_Tab], held: Path | None, waiting: dict[Route, str]
     ) -> Steps[None]:
+        """Fail what waits, then let go: removing the route or disabling Fetch would release
+        what they pause, so what is paused is failed first (the sync API's handlers run
+        during these calls, and refuse: the gate is lost)."""
         for route, code in waiting.items():
             yield from _settle(route, code)
         for tab in tabs:
             try:
                 yield tab.cdp.send("Browser.setDownloadBehavior", tab.downloads("deny", None))
+                for rid in list(tab.paused):
+                    yield tab.cdp.send("Fetch.failRequest", _failed(rid, "BlockedByClient"))
+                yield tab.cdp.send("Fetch.disable")
+                yield tab.cdp.detach()
             except Exception as exc:
                 if not _closed(exc):
                     raise
+        try:
+            yield context.unroute(PATTERN, self._route)
+        except Exception as exc:
+            if not _closed(exc):
+                raise
         if held is not None:
             shutil.rmtree(held, ignore_errors=True)
 
@@ -560,7 +570,7 @@ class CommitGate:
         """A redirect hop (Playwright's route sees only a request's first hop): judged on its
         own; every other request was the route's and goes on."""
         rid = event["requestId"]
-        if not event.get("redirectedRequestId") or self._succeeded(tab):
+        if not event.get("redirectedRequestId"):
             yield from _fetch(tab, "Fetch.continueRequest", {"requestId": rid})
             return
         failed = _failed(
@@ -581,14 +591,6 @@ class CommitGate:
                 yield from _fetch(tab, "Fetch.failRequest", failed)
         finally:
             tab.paused.discard(rid)
-
-    def _succeeded(self, tab: _Tab) -> bool:
-        """Whether this detached gate's page is held by a gate attached after it (to the same
-        context): that gate's own session judges the hop."""
-        if self._context is not None:
-            return False
-        context = tab.page.context
-        return any(gate is not self and gate._context is context for gate in list(_ATTACHED))
 
     def _hop(self, tab: _Tab, event: RequestPaused) -> HeldRequest | None:
         req = event["request"]
@@ -618,6 +620,8 @@ class CommitGate:
         """A page's WebSocket, connected to its server: each message the page sends is held
         like a request (in order), the server's reach the page as they come."""
         server = socket.connect_to_server()
+        if self._context is None:  # detached: the route stays (Playwright 1.48 cannot remove it)
+            return
         if self._async:
             turn = asyncio.Lock()
             socket.on_message(lambda m: self._spawn(self._socket_sends(socket, server, m, turn)))
@@ -716,10 +720,6 @@ class CommitGate:
         )
         with self._lock:
             self._decisions.append(refused)
-
-
-#: The gates attached now (a detached gate defers its redirect hops to a later one).
-_ATTACHED: weakref.WeakSet[CommitGate] = weakref.WeakSet()
 
 
 class _Tab:

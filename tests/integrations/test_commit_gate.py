@@ -244,8 +244,10 @@ def test_coordinates_and_keys_are_held_the_same(browser: Browser) -> None:
     assert browser.servers.count(FETCH_POST.held[0]) == 0
 
 
-def test_a_page_opened_after_attaching_is_held_and_detach_fails_closed(browser: Browser) -> None:
-    decide = Decider("approved")
+def test_a_page_opened_after_attaching_is_held_and_detach_lets_go(browser: Browser) -> None:
+    """After detach, nothing is held (a request waiting as it detaches is refused:
+    tests/e2e/test_commit_gate_fail_closed.py)."""
+    decide = Decider("rejected")
     gate = open_page(browser, MINIWOB_SUBMIT, decide)
     second = browser.context.new_page()
     gate.watch(second)
@@ -253,19 +255,11 @@ def test_a_page_opened_after_attaching_is_held_and_detach_fails_closed(browser: 
     second.goto(browser.servers.url(FORM_ATTRIBUTE))
     FORM_ATTRIBUTE.act(second)
     browser.until(lambda: len(decide.asked) == 1, "the new page's POST held")
-    browser.servers.wait_for(FORM_ATTRIBUTE.held[0], pump=browser.pump)
-    gate.take_decisions()
-    second.goto(browser.servers.url(FORM_ATTRIBUTE))  # the form posted and left: back to it
     gate.detach()
     assert not gate.attached
-    FORM_ATTRIBUTE.act(second)  # nobody to ask: refused, never let go
-    taken: list[CommitDecided] = []
-    browser.until(lambda: bool(taken.extend(gate.take_decisions()) or taken), "refused")
-    browser.pump(AFTER_S)
-    assert len(decide.asked) == 1 and browser.servers.count(FORM_ATTRIBUTE.held[0]) == 1
-    assert "detached" in (taken[0].decision.note or "")
-    second.goto(browser.servers.url(GET_SEARCH))  # what commits nothing goes on
-    assert second.url == browser.servers.url(GET_SEARCH)
+    FORM_ATTRIBUTE.act(second)
+    browser.servers.wait_for(FORM_ATTRIBUTE.held[0], pump=browser.pump)
+    assert len(decide.asked) == 1
 
 
 def test_the_gate_refuses_bad_use(browser: Browser) -> None:
