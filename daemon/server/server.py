@@ -311,6 +311,8 @@ class DaemonServer:
     def _drop(self, conn: Conn) -> None:
         self.hub.remove(conn.id)
         self.core.connections.closed(conn.id)
+        for sid in self.core.asked_by(conn.id):  # its paused requests: refused, cards closed
+            self._spawn(None, self._asker_gone(conn.id, sid))
         self.quotas.forget_connection(conn.id)
         conn.closed = True
         if self.scheduler is not None:
@@ -320,6 +322,12 @@ class DaemonServer:
         for t in self._tasks.pop(conn.id, set()):
             t.cancel()
         self._spawn(None, conn.stop())
+
+    async def _asker_gone(self, conn_id: int, session_id: str) -> None:
+        try:
+            await self.effects.step(session_id, lambda: self.core.asker_gone(conn_id, session_id))
+        except Exception:
+            log.exception("closing connection %d's paused requests failed", conn_id)
 
     def _spawn(self, owner: int | None, coro: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(coro)

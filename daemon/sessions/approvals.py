@@ -216,6 +216,18 @@ class ApprovalBook:
         self._closed[request_id] = res
         return res
 
+    def refuse_open(self, request_id: str, note: str) -> Resolution | None:
+        """Close an open request as refused by the daemon (whoever asked is gone, so nobody
+        could act on a decision); None when it was already decided."""
+        req = self._open.pop(request_id, None)
+        if req is None:
+            return None
+        res = Resolution(
+            request_id, req.session_id, "reject", "rejected", None, "daemon", note, False
+        )
+        self._closed[request_id] = res
+        return res
+
     def cancel_session(self, session_id: str) -> list[str]:
         """Forget the open requests of a session (its requester went away)."""
         gone = [rid for rid, r in self._open.items() if r.session_id == session_id]

@@ -63,12 +63,26 @@ class Decisions:
         res = self.core.approvals.expire(request_id)
         return [] if res is None else self.resolved(res, None, None)
 
+    def asker_gone(self, conn: int, session_id: str) -> list[Effect]:
+        """Connection ``conn`` closed: the requests it paused in ``session_id`` and is still
+        asking about are refused by the daemon (its browser failed them when it lost the
+        daemon, issue 49), so no person approves a request that can no longer be sent."""
+        out: list[Effect] = []
+        note = "the browser that paused it went away before anyone decided; it was refused"
+        for rid, commit in list(self.commits.pending.items()):
+            if commit.conn != conn or commit.session_id != session_id:
+                continue
+            res = self.core.approvals.refuse_open(rid, note)
+            if res is not None:
+                out += self.resolved(res, None, None)
+        return out
+
     def resolved(self, res: Resolution, conn: int | None, rid: str | None) -> list[Effect]:
         commit = self.commits.pending.pop(res.request_id, None)
         st = self.core.sessions[res.session_id]
         st.waiting_approvals = max(0, st.waiting_approvals - 1)
         timed_out = res.decision == "timeout"
-        decider: Decider = "timeout" if timed_out else "person"
+        decider: Decider = "timeout" if timed_out else "daemon" if res.by == "daemon" else "person"
         note = res.note
         if commit is not None and timed_out:
             note = (
@@ -91,7 +105,7 @@ class Decisions:
             out.append(Reply(conn, event.model_copy(update={"id": rid})))
         out.append(ApprovalClosed(res.request_id))
         way_out = None
-        if not res.approved:
+        if not res.approved and decider != "daemon":
             way_out = (
                 f"a paired person decides within {self.core.approval_timeout_s:g} s (TUI or side "
                 "panel), or switches this session to 'watch'"

@@ -583,6 +583,14 @@ class SessionCore:
         """An approval request nobody decided in time."""
         return self.decisions.expire(request_id)
 
+    def asked_by(self, conn: int) -> set[str]:
+        """The sessions in which connection ``conn`` is asking about a paused request."""
+        return {c.session_id for c in self.commits.pending.values() if c.conn == conn}
+
+    def asker_gone(self, conn: int, session_id: str) -> list[Effect]:
+        """Connection ``conn`` closed: its paused requests in ``session_id`` are refused."""
+        return self.decisions.asker_gone(conn, session_id)
+
 
 def _decode_screenshot(shot: Screenshot | None) -> bytes | None:
     if shot is None or shot.data is None:

@@ -144,6 +144,39 @@ async def test_in_ask_a_paired_person_decides(tmp_path: Path, decision: str, sta
     assert (row.reason, row.decision, row.decided_by) == ("commit", decision, "monitor:tui")
 
 
+async def test_a_request_whose_browser_went_away_is_refused_and_its_card_closed(
+    tmp_path: Path,
+) -> None:
+    """The connection that paused a request closes before anyone decides (its browser failed
+    the request when it lost the daemon): the daemon refuses it, the person's card closes, and
+    a late Approve is an error, never "allowed by a person" (issue 49)."""
+    async with scripted_daemon(tmp_path, ScriptedJudge(JUDGE)) as server:
+        d = DaemonHandle(server, make_config(tmp_path))
+        monitor = await d.client(role="monitor", name="tui")
+        agent = AsyncClient(d.url, TEST_TOKEN)
+        await agent.connect()
+        session = await _session(agent, holds="browser")
+        asking = asyncio.create_task(session.commit_check(POST, timeout=30))
+        req = await monitor.wait_for("approval.request", timeout=30)
+        asking.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await asking
+        await agent.close()
+        gone = await monitor.wait_for("approval.resolved", timeout=30)
+        assert gone["request_id"] == req["request_id"]
+        assert (gone["decision"], gone["by"]) == ("reject", "daemon")
+        assert "went away" in gone["note"]
+        late = await monitor.request(
+            {"type": "approval.decide", "request_id": req["request_id"], "decision": "approve"}
+        )
+        assert late["type"] == "error"
+        await d.close_clients()
+    tl = History.open(tmp_path / "data" / DB_NAME).timeline(session.session_id)
+    assert tl is not None
+    (row,) = [a for s in tl.steps for a in s.approvals]
+    assert (row.reason, row.decision, row.decided_by) == ("commit", "reject", "daemon")
+
+
 async def test_nobody_deciding_in_time_refuses_the_request(tmp_path: Path) -> None:
     judge = ScriptedJudge(JUDGE)
     async with scripted_daemon(
