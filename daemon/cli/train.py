@@ -28,15 +28,16 @@ def _data_paths(paths: list[Path], tmp: Path, quiet: bool, held_out: list[str]) 
     """Row files as given; a data dir of recorded sessions is exported to SFT rows first
     (without the held-out sessions)."""
     out = []
-    for p in paths:
+    for i, p in enumerate(paths):
         if _is_recording(p):
             from webshepherd.daemon.offline.training.recorded import export_sft
 
-            rows = tmp / f"{p.name or 'data'}-sft.jsonl"
+            rows = tmp / f"{i}-{p.name or 'data'}-sft.jsonl"  # two data dirs may share a name
             n = export_sft(p, rows, quiet=quiet, exclude=held_out)
             if not quiet:
                 print(f"{p}: {n} SFT rows from the recorded sessions", file=sys.stderr)
-            out.append(rows)
+            if n:  # none: every session there is held out
+                out.append(rows)
         else:
             out.append(p)
     return out

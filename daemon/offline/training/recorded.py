@@ -21,8 +21,8 @@ def export_sft(
     data_dir: Path, out: Path, quiet: bool = False, exclude: Collection[str] = ()
 ) -> int:
     """Write the SFT rows of every session recorded in ``data_dir`` but ``exclude``'s to
-    ``out`` (JSON lines, sharegpt layout); returns how many. Unless ``quiet``, says on stderr
-    what was skipped."""
+    ``out`` (JSON lines, sharegpt layout); returns how many (0 when every session is held
+    out). Unless ``quiet``, says on stderr what was skipped."""
     history = History.open(data_dir / DB_NAME)
     summary = Summary()
     try:
@@ -33,6 +33,8 @@ def export_sft(
     if not quiet and summary.skipped:
         why = ", ".join(f"{k} {v}" for k, v in summary.skipped.items())
         print(f"{data_dir}: skipped {why}", file=sys.stderr)
+    if n == 0 and not sessions and exclude:
+        return 0  # every session here is held out
     if n == 0:
         left = f" (besides the {len(exclude)} held out)" if exclude else ""
         raise WebShepherdError(
