@@ -3,7 +3,9 @@ over 10 task types, plain and through ProcessRewardWrapper with the daemon's def
 tiny judge, mode ask, nobody paired, no reference checklist), one env reused across seeds and
 a fresh env per seed. The wrapped agent solves every episode the plain one solves; every
 episode is recorded with the env's outcome; each export yields the rows
-docs/export-formats.md says for a wrapper run with candidates."""
+docs/export-formats.md says for a wrapper run with candidates and no labels: none from the
+judge unless asked (``--include-judged``, marked ``judge``), and the judge's own checklist in
+no row. tests/integrations/test_miniwob_labels.py labels such a run."""
 
 from __future__ import annotations
 
@@ -137,15 +139,19 @@ def run(env: Any, task: str, seed: int, wrapped: bool) -> Episode:
     sid = info["webshepherd"]["session_id"] if wrapped else None
     ep = Episode(task, seed, solved=False, session_id=sid)
     for action in plan(task, obs["goal"], obs, env.unwrapped.page):
-        if wrapped:
-            obs, reward, terminated, _, info = env.step(action, candidates=[other(obs, action)])
-            ws = info["webshepherd"]
-            assert "refused" not in ws, ws  # MiniWoB sends nothing that commits
-            assert ws["action"] == action and [c["action"] for c in ws["candidates"]][1] == action
-            assert ws["reward"] is not None or ws["reason"].startswith("the judge")  # says why
-            ep.rewards.append((ws["candidates"][1]["reward"], ws["candidates"][0]["reward"]))
-        else:
-            obs, reward, terminated, _, info = env.step(action)
+        for _ in range(2):  # once more after BrowserGym's 500 ms action timeout (a busy CPU)
+            if wrapped:
+                obs, reward, terminated, _, info = env.step(action, candidates=[other(obs, action)])
+                ws = info["webshepherd"]
+                assert "refused" not in ws, ws  # MiniWoB sends nothing that commits
+                assert ws["action"] == action
+                assert [c["action"] for c in ws["candidates"]][1] == action
+                assert ws["reward"] is not None or ws["reason"].startswith("the judge")  # why
+                ep.rewards.append((ws["candidates"][1]["reward"], ws["candidates"][0]["reward"]))
+            else:
+                obs, reward, terminated, _, info = env.step(action)
+            if terminated or not obs["last_action_error"].startswith("TimeoutError: "):
+                break
         assert not obs["last_action_error"], (task, action, obs["last_action_error"])
         if terminated:
             ep.solved = reward > 0
@@ -176,14 +182,15 @@ def fresh(task: str, daemon: Daemon) -> Iterator[Episode]:
             env.close()
 
 
-def export(data_dir: Path, fmt: str, out: Path) -> list[dict[str, Any]]:
-    """``webshepherd export --format fmt`` of the recording (the main venv's CLI)."""
+def export(data_dir: Path, fmt: str, out: Path, *flags: str) -> list[dict[str, Any]]:
+    """``webshepherd export --format fmt [flags]`` of the recording (the main venv's CLI)."""
     python = daemon_python()
     cli = Path(python).parent / "webshepherd"
-    target = out / fmt if fmt == "mind2web" else out / f"{fmt}.jsonl"
+    name = "-".join([fmt, *(f.strip("-") for f in flags)])
+    target = out / name if fmt == "mind2web" else out / f"{name}.jsonl"
     subprocess.run(
         [str(cli), "export", "--format", fmt, "--data-dir", str(data_dir), "--out", str(target),
-         "--quiet"],
+         "--quiet", *flags],
         check=True,
         timeout=300,
     )  # fmt: skip
@@ -193,9 +200,9 @@ def export(data_dir: Path, fmt: str, out: Path) -> list[dict[str, Any]]:
 
 
 def below(executed: float | None, other: float | None) -> bool:
-    """Whether the other candidate counts as rejected: a clear negative not scored at least
-    as high as the executed action (unscored on either side: it counts)."""
-    return executed is None or other is None or other < executed
+    """Whether ``--include-judged`` rejects the other candidate (a clear negative of the
+    executed action): the judge scored both, the other one lower."""
+    return executed is not None and other is not None and other < executed
 
 
 @pytest.mark.timeout(900)
@@ -219,18 +226,30 @@ def test_a_wrapped_scripted_agent_solves_what_the_plain_env_solves_and_is_record
         assert end["answer"].startswith("the env terminated with reward ")
         assert {x["source"] for x in evs if x.get("type") == "checklist"} <= {"generated"}
 
-    out = tmp_path / "exports"
+    data, out, judged = tmp_path / "daemon" / "data", tmp_path / "exports", "--include-judged"
     won = [e for e in wrapped if e.solved]
     steps = [below(ex, ot) for e in won for ex, ot in e.rewards]
-    webprm = export(tmp_path / "daemon" / "data", "webprm", out)
-    assert len(webprm) == sum(steps)  # a step with its other candidate rejected
+    # no labels, nobody paired: the outcome says the executed actions were right and nothing
+    # of the candidates not run, so nothing pairs; the judge's rows only when asked, marked
+    assert export(data, "webprm", out) == [] and export(data, "trl-preference", out) == []
+    webprm = export(data, "webprm", out, judged)
+    assert len(webprm) == sum(steps)  # a step with its other candidate judged below
     for row in webprm:
         assert len(row["rejected"]) == 1 and row["chosen"]["action"] != row["rejected"][0]["action"]
-    preference = export(tmp_path / "daemon" / "data", "trl-preference", out)
+        assert (row["chosen_source"], row["rejected_source"]) == ("outcome", ["judge"])
+        # the judge's own checklist is not the task's: in no row
+        assert (row["checklist"], row["checklist_target_list"]) == ("", "[]")
+        assert row["checklist_source"] is None
+    preference = export(data, "trl-preference", out, judged)
     assert len(preference) == sum(steps)  # one pair per rejected candidate
-    prm = export(tmp_path / "daemon" / "data", "trl-prm", out)
+    assert {r["rejected_source"] for r in preference} == {"judge"}
+    prm = export(data, "trl-prm", out)
+    assert len(prm) == len(won) and all(all(r["labels"]) for r in prm)  # outcome: all True
+    assert {s for r in prm for s in r["sources"]} == {"outcome"}
+    assert {r["checklist_source"] for r in prm} == {None}
+    prm = export(data, "trl-prm", out, judged)
     assert len(prm) == len(won) + sum(steps)  # a session's all-True run + one per rejected
     assert sum(all(r["labels"]) for r in prm) == len(won)
-    assert export(tmp_path / "daemon" / "data", "sft", out) == []  # no reference, no labels
-    results = export(tmp_path / "daemon" / "data", "mind2web", out)
+    assert export(data, "sft", out) == []  # no reference, no labels
+    results = export(data, "mind2web", out)
     assert len(results) == len(wrapped)
