@@ -51,8 +51,10 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))  # its siblings, as the other bench scripts import them
 
-from bench.miniwob_holds import recorded_timings  # noqa: E402
+from miniwob_holds import recorded_timings  # noqa: E402
+
 from tests.fixtures.venvs import daemon_python  # noqa: E402
 from tests.integrations.conftest import TEST_TOKEN as TOKEN  # noqa: E402
 
