@@ -1,8 +1,8 @@
 """Pick accuracy of the shipped tiny judge against one trained on a MiniWoB++ recording
 (issue 48.3's closing figures).
 
-    .venv-integrations/bin/python bench/judge_pick_accuracy.py [--train-seeds 2]
-        [--heldout-seeds 1] [--type-seeds 1] [--out bench/results/judge-pick-accuracy]
+    .venv-integrations/bin/python bench/judge_pick_accuracy.py [--train-seeds 3]
+        [--heldout-seeds 1] [--type-seeds 2] [--out bench/results/judge-pick-accuracy]
 
 Runs in the integrations venv (browsergym-miniwob; the ``miniwob`` package's task pages as
 ``file://`` pages); two daemons with the tiny judge (the integration tests' config, the main
@@ -108,23 +108,28 @@ def webshepherd(*args: str) -> str:
     return done.stdout
 
 
-def evaluate(data_dir: Path, sids: list[str], judges: list[str], out: Path) -> dict[str, Any]:
-    """``eval recorded`` of ``judges`` on ``sids``: its JSON report."""
-    models = [a for j in judges for a in ("--model", j)]
+def evaluate(data_dir: Path, sids: list[str], judges: dict[str, str], out: Path) -> dict[str, Any]:
+    """``eval recorded`` of ``judges`` (name: checkpoint) on ``sids``: its JSON report, each
+    judge under its name (no machine paths)."""
+    models = [a for j in judges.values() for a in ("--model", j)]
     webshepherd(
         "eval", "recorded", "--data-dir", str(data_dir), "--session", *sids, *models,
         "--device", "cpu", "--json", str(out), "--quiet",
     )  # fmt: skip
-    report: dict[str, Any] = json.loads(out.read_text())
+    text = out.read_text()
+    for name, path in judges.items():
+        text = text.replace(json.dumps(path), json.dumps(name))
+    report: dict[str, Any] = json.loads(text)
+    report.pop("recording", None)  # a temporary path
     return report
 
 
 def table(sets: dict[str, dict[str, Any]]) -> list[str]:
-    head = f"{'held out':<34}{'steps':>6}{'shipped pick':>14}{'unparsed':>10}"
+    head = f"{'held out':<28}{'steps':>6}{'shipped pick':>14}{'unparsed':>10}"
     head += f"{'trained pick':>14}{'unparsed':>10}"
     lines = [head]
     for name, rep in sets.items():
-        cells = f"{name:<34}{rep['steps']:>6}"
+        cells = f"{name:<28}{rep['steps']:>6}"
         for j in rep["judges"]:
             acc = j["pick_accuracy"]
             pick = f"{acc['right_first']}/{acc['steps']}"
@@ -136,9 +141,9 @@ def table(sets: dict[str, dict[str, Any]]) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
-    parser.add_argument("--train-seeds", type=int, default=2, help="seeds 1.. per trained type")
+    parser.add_argument("--train-seeds", type=int, default=3, help="seeds 1.. per trained type")
     parser.add_argument("--heldout-seeds", type=int, default=1, help="next seeds, held out")
-    parser.add_argument("--type-seeds", type=int, default=1, help="seeds per unseen type")
+    parser.add_argument("--type-seeds", type=int, default=2, help="seeds per unseen type")
     parser.add_argument("--steps", type=int, default=8)
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--batch-size", type=int, default=4)
@@ -170,12 +175,18 @@ def main() -> None:
         trained_s = time.monotonic() - started - recorded_s
         sets: dict[str, dict[str, Any]] = {}
         for name, runs in (
-            (f"seeds {n + 1}.. of {', '.join(TRAINED)}", seeds),
-            (f"types {', '.join(UNSEEN)}", types),
+            ("seeds of trained types", seeds),
+            ("unseen task types", types),
         ):
             sids = [held[r] for r in runs]
-            sets[name] = evaluate(held_dir, sids, [tiny, str(trained)], base / "eval.json")
+            judges = {"shipped": tiny, "trained": str(trained)}
+            sets[name] = evaluate(held_dir, sids, judges, base / "eval.json")
     lines = table(sets)
+    lines.append(
+        f"seeds of trained types: seeds {n + 1}-{n + args.heldout_seeds} of each; unseen task "
+        f"types: {', '.join(UNSEEN)}, seeds 1-{args.type_seeds}; pick: the right candidate "
+        "strictly first; unparsed: of the judge's outputs"
+    )
     lines.append(
         f"trained on {len(train)} episodes (seeds 1-{n} of {', '.join(TRAINED)}), "
         f"--steps {args.steps} --lr {args.lr} --batch-size {args.batch_size}; recording "
@@ -184,8 +195,6 @@ def main() -> None:
     )
     print("\n".join(lines))
     args.out.with_suffix(".txt").write_text("\n".join(lines) + "\n")
-    for rep in sets.values():
-        rep.pop("recording", None)  # a temporary path
     result = {"episodes": log, "sets": sets, "table": lines}
     args.out.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")
 
