@@ -29,7 +29,7 @@ from tests.docs.walkthroughs import (
     substituted,
     workdir,
 )
-from tests.fixtures.venvs import VENV_NAME, running_venv
+from tests.fixtures.venvs import VENV_NAME, integrations_python, running_venv
 
 
 def unique(blocks: list[Block]) -> dict[str, list[Block]]:
@@ -73,8 +73,11 @@ def assert_installed(*more: str) -> None:
     """``make setup`` (and ``more`` targets, such as ``setup-integrations``) has nothing to do:
     else a block's ``make`` would reinstall the shared venv from the block's working directory
     (an editable install pointing there)."""
+    venvs = [f"VENV={running_venv()}", f"IVENV={integrations_python().parent.parent}"]
     for target in ("setup", *more):
-        stale = subprocess.run(["make", "-q", target], cwd=ROOT, capture_output=True).returncode
+        stale = subprocess.run(
+            ["make", "-q", target, *venvs], cwd=ROOT, capture_output=True
+        ).returncode
         assert stale == 0, f"pyproject.toml or setup.py changed since the install: make {target}"
 
 

@@ -38,7 +38,7 @@ from pathlib import Path
 
 from markdown_it import MarkdownIt
 
-from tests.fixtures.venvs import VENV_NAME, running_venv
+from tests.fixtures.venvs import IVENV_NAME, VENV_NAME, integrations_python, running_venv
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -182,10 +182,14 @@ def workdir(where: Path) -> Path:
     for entry in ROOT.iterdir():
         if entry.name == "extension":
             _extension_copy(entry, where / entry.name)
-        elif entry.name not in (".git", VENV_NAME):
+        elif entry.name not in (".git", VENV_NAME, IVENV_NAME):
             (where / entry.name).symlink_to(entry)
-    # the docs' .venv/bin/... is the venv running the tests (`make test VENV=...` names another)
+    # the docs' .venv/bin/... is the venv running the tests (`make test VENV=...` names another),
+    # and their .venv-integrations the one the Makefile named (IVENV)
     (where / VENV_NAME).symlink_to(running_venv())
+    ivenv = integrations_python().parent.parent
+    if ivenv.exists():
+        (where / IVENV_NAME).symlink_to(ivenv)
     return where
 
 
