@@ -109,6 +109,9 @@ class DaemonLink:
                 self.refused_approver = True
                 client = self.client = self._client(None)
             except WebShepherdError as exc:
+                if not exc.retryable:  # a server answered, but not as the daemon: say what
+                    self.on_status(f"cannot connect: {exc.message}", False)
+                    return False
                 log.info("cannot reach %s: %s", self.url, exc.message)
                 self.on_status(unreachable(self.url), False)
                 await asyncio.sleep(delay)

@@ -219,6 +219,22 @@ async def test_no_daemon_is_explained_with_the_command_that_starts_one() -> None
         assert "(internal)" not in line and "retryable" not in line
 
 
+async def test_a_wrong_path_is_said_once_not_retried(tmp_path: Path) -> None:
+    """A URL without /v1 reaches a server that is the daemon but not its address: the status
+    line names the path it serves instead of "no daemon answers (retrying)" (issue 48.8)."""
+    async with scripted_daemon(tmp_path, ScriptedJudge(JUDGE)) as server:
+        d = DaemonHandle(server, make_config(tmp_path))
+        wrong = d.url.removesuffix("/v1") + "/"
+        app = tui(wrong)
+        async with app.run_test(size=(160, 24)) as pilot:
+            await wait_until(
+                pilot, lambda: "wrong path" in screen_text(app), what="the wrong path said"
+            )
+            line = screen_text(app).splitlines()[0]
+            assert "/v1" in line and "retrying" not in line
+        await d.close_clients()
+
+
 def test_webshepherd_tui_follows_webshepherd_url(monkeypatch, tmp_path: Path) -> None:
     url = f"ws://127.0.0.1:{closed_port()}/v1"
     monkeypatch.setenv("WEBSHEPHERD_URL", url)
