@@ -25,7 +25,7 @@ PREREQS = $(if $(PREPARED),,$(STAMP) tiny-judge extension)
 WS_COMPAT ?= 15.0.1
 WS_STAMPS = $(foreach v,$(WS_COMPAT),build/websockets-$(v)/.installed)
 
-.PHONY: all setup setup-integrations setup-vllm lock tiny-judge tiny-judge-rebuild demo test test-main test-side test-integrations test-vllm test-websockets-compat lint schema sync-client clean extension
+.PHONY: all setup setup-integrations setup-vllm lock tiny-judge tiny-judge-rebuild demo test test-main test-main-lane test-side test-integrations test-vllm test-websockets-compat lint schema sync-client clean extension
 
 all: test
 
@@ -149,11 +149,16 @@ test-vllm: $(PREREQS) $(VSTAMP)
 		-p tests.fixtures.daemon tests/vllm $(PYTEST_ARGS)
 
 # The suites are independent (their own venvs, temporary data dirs, ephemeral ports), so once
-# everything is installed and built they run in two lanes side by side: the main suite, and the
-# side suites one after another (each runs even when one before it failed); each lane's output
-# is kept together. PREPARED=1 tells the suites' targets that their prerequisites are made.
+# everything is installed and built they run in two lanes side by side, of about equal length on
+# 2 cores: the integrations (the longest suite: real MiniWoB++, BrowserGym and replays), and the
+# main suite followed by the websockets and vLLM suites (each runs even when one before it
+# failed); each lane's output is kept together. PREPARED=1 tells the suites' targets that their
+# prerequisites are made.
 test: $(STAMP) tiny-judge extension $(ISTAMP) $(VSTAMP) $(WS_STAMPS)
-	$(MAKE) --no-print-directory -j2 --output-sync=target PREPARED=1 test-main test-side
+	$(MAKE) --no-print-directory -j2 --output-sync=target PREPARED=1 test-main-lane test-integrations
+
+test-main-lane: $(PREREQS) $(VSTAMP) $(WS_STAMPS)
+	$(MAKE) --no-print-directory --keep-going PREPARED=1 test-main test-websockets-compat test-vllm
 
 test-side: $(PREREQS) $(ISTAMP) $(VSTAMP) $(WS_STAMPS)
 	$(MAKE) --no-print-directory --keep-going PREPARED=1 test-integrations test-websockets-compat test-vllm
