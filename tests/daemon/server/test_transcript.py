@@ -87,10 +87,11 @@ class Normaliser:
 
 
 async def _drain(c: WsClient) -> list[dict[str, Any]]:
-    """What ``c`` received so far: a ping on its own connection is the barrier."""
+    """What ``c`` received so far: a ping on its own connection is the barrier. The daemon's
+    periodic ``stats`` to monitors are left out: they come by the clock, not by the script."""
     pong = await c.request({"type": "ping"})
     got, c.inbox = c.inbox, []
-    return [*got, pong]
+    return [*(m for m in got if m.get("type") != "stats"), pong]
 
 
 async def _script(d: DaemonHandle) -> dict[str, Any]:
