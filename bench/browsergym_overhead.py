@@ -41,7 +41,6 @@ import os
 import platform
 import re
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -53,43 +52,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))  # its siblings, as the other bench scripts import them
 
-from miniwob_holds import recorded_timings  # noqa: E402
+from miniwob_holds import recorded_timings, start_daemon, stop_daemon  # noqa: E402
 
 from tests.fixtures.venvs import daemon_python  # noqa: E402
 from tests.integrations.conftest import TEST_TOKEN as TOKEN  # noqa: E402
 
 TASK = "click-checkboxes"
 SEED = 7
-
-
-def start_daemon(
-    python: str, base: Path, spec: dict[str, Any] | None = None
-) -> tuple[subprocess.Popen[str], str]:
-    """The integration tests' daemon in the main venv (the tiny judge; ``spec``: a scripted
-    one, tests/integrations/daemon_process.py); its URL."""
-    argv = [python, "-m", "tests.integrations.daemon_process", str(base)]
-    proc = subprocess.Popen(
-        [*argv, json.dumps(spec)] if spec else argv,
-        cwd=ROOT,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    if not line:
-        raise SystemExit("the daemon exited before listening")
-    return proc, json.loads(line)["url"]
-
-
-def stop_daemon(proc: subprocess.Popen[str]) -> None:
-    assert proc.stdin is not None
-    proc.stdin.close()
-    try:
-        proc.wait(60)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 def boxes(text: str) -> list[str]:
@@ -207,8 +176,8 @@ def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     finally:
         for env in envs.values():
             env.close()
-        stop_daemon(daemon)
-        stop_daemon(scripted)
+        stop_daemon(daemon, wait_s=60)
+        stop_daemon(scripted, wait_s=60)
     sessions = recorded_timings(tmp / "daemon")
     judged = sessions[0][1:] if sessions else []  # the overlapped session, after its first step
     plain = statistics.median(samples["plain"])

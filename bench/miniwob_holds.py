@@ -486,10 +486,14 @@ def latency(repeats: int, tmp: Path) -> dict[str, Any]:
 # -- wrapper: the BrowserGym wrapper's cost per step ----------------------------------------
 
 
-def start_daemon(python: str, base: Path) -> tuple[subprocess.Popen[str], str]:
-    """The integration tests' daemon (tiny model) in the main venv; its URL."""
+def start_daemon(
+    python: str, base: Path, spec: dict[str, Any] | None = None
+) -> tuple[subprocess.Popen[str], str]:
+    """The integration tests' daemon in the main venv (the tiny judge; ``spec``: a scripted
+    one, tests/integrations/daemon_process.py); its URL."""
+    argv = [python, "-m", "tests.integrations.daemon_process", str(base)]
     proc = subprocess.Popen(
-        [python, "-m", "tests.integrations.daemon_process", str(base)],
+        [*argv, json.dumps(spec)] if spec else argv,
         cwd=ROOT,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -502,11 +506,11 @@ def start_daemon(python: str, base: Path) -> tuple[subprocess.Popen[str], str]:
     return proc, json.loads(line)["url"]
 
 
-def stop_daemon(proc: subprocess.Popen[str]) -> None:
+def stop_daemon(proc: subprocess.Popen[str], wait_s: float = 30) -> None:
     assert proc.stdin is not None
     proc.stdin.close()
     try:
-        proc.wait(30)
+        proc.wait(wait_s)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
