@@ -29,7 +29,6 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -41,40 +40,19 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))  # its siblings, as the other bench scripts import them
 os.environ["ANONYMIZED_TELEMETRY"] = "false"  # browser-use: no network
 
 from agentlab.agents.agent_args import AgentArgs  # noqa: E402
 from browsergym.experiments.agent import Agent, AgentInfo  # noqa: E402
+from miniwob_holds import start_daemon, stop_daemon  # noqa: E402
 from webshepherd.daemon.demo.shop import ShopServer  # noqa: E402
+from webshepherd.integrations.browsergym import use_chromium  # noqa: E402
 
-from tests.integrations.conftest import CHECKLIST, CHROMIUM, PLAYWRIGHT_144_CHROMIUM  # noqa: E402
+from tests.integrations.conftest import CHECKLIST, CHROMIUM  # noqa: E402
 from tests.integrations.conftest import TEST_TOKEN as TOKEN  # noqa: E402
 
 SCROLLS = ["scroll(0, 200)", "scroll(0, -200)"]
-
-
-def start_daemon(python: str, base: Path) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen(
-        [python, "-m", "tests.integrations.daemon_process", str(base)],
-        cwd=ROOT,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    if not line:
-        raise SystemExit("the daemon exited before listening")
-    return proc, json.loads(line)["url"]
-
-
-def debian_chromium_for_playwright(base: Path) -> None:
-    """BrowserGym's chat window launches playwright's default Chromium: point it at Debian's."""
-    chrome = base / PLAYWRIGHT_144_CHROMIUM / "chrome-linux" / "chrome"
-    chrome.parent.mkdir(parents=True, exist_ok=True)
-    if not chrome.exists():
-        chrome.symlink_to(os.path.realpath(CHROMIUM))
-    os.environ["PLAYWRIGHT_BROWSERS_PATH"] = str(base)
 
 
 def browsergym(shop: ShopServer, url: str, steps: int) -> dict[str, list[float]]:
@@ -268,7 +246,7 @@ def main() -> None:
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
-        debian_chromium_for_playwright(tmp / "ms-playwright")
+        use_chromium(CHROMIUM)  # BrowserGym's chat window launches playwright's own Chromium
         os.environ["WEBSHEPHERD_TOKEN"] = TOKEN
         daemon, url = start_daemon(args.daemon_python, tmp / "daemon")
         try:
@@ -280,9 +258,7 @@ def main() -> None:
                 if "browser-use" in args.only:
                     results["browser-use"] = summary(browser_use(shop, url, args.steps))
         finally:
-            assert daemon.stdin is not None
-            daemon.stdin.close()
-            daemon.wait(30)
+            stop_daemon(daemon)
     report = {
         "steps": args.steps,
         "machine": f"{platform.machine()}, {os.cpu_count()} cores",
