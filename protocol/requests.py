@@ -225,7 +225,9 @@ class HookRedeem(Request):
 
 
 MAX_LABEL_ITEMS = 64
-TruthSource = Literal["environment", "person"]
+#: who knew a label's truth: the agent's environment, a person, or replays of the recorded run
+#: (``replay``: a proven first bad step, ``rollout``: the share of rollouts that won)
+TruthSource = Literal["environment", "person", "replay", "rollout"]
 
 
 class Label(Request):
@@ -244,7 +246,10 @@ class Label(Request):
     )
     source: TruthSource = Field(
         description="'environment': the environment the agent runs in knows each item's state "
-        "(an agent's connection); 'person': a person said so (the extension's or a monitor's)."
+        "(an agent's connection); 'person': a person said so (the extension's or a monitor's); "
+        "'replay': replays proved it (webshepherd blame); 'rollout': the share of rollouts from "
+        "the step that won (webshepherd label rollouts). 'replay' and 'rollout' come from an "
+        "agent's connection, as 'environment' does."
     )
     note: str | None = Field(default=None, max_length=MAX_NOTE_CHARS)
 

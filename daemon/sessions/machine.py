@@ -198,11 +198,13 @@ class SessionCore:
             )
 
     def check_environment_label(self, caller: Caller, msg: rq.Label) -> None:
-        """An environment label comes from an agent's connection, for a session no other open
-        connection holds (a person's label: the socket layer checks the pairing)."""
+        """An environment (or replay, or rollout) label comes from an agent's connection, for
+        a session no other open connection holds (a person's label: the socket layer checks
+        the pairing)."""
         if not caller.is_agent:
             raise UnauthorizedError(
-                f"label: source 'environment' comes from an agent's connection, not {caller.who!r}"
+                f"label: source {msg.source!r} comes from an agent's connection, "
+                f"not {caller.who!r}"
             )
         self.check_agent_holds(caller, msg.session_id, "label")
 
@@ -295,7 +297,7 @@ class SessionCore:
             case rq.SessionEnd():
                 return self.end(caller.id, msg)
             case rq.Label():
-                if msg.source == "environment":
+                if msg.source != "person":
                     self.check_environment_label(caller, msg)
                 return self.label(caller.id, caller.label, msg)
             case rq.TreeNode():

@@ -250,9 +250,9 @@ export type Items = ["yes" | "in_progress" | "no", ...("yes" | "in_progress" | "
 export type Note1 = string | null;
 export type SessionId6 = string;
 /**
- * 'environment': the environment the agent runs in knows each item's state (an agent's connection); 'person': a person said so (the extension's or a monitor's).
+ * 'environment': the environment the agent runs in knows each item's state (an agent's connection); 'person': a person said so (the extension's or a monitor's); 'replay': replays proved it (webshepherd blame); 'rollout': the share of rollouts from the step that won (webshepherd label rollouts). 'replay' and 'rollout' come from an agent's connection, as 'environment' does.
  */
-export type Source2 = "environment" | "person";
+export type Source2 = "environment" | "person" | "replay" | "rollout";
 /**
  * The scored step the candidate belongs to.
  */

@@ -92,6 +92,7 @@ from webshepherd.protocol.requests import (
     SessionsList,
     SessionStart,
     TreeNode,
+    TruthSource,
 )
 
 log = logging.getLogger(__name__)
@@ -139,7 +140,9 @@ class AsyncClient(Connection):
             environment=to_model(EnvironmentInfo, environment),
         )
         started = await self.call(msg, SessionStarted)
-        return SessionHandle(self, started.session_id, intent)
+        return SessionHandle(
+            self, started.session_id, intent, commits=tuple(started.commits or ())
+        )
 
     @session_call()
     async def observe(
@@ -219,7 +222,7 @@ class AsyncClient(Connection):
         step: int,
         action: str,
         items: Sequence[ItemLabel],
-        source: Literal["environment", "person"] = "environment",
+        source: TruthSource = "environment",
         note: str | None = None,
     ) -> LabelRecorded:
         """Record ground truth for a candidate scored at ``step``: each checklist item's state

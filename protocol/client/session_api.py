@@ -33,6 +33,7 @@ from webshepherd.protocol.replies import (
     SessionEnded,
     TreeNodeRecorded,
 )
+from webshepherd.protocol.requests import TruthSource
 
 
 class SessionClient(Protocol):
@@ -74,7 +75,7 @@ class SessionClient(Protocol):
         step: int,
         action: str,
         items: Sequence[ItemLabel],
-        source: Literal["environment", "person"] = "environment",
+        source: TruthSource = "environment",
         note: str | None = None,
     ) -> LabelRecorded: ...
 
@@ -152,7 +153,7 @@ class SessionCalls:
         step: int,
         action: str,
         items: Sequence[ItemLabel],
-        source: Literal["environment", "person"] = "environment",
+        source: TruthSource = "environment",
         note: str | None = None,
     ) -> LabelRecorded:
         """Record ground truth for a candidate scored at ``step``: each checklist item's state

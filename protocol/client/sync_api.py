@@ -46,7 +46,7 @@ from webshepherd.protocol.replies import (
     TreeNodeRecorded,
     Welcome,
 )
-from webshepherd.protocol.requests import ClientMessage
+from webshepherd.protocol.requests import ClientMessage, TruthSource
 from webshepherd.protocol.version import MAX_FRAME_BYTES
 
 _T = TypeVar("_T")
@@ -193,7 +193,7 @@ class _ClientMethods(abc.ABC, Generic[_Session]):
         step: int,
         action: str,
         items: Sequence[ItemLabel],
-        source: Literal["environment", "person"] = "environment",
+        source: TruthSource = "environment",
         note: str | None = None,
     ) -> LabelRecorded:
         """Record ground truth for a candidate scored at ``step``: each checklist item's state
@@ -325,7 +325,7 @@ class _SessionMethods(abc.ABC):
         step: int,
         action: str,
         items: Sequence[ItemLabel],
-        source: Literal["environment", "person"] = "environment",
+        source: TruthSource = "environment",
         note: str | None = None,
     ) -> LabelRecorded:
         """Record ground truth for a candidate scored at ``step``: each checklist item's state

@@ -45,6 +45,9 @@ async def test_environment_and_person_labels_are_recorded(tmp_path: Path) -> Non
         got = await agent.request(_label(sid, step, ["in_progress", "no"], "environment"))
         assert got == {"type": "label.recorded", "id": got["id"], "session_id": sid, "step": step}
         await agent.request({"type": "session.end", "session_id": sid, "outcome": "failure"})
+        for source, items in (("rollout", ["in_progress"] * 2), ("replay", ["no", "no"])):
+            got = await agent.request(_label(sid, step, items, source, note=source))
+            assert got["type"] == "label.recorded", got  # replays label after the run ended
         person = await d.client(role="monitor", name="tui")
         got = await person.request(_label(sid, step, ["no", "no"], "person", note="wrong box"))
         assert got["type"] == "label.recorded", got
@@ -55,6 +58,8 @@ async def test_environment_and_person_labels_are_recorded(tmp_path: Path) -> Non
     labels = next(s for s in tl.steps if s.step == step).labels
     assert [(x.items, x.source, x.by, x.note) for x in labels] == [
         (["in_progress", "no"], "environment", "agent:shop-env", None),
+        (["in_progress", "in_progress"], "rollout", "agent:shop-env", "rollout"),
+        (["no", "no"], "replay", "agent:shop-env", "replay"),
         (["no", "no"], "person", "monitor:tui", "wrong box"),
     ]
     assert all(x.action == CANDS[0]["action"] for x in labels)
@@ -67,7 +72,14 @@ async def test_who_may_label_as_what(tmp_path: Path) -> None:
         agent, sid, step = await _scored(d)
         other = await d.client(name="another-agent")
         monitor = await d.client(role="monitor", name="tui")
-        for c, source in ((agent, "person"), (monitor, "environment"), (other, "environment")):
+        for c, source in (
+            (agent, "person"),
+            (monitor, "environment"),
+            (monitor, "replay"),
+            (monitor, "rollout"),
+            (other, "environment"),
+            (other, "rollout"),
+        ):
             refused = await c.request(_label(sid, step, ["yes", "no"], source))
             assert (refused["type"], refused["code"]) == ("error", "unauthorized"), refused
         await d.close_clients()
