@@ -203,8 +203,7 @@ class SessionCore:
         the pairing)."""
         if not caller.is_agent:
             raise UnauthorizedError(
-                f"label: source {msg.source!r} comes from an agent's connection, "
-                f"not {caller.who!r}"
+                f"label: source {msg.source!r} comes from an agent's connection, not {caller.who!r}"
             )
         self.check_agent_holds(caller, msg.session_id, "label")
 
