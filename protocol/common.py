@@ -351,7 +351,11 @@ class CardTarget(Model):
     bid: str = Field(max_length=64)
     role: str | None = Field(default=None, max_length=128)
     name: str | None = Field(default=None, max_length=1024)
-    box: Box | None = Field(default=None, description="Its box on the step's screenshot.")
+    box: Box | None = Field(
+        default=None,
+        description="Its box on the card's screenshot (the step's, or the part of it around the "
+        "target that a paused request's card carries).",
+    )
 
 
 class CardCandidate(Model):
@@ -402,6 +406,25 @@ class Prediction(Model):
     )
 
 
+class FieldLabel(Model):
+    """A paused request's field as the page labels it (addition to v1): the form control whose
+    value the observation's AX tree shows as the field's value, and its visible name."""
+
+    name: str = Field(max_length=256, description="The request field's name.")
+    label: str = Field(max_length=1024, description="The control's name in the AX tree.")
+
+
+class CardJudge(Model):
+    """The judge's view of the step that caused a paused request (addition to v1)."""
+
+    step: int = Field(ge=0)
+    reward: float | None = Field(default=None, description="The triggering action's reward.")
+    item: int | None = Field(
+        default=None, ge=1, description="The checklist item it serves, numbered as the checklist."
+    )
+    item_title: str | None = Field(default=None, max_length=1024)
+
+
 class ApprovalCard(Model):
     """What a person needs to judge a held step, read from the step's observation and results
     by the daemon (addition to v1): the TUI and the extension show the same card."""
@@ -419,7 +442,9 @@ class ApprovalCard(Model):
         default_factory=list, description="The step's other candidates, best first."
     )
     screenshot: Screenshot | None = Field(
-        default=None, description="The step's screenshot, where the target's box is known."
+        default=None,
+        description="The step's screenshot, where the target's box is known; a paused request's "
+        "card carries the part of it around the target (at most 480x320 pixels).",
     )
     request: HeldRequest | None = Field(
         default=None,
@@ -436,6 +461,37 @@ class ApprovalCard(Model):
         max_length=1024,
         description="The plain sentence a person reads first, e.g. 'Waiting for you: this "
         "sends a POST to shop.test/orders' (addition to v1).",
+    )
+    why: str | None = Field(
+        default=None,
+        max_length=1024,
+        description="Which rule of the session's mode holds it, in one sentence (addition to v1).",
+    )
+    labels: list[FieldLabel] = Field(
+        default_factory=list,
+        max_length=64,
+        description="A paused request's fields as the page labels them, where the step's "
+        "observation shows them (addition to v1).",
+    )
+    amounts: list[Annotated[str, Field(max_length=256)]] = Field(
+        default_factory=list,
+        max_length=8,
+        description="The page's own amounts near the target (a price, a total), as the step's AX "
+        "tree shows them, nearest first (addition to v1; untrusted).",
+    )
+    judge: CardJudge | None = Field(
+        default=None, description="The judge's view of the step that caused it (addition to v1)."
+    )
+    expires_at: float | None = Field(
+        default=None,
+        description="When it is refused unanswered: Unix seconds, the daemon's clock (addition "
+        "to v1).",
+    )
+    on_approve: str | None = Field(
+        default=None, max_length=512, description="What Approve does (addition to v1)."
+    )
+    on_reject: str | None = Field(
+        default=None, max_length=512, description="What Reject does (addition to v1)."
     )
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from webshepherd.daemon.records.approvals import ApprovalDecidedRecord, ApprovalRequestedRecord
-from webshepherd.daemon.sessions.cards import commit_card
+from webshepherd.daemon.sessions.cards import causing_step, commit_card, commit_why
 from webshepherd.daemon.sessions.context import MachineContext
 from webshepherd.daemon.sessions.effects import (
     AwaitApproval,
@@ -144,7 +144,13 @@ class Commits:
             reward=None,
             reason="commit",
             expires_in_s=self.core.approval_timeout_s,
-            card=commit_card(req, commit_headline(req)),
+            card=commit_card(
+                req,
+                commit_headline(req),
+                why=commit_why(req, st.mode),
+                step=causing_step(st, req),
+                expires_at=self.core.clock() + self.core.approval_timeout_s,
+            ),
         )
         return [
             ApprovalRequestedRecord(event, self.core.clock()),

@@ -566,9 +566,28 @@ export type QueueMs = number;
 export type Type24 = "scored";
 export type CandidateIndex = number | null;
 /**
+ * The page's own amounts near the target (a price, a total), as the step's AX tree shows them, nearest first (addition to v1; untrusted).
+ *
+ * @maxItems 8
+ */
+export type Amounts =
+  | []
+  | [string]
+  | [string, string]
+  | [string, string, string]
+  | [string, string, string, string]
+  | [string, string, string, string, string]
+  | [string, string, string, string, string, string]
+  | [string, string, string, string, string, string, string]
+  | [string, string, string, string, string, string, string, string];
+/**
  * Where it leads: a goto's URL, a link's target or the submitted form's action.
  */
 export type Destination = string | null;
+/**
+ * When it is refused unanswered: Unix seconds, the daemon's clock (addition to v1).
+ */
+export type ExpiresAt = number | null;
 /**
  * The judge's parsed feedback, not its raw text.
  */
@@ -577,9 +596,41 @@ export type Feedback1 = string;
  * The plain sentence a person reads first, e.g. 'Waiting for you: this sends a POST to shop.test/orders' (addition to v1).
  */
 export type Headline = string | null;
+/**
+ * The checklist item it serves, numbered as the checklist.
+ */
+export type Item = number | null;
+export type ItemTitle = string | null;
+/**
+ * The triggering action's reward.
+ */
+export type Reward3 = number | null;
+export type Step5 = number;
+/**
+ * The control's name in the AX tree.
+ */
+export type Label1 = string;
+/**
+ * The request field's name.
+ */
+export type Name4 = string;
+/**
+ * A paused request's fields as the page labels them, where the step's observation shows them (addition to v1).
+ *
+ * @maxItems 64
+ */
+export type Labels = FieldLabel[];
+/**
+ * What Approve does (addition to v1).
+ */
+export type OnApprove = string | null;
+/**
+ * What Reject does (addition to v1).
+ */
+export type OnReject = string | null;
 export type Action7 = string;
 export type Index5 = number;
-export type Reward3 = number | null;
+export type Reward4 = number | null;
 /**
  * The step's other candidates, best first.
  */
@@ -590,16 +641,20 @@ export type Others = CardCandidate[];
 export type Predicts = GuardHit[];
 export type Bid = string;
 /**
- * Its box on the step's screenshot.
+ * Its box on the card's screenshot (the step's, or the part of it around the target that a paused request's card carries).
  */
 export type Box = [number, number, number, number] | null;
-export type Name4 = string | null;
+export type Name5 = string | null;
 export type Role2 = string | null;
 export type Thought3 = string;
 /**
  * The text a fill or type action enters.
  */
 export type Typed = string | null;
+/**
+ * Which rule of the session's mode holds it, in one sentence (addition to v1).
+ */
+export type Why = string | null;
 export type ExpiresInS = number;
 export type Feedback2 = string;
 /**
@@ -608,9 +663,9 @@ export type Feedback2 = string;
 export type Guard1 = GuardHit[];
 export type Reason = "below_threshold" | "reward_drop" | "always" | "guarded" | "commit";
 export type RequestId1 = string;
-export type Reward4 = number | null;
+export type Reward5 = number | null;
 export type SessionId15 = string;
-export type Step5 = number;
+export type Step6 = number;
 /**
  * The approval threshold in force when the step was held (addition to v1): a reward at or above it is high, below it low (judge-person agreement).
  */
@@ -629,12 +684,12 @@ export type Type26 = "approval.resolved";
  */
 export type Id24 = string;
 export type SessionId17 = string;
-export type Step6 = number;
+export type Step7 = number;
 export type Type27 = "action.recorded";
 export type Action9 = string;
 export type SessionId18 = string;
 export type Source5 = "agent" | "human";
-export type Step7 = number;
+export type Step8 = number;
 export type Thought4 = string | null;
 export type Type28 = "action";
 export type Answer1 = string | null;
@@ -661,7 +716,7 @@ export type SessionId20 = string;
  * stalled: executed steps in a row with no checklist item advanced.
  */
 export type StalledSteps = number | null;
-export type Step8 = number;
+export type Step9 = number;
 export type Type30 = "signal";
 /**
  * Chosen by the sender, unique per connection.
@@ -710,7 +765,7 @@ export type Type33 = "session";
 export type Connections = number;
 export type MemoryTotalMb = number | null;
 export type MemoryUsedMb = number | null;
-export type Name5 = string;
+export type Name6 = string;
 /**
  * Percent, 0-100.
  */
@@ -841,7 +896,7 @@ export type Type36 = "hook.redeemed";
  */
 export type Id31 = string;
 export type SessionId24 = string;
-export type Step9 = number;
+export type Step10 = number;
 export type Type37 = "label.recorded";
 /**
  * Chosen by the sender, unique per connection.
@@ -890,13 +945,13 @@ export type Replays1 = number;
 /**
  * Its value: the judge's reward for it.
  */
-export type Reward5 = number | null;
+export type Reward6 = number | null;
 export type SessionId26 = string;
 export type Status2 = "frontier" | "expanded" | "leaf" | "done" | "failed" | "stale";
 /**
  * The scored step its action was a candidate of (the parent's expansion).
  */
-export type Step10 = number | null;
+export type Step11 = number | null;
 export type Thought5 = string | null;
 /**
  * The node the search is trying now (its action runs once the environment is at its parent).
@@ -912,7 +967,7 @@ export type Credential = string;
  * Chosen by the sender, unique per connection.
  */
 export type Id33 = string;
-export type Name6 = string;
+export type Name7 = string;
 export type Role3 = "agent" | "extension" | "monitor";
 export type Type40 = "paired";
 /**
@@ -1326,9 +1381,9 @@ export interface ApprovalRequest {
   guard?: Guard1;
   reason: Reason;
   request_id: RequestId1;
-  reward: Reward4;
+  reward: Reward5;
   session_id: SessionId15;
-  step: Step5;
+  step: Step6;
   threshold?: Threshold;
   type: Type25;
 }
@@ -1337,9 +1392,18 @@ export interface ApprovalRequest {
  * by the daemon (addition to v1): the TUI and the extension show the same card.
  */
 export interface ApprovalCard {
+  amounts?: Amounts;
   destination?: Destination;
+  expires_at?: ExpiresAt;
   feedback?: Feedback1;
   headline?: Headline;
+  /**
+   * The judge's view of the step that caused it (addition to v1).
+   */
+  judge?: CardJudge | null;
+  labels?: Labels;
+  on_approve?: OnApprove;
+  on_reject?: OnReject;
   others?: Others;
   predicts?: Predicts;
   /**
@@ -1347,17 +1411,35 @@ export interface ApprovalCard {
    */
   request?: HeldRequest | null;
   /**
-   * The step's screenshot, where the target's box is known.
+   * The step's screenshot, where the target's box is known; a paused request's card carries the part of it around the target (at most 480x320 pixels).
    */
   screenshot?: Screenshot | null;
   target?: CardTarget | null;
   thought?: Thought3;
   typed?: Typed;
+  why?: Why;
+}
+/**
+ * The judge's view of the step that caused a paused request (addition to v1).
+ */
+export interface CardJudge {
+  item?: Item;
+  item_title?: ItemTitle;
+  reward?: Reward3;
+  step: Step5;
+}
+/**
+ * A paused request's field as the page labels it (addition to v1): the form control whose
+ * value the observation's AX tree shows as the field's value, and its visible name.
+ */
+export interface FieldLabel {
+  label: Label1;
+  name: Name4;
 }
 export interface CardCandidate {
   action: Action7;
   index: Index5;
-  reward: Reward3;
+  reward: Reward4;
 }
 /**
  * The element an action targets, as the step's observation shows it.
@@ -1365,7 +1447,7 @@ export interface CardCandidate {
 export interface CardTarget {
   bid: Bid;
   box?: Box;
-  name?: Name4;
+  name?: Name5;
   role?: Role2;
 }
 export interface ApprovalResolved {
@@ -1384,14 +1466,14 @@ export interface ApprovalResolved {
 export interface ActionRecorded {
   id: Id24;
   session_id: SessionId17;
-  step: Step6;
+  step: Step7;
   type: Type27;
 }
 export interface ActionEvent {
   action: Action9;
   session_id: SessionId18;
   source?: Source5;
-  step: Step7;
+  step: Step8;
   thought?: Thought4;
   type: Type28;
 }
@@ -1423,7 +1505,7 @@ export interface Signal {
   repeats?: Repeats;
   session_id: SessionId20;
   stalled_steps?: StalledSteps;
-  step: Step8;
+  step: Step9;
   type: Type30;
 }
 export interface Subscribed {
@@ -1492,7 +1574,7 @@ export interface Stats {
 export interface DeviceStats {
   memory_total_mb?: MemoryTotalMb;
   memory_used_mb?: MemoryUsedMb;
-  name: Name5;
+  name: Name6;
   utilization?: Utilization;
 }
 /**
@@ -1562,7 +1644,7 @@ export interface HookRedeemed {
 export interface LabelRecorded {
   id: Id31;
   session_id: SessionId24;
-  step: Step9;
+  step: Step10;
   type: Type37;
 }
 /**
@@ -1589,10 +1671,10 @@ export interface TreeNodeEvent {
   node: Node2;
   parent?: Parent1;
   replays?: Replays1;
-  reward?: Reward5;
+  reward?: Reward6;
   session_id: SessionId26;
   status: Status2;
-  step?: Step10;
+  step?: Step11;
   thought?: Thought5;
   trying?: Trying1;
   type: Type39;
@@ -1604,7 +1686,7 @@ export interface TreeNodeEvent {
 export interface Paired {
   credential: Credential;
   id: Id33;
-  name: Name6;
+  name: Name7;
   role: Role3;
   type: Type40;
 }

@@ -3,9 +3,27 @@
 from __future__ import annotations
 
 import base64
+import io
 
-from webshepherd.daemon.sessions.cards import approval_card, axtree_element
-from webshepherd.protocol.common import CandidateResult, ElementFacts, Turn
+from webshepherd.daemon.sessions.cards import (
+    CROP_MAX,
+    CausingStep,
+    approval_card,
+    axtree_element,
+    commit_card,
+    commit_why,
+    field_labels,
+    nearby_amounts,
+)
+from webshepherd.protocol.common import (
+    CandidateResult,
+    CardJudge,
+    ElementFacts,
+    FieldLabel,
+    HeldRequest,
+    RequestField,
+    Turn,
+)
 
 AXTREE = "\n".join(
     [
@@ -226,3 +244,111 @@ def test_a_coordinate_click_names_the_element_under_the_point_not_a_number() -> 
 def test_a_multi_action_card_names_the_call_that_activates() -> None:
     c = card(["fill('12', 'x')\nclick('13')"], [0.5])
     assert c.target is not None and c.target.bid == "13"
+
+
+# ---- a paused request's card: the step that caused it, in the task's words (issue 51.2)
+
+SHOP = "\n".join(
+    [
+        "[1] RootWebArea 'Shop', focused",
+        "\t[20] heading 'USB-C cable'",
+        "\t\tStaticText 'Price:'",
+        "\t\tStaticText '$4.99'",
+        "\t[21] spinbutton 'Quantity' value='2'",
+        "\t[22] textbox 'Coupon' value='2'",
+        "\t[23] textbox 'Gift note' value='for Sam'",
+        "\t[18] button 'Add to cart'",
+        "\t\tStaticText 'Order total: 9.98 EUR'",
+        "\t[24] link 'Shipping to Berlin'",
+    ]
+)
+
+
+def _png(width: int, height: int) -> bytes:
+    from PIL import Image
+
+    out = io.BytesIO()
+    Image.new("RGB", (width, height), (250, 250, 250)).save(out, format="PNG")
+    return out.getvalue()
+
+
+def _request(**kw: object) -> HeldRequest:
+    fields = [RequestField(name="id", value="c2"), RequestField(name="note", value="for Sam")]
+    fields.append(RequestField(name="qty", value="2"))
+    base = {"method": "POST", "url": "http://shop.test/cart/add", "kind": "write"}
+    return HeldRequest.model_validate({**base, "fields": fields, **kw})
+
+
+def _step(bid: str | None = "18", **kw: object) -> CausingStep:
+    base: dict[str, object] = {
+        "step": 3,
+        "bid": bid,
+        "axtree": SHOP,
+        "boxes": {"18": [300, 400, 120, 40]},
+        "screenshot": _png(1280, 720),
+        "screenshot_mime": "image/png",
+        "judge": CardJudge(step=3, reward=0.81, item=2, item_title="Add the cable to the cart"),
+    }
+    return CausingStep(**{**base, **kw})  # type: ignore[arg-type]
+
+
+def test_a_paused_requests_card_names_the_element_crops_it_and_reads_the_page() -> None:
+    req = _request(trigger="click('18')", element="18")
+    c = commit_card(
+        req, "Waiting for you", why=commit_why(req, "ask"), step=_step(), expires_at=1000.5
+    )
+    assert c.target is not None
+    assert (c.target.bid, c.target.role, c.target.name) == ("18", "button", "Add to cart")
+    assert c.target.box == [16.0, 16.0, 120.0, 40.0]  # within the crop, its margin around it
+    assert c.screenshot is not None and c.screenshot.mime == "image/png"
+    from PIL import Image
+
+    with Image.open(io.BytesIO(base64.b64decode(c.screenshot.data or ""))) as crop:
+        assert crop.size == (152, 72)
+    # the page's amounts near the button, nearest first, a bare amount with its label
+    assert c.amounts == ["Order total: 9.98 EUR", "Price: $4.99"]
+    # a field whose value one control shows gets its name; '2' is shown by two controls
+    assert [(f.name, f.label) for f in c.labels] == [("note", "Gift note")]
+    assert c.judge is not None and (c.judge.reward, c.judge.item) == (0.81, 2)
+    assert c.expires_at == 1000.5
+    assert c.why == (
+        "The session's mode is 'ask': a request that sends data to keep waits for a person "
+        "before it leaves, and this one is a POST to shop.test/cart/add."
+    )
+    assert c.on_approve is not None and "POST once" in c.on_approve
+    assert c.on_reject is not None and c.on_reject.startswith("Nothing is sent")
+    assert c.request == req and c.destination == req.url
+
+
+def test_a_big_target_is_scaled_into_the_crops_bound() -> None:
+    step = _step(boxes={"18": [0, 0, 1200, 700]})
+    c = commit_card(_request(trigger="click('18')"), "h", step=step)
+    assert c.screenshot is not None and c.target is not None and c.target.box is not None
+    from PIL import Image
+
+    with Image.open(io.BytesIO(base64.b64decode(c.screenshot.data or ""))) as crop:
+        assert crop.width <= CROP_MAX[0] and crop.height <= CROP_MAX[1]
+        assert crop.width == CROP_MAX[0] or crop.height == CROP_MAX[1]
+    assert c.target.box[2] <= CROP_MAX[0] and c.target.box[3] <= CROP_MAX[1]
+
+
+def test_a_paused_request_without_a_known_step_has_no_target_but_says_what_each_answer_does() -> (
+    None
+):
+    req = _request(kind="navigation", method="GET", url="https://other.test/x")
+    c = commit_card(req, "h", why=commit_why(req, "ask"))
+    assert c.target is None and c.screenshot is None and c.judge is None and c.amounts == []
+    assert c.on_approve == "The browser opens other.test/x once, and the agent goes on."
+    assert c.why is not None and "opens another site" in c.why
+    # an image that does not decode: the target without a crop, the screenshot not sent as one
+    bad = commit_card(req, "h", step=_step(screenshot=b"not an image", screenshot_mime="image/png"))
+    assert bad.target is not None and bad.target.box == [300, 400, 120, 40]
+    assert bad.screenshot is not None  # the whole (undecodable) screenshot, the box on it
+
+
+def test_nearby_amounts_and_field_labels_read_only_the_observation() -> None:
+    assert nearby_amounts(SHOP, "99") == []
+    assert nearby_amounts(SHOP, "24", limit=1) == ["Order total: 9.98 EUR"]
+    assert field_labels(SHOP, [("q", "2"), ("n", "for Sam "), ("x", "")]) == [
+        FieldLabel(name="n", label="Gift note")
+    ]
