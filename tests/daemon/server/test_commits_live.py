@@ -348,3 +348,57 @@ async def test_the_blocking_client_asks_and_is_told(tmp_path: Path) -> None:
                 return mine.decision.decider, summary.mode, refused
 
         assert await asyncio.to_thread(blocking) == ("mode", "stop", True)
+
+
+async def test_a_paused_requests_card_names_the_step_that_caused_it(tmp_path: Path) -> None:
+    """Issue 51.2: the card of a request that a scored action caused names that action's
+    element, a crop of it, the page's amount near it, the field as the page labels it, the
+    reward and the checklist item, why it waits, when it times out and what each answer does."""
+    import base64
+    import io
+    import time
+
+    from PIL import Image
+
+    shot = io.BytesIO()
+    Image.new("RGB", (800, 600), (255, 255, 255)).save(shot, format="PNG")
+    obs = {
+        **OBS,
+        "axtree": OBS["axtree"]
+        + "\n\t[6] spinbutton 'Quantity' value='1'\n\tStaticText 'Total: $4.99'",
+        "screenshot": {"mime": "image/png", "data": base64.b64encode(shot.getvalue()).decode()},
+        "boxes": {"4": [200, 300, 100, 30]},
+    }
+    async with scripted_daemon(tmp_path, ScriptedJudge(JUDGE)) as server:
+        d = DaemonHandle(server, make_config(tmp_path))
+        monitor = await d.client(role="monitor", name="tui")
+        async with AsyncClient(d.url, TEST_TOKEN) as agent:
+            session = await agent.start_session(
+                "Buy a cable", start_url="http://shop.test/", observation=obs,
+                checklist=REFERENCE, holds="browser",
+            )  # fmt: skip
+            await session.score([ORDER, SUBMIT], approval="never", timeout=30)
+            asking = asyncio.create_task(session.commit_check(POST, timeout=30))
+            req = await monitor.wait_for("approval.request", timeout=30)
+            card = req["card"]
+            t = card["target"]
+            assert (t["bid"], t["role"], t["name"], t["box"]) == (
+                "4", "button", "Place order", [16.0, 16.0, 100.0, 30.0],
+            )  # fmt: skip
+            assert card["screenshot"]["mime"] == "image/png"
+            with Image.open(io.BytesIO(base64.b64decode(card["screenshot"]["data"]))) as crop:
+                assert crop.size == (132, 62)
+            assert card["amounts"] == ["Total: $4.99"]
+            assert card["labels"] == [{"name": "qty", "label": "Quantity"}]
+            assert card["judge"] == {
+                "step": 0, "reward": 0.95, "item": 1, "item_title": "Search for cables",
+            }  # fmt: skip
+            assert "mode is 'ask'" in card["why"] and "POST to shop.test/orders" in card["why"]
+            left = card["expires_at"] - time.time()
+            assert req["expires_in_s"] - 10 < left <= req["expires_in_s"]
+            assert card["on_approve"] and card["on_reject"].startswith("Nothing is sent")
+            await monitor.request(
+                {"type": "approval.decide", "request_id": req["request_id"], "decision": "reject"}
+            )
+            assert (await asking).decision.status == "rejected"
+        await d.close_clients()
