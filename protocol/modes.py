@@ -7,9 +7,18 @@ from typing import get_args
 
 from webshepherd.protocol.common import CommitMode
 
-__all__ = ["MODES", "MODE_DOES", "loosens", "strictness"]
+__all__ = ["MODES", "MODE_DOES", "MODE_NAMES", "loosens", "mode_name", "strictness"]
 
 MODES: tuple[CommitMode, ...] = get_args(CommitMode)
+
+#: What each mode is called on screen: what it does, in two or three words. The wire keeps
+#: ``ask``, ``watch`` and ``stop`` (a contract); ``stop`` read as "stop the agent", which it
+#: never does. The extension mirrors this table (protocol/vectors/modes.json holds both to it).
+MODE_NAMES: dict[CommitMode, str] = {
+    "ask": "ask first",
+    "watch": "run and flag",
+    "stop": "block writes",
+}
 
 #: What each mode does to a write, one sentence each.
 MODE_DOES: dict[CommitMode, str] = {
@@ -20,6 +29,11 @@ MODE_DOES: dict[CommitMode, str] = {
 
 #: Strictest first: a write is refused, asked about, or let through.
 _ORDER: tuple[CommitMode, ...] = ("stop", "ask", "watch")
+
+
+def mode_name(mode: CommitMode | None) -> str:
+    """The on-screen name with the wire name after it (``block writes (stop)``)."""
+    return "not known yet" if mode is None else f"{MODE_NAMES[mode]} ({mode})"
 
 
 def strictness(mode: CommitMode | None) -> int:

@@ -12,6 +12,7 @@ import { cardLines, cropOf } from "./card-view.js";
 import { decisionLines, requestLines } from "./request-card.js";
 import { rewardText } from "./reward-text.js";
 import { displayText } from "./display-text.js";
+import { inlineCode } from "./inline-code.js";
 import { HOW_TO_PAIR, sendToWorker, type Decision, type PendingApproval, type ToPages } from "./messages.js";
 import type { ApprovalRequest } from "./protocol.gen.js";
 import { connectionWords } from "./status-words.js";
@@ -217,8 +218,9 @@ export function mountApprovals(root: HTMLElement, via: "panel" | "popup"): void 
     // not connected (no token, refused, unreachable): that is what to fix first, not pairing;
     // the popup says it in its own status line already
     const linked = pairing.link.conn === "connected";
-    unpaired.hidden = paired || (!linked && via === "popup");
-    unpaired.textContent = linked ? `${pairing.note ? `${pairing.note} ` : ""}${HOW_TO_PAIR}` : displayText(connectionWords(pairing.link));
+    // the popup's own status lines say both already (said twice, it read as two problems)
+    unpaired.hidden = paired || via === "popup";
+    unpaired.replaceChildren(...inlineCode(linked ? `${pairing.note ? `${displayText(pairing.note)} ` : ""}${HOW_TO_PAIR}` : displayText(connectionWords(pairing.link))));
     const pending = await sendToWorker({ kind: "approvals.list" });
     list.replaceChildren(...(pending.length > 0 ? pending.map(card) : [el("p", {}, "No approval is waiting.")]));
     recent.replaceChildren(await recentDecisions());

@@ -1,13 +1,15 @@
 /**
  * The action popup: the connection to the daemon and the person's pairing (status-words.ts),
- * the approvals waiting for a person
- * (approvals-ui.ts; the side panel lists the same), and demonstrations: start a session with an
+ * the followed sessions' modes (mode-control.ts: loosening asks first), the approvals waiting
+ * for a person (approvals-ui.ts; the side panel lists the same), and demonstrations: start a session with an
  * instruction in this tab (the person's own actions are recorded), stop it with an outcome.
  * Opened as a page, `popup.html?tab=ID` names the tab (tests drive it that way).
  */
 import { mountApprovals } from "./approvals-ui.js";
 import { displayText } from "./display-text.js";
+import { inlineCode } from "./inline-code.js";
 import { sendToWorker, type ToPages } from "./messages.js";
+import { mountModes } from "./mode-control.js";
 import { connectionWords, personWords } from "./status-words.js";
 import { textWithUrl } from "./url-wrap.js";
 
@@ -23,9 +25,11 @@ async function targetTab(): Promise<number | undefined> {
 /** The connection to the daemon (its URL wrapped at sensible points) and the person's pairing. */
 async function renderStatus() {
   const p = await sendToWorker({ kind: "pairing.state" });
-  $("state").replaceChildren(textWithUrl(displayText(connectionWords(p.link)), displayText(p.link.url)));
+  const conn = displayText(connectionWords(p.link));
+  // a command in backticks shows as code; the daemon's URL wraps at sensible points
+  $("state").replaceChildren(...inlineCode(conn, (t) => textWithUrl(t, displayText(p.link.url))));
   $("state").dataset.conn = p.link.token ? p.link.conn : "no-token";
-  $("person").textContent = displayText(personWords(p));
+  $("person").replaceChildren(...inlineCode(displayText(personWords(p))));
 }
 
 async function render(tabId: number | undefined) {
@@ -39,6 +43,7 @@ async function render(tabId: number | undefined) {
 }
 
 async function main() {
+  mountModes($("modes"));
   mountApprovals($("approvals"), "popup");
   const tabId = await targetTab();
   $("open-panel").addEventListener("click", () => {

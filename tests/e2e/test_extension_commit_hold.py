@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from webshepherd.protocol.modes import loosens
 
 from tests.e2e.browser import hook_key, require_browser
 from tests.e2e.test_golden_capture import hook
@@ -109,14 +110,70 @@ async def start_session(daemon, browser, base: str):
 
 
 async def set_mode(browser, session_id: str, mode: str):
+    """Switches the session's mode in the side panel (its button by wire name); a looser
+    mode asks first, and this confirms it."""
     panel = await browser.open_panel()
     row = panel.locator(f"[data-testid=ws-session-mode][data-session-id='{session_id}']")
     await row.wait_for(timeout=30_000)
-    await row.get_by_role("button", name=mode, exact=True).click()
+    old = await row.get_attribute("data-mode") or None
+    await row.locator(f"button[data-mode-button='{mode}']").click()
+    if loosens(old, mode):  # type: ignore[arg-type]
+        await (
+            row.locator(f"[data-testid=ws-confirm-mode][data-mode='{mode}']")
+            .get_by_test_id("ws-confirm-loosen")
+            .click()
+        )
     await panel.locator(
         f"[data-testid=ws-session-mode][data-session-id='{session_id}'][data-mode='{mode}']"
     ).wait_for(timeout=30_000)
     return panel
+
+
+async def test_a_looser_mode_asks_first_naming_the_session_and_a_tighter_one_does_not(paired, shop):
+    """Issue 51.4: in the side panel and the popup, ask -> watch and stop -> ask ask first (the
+    session by its task and id, what the new mode does); Keep leaves the mode; ask -> stop
+    switches at once. The buttons say what each mode does."""
+    daemon, browser = paired
+    base, _seen = shop
+    _page, _key, sid = await start_session(daemon, browser, base)
+    panel = await browser.open_panel()
+    sel = f"[data-testid=ws-session-mode][data-session-id='{sid}']"
+    row = panel.locator(f"{sel}[data-mode=ask]")
+    await row.wait_for(timeout=30_000)
+    names = [await b.inner_text() for b in await row.locator("button[data-mode-button]").all()]
+    assert names == ["ask first", "run and flag", "block writes"]
+
+    await row.locator("button[data-mode-button=watch]").click()
+    confirm = row.get_by_test_id("ws-confirm-mode")
+    text = " ".join((await confirm.inner_text()).split())
+    assert f"“Buy a desk lamp” ({sid})" in text and "from ask first (ask) to run and flag" in text
+    assert "writes run without waiting and are only flagged" in text
+    await confirm.get_by_test_id("ws-keep-mode").click()
+    await confirm.wait_for(state="detached")
+    await row.locator("button[data-mode-button=stop]").click()  # tighter: no question
+    stopped = panel.locator(f"{sel}[data-mode=stop]")
+    await stopped.wait_for(timeout=30_000)
+    assert await stopped.get_by_test_id("ws-confirm-mode").count() == 0
+    monitor = await daemon.client(role="monitor", name="tui")
+    got = await monitor.request({"type": "session.get", "session_id": sid})
+    sent = [e["mode"] for e in got["events"] if e["type"] == "mode.set"]
+    assert sent == ["stop"]  # Keep sent nothing
+
+    # the popup has the same control: stop -> ask asks there too
+    ext_id = browser.worker.url.split("/")[2]
+    popup = await browser.ctx.new_page()
+    await popup.goto(f"chrome-extension://{ext_id}/popup.html", wait_until="load")
+    prow = popup.locator(f"{sel}[data-mode=stop]")
+    await prow.wait_for(timeout=30_000)
+    await prow.locator("button[data-mode-button=ask]").click()
+    pconfirm = prow.get_by_test_id("ws-confirm-mode")
+    assert "from block writes (stop) to ask first (ask)" in " ".join(
+        (await pconfirm.inner_text()).split()
+    )
+    await pconfirm.get_by_test_id("ws-confirm-loosen").click()
+    await popup.locator(f"{sel}[data-mode=ask]").wait_for(timeout=30_000)
+    await panel.locator(f"{sel}[data-mode=ask]").wait_for(timeout=30_000)
+    await popup.close()
 
 
 async def test_stop_mode_refuses_a_post_before_it_leaves_and_a_get_goes_unasked(paired, shop):
@@ -129,7 +186,7 @@ async def test_stop_mode_refuses_a_post_before_it_leaves_and_a_get_goes_unasked(
     started = next(e for e in got["events"] if e["type"] == "session.started")
     assert (started["holds"], started["mode"]) == ("browser", "ask")
     panel = await set_mode(browser, sid, "stop")
-    assert "refuse whatever commits" in await panel.get_by_test_id("ws-modes").inner_text()
+    assert "block writes (stop)" in await panel.get_by_test_id("ws-modes").inner_text()
 
     await page.evaluate(POST_ORDER, "sku=42&qty=1")
     result = await page.evaluate("() => window.__order")
@@ -164,7 +221,7 @@ async def test_stop_mode_refuses_a_form_button_a_download_and_another_origin(pai
     await decided.first.wait_for(timeout=30_000)
     assert "POST" in await decided.first.inner_text()
     assert posts(seen) == []
-    assert page.url != f"{base}/orders"  # a blocked navigation: Chromium's error page
+    assert page.url == f"{base}/form.html"  # a refused navigation leaves the page (issue 51)
 
     downloads: list[object] = []
     page.on("download", lambda d: downloads.append(d))
@@ -174,8 +231,9 @@ async def test_stop_mode_refuses_a_form_button_a_download_and_another_origin(pai
     assert downloads == []
 
     other = base.replace("127.0.0.1", "localhost")  # another origin, the same server
-    with pytest.raises(Exception, match="ERR_BLOCKED_BY_CLIENT"):
+    with pytest.raises(Exception, match="ERR_ABORTED"):  # not navigated: no error page
         await page.goto(f"{other}/shop.html")
+    assert page.url == f"{base}/form.html"
     await until(lambda: _count(decided, 3), what="the navigation's refusal")
     texts = await decided.all_inner_texts()
     assert any(f"GET {other}/shop.html" in t for t in texts), texts

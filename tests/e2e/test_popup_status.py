@@ -49,7 +49,8 @@ async def test_popup_says_connected_no_token_refused_paired(start_daemon, browse
     state, person = popup.get_by_test_id("ws-connection"), popup.get_by_test_id("ws-person")
 
     # no token: said so, and nothing about pairing
-    await state.get_by_text("No token: run `webshepherd token`").wait_for(timeout=30_000)
+    await state.get_by_text("No token: run webshepherd token").wait_for(timeout=30_000)
+    assert await state.locator("code").first.inner_text() == "webshepherd token"  # no backticks
     assert await person.inner_text() == ""
     assert "paired" not in (await popup.locator("body").inner_text()).lower()
 
@@ -64,6 +65,8 @@ async def test_popup_says_connected_no_token_refused_paired(start_daemon, browse
     await wait_connected(browser)
     await state.get_by_text(f"Connected to the daemon at {daemon.url}.").wait_for(timeout=30_000)
     await person.get_by_text("Not paired: this browser decides no approvals").wait_for()
+    body = await popup.locator("body").inner_text()
+    assert body.lower().count("not paired") == 1 and "`" not in body, body  # said once, as code
 
     # paired as a person
     await browser.pair_as_person(daemon.config.config_dir)

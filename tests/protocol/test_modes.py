@@ -31,3 +31,32 @@ def test_loosens(old, new, looser) -> None:
 
 def test_stop_is_strictest() -> None:
     assert strictness("stop") > strictness("ask") > strictness("watch")
+
+
+def test_the_shared_vectors_are_this_table() -> None:
+    """protocol/vectors/modes.json, which the extension's mode control is held to
+    (extension/test/mode-control.test.ts): names, sentences and which way is looser."""
+    import json
+    from pathlib import Path
+
+    from webshepherd.protocol.modes import MODE_NAMES, mode_name
+
+    path = Path(__file__).resolve().parents[2] / "protocol" / "vectors" / "modes.json"
+    v = json.loads(path.read_text(encoding="utf-8"))
+    assert [m["mode"] for m in v["modes"]] == list(MODES)
+    for m in v["modes"]:
+        assert (m["name"], m["does"], m["shown"]) == (
+            MODE_NAMES[m["mode"]],
+            MODE_DOES[m["mode"]],
+            mode_name(m["mode"]),
+        )
+    assert len(v["loosens"]) == 4 * len(MODES)
+    for case in v["loosens"]:
+        assert loosens(case["old"], case["new"]) is case["looser"], case
+
+
+def test_no_name_is_stop_and_each_differs() -> None:
+    from webshepherd.protocol.modes import MODE_NAMES
+
+    assert len(set(MODE_NAMES.values())) == len(MODES)
+    assert "stop" not in MODE_NAMES["stop"]  # it never stops the agent
