@@ -1,8 +1,13 @@
 """Pending approval requests of every session, and the highlighted one's card: what the action
 targets (role, name, bid), where it leads, what it types, why it waits, the candidate's thought
-and the judge's feedback, the other candidates, and the target cut out of the screenshot."""
+and the judge's feedback, the other candidates, and the target cut out of the screenshot. A
+paused request's card reads in the task's words first: what was clicked, what it sends (as the
+page labels it, and the page's amounts), why it waits, the judge's view, the time left and what
+each answer does; then exactly what would be sent."""
 
 from __future__ import annotations
+
+import time
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -20,7 +25,8 @@ FLEX = "action"  # the rest of the width (tui/widgets/fit.py)
 LABEL_W = 10  # the card's field names
 FIELDS_SHOWN, FIELD_CHARS = 8, 60  # a paused request's fields: how many, each cut to this
 KEYS = "a approve · r reject · e edit the action"
-COMMIT_KEYS = "a approve · r reject (a paused request is sent as it is or not at all: no edit)"
+#: the decide line of a paused request: fits 80 columns (with the panel's padding)
+COMMIT_KEYS = "a approve · r reject · sent as shown or not at all (no edit)"
 CROP_COLS, CROP_ROWS = 72, 10  # the most the target's cut-out takes
 
 
@@ -38,7 +44,11 @@ def why_it_waits(a: ApprovalView) -> list[Text]:
     elif a.reason == "guarded":
         lines = [Text(f"a guard holds it whatever the reward ({r})", "bold red")]
     elif a.reason == "commit":
-        lines = [Text("the browser paused a request that commits, before it left", "bold red")]
+        why = a.card.why if a.card is not None else None
+        if why:
+            lines = [plain(why, "bold red", multiline=True)]
+        else:
+            lines = [Text("the browser paused a request that commits, before it left", "bold red")]
     else:
         lines = [plain(a.reason)]
     for hit in a.guard:
@@ -56,7 +66,7 @@ def cut(text: str, most: int) -> str:
     return text if len(text) <= most else text[: most - 1] + "…"
 
 
-def card_text(a: ApprovalView, intent: str | None) -> Text:
+def card_text(a: ApprovalView, intent: str | None, now: float | None = None) -> Text:
     """The card's text: every string from a page, agent or model through :func:`plain`."""
     out = Text()
 
@@ -68,7 +78,7 @@ def card_text(a: ApprovalView, intent: str | None) -> Text:
 
     card = a.card
     if card is not None and card.request is not None:
-        return request_text(a, intent)
+        return request_text(a, intent, now)
     field("action", plain(a.action, "magenta"))
     target = card.target if card else None
     if target is not None:
@@ -95,36 +105,79 @@ def card_text(a: ApprovalView, intent: str | None) -> Text:
     return out
 
 
-def request_text(a: ApprovalView, intent: str | None) -> Text:
-    """A paused request's card (reason 'commit'): the daemon's headline in plain words, then
-    exactly what would be sent, as the browser would send it (the host as punycode, fields
-    escaped and cut), where it is sent from and which action caused it."""
-    assert a.card is not None and a.card.request is not None
-    r = a.card.request
+def time_left(expires_at: float | None, now: float) -> Text | None:
+    """How long until an unanswered request is refused (``m:ss``), and when."""
+    if expires_at is None:
+        return None
+    left = expires_at - now
+    at = time.strftime("%H:%M:%S", time.localtime(expires_at))
+    if left <= 0:
+        return Text(f"none: refused at {at} unless answered now", "bold red")
+    minutes, seconds = divmod(int(left), 60)
+    return Text.assemble((f"{minutes}:{seconds:02d}", "bold"), f" (until {at}; then refused)")
+
+
+def request_text(a: ApprovalView, intent: str | None, now: float | None = None) -> Text:
+    """A paused request's card (reason 'commit'): the daemon's headline in plain words, what
+    was clicked, what it sends as the page labels it and the page's amounts near it, why it
+    waits, the judge's view, the time left (at ``now``) and what each answer does; then exactly
+    what would be sent, as the browser would send it (the host as punycode, fields escaped and
+    cut), where it is sent from and which action caused it."""
+    card = a.card
+    assert card is not None and card.request is not None
+    r = card.request
     out = Text()
-    headline = a.card.headline or f"Waiting for you: this sends a {r.method} request"
+    headline = card.headline or f"Waiting for you: this sends a {r.method} request"
     out.append_text(plain(headline, "bold yellow", multiline=True))
 
     def field(name: str, *value: Text | str) -> None:
         out.append(f"\n{name:<{LABEL_W}}", "bold")
         out.append_text(Text.assemble(*value))
 
+    t = card.target
+    if t is not None:
+        said: list[Text | str] = [plain(t.role or "element", "cyan")]
+        if t.name:
+            said += [" '", plain(t.name, "bold"), "'"]
+        field("clicked", *said, plain(f" [{t.bid}]", "dim"))
+    labels = {f.name: f.label for f in card.labels}
+    for i, f in enumerate(r.fields[:FIELDS_SHOWN]):
+        label = labels.get(f.name)
+        name = (
+            Text.assemble(plain(cut(label, 32), "bold"), plain(f" ({cut(f.name, 24)})", "dim"))
+            if label
+            else plain(cut(f.name, 32), "cyan")
+        )
+        field("sends" if i == 0 else "", name, " = ", plain(cut(f.value, FIELD_CHARS)))
+    if len(r.fields) > FIELDS_SHOWN:
+        field("", Text(f"… {len(r.fields) - FIELDS_SHOWN} more", "dim"))
+    if not r.fields and r.body_bytes:
+        field("sends", f"{r.body_bytes} bytes (no fields read)")
+    for i, amount in enumerate(card.amounts):
+        field("page says" if i == 0 else "", plain(amount, "bold"))
+    for i, line in enumerate(why_it_waits(a)):
+        field("waits" if i == 0 else "", line)
+    if card.judge is not None:
+        j = card.judge
+        view: list[Text | str] = [f"reward {fmt_reward(j.reward)} at step {step_number(j.step)}"]
+        if j.item is not None:
+            view += [f" · serves item {j.item}", ": " if j.item_title else ""]
+            view.append(plain(j.item_title or "", "italic"))
+        field("judge", *view)
+    left = time_left(card.expires_at, time.time() if now is None else now)
+    if left is not None:
+        field("time left", left)
+    if card.on_approve:
+        field("approve", plain(card.on_approve, "green"))
+    if card.on_reject:
+        field("reject", plain(card.on_reject, "red"))
     field(
         "method",
         plain(r.method, "bold"),
         f"  ({r.kind}{', the page itself' if r.top_level else ''})",
     )
     field("url", plain(r.url, "underline"))
-    for i, f in enumerate(r.fields[:FIELDS_SHOWN]):
-        field(
-            "fields" if i == 0 else "",
-            plain(cut(f.name, 32), "cyan"),
-            " = ",
-            plain(cut(f.value, FIELD_CHARS)),
-        )
-    if len(r.fields) > FIELDS_SHOWN:
-        field("", Text(f"… {len(r.fields) - FIELDS_SHOWN} more", "dim"))
-    if not r.fields and r.body_bytes:
+    if r.body_bytes:
         field("body", f"{r.body_bytes} bytes")
     field("origin", plain(r.origin or "—"))
     if r.page_url:
@@ -135,9 +188,7 @@ def request_text(a: ApprovalView, intent: str | None) -> Text:
         if r.trigger
         else Text("the page itself (no action of the agent's)", "dim"),
     )
-    for i, line in enumerate(why_it_waits(a)):
-        field("waits" if i == 0 else "", line)
-    for i, hit in enumerate(a.card.predicts):
+    for i, hit in enumerate(card.predicts):
         field("predicted" if i == 0 else "", plain(hit.rule, "bold"), ": ", plain(hit.detail))
     if intent:
         field("task", indented(intent))
@@ -172,6 +223,19 @@ class ApprovalsPanel(Vertical):
             yield Static("", id="approval-detail")
             yield Static("", id="approval-crop")
         yield Static(KEYS, id="approval-keys")
+
+    def on_mount(self) -> None:
+        self.set_interval(1.0, self._tick)  # a paused request's time left counts down
+
+    def _now(self) -> float:
+        return self._state.clock() if self._state is not None else time.time()
+
+    def _tick(self) -> None:
+        a = self.selected if self.ready else None
+        if a is not None and a.card is not None and a.card.expires_at is not None:
+            view = self._state.sessions.get(a.session_id) if self._state else None
+            detail = self.query_one("#approval-detail", Static)
+            detail.update(card_text(a, view.intent if view else None, self._now()))
 
     @property
     def ready(self) -> bool:
@@ -242,7 +306,7 @@ class ApprovalsPanel(Vertical):
             crop.display = False
             return
         view = self._state.sessions.get(a.session_id) if self._state else None
-        detail.update(card_text(a, view.intent if view else None))
+        detail.update(card_text(a, view.intent if view else None, self._now()))
         commit = a.card is not None and a.card.request is not None
         self.query_one("#approval-keys", Static).update(COMMIT_KEYS if commit else KEYS)
         shot = a.card.screenshot if a.card else None

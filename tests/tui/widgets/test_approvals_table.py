@@ -11,7 +11,7 @@ from PIL import Image, ImageDraw
 from textual.widgets import Static
 from webshepherd.tui.app import WebShepherdApp
 from webshepherd.tui.state import MonitorState
-from webshepherd.tui.widgets.approvals_table import ApprovalsPanel
+from webshepherd.tui.widgets.approvals_table import COMMIT_KEYS, ApprovalsPanel
 from webshepherd.tui.widgets.session_detail import SessionDetail
 from webshepherd.tui.widgets.target_crop import target_crop
 
@@ -161,3 +161,80 @@ async def test_the_selected_sessions_intent_is_shown_in_full_at_120x40() -> None
         shown = shown_in_detail()
     assert INTENT in shown
     assert "shop-agent · waiting at step 4 · 1 step " in shown  # the held step, one step
+
+
+NOW = 1_700_000_000.0
+
+
+def paused_state() -> MonitorState:
+    """A request the browser paused, its card naming the step that caused it (issue 51.2)."""
+    state = MonitorState(clock=lambda: NOW)
+    state.fold_raw({"type": "session.started", "session_id": "s1", "intent": INTENT})
+    state.fold_raw(
+        {
+            "type": "approval.request",
+            "request_id": "q2",
+            "session_id": "s1",
+            "step": 3,
+            "candidate": {"thought": "", "action": "click('18')"},
+            "candidate_index": None,
+            "reward": None,
+            "reason": "commit",
+            "expires_in_s": 120.0,
+            "card": {
+                "target": {"bid": "18", "role": "button", "name": "Add to\u202e cart", "box": BOX},
+                "screenshot": {"mime": "image/png", "data": screenshot()},
+                "headline": "Waiting for you: this sends a POST to shop.test/cart/add",
+                "request": {
+                    "method": "POST",
+                    "url": "http://shop.test/cart/add",
+                    "kind": "write",
+                    "fields": [{"name": "id", "value": "c2"}, {"name": "qty", "value": "2"}],
+                    "body_bytes": 10,
+                    "trigger": "click('18')",
+                    "element": "18",
+                },
+                "why": "The session's mode is 'ask': a request that sends data to keep waits.",
+                "labels": [{"name": "qty", "label": "Quantity"}],
+                "amounts": ["Price: $4.99", "Total: \u200b$9.98"],
+                "judge": {"step": 3, "reward": 0.81, "item": 2, "item_title": "Add the cable"},
+                "expires_at": NOW + 105.0,
+                "on_approve": "The browser sends this POST once, exactly as shown.",
+                "on_reject": "Nothing is sent; the agent is told that a person refused it.",
+            },
+        }
+    )
+    return state
+
+
+async def test_a_paused_requests_card_reads_in_the_tasks_words() -> None:
+    app = app_of(paused_state())
+    async with app.run_test(size=(120, 48)) as pilot:
+        await wait_until(pilot, lambda: app.main.ready, what="the main screen")
+        await pilot.press("2")
+        await wait_for_text(pilot, app, "clicked   ", "time left ")
+        text = screen_text(app)
+    assert "clicked   button 'Add to\\u202e cart' [18]" in text
+    assert "sends     id = c2" in text
+    assert "          Quantity (qty) = 2" in text
+    assert "page says Price: $4.99" in text and "          Total: \\u200b$9.98" in text
+    assert "waits     The session's mode is 'ask': a request that sends data to keep waits." in text
+    assert "judge     reward 0.810 at step 4 · serves item 2: Add the cable" in text
+    assert "time left 1:45 (until " in text and "; then refused)" in text
+    assert "approve   The browser sends this POST once, exactly as shown." in text
+    assert "reject    Nothing is sent; the agent is told that a person refused it." in text
+    assert "the browser paused a request that commits" not in text
+    assert "▀" in text  # the crop
+
+
+async def test_the_decide_line_fits_80x24() -> None:
+    app = app_of(paused_state())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: app.main.ready, what="the main screen")
+        await pilot.press("2")
+        keys = app.screen.query_one("#approval-keys", Static)
+        await wait_for_text(pilot, app, COMMIT_KEYS)
+        region = keys.region
+        assert region.height == 1 and region.right <= 80 and region.bottom <= 24
+        (line,) = [ln for ln in screen_text(app).splitlines() if "a approve" in ln]
+        assert line.strip() == COMMIT_KEYS
