@@ -4,8 +4,8 @@
  * pauses every request before it leaves (and each document's response, to see a download).
  * One that commits (commit-hold.ts) goes to the daemon as `commit.check`; it continues only
  * when the `commit.decided` is approved and names this very request's digest, and is failed
- * (BlockedByClient) otherwise: on a refusal, a lost connection or any error. Nothing stays
- * paused: every paused request is continued or failed.
+ * otherwise (refusal-response.ts: a document so that its page stays): on a refusal, a lost
+ * connection or any error. Nothing stays paused: every paused request is continued or failed.
  *
  * Failing closed when the decider is gone: a request being asked about is written to
  * `chrome.storage.session` first, and a worker that starts finds those its last incarnation
@@ -23,6 +23,7 @@
 import { cdpForTab } from "./capture/cdp.js";
 import { commitKind, dataUrlSize, downloadFields, downloadOrigin, heldRequest, isAttachment, requestDigest, urlOrigin } from "./commit-hold.js";
 import type { DaemonConnection } from "./connection.js";
+import { refuse } from "./refusal-response.js";
 import type { CommitDecided, HeldRequest } from "./protocol.gen.js";
 import type { TabSession } from "./tab-sessions.js";
 
@@ -75,6 +76,9 @@ interface Open {
   sessionId?: string;
   request?: HeldRequest;
   digest?: string;
+  /** Its resource type (a `Document` is refused so that its page stays), and the answer. */
+  resourceType?: string;
+  answer?: CommitDecided;
 }
 
 const openKey = (tabId: number, requestId: string) => `${tabId} ${requestId}`;
@@ -181,7 +185,7 @@ export class CommitGate {
         await chrome.downloads.cancel(o.download);
       } else {
         const send = await cdpForTab(o.tabId);
-        await send("Fetch.failRequest", { requestId: o.requestId, errorReason: "BlockedByClient" });
+        await refuse(send, o.tabId, o.requestId, o.resourceType, o.request ?? null, { status: "rejected", by: "webshepherd extension", note: why });
       }
     } catch {
       return; // the tab, or its request, is gone: nothing was sent
@@ -311,6 +315,8 @@ export class CommitGate {
   async paused(tabId: number, p: Paused): Promise<void> {
     const key = openKey(tabId, p.requestId);
     if (!this.open.has(key)) this.noted(tabId, p.requestId);
+    const o = this.open.get(key)!;
+    o.resourceType = p.resourceType;
     let go = false;
     try {
       go = await this.judge(tabId, p);
@@ -324,7 +330,7 @@ export class CommitGate {
     const send = await cdpForTab(tabId);
     const done = go
       ? send("Fetch.continueRequest", { requestId: p.requestId })
-      : send("Fetch.failRequest", { requestId: p.requestId, errorReason: "BlockedByClient" });
+      : refuse(send, tabId, p.requestId, p.resourceType, o.request ?? null, o.answer?.decision ?? null);
     await done.catch(() => undefined); // the tab or its request is gone
   }
 
@@ -370,6 +376,7 @@ export class CommitGate {
     await this.persist(); // kept before anyone is asked: a restarted worker fails it
     const answer = await conn.request({ type: "commit.check", session_id: sessionId, request: req });
     if (answer.type !== "commit.decided") return false;
+    open.answer = answer;
     this.ctx.decided(tabId, answer);
     return answer.decision.status === "approved" && answer.request_digest === digest;
   }

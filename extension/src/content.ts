@@ -8,6 +8,7 @@ import { sendToWorker, type ToContent } from "./messages.js";
 import { DemonstrationRecorder } from "./demonstration-recorder.js";
 import { Overlay } from "./overlay/overlay.js";
 import { CHANNEL, hookError, parseHookRequest } from "./page-hook.js";
+import { showRefusal } from "./overlay/refusal-notice.js";
 
 const overlay = new Overlay();
 
@@ -37,6 +38,7 @@ chrome.runtime.onMessage.addListener((msg: ToContent, _sender, sendResponse) => 
   if (msg.kind === "view") overlay.update(here(msg.origin) ? msg.view : null);
   else if (msg.kind === "progress" && here(msg.origin)) overlay.showProgress(msg.candidate, msg.text);
   else if (msg.kind === "demonstration") recorder.setActive(msg.on);
+  else if (msg.kind === "refused") showRefusal(overlay, msg.text);
   // approval.resolved: the view that follows no longer lists it
 });
 

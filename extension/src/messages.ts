@@ -129,6 +129,8 @@ export type ToContent =
   | { kind: "progress"; candidate: number; text: string; origin?: string }
   | { kind: "approval.resolved"; requestId: string; decision: string; by: string | null }
   | { kind: "demonstration"; on: boolean }
+  /** a paused request was refused: who refused it and why (refusal-response.ts) */
+  | { kind: "refused"; text: string }
   /** around a screenshot for an observation: the overlay is no part of it (answered once painted) */
   | { kind: "overlay.hidden"; hidden: boolean };
 
