@@ -21,6 +21,7 @@ from webshepherd.daemon.extension_id import EXTENSION_ID
 from webshepherd.daemon.sessions import approvals
 from webshepherd.daemon.sessions.guards import GuardPolicy
 from webshepherd.daemon.sessions.modes import MODES, parse_sandbox
+from webshepherd.protocol.commits import parse_commit_pattern
 from webshepherd.protocol.common import CommitMode
 from webshepherd.protocol.errors import WebShepherdError
 from webshepherd.protocol.token_store import APP_NAME, default_config_dir
@@ -88,6 +89,10 @@ class DaemonConfig:
     # origins whose commits are flagged, never held (sessions/modes.py's parse_sandbox: each
     # scheme://host[:port], or scheme://host:* for any port of that host)
     sandbox_origins: tuple[str, ...] = ()
+    # GET (HEAD, OPTIONS) requests that commit, 'METHOD URL' with * for any run (serve
+    # --commits; protocol/commits.py's parse_commit_pattern): every gate holds them, told by
+    # session.started.commits, and the rules predict a step that sends one
+    commits: tuple[str, ...] = ()
     request_timeout_s: float = 300.0
     queue_limit: int = 64
     batch_sessions: int = 8  # score jobs of up to this many sessions share one model call; 1: off
@@ -115,6 +120,7 @@ class DaemonConfig:
             raise WebShepherdError(f"mode {self.mode!r}: one of {', '.join(MODES)}")
         try:
             self.sandbox_origins = tuple(parse_sandbox(o) for o in self.sandbox_origins)
+            self.commits = tuple(dict.fromkeys(parse_commit_pattern(p) for p in self.commits))
         except ValueError as exc:
             raise WebShepherdError(str(exc)) from None
 

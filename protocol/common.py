@@ -52,8 +52,9 @@ CommitKind = Literal["write", "navigation", "download"]
 Decider = Literal["person", "guard", "mode", "timeout", "sandbox", "daemon"]
 #: The guards' rules (addition to v1; sessions/guards.py): a form submitted with a method other
 #: than GET, an element whose name matches the configured words, a step that leaves the
-#: session's origin, a download.
-GuardRule = Literal["form_submit", "name_match", "leaves_origin", "download"]
+#: session's origin, a download, a GET that commits (a link or GET form named for deleting or
+#: confirming, or one the operator's ``serve --commits`` names).
+GuardRule = Literal["form_submit", "name_match", "leaves_origin", "download", "commit_get"]
 ChecklistSource = Literal["generated", "reference"]
 SessionState = Literal["running", "waiting_approval", "ended"]
 

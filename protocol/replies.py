@@ -90,6 +90,13 @@ class SessionStarted(Model):
     holds: Literal["browser"] | None = Field(
         default=None, description="Echo of session.start's holds (addition to v1)."
     )
+    commits: list[Annotated[str, Field(max_length=2100)]] | None = Field(
+        default=None,
+        max_length=256,
+        description="The operator's patterns of GET (HEAD, OPTIONS) requests that commit, "
+        "'METHOD URL' with * for any run (serve --commits): every gate holds a matching request "
+        "like a write; null: none (addition to v1).",
+    )
 
 
 class Checklist(Model):

@@ -30,6 +30,7 @@ from webshepherd.daemon.secrets import add_otlp_header_arguments, otlp_headers
 from webshepherd.daemon.sessions.approvals import ApprovalPolicy, describe_policy
 from webshepherd.daemon.sessions.guards import ALL_RULES, GuardPolicy
 from webshepherd.daemon.sessions.modes import MODES, parse_sandbox
+from webshepherd.protocol.commits import parse_commit_pattern
 from webshepherd.protocol.errors import ModelUnavailableError
 
 if TYPE_CHECKING:
@@ -156,6 +157,16 @@ def add_serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
         metavar="ORIGIN",
         help="a site whose commits (to it, or from its pages) are flagged and recorded, never "
         "held (repeatable): scheme://host[:port], or http://127.0.0.1:* for any port",
+    )
+    s.add_argument(
+        "--commits",
+        action="append",
+        default=[],
+        type=_commit_pattern,
+        metavar="'GET URL'",
+        help="GET requests that commit on your sites (repeatable): 'GET URL' with * for any run, "
+        "e.g. 'GET https://shop.example/cart/remove*'; every gate holds them like a write "
+        "(other GETs are not held)",
     )
     s.add_argument(
         "--guard-names",
@@ -310,6 +321,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     daemon["guards"] = guards_from_args(args)
     daemon["mode"] = args.mode
     daemon["sandbox_origins"] = tuple(dict.fromkeys(args.sandbox_origin))
+    daemon["commits"] = tuple(dict.fromkeys(args.commits))
     if args.otlp_endpoint:
         from webshepherd.daemon.server.telemetry import parse_headers, traces_url
 
@@ -342,6 +354,13 @@ def _sandbox(text: str) -> str:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _commit_pattern(text: str) -> str:
+    try:
+        return parse_commit_pattern(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def guards_from_args(args: argparse.Namespace) -> GuardPolicy:
     """The guard policy of ``--guard-names``, ``--guard-words``, ``--no-guard`` and
     ``--no-guards``."""
@@ -365,6 +384,7 @@ def describe_holds(config: DaemonConfig) -> str:
             ("form_submit", "a form sent by a method other than GET"),
             ("leaves_origin", "a step to another origin"),
             ("download", "a download"),
+            ("commit_get", "a GET that commits (a link or GET form named for deleting)"),
             ("name_match", f"an element named with one of: {', '.join(config.guards.words)}"),
         )
         if rule in rules
@@ -382,6 +402,12 @@ def describe_holds(config: DaemonConfig) -> str:
         if config.sandbox_origins
         else "No sandbox origins (--sandbox-origin ORIGIN: a site's commits flagged, not held)."
     )
+    gets = (
+        f"GETs that commit (--commits), held like a write: {', '.join(config.commits)}; "
+        "other GETs are not held."
+        if config.commits
+        else "No GET is held (--commits 'GET URL*': GETs that commit on your sites)."
+    )
     policy = ApprovalPolicy(config.approval_threshold, config.approval_drop)
     rewards = describe_policy(policy, config.approval_timeout_s, config.approval_default)
     return (
@@ -391,8 +417,8 @@ def describe_holds(config: DaemonConfig) -> str:
         f"asks the daemon. New sessions start in mode '{config.mode}': 'ask' a paired person "
         "decides (nobody paired: refused at once), 'watch' it runs and is flagged, 'stop' it "
         f"is refused without asking; a paired person switches a session's mode. {predicts} "
-        f"{sandboxes} {rewards[0].upper()}{rewards[1:]}; in 'watch' a reward never waits, in "
-        "'stop' such a step is refused."
+        f"{gets} {sandboxes} {rewards[0].upper()}{rewards[1:]}; in 'watch' a reward never "
+        "waits, in 'stop' such a step is refused."
     )
 
 

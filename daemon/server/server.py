@@ -104,6 +104,7 @@ class DaemonServer:
             scorer=Scorer(engine.model_id, engine.backend_name, engine.settings),
             mode=config.mode,
             sandbox_origins=config.sandbox_origins,
+            commit_patterns=config.commits,
         )
         self.hub = Hub()
         self.hook_grants = HookGrants()

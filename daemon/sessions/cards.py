@@ -397,6 +397,14 @@ def commit_outcomes(request: HeldRequest) -> tuple[str, str]:
     return yes, no
 
 
+def _get_commits(request: HeldRequest) -> list[GuardHit]:
+    """A paused GET (HEAD, OPTIONS) commits only because it was named (serve --commits)."""
+    if request.kind != "write" or request.method.upper() not in ("GET", "HEAD", "OPTIONS"):
+        return []
+    detail = f"{request.method.upper()} {_cut(request.url, 512)} is named as committing"
+    return [GuardHit(rule="commit_get", detail=detail + " (serve --commits); other GETs go unheld")]
+
+
 def commit_card(
     request: HeldRequest,
     headline: str,
@@ -445,4 +453,5 @@ def commit_card(
         expires_at=expires_at,
         on_approve=on_approve,
         on_reject=on_reject,
+        predicts=_get_commits(request),
     )

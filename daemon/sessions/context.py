@@ -20,6 +20,7 @@ class MachineContext(Protocol):
     policy: ApprovalPolicy
     guards: GuardPolicy
     sandbox_origins: tuple[str, ...]
+    commit_patterns: tuple[str, ...]
     approval_timeout_s: float
     clock: Callable[[], float]
 

@@ -14,7 +14,11 @@ its bid) and the action string; never a model's text.
   session's (its ``start_url``'s, else its first observation's), URLs read as a browser reads
   them (the WHATWG URL standard, by ``ada_url``: ``http://a.test\\@b.test/`` is on a.test);
 - ``download``: a link with ``download``, or a ``goto``/link to a file whose name ends with one
-  of :attr:`GuardPolicy.extensions`.
+  of :attr:`GuardPolicy.extensions`;
+- ``commit_get``: a GET predicted to commit: a ``goto``, link or GET form whose URL the operator
+  named (``serve --commits``, :func:`~webshepherd.protocol.commits.matching_commit`), or a link
+  or GET form whose accessible name says it deletes or confirms (:attr:`GuardPolicy.get_words`,
+  matched as ``name_match`` matches). Other GETs are not predicted, and not held.
 
 ``keyboard_press('Enter')`` and ``keyboard_type`` with a newline act on the focused element
 (the AX tree's ``focused`` line). An element the capture sent no facts for is judged by its
@@ -38,12 +42,14 @@ from typing import get_args
 
 import ada_url
 from webshepherd.protocol.actions import SIGNATURES, parse_python, read_recorded
+from webshepherd.protocol.commits import matching_commit
 from webshepherd.protocol.common import ElementFacts, GuardHit, GuardRule
 from webshepherd.protocol.terminal_text import ESCAPED_RANGES
 
 __all__ = [
     "ALL_RULES",
     "DEFAULT_EXTENSIONS",
+    "DEFAULT_GET_WORDS",
     "DEFAULT_WORDS",
     "GuardPolicy",
     "Target",
@@ -89,6 +95,27 @@ DEFAULT_WORDS: tuple[str, ...] = (
     "reserve",
 )
 
+#: Words (or phrases) that name a link or GET form whose request changes something: deleting,
+#: confirming, unsubscribing, cancelling an order. "cancel" alone is left out (most "Cancel"
+#: links go back and change nothing).
+DEFAULT_GET_WORDS: tuple[str, ...] = (
+    "delete",
+    "remove",
+    "erase",
+    "discard",
+    "confirm",
+    "unsubscribe",
+    "opt out",
+    "deactivate",
+    "revoke",
+    "cancel order",
+    "cancel subscription",
+    "cancel booking",
+    "cancel reservation",
+    "cancel membership",
+    "empty cart",
+)
+
 #: A link or ``goto`` to a file with one of these extensions downloads it.
 DEFAULT_EXTENSIONS: tuple[str, ...] = (
     "zip", "7z", "rar", "tar", "gz", "tgz", "bz2", "xz", "exe", "msi", "dmg", "pkg", "deb",
@@ -105,13 +132,14 @@ _LINE = re.compile(rf"^\s*\[([^\]\s]+)\]\s+(\S+)(?:\s+(?P<name>{_QUOTED}))?")
 
 @dataclass(frozen=True)
 class GuardPolicy:
-    """Which rules hold a step for a person, the words of ``name_match`` and the file
-    extensions of ``download``. The default holds all four; ``GuardPolicy(rules=frozenset())``
-    holds nothing."""
+    """Which rules hold a step for a person, the words of ``name_match``, the file extensions
+    of ``download`` and the words of ``commit_get``. The default holds all but ``name_match``;
+    ``GuardPolicy(rules=frozenset())`` holds nothing."""
 
     rules: frozenset[GuardRule] = frozenset(ALL_RULES) - {"name_match"}  # names: opt-in
     words: tuple[str, ...] = DEFAULT_WORDS
     extensions: tuple[str, ...] = DEFAULT_EXTENSIONS
+    get_words: tuple[str, ...] = DEFAULT_GET_WORDS
 
     def __post_init__(self) -> None:
         unknown = set(self.rules) - set(ALL_RULES)
@@ -127,17 +155,26 @@ class GuardPolicy:
         for r in rules:
             if r not in ALL_RULES:
                 raise ValueError(f"unknown guard rule {r!r}; known: {', '.join(ALL_RULES)}")
-        return GuardPolicy(self.rules - set(rules), self.words, self.extensions)
+        return GuardPolicy(self.rules - set(rules), self.words, self.extensions, self.get_words)
 
     @cached_property
     def _words(self) -> list[tuple[str, re.Pattern[str]]]:
         return [(w, _word_pattern(w)) for w in self.words if w.strip()]
+
+    @cached_property
+    def _get_words(self) -> list[tuple[str, re.Pattern[str]]]:
+        return [(w, _word_pattern(w)) for w in self.get_words if w.strip()]
 
     def matching_word(self, name: str) -> str | None:
         """The first configured word in ``name`` as a whole word, whatever its case, its
         invisible characters and its look-alike letters (:func:`name_key`), or None."""
         key = name_key(name)
         return next((w for w, pattern in self._words if pattern.search(key)), None)
+
+    def matching_get_word(self, name: str) -> str | None:
+        """The first of :attr:`get_words` in ``name``, matched as :meth:`matching_word`."""
+        key = name_key(name)
+        return next((w for w, pattern in self._get_words if pattern.search(key)), None)
 
     def is_download(self, url: str) -> bool:
         try:
@@ -166,11 +203,13 @@ def guard_hits(
     elements: Mapping[str, ElementFacts] | None,
     origin: str | None,
     boxes: Mapping[str, Sequence[float]] | None = None,
+    commits: Sequence[str] = (),
 ) -> list[GuardHit]:
     """The guard rules ``action`` meets on the page (``url``, ``axtree``, ``elements``, the
-    elements' ``boxes`` for coordinate actions) of a session whose origin is ``origin``; empty
-    when none (or the policy holds nothing). A string of several calls meets the union of what
-    each call meets, the first hit of each rule kept."""
+    elements' ``boxes`` for coordinate actions) of a session whose origin is ``origin``
+    (``commits``: the operator's patterns of GETs that commit); empty when none (or the policy
+    holds nothing). A string of several calls meets the union of what each call meets, the
+    first hit of each rule kept."""
     if not policy.enabled:
         return []
     hits: list[GuardHit] = []
@@ -181,7 +220,50 @@ def guard_hits(
 
     for target in action_targets(action, axtree, boxes):
         _judge(policy, target, hit, url=url, axtree=axtree, elements=elements, origin=origin)
+        if "commit_get" in policy.rules:
+            _commit_get(policy, target, hit, url=url, axtree=axtree, elements=elements,
+                        commits=commits)  # fmt: skip
     return hits
+
+
+def _commit_get(
+    policy: GuardPolicy,
+    target: Target,
+    hit: Callable[[GuardRule, str], None],
+    *,
+    url: str,
+    axtree: str,
+    elements: Mapping[str, ElementFacts] | None,
+    commits: Sequence[str],
+) -> None:
+    """``commit_get``: the call sends a GET the operator named, or activates a link or GET
+    form named for deleting or confirming (URLs read as the browser reads them)."""
+    if target.url is not None:
+        dest = join_url(url, target.url)
+        if pattern := matching_commit("GET", dest, commits):
+            hit("commit_get", f"goes to {_short(dest)}, a GET that commits ({pattern})")
+        return
+    if target.bid is None or not target.activates:
+        return
+    facts = (elements or {}).get(target.bid)
+    if facts is None or facts.download:
+        return
+    method = (facts.form_method or "GET").upper()
+    if facts.submits and method == "GET":
+        dest, what = join_url(url, facts.form_action or url), "submits a GET form"
+    elif facts.href and not facts.submits:
+        dest, what = join_url(url, facts.href), "is a link"
+    else:
+        return
+    role, name = ax_line(axtree, target.bid)
+    element = f"element {target.bid}" + (f" ({role} {name!r})" if role else "") + target.where
+    if pattern := matching_commit("GET", dest, commits):
+        hit("commit_get", f"{element} {what} to {_short(dest)}, a GET that commits ({pattern})")
+    elif name and (word := policy.matching_get_word(name)):
+        hit(
+            "commit_get",
+            f"{element} {what} to {_short(dest)} named with {word!r}: predicted to commit",
+        )
 
 
 def _judge(
@@ -555,6 +637,9 @@ def describe_guards(policy: GuardPolicy) -> str:
         parts.append("leaves the session's origin")
     if "download" in policy.rules:
         parts.append("downloads a file")
+    if "commit_get" in policy.rules:
+        parts.append("sends a GET that commits (a link or GET form named for deleting or "
+                     "confirming, or one serve --commits names)")  # fmt: skip
     return (
         "guards: whatever its reward, a person must decide a step that "
         + "; or ".join(parts)

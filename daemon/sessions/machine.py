@@ -111,11 +111,14 @@ class SessionCore:
         scorer: Scorer | None = None,
         mode: CommitMode = "ask",
         sandbox_origins: tuple[str, ...] = (),
+        commit_patterns: tuple[str, ...] = (),
         monotonic: Callable[[], float] = time.monotonic,
     ):
         self.policy = policy
         self.mode = mode  # a new session's (serve --mode)
         self.sandbox_origins = sandbox_origins  # flagged, never held (serve --sandbox-origin)
+        # GETs that commit (serve --commits): told to every gate, read by the rules
+        self.commit_patterns = commit_patterns
         self.scorer = scorer
         self.guards = guards if guards is not None else GuardPolicy()  # on unless told
         self.default_samples = default_samples
@@ -343,6 +346,7 @@ class SessionCore:
         out: list[Effect] = [SessionStartedRecord(event, st.header.created_at)]
         if self.scorer is not None:
             sc = self.scorer
+            commits=list(self.commit_patterns) or None,
             out.append(ScorerRecord(sid, sc.model, sc.backend, sc.settings))
         if msg.environment is not None:
             out.append(EnvironmentRecord(sid, msg.environment))
@@ -351,7 +355,16 @@ class SessionCore:
         # rows first, then the reply, then events in the order things happened
         out += [e for e in observed if isinstance(e, Record)]
         out.append(
-            Reply(conn, SessionStarted(id=msg.id, session_id=sid, mode=st.mode, holds=st.holds))
+            Reply(
+                conn,
+                SessionStarted(
+                    id=msg.id,
+                    session_id=sid,
+                    mode=st.mode,
+                    holds=st.holds,
+                    commits=event.commits,
+                ),
+            )
         )
         out.append(Publish(sid, event, exclude=conn))
         out += [e for e in observed if not isinstance(e, Record)]

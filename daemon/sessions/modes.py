@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from typing import get_args
 from urllib.parse import urlsplit
 
-from webshepherd.protocol.commits import url_origin
+from webshepherd.protocol.commits import SAFE_METHODS, url_origin
 from webshepherd.protocol.common import (
     ApprovalReason,
     CommitMode,
@@ -102,6 +102,11 @@ def commit_headline(request: HeldRequest) -> str:
         return f"Waiting for you: this downloads {place(request.url)}"
     if request.kind == "navigation":
         return f"Waiting for you: this opens another site: {place(request.url)}"
+    if request.method.upper() in SAFE_METHODS:
+        return (
+            f"Waiting for you: this {request.method.upper()} to {place(request.url)} is "
+            "predicted to commit (named by serve --commits or the gate's caller)"
+        )
     return f"Waiting for you: this sends a {request.method.upper()} to {place(request.url)}"
 
 
@@ -128,7 +133,7 @@ def step_headline(
         if hit.rule == "download":
             what = place(destination) if destination else "a file"
             return f"Waiting for you: this downloads {what}"
-        if hit.rule == "name_match":
+        if hit.rule in ("name_match", "commit_get"):
             return f"Waiting for you: {hit.detail}"
     shown = "none parsed" if reward is None else f"{reward:.2f}"
     if reason == "below_threshold" and threshold is not None:

@@ -304,6 +304,7 @@ class Scoring:
             elements=job.elements,
             origin=job.origin,
             boxes=job.boxes,
+            commits=self.core.commit_patterns,
         )
 
     def scored(

@@ -448,6 +448,10 @@ export type Message = string;
 export type Retryable = boolean;
 export type Type19 = "error";
 /**
+ * The operator's patterns of GET (HEAD, OPTIONS) requests that commit, 'METHOD URL' with * for any run (serve --commits): every gate holds a matching request like a write; null: none (addition to v1).
+ */
+export type Commits = string[] | null;
+/**
  * Echo of session.start's holds (addition to v1).
  */
 export type Holds1 = "browser" | null;
@@ -496,7 +500,7 @@ export type Decider = ("person" | "guard" | "mode" | "timeout" | "sandbox" | "da
  * E.g. "submits a POST form to /checkout".
  */
 export type Detail = string;
-export type Rule = "form_submit" | "name_match" | "leaves_origin" | "download";
+export type Rule = "form_submit" | "name_match" | "leaves_origin" | "download" | "commit_get";
 /**
  * The guard rules the candidate met (addition to v1): a person decided it whatever its reward, or, with nobody paired to decide, the daemon refused it at once (status 'rejected', by 'daemon').
  */
@@ -1258,6 +1262,7 @@ export interface Error1 {
 }
 export interface SessionStarted {
   agent?: AgentInfo | null;
+  commits?: Commits;
   holds?: Holds1;
   id?: Id20;
   intent?: Intent1;

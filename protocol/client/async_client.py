@@ -140,7 +140,7 @@ class AsyncClient(Connection):
             environment=to_model(EnvironmentInfo, environment),
         )
         started = await self.call(msg, SessionStarted)
-        return SessionHandle(self, started.session_id, intent)
+        return SessionHandle(self, started.session_id, intent, commits=tuple(started.commits or ()))
 
     @session_call()
     async def observe(

@@ -48,12 +48,17 @@ ClientT = TypeVar("ClientT")
 
 
 class SessionRef(Generic[ClientT]):
-    """A started session of a client: the client, the session's id and its intent."""
+    """A started session of a client: the client, the session's id and its intent;
+    ``commits``: the daemon's patterns of GETs that commit (``session.started.commits``),
+    which a browser gate deciding by this session holds."""
 
-    def __init__(self, client: ClientT, session_id: str, intent: str) -> None:
+    def __init__(
+        self, client: ClientT, session_id: str, intent: str, *, commits: tuple[str, ...] = ()
+    ) -> None:
         self.client = client
         self.session_id = session_id
         self.intent = intent
+        self.commits = commits
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.session_id!r})"

@@ -54,7 +54,7 @@ class Client(_ClientMethods["SyncSession"]):
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout)
 
     def _session(self, handle: SessionHandle) -> SyncSession:
-        return SyncSession(self, handle.session_id, handle.intent)
+        return SyncSession(self, handle.session_id, handle.intent, commits=handle.commits)
 
     def __enter__(self) -> Client:
         self.connect()
@@ -102,7 +102,7 @@ class SyncSession(SessionRef[Client], _SessionMethods):
 
     @property
     def aio(self) -> SessionHandle:
-        return SessionHandle(self.client.aio, self.session_id, self.intent)
+        return SessionHandle(self.client.aio, self.session_id, self.intent, commits=self.commits)
 
     def _run(self, coro: Coroutine[object, object, T]) -> T:
         return self.client._run(coro)

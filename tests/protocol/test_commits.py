@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from webshepherd.protocol.commits import (
     commit_kind,
     held_request,
+    matching_commit,
+    parse_commit_pattern,
     request_digest,
     request_fields,
     url_origin,
@@ -142,9 +146,80 @@ def test_the_shared_vectors_are_what_this_module_gives() -> None:
         fields, size = request_fields(base64.b64decode(f["body_b64"]), f["content_type"])
         assert [x.model_dump() for x in fields] == f["fields"] and size == f["body_bytes"], f
     assert len(v["held"]) >= 3
+    table = v["patterns"]
+    assert len(table["cases"]) >= 10
+    for c in table["cases"]:
+        matched = matching_commit(c["method"], c["url"], table["patterns"])
+        assert (matched is not None) == c["matches"], c
+        kind = commit_kind(
+            c["method"], c["url"], top_level_navigation=False, session_origin=None,
+            commits=table["patterns"],
+        )  # fmt: skip
+        assert kind == c["kind"], c
     for h in v["held"]:
         i = dict(h["input"])
         body = i.pop("body_b64")
         req = held_request(body=None if body is None else base64.b64decode(body), **i)
         assert req.model_dump(mode="json") == h["request"]
         assert request_digest(HeldRequest.model_validate(h["request"])) == h["digest"]
+
+
+@pytest.mark.parametrize(
+    ("text", "canonical"),
+    [
+        ("GET https://shop.example/cart/remove*", "GET https://shop.example/cart/remove*"),
+        ("get HTTPS://Shop.Example:443/Cart/remove*", "GET https://shop.example/Cart/remove*"),
+        ("  GET   https://shop.example  ", "GET https://shop.example/"),
+        ("HEAD http://127.0.0.1:8000/x", "HEAD http://127.0.0.1:8000/x"),
+        ("GET https://bücher.example/del*", "GET https://xn--bcher-kva.example/del*"),
+        ("GET https://*.shop.example/unsubscribe*", "GET https://*.shop.example/unsubscribe*"),
+        ("OPTIONS https://a.test/*", "OPTIONS https://a.test/*"),
+    ],
+)
+def test_an_operators_pattern_is_made_canonical_as_the_browser_sends_a_url(
+    text: str, canonical: str
+) -> None:
+    assert parse_commit_pattern(text) == canonical
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("", "expected 'METHOD URL'"),
+        ("https://shop.example/cart/remove*", "expected 'METHOD URL'"),
+        ("GET https://a.test/x extra", "expected 'METHOD URL'"),
+        ("POST https://shop.example/orders", "POST requests commit already"),
+        ("DELETE https://shop.example/x", "DELETE requests commit already"),
+        ("G=T https://shop.example/x", "is not a method"),
+        ("GET shop.example/cart/remove*", "must start with http:// or https://"),
+        ("GET ftp://shop.example/x", "must start with http:// or https://"),
+        ("GET https:///x", "no host"),
+        ("GET https://:80/x", "no host"),
+        ("GET https://user@shop.example/x", "a user name"),
+        ("GET https://shop.example:99999/x", "is not a host[:port]"),
+        ("GET https://" + "a" * 3000, "longer than"),
+    ],
+)
+def test_a_bad_pattern_says_what_is_wrong(text: str, says: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(says)):
+        parse_commit_pattern(text)
+
+
+def test_only_the_named_method_and_url_commit_and_other_gets_do_not() -> None:
+    pats = [parse_commit_pattern("GET https://shop.example/cart/remove*")]
+
+    def kind(method: str, url: str) -> str | None:
+        return commit_kind(
+            method, url, top_level_navigation=False, session_origin=None, commits=pats
+        )
+
+    assert kind("GET", "https://shop.example/cart/remove?id=3") == "write"
+    assert matching_commit("GET", "https://shop.example/cart/remove", pats) == pats[0]
+    assert kind("GET", "https://shop.example/cart/view") is None  # other GETs: not held
+    assert kind("HEAD", "https://shop.example/cart/remove?id=3") is None  # another method
+    assert kind("GET", "https://evil.test/?u=https://shop.example/cart/remove") is None
+    assert kind("POST", "https://shop.example/cart/view") == "write"  # writes as before
+    no_pats = commit_kind(
+        "GET", "https://shop.example/cart/remove", top_level_navigation=False, session_origin=None
+    )
+    assert no_pats is None

@@ -341,3 +341,35 @@ def test_mode_and_sandbox_flags() -> None:
     for origin in ("http://a.test/path", "ftp://a.test", "http://a.test:1:*"):
         with pytest.raises(SystemExit):
             build_parser().parse_args(["serve", "--sandbox-origin", origin])
+
+
+def test_commits_names_gets_that_commit_and_refuses_a_bad_pattern(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from webshepherd.daemon.cli.serve import describe_holds
+    from webshepherd.protocol.errors import WebShepherdError
+
+    args = build_parser().parse_args(
+        ["serve", "--commits", "get https://Shop.Example/cart/remove*",
+         "--commits", "GET https://shop.example/cart/remove*", "--commits", "HEAD http://a.test"]
+    )  # fmt: skip
+    cfg = config_from_args(args)
+    assert cfg.commits == ("GET https://shop.example/cart/remove*", "HEAD http://a.test/")
+    policy = describe_holds(cfg)
+    assert "GETs that commit (--commits), held like a write: GET https://shop.example" in policy
+    assert "other GETs are not held" in policy
+    assert "No GET is held" in describe_holds(
+        config_from_args(build_parser().parse_args(["serve"]))
+    )
+    for bad, says in [
+        ("POST https://shop.example/orders", "POST requests commit already"),
+        ("https://shop.example/cart/remove*", "expected 'METHOD URL'"),
+        ("GET shop.example/x", "must start with http:// or https://"),
+    ]:
+        with pytest.raises(SystemExit) as exited:
+            build_parser().parse_args(["serve", "--commits", bad])
+        assert exited.value.code == 2
+        err = capsys.readouterr().err
+        assert "argument --commits" in err and says in err, err
+    with pytest.raises(WebShepherdError, match="POST requests commit already"):
+        DaemonConfig(commits=("POST https://a.test/x",))

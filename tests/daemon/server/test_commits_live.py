@@ -89,7 +89,8 @@ async def test_a_paused_request_is_answered_at_once_by_the_mode(
                 line = next(
                     r.getMessage() for r in caplog.records if "paused request" in r.getMessage()
                 )
-                assert f"decided by: {decider}" in line and got.decision.way_out in line
+                assert f"refused by {decider} (mode {mode}): " in line
+                assert f"— way out: {got.decision.way_out}" in line
             if paired:  # the person's tool sees the answer as an event
                 event = await monitor.wait_for("commit.decided", timeout=30)
                 assert event["request_digest"] == got.request_digest
@@ -348,6 +349,46 @@ async def test_the_blocking_client_asks_and_is_told(tmp_path: Path) -> None:
                 return mine.decision.decider, summary.mode, refused
 
         assert await asyncio.to_thread(blocking) == ("mode", "stop", True)
+
+
+async def test_the_operators_commit_gets_reach_every_gate_in_session_started(
+    tmp_path: Path,
+) -> None:
+    """serve --commits: session.started (the reply and the event a paired tool gets) carries
+    the patterns; a matching GET the gate asks about is decided by the mode like a write."""
+    pattern = "GET http://shop.test/cart/remove*"
+    async with scripted_daemon(tmp_path, ScriptedJudge(JUDGE), commits=(pattern,)) as server:
+        d = DaemonHandle(server, make_config(tmp_path))
+        async with AsyncClient(d.url, TEST_TOKEN) as agent:
+            session = await _session(agent, holds="browser")
+            assert session.commits == (pattern,)
+            remove = held_request(
+                "GET", "http://shop.test/cart/remove?item=3", "write", page_url=URL
+            )
+            got = await session.commit_check(remove, timeout=30)  # ask, nobody paired
+            assert (got.decision.status, got.decision.decider) == ("rejected", "daemon")
+            monitor = await d.client(role="monitor", name="tui")
+            listed = await monitor.request(
+                {"type": "session.get", "session_id": session.session_id}
+            )
+            started = next(e for e in listed["events"] if e["type"] == "session.started")
+            assert started["commits"] == [pattern]
+            asking = asyncio.create_task(session.commit_check(remove, timeout=30))
+            req = await monitor.wait_for("approval.request", timeout=30)
+            assert req["card"]["request"]["url"] == remove.url
+            assert [h["rule"] for h in req["card"]["predicts"]] == ["commit_get"]
+            await monitor.request(
+                {"type": "approval.decide", "request_id": req["request_id"], "decision": "approve"}
+            )
+            got = await asking
+            assert got.decision.status == "approved"
+            assert got.request_digest == request_digest(remove)
+        await d.close_clients()
+    async with (
+        scripted_daemon(tmp_path / "none", ScriptedJudge(JUDGE)) as server,
+        AsyncClient(server.url, TEST_TOKEN) as agent,
+    ):
+        assert (await _session(agent, holds="browser")).commits == ()
 
 
 async def test_a_paused_requests_card_names_the_step_that_caused_it(tmp_path: Path) -> None:

@@ -191,7 +191,74 @@ def test_the_policy_in_one_line() -> None:
     assert "GET" in line and "origin" in line and "downloads" in line
     assert "refused at once" in line
     assert describe_guards(GuardPolicy(rules=frozenset())).startswith("guards: off")
-    assert set(ALL_RULES) == {"form_submit", "name_match", "leaves_origin", "download"}
+    assert set(ALL_RULES) == {
+        "form_submit", "name_match", "leaves_origin", "download", "commit_get",
+    }  # fmt: skip
+    assert "sends a GET that commits" in describe_guards(GuardPolicy())
+
+
+# -- issue 49.4: GETs that commit ---------------------------------------------------------------
+
+GETS_AXTREE = "\n".join(
+    [
+        "RootWebArea 'Cart', focused",
+        "\t[30] link 'Remove'",
+        "\t[31] link 'Continue shopping'",
+        "\t[32] button 'Confirm'",
+        "\t[33] link 'Cancel'",
+        "\t[34] link 'Details'",
+        "\t[35] button 'Delete'",
+        "\t[36] link 'R\u200bemove'",
+    ]
+)
+GETS_ELEMENTS = {
+    "30": ElementFacts(tag="a", href=f"{ORIGIN}/cart/remove?item=3"),
+    "31": ElementFacts(tag="a", href=f"{ORIGIN}/shop"),
+    "32": ElementFacts(tag="button", submits=True, form_method="GET", form_action="/unsub"),
+    "33": ElementFacts(tag="a", href=f"{ORIGIN}/cart"),
+    "34": ElementFacts(tag="a", href=f"{ORIGIN}\\cart\\drop?item=3"),
+    "35": ElementFacts(tag="button", submits=True, form_method="POST", form_action="/del"),
+    "36": ElementFacts(tag="a", href=f"{ORIGIN}/cart/x"),
+}
+DROP = "GET http://shop.test:8000/cart/drop*"
+
+
+def get_hits(action: str, commits: tuple[str, ...] = ()) -> list[str]:
+    hits = guard_hits(
+        GuardPolicy(), action, url=f"{ORIGIN}/cart", axtree=GETS_AXTREE,
+        elements=GETS_ELEMENTS, origin=ORIGIN, commits=commits,
+    )  # fmt: skip
+    return [h.detail for h in hits if h.rule == "commit_get"]
+
+
+def test_a_link_or_get_form_named_for_deleting_or_confirming_is_predicted_to_commit() -> None:
+    assert get_hits("click('30')") == [
+        "element 30 (link 'Remove') is a link to http://shop.test:8000/cart/remove?item=3 "
+        "named with 'remove': predicted to commit"
+    ]
+    (confirm,) = get_hits("press('32', 'Enter')")
+    assert "submits a GET form to http://shop.test:8000/unsub named with 'confirm'" in confirm
+    assert get_hits("click('36')") != []  # a hidden character does not hide the word
+    assert get_hits("click('31')") == [] and get_hits("click('33')") == []  # "Cancel" alone
+    assert get_hits("click('35')") == []  # a POST form: form_submit's, not a GET
+    assert get_hits("hover('30')") == []
+    assert get_hits("click('30')", ()) == get_hits("click('30')")
+
+
+def test_a_get_the_operator_names_is_predicted_whatever_its_name() -> None:
+    # the link's href read as the browser reads it: backslashes are slashes
+    (hit,) = get_hits("click('34')", (DROP,))
+    assert hit.endswith(f"a GET that commits ({DROP})") and "cart/drop?item=3" in hit
+    assert get_hits("click('34')") == []  # not named by the operator, no word: not predicted
+    (goto,) = get_hits("goto('/cart/drop?item=9')", (DROP,))
+    assert goto.startswith("goes to http://shop.test:8000/cart/drop?item=9")
+    assert get_hits("goto('/cart/other')", (DROP,)) == []
+    off = GuardPolicy().without("commit_get")
+    hits = guard_hits(
+        off, "click('30')", url=URL, axtree=GETS_AXTREE, elements=GETS_ELEMENTS, origin=ORIGIN,
+        commits=(DROP,),
+    )  # fmt: skip
+    assert hits == []
 
 
 # -- issue 41: the hostile probe's classes ----------------------------------------------------
