@@ -9,7 +9,7 @@
  * approvals changed.
  */
 import { cardLines, cropOf } from "./card-view.js";
-import { decisionLines, requestLines } from "./request-card.js";
+import { decisionLines, requestLines, timeLeft } from "./request-card.js";
 import { rewardText } from "./reward-text.js";
 import { displayText } from "./display-text.js";
 import { inlineCode } from "./inline-code.js";
@@ -88,20 +88,38 @@ function cardFields(req: ApprovalRequest): HTMLElement {
   return dl;
 }
 
-/** A paused request's card: the headline, then exactly what would be sent and what caused it. */
-function requestFields(req: ApprovalRequest): HTMLElement | null {
+/** A paused request's card: in the task's words first (what was clicked, what it sends, the
+ * page's amounts, why it waits, the judge's view, the time left, what each answer does), then
+ * exactly what would be sent and what caused it. */
+function requestFields(req: ApprovalRequest, crop: HTMLCanvasElement | null): HTMLElement | null {
   const r = requestLines(req);
   if (!r) return null;
   const dl = el("dl", { className: "card" });
   dl.dataset.testid = "ws-request";
-  const row = (name: string, testid: string, value: Node | string) => {
-    const dd = el("dd", {}, value);
+  const row = (name: string, testid: string, ...value: (Node | string)[]) => {
+    const dd = el("dd", {}, ...value);
     dd.dataset.testid = testid;
     dl.append(el("dt", {}, name), dd);
+    return dd;
   };
+  const list = (items: string[]) => el("ul", {}, ...items.map((f) => el("li", {}, f)));
+  if (r.clicked) row("Clicked", "ws-request-clicked", r.clicked, ...(crop ? [el("br"), crop] : []));
+  row("Sends", "ws-request-fields", r.fields.length > 0 ? list(r.fields) : "—");
+  if (r.amounts.length > 0) row("The page says", "ws-request-amounts", list(r.amounts));
+  if (r.why) row("Why it waits", "ws-request-why", r.why);
+  if (r.judge) row("The judge", "ws-request-judge", r.judge);
+  if (r.expiresAt !== null) {
+    const at = r.expiresAt;
+    const left = row("Time left", "ws-request-left", timeLeft(at, Date.now() / 1000));
+    const tick = setInterval(() => {
+      if (!left.isConnected) clearInterval(tick);
+      else left.textContent = timeLeft(at, Date.now() / 1000);
+    }, 1000);
+  }
+  if (r.approve) row("Approve", "ws-request-approve", r.approve);
+  if (r.reject) row("Reject", "ws-request-reject", r.reject);
   row("Method", "ws-request-method", r.method);
   row("URL", "ws-request-url", wrappedUrl(r.url));
-  row("Fields", "ws-request-fields", r.fields.length > 0 ? el("ul", {}, ...r.fields.map((f) => el("li", {}, f))) : "—");
   row("Body", "ws-request-body", r.body);
   row("Target origin", "ws-request-origin", wrappedUrl(r.origin));
   row("Caused by", "ws-request-trigger", r.trigger);
@@ -173,7 +191,8 @@ export function mountApprovals(root: HTMLElement, via: "panel" | "popup"): void 
       if (ev.key === "Enter") void decide(req.request_id, "edit", edit.value);
       if (ev.key === "Escape") edit.hidden = true;
     };
-    const commit = requestFields(req); // a paused request: approved or rejected as it is, never edited
+    const crop = cropCanvas(req);
+    const commit = requestFields(req, crop); // a paused request: approved or rejected as it is, never edited
     c.onkeydown = (ev) => {
       if (ev.altKey || ev.ctrlKey || ev.metaKey) return;
       const k = ev.key.toLowerCase();
@@ -183,7 +202,6 @@ export function mountApprovals(root: HTMLElement, via: "panel" | "popup"): void 
       else return;
       ev.preventDefault();
     };
-    const crop = cropCanvas(req);
     if (!paired) c.onkeydown = null;
     if (commit) {
       const headline = el("h3", { className: "headline" }, requestLines(req)!.headline);

@@ -5,7 +5,7 @@
  * screenshot. The TUI shows the same card (tui/widgets/approvals_table.py).
  */
 import { displayText } from "./display-text.js";
-import type { ApprovalRequest } from "./protocol.gen.js";
+import type { ApprovalRequest, CardTarget } from "./protocol.gen.js";
 import { rewardText as fmt } from "./reward-text.js";
 
 export interface CardLines {
@@ -33,22 +33,26 @@ export function whyItWaits(req: ApprovalRequest): string[] {
     guarded: `a guard holds it whatever the reward (${r})`,
     commit: "the browser paused a request that commits",
   };
-  const lines = [first[req.reason] ?? displayText(String(req.reason))];
+  // a paused request's card says which rule of the mode holds it, in one sentence
+  const why = req.reason === "commit" && req.card?.why ? displayText(req.card.why, { multiline: true }) : null;
+  const lines = [why ?? first[req.reason] ?? displayText(String(req.reason))];
   for (const hit of req.guard ?? []) lines.push(`⚠ ${displayText(hit.rule)}: ${displayText(hit.detail)}`);
   return lines;
+}
+
+/** The card's target in words: its role, its name and its bid, escaped. */
+export function targetText(t: CardTarget): string {
+  const role = displayText(t.role ?? "element");
+  const name = t.name ? ` “${displayText(t.name)}”` : "";
+  const missing = t.role ? "" : " (not in the page's AX tree)";
+  return `${role}${name} [${displayText(t.bid)}]${missing}`;
 }
 
 /** The card's lines, escaped for display (put them in `textContent`). */
 export function cardLines(req: ApprovalRequest): CardLines {
   const card = req.card ?? null;
   const t = card?.target ?? null;
-  let target: string | null = null;
-  if (t) {
-    const role = displayText(t.role ?? "element");
-    const name = t.name ? ` “${displayText(t.name)}”` : "";
-    const missing = t.role ? "" : " (not in the page's AX tree)";
-    target = `${role}${name} [${displayText(t.bid)}]${missing}`;
-  }
+  const target = t ? targetText(t) : null;
   return {
     action: displayText(req.candidate.action),
     target,

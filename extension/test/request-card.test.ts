@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { decisionLines, requestLines, SHOWN_VALUE } from "../src/request-card.js";
+import { whyItWaits } from "../src/card-view.js";
+import { clockTime, decisionLines, requestLines, SHOWN_VALUE, summaryLines, timeLeft } from "../src/request-card.js";
 import type { ApprovalRequest, HeldRequest } from "../src/protocol.gen.js";
 
 const held: HeldRequest = {
@@ -70,4 +71,62 @@ test("a refusal says who refused, why, and the way out; 'a person' only when a p
   assert.ok(nobody[0]!.startsWith("refused by the daemon (nobody could decide)"));
   assert.ok(!nobody[0]!.includes("person ("));
   assert.deepEqual(decisionLines({ status: "approved", by: "daemon", decider: "mode", mode: "watch" }, true), ["ran, flagged by the session's mode; mode watch"]);
+});
+
+test("a paused request's card in the task's words: what was clicked, what it sends, why, the judge, the time, each answer", () => {
+  const card = {
+    request: held,
+    headline: "Waiting for you: this sends a POST to shop.test/orders",
+    target: { bid: "31", role: "button", name: "Add to\u202e cart", box: [16, 16, 80, 20] },
+    labels: [{ name: "sku", label: "Product\u200b code" }],
+    amounts: ["Price: $4.99", "Total: \u2066$9.98"],
+    why: "The session's mode is 'ask': a request that sends data to keep waits for a person.",
+    judge: { step: 3, reward: 0.812, item: 2, item_title: "Add the \u202ecable" },
+    expires_at: 1_000_105.4,
+    on_approve: "The browser sends this POST once, exactly as shown, and the agent goes on.",
+    on_reject: "Nothing is sent; the agent is told that a person refused it, final for this request.",
+  };
+  const r = requestLines(request({ card } as Partial<ApprovalRequest>))!;
+  assert.equal(r.clicked, "button “Add to\\u202e cart” [31]");
+  assert.equal(r.fields[0], "Product\\u200b code (sku) = 42"); // the page's label, then the field's name
+  assert.ok(r.fields[1]!.startsWith("note\\u202e = "));
+  assert.deepEqual(r.amounts, ["Price: $4.99", "Total: \\u2066$9.98"]);
+  assert.equal(r.why, card.why);
+  assert.equal(r.judge, "reward 0.81 at step 4 · serves checklist item 2: Add the \\u202ecable");
+  assert.equal(r.expiresAt, 1_000_105.4);
+  assert.equal(timeLeft(r.expiresAt!, 1_000_000), "1:45 (then it is refused)");
+  assert.equal(timeLeft(r.expiresAt!, 1_000_104.9), "0:00 (then it is refused)");
+  assert.equal(timeLeft(r.expiresAt!, 1_000_106), "none: it is refused unless answered now");
+  assert.equal(r.approve, card.on_approve);
+  assert.equal(r.reject, card.on_reject);
+  assert.deepEqual(whyItWaits(request({ card } as Partial<ApprovalRequest>)), [card.why]);
+});
+
+test("a paused request whose step is unknown: no clicked element, no judge, no amounts", () => {
+  const r = requestLines(request())!;
+  assert.deepEqual([r.clicked, r.judge, r.why, r.expiresAt, r.approve, r.reject], [null, null, null, null, null, null]);
+  assert.deepEqual(r.amounts, []);
+});
+
+test("the overlay's lines say the same card in short: only the lines it has, fields cut to three", () => {
+  const card = {
+    request: { ...held, fields: [...held.fields!, { name: "a", value: "1" }, { name: "b", value: "2" }] },
+    target: { bid: "31", role: "button", name: "Add to cart" },
+    labels: [{ name: "sku", label: "Product" }],
+    amounts: ["Total: $9.98"],
+    why: "The session's mode is 'ask'.",
+    judge: { step: 3, reward: 0.5, item: null },
+    expires_at: 1_000_105,
+    on_approve: "It is sent once.",
+    on_reject: "Nothing is sent.",
+  };
+  const lines = summaryLines(requestLines(request({ card } as Partial<ApprovalRequest>))!);
+  assert.equal(lines[0], "Clicked: button “Add to cart” [31]");
+  assert.ok(lines[1]!.startsWith("Sends: Product (sku) = 42 · note\\u202e = xxx"), lines[1]);
+  assert.ok(lines[1]!.endsWith(" · a = 1 · … 1 more"), lines[1]);
+  assert.deepEqual(lines.slice(2, 5), ["The page says: Total: $9.98", "Why: The session's mode is 'ask'.", "Judge: reward 0.50 at step 4"]);
+  assert.match(lines[5]!, /^Decide by \d\d:\d\d:\d\d, or it is refused$/);
+  assert.equal(lines[5], `Decide by ${clockTime(1_000_105)}, or it is refused`);
+  assert.deepEqual(lines.slice(6), ["Approve: It is sent once.", "Reject: Nothing is sent."]);
+  assert.deepEqual(summaryLines(requestLines(request())!), ["Sends: sku = 42 · note\\u202e = " + "x".repeat(SHOWN_VALUE - 1) + "…"]);
 });

@@ -10,6 +10,7 @@ import { rewardColour } from "./reward-colour.js";
 import { displayText } from "../display-text.js";
 import { rewardText } from "../reward-text.js";
 import { stepLabel } from "../steps.js";
+import { requestLines, summaryLines } from "../request-card.js";
 
 export const WHERE_TO_DECIDE = "Decide in webshepherd's side panel or its toolbar popup, or in the TUI.";
 
@@ -18,6 +19,15 @@ function el<K extends keyof HTMLElementTagNameMap>(tag: K, props: Record<string,
   Object.assign(e, props);
   e.append(...kids);
   return e;
+}
+
+/** A paused request's card in the task's words, as the side panel's (request-card.ts). */
+function said(req: ApprovalRequest): HTMLElement[] {
+  const r = requestLines(req);
+  if (!r) return [];
+  const box = el("div", { className: "said" }, ...summaryLines(r).map((line) => el("div", {}, line)));
+  box.dataset.testid = "ws-approval-said";
+  return [box];
 }
 
 export function approvalCard(req: ApprovalRequest): HTMLElement {
@@ -34,6 +44,7 @@ export function approvalCard(req: ApprovalRequest): HTMLElement {
     card.append(
       el("h3", {}, displayText(headline ?? "Waiting for a person: a request that commits")),
       el("code", {}, displayText(`${req.card?.request?.method ?? ""} ${req.card?.request?.url ?? ""}`.trim())),
+      ...said(req),
       el("p", { className: "where" }, WHERE_TO_DECIDE),
     );
     return card;
