@@ -263,6 +263,12 @@ async def test_a_post_waits_for_the_person_and_arrives_once_approved(paired, sho
     assert "sku = 42" in fields and "qty = 1" in fields
     assert "note = \\u202egift" in fields  # escaped, never drawn as a control
     assert await card.get_by_test_id("ws-request-origin").inner_text() == base
+    # why it waits in the mode's words, the time left, what each answer does (issue 51.2)
+    assert "mode is 'ask'" in await card.get_by_test_id("ws-request-why").inner_text()
+    left = await card.get_by_test_id("ws-request-left").inner_text()
+    assert re.fullmatch(r"\d+:\d\d \(then it is refused\)", left), left
+    assert "POST once" in await card.get_by_test_id("ws-request-approve").inner_text()
+    assert "Nothing is sent" in await card.get_by_test_id("ws-request-reject").inner_text()
     assert await card.get_by_role("button", name="Edit").count() == 0
     assert posts(seen) == []  # held while the person reads it
 
