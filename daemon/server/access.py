@@ -109,7 +109,7 @@ class Access:
                 return
             raise
         conn.approver = approver
-        self.core.connections.changed(conn.id, person=True)
+        self.core.connections.changed(conn.id, person=True, tool=(approver.role, approver.label))
         log.info("paired %s (id %s) on connection %d", approver.label, approver.id, conn.id)
         reply = Paired(id=msg.id, credential=credential, role=approver.role, name=approver.name)
         conn.send(dump(reply), reply=True)

@@ -295,7 +295,8 @@ class DaemonServer:
             approver=approver,
         )
         self.hub.add(conn)
-        self.core.connections.opened(conn.id, person=approver is not None)
+        tool = (approver.role, approver.label) if approver is not None else None
+        self.core.connections.opened(conn.id, person=approver is not None, tool=tool)
         info = DaemonInfo(
             version=daemon_version(), model=self.engine.model_id, backend=self.engine.backend_name
         )
@@ -405,6 +406,7 @@ class DaemonServer:
                 )
             case rq.Subscribe():
                 conn.subscriptions = "*" if msg.sessions == "*" else set(msg.sessions)
+                core.connections.subscribed(conn.id, msg.sessions)
                 conn.send(dump(Subscribed(id=msg.id, sessions=msg.sessions)), reply=True)
             case rq.SessionsList():
                 sessions = self.queries.sessions(msg.limit)

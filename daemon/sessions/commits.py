@@ -18,7 +18,6 @@ from webshepherd.daemon.sessions.effects import (
 )
 from webshepherd.daemon.sessions.modes import (
     PAIR,
-    STOP_WAY_OUT,
     commit_headline,
     in_sandbox,
 )
@@ -40,7 +39,15 @@ from webshepherd.protocol.replies import (
     ModeSet,
 )
 
-__all__ = ["Commits", "PendingCommit"]
+__all__ = ["Commits", "PendingCommit", "where_to_decide"]
+
+
+def where_to_decide(places: tuple[str, ...]) -> str:
+    """Where a person could decide, naming only the paired, connected tools that show the
+    session (``MachineContext.places``); with none, that nobody is there and how to pair."""
+    if places:
+        return "in " + " or ".join(places)
+    return f"but no paired tool that shows this session is connected: {PAIR}"
 
 
 @dataclass(frozen=True)
@@ -116,7 +123,9 @@ class Commits:
             return answer("approved", "mode", note, flagged=True)
         if st.mode == "stop":
             note = "the session's mode is 'stop': a request that commits is refused without asking"
-            return answer("rejected", "mode", note, STOP_WAY_OUT)
+            where = where_to_decide(self.core.places(st.header.session_id))
+            way_out = f"a paired person switches this session to 'ask' or 'watch', {where}"
+            return answer("rejected", "mode", note, way_out)
         action = (req.trigger or f"{req.method} {req.url}")[:MAX_ACTION_CHARS]
         step = max(st.step, 0)
         if not self.core.person_present():

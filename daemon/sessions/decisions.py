@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from webshepherd.daemon.records.approvals import ApprovalDecidedRecord
 from webshepherd.daemon.sessions.approvals import Resolution
-from webshepherd.daemon.sessions.commits import Commits
+from webshepherd.daemon.sessions.commits import Commits, where_to_decide
 from webshepherd.daemon.sessions.context import MachineContext
 from webshepherd.daemon.sessions.effects import (
     ApprovalClosed,
@@ -104,14 +104,14 @@ class Decisions:
         if conn is not None and rid is not None:
             out.append(Reply(conn, event.model_copy(update={"id": rid})))
         out.append(ApprovalClosed(res.request_id))
+        # a person's refusal is final for that request: no way out (no "ask again", no
+        # looser mode); a timeout's names where a person could decide in time
         way_out = None
-        if not res.approved and decider != "daemon":
+        if timed_out and not res.approved:
+            where = where_to_decide(self.core.places(res.session_id))
             way_out = (
-                f"a paired person decides within {self.core.approval_timeout_s:g} s (TUI or side "
-                "panel), or switches this session to 'watch'"
-                if timed_out
-                else "a paired person approves it when asked again, or switches this session "
-                "to 'watch'"
+                f"a person decides within {self.core.approval_timeout_s:g} s when it is asked "
+                f"again, {where}"
             )
         if commit is not None:
             info = DecisionInfo(

@@ -142,6 +142,10 @@ class SessionCore:
         """Whether a person can answer an approval request now."""
         return self.connections.person_present()
 
+    def places(self, session_id: str) -> tuple[str, ...]:
+        """Where a person could decide ``session_id``'s approval requests now."""
+        return self.connections.places(session_id)
+
     # -- lookup ----------------------------------------------------------
     def has(self, session_id: str) -> bool:
         return session_id in self.sessions

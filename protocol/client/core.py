@@ -24,6 +24,7 @@ from webshepherd.protocol.errors import (
     WebShepherdError,
     error_from_code,
 )
+from webshepherd.protocol.refusal import refusal_text
 from webshepherd.protocol.replies import (
     ActionEvent,
     ActionRecorded,
@@ -279,15 +280,14 @@ def guard_refusal_line(scored: Scored) -> str | None:
 
 
 def commit_refusal_line(decided: CommitDecided) -> str | None:
-    """What the SDK logs when a request it asked about may not leave (None: it may)."""
+    """What the SDK logs when a request it asked about may not leave (None: it may): the
+    refusal's one sentence (:func:`~webshepherd.protocol.refusal.refusal_text`), who decided
+    first (a person, never "the daemon", when a person refused it)."""
     d = decided.decision
     if d.status == "approved":
         return None
     r = decided.request
-    return (
-        f"webshepherd: the daemon refused the paused request {r.method} {r.url[:200]}: "
-        f"{d.note} (decided by: {d.decider}; way out: {d.way_out or 'none given'})"
-    )
+    return f"webshepherd: paused request {refusal_text(d, f'{r.method} {r.url[:200]}')}"
 
 
 def own_request_event(request: ClientMessage, reply: BaseModel) -> ServerMessage | None:

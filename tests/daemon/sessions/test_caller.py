@@ -42,6 +42,30 @@ def test_connections_hold_what_the_socket_layer_reported():
     conns.closed(1)  # closing twice is harmless
 
 
+def test_places_name_only_paired_connected_tools_that_show_the_session():
+    """The TUI shows every session's approval requests; the extension's side panel only those
+    of the sessions its tabs follow (it subscribed to them); an unpaired tool is no place."""
+    conns = Connections()
+    assert conns.places("s1") == ()
+    conns.opened(1, person=True, tool=("extension", "extension:chrome"))
+    assert conns.places("s1") == ()  # follows no tab of s1: its panel would not list it
+    conns.subscribed(1, ["s1"])
+    assert conns.places("s1") == ("the extension's side panel (extension:chrome)",)
+    assert conns.places("s2") == ()
+    conns.opened(2, person=True, tool=("monitor", "monitor:laptop-tui"))
+    assert conns.places("s2") == ("the TUI (monitor:laptop-tui)",)
+    assert len(conns.places("s1")) == 2
+    conns.opened(3, person=False)  # an agent, or a tool that only declared a role
+    conns.subscribed(3, "*")
+    assert len(conns.places("s1")) == 2
+    conns.changed(1, person=False)  # its pairing was revoked
+    assert conns.places("s1") == ("the TUI (monitor:laptop-tui)",)
+    conns.changed(1, person=True, tool=("extension", "extension:chrome"))  # paired again
+    assert len(conns.places("s1")) == 2
+    conns.closed(2)
+    assert conns.places("s2") == ()
+
+
 def label(sid: str, source: str, step: int = 0) -> rq.Label:
     return rq.Label(id="l", session_id=sid, step=step, action="click('1')", items=["yes"],
                     source=source)  # fmt: skip

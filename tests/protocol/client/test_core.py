@@ -237,8 +237,10 @@ def test_a_paused_request_s_wait_and_refusal_are_logged_with_the_way_out(
     assert "a paused request of step 1 waits for a person" in held
     assert "the browser paused a request that commits (click('42'))" in held
     assert "nobody deciding in time refuses it" in held
-    assert "refused the paused request POST http://shop.test/orders" in refused
-    assert "decided by: daemon; way out: serve --sandbox-origin http://shop.test" in refused
+    assert refused.startswith(
+        "webshepherd: paused request POST http://shop.test/orders: refused by daemon (mode ask): "
+    )
+    assert "— way out: serve --sandbox-origin http://shop.test" in refused
 
 
 def test_a_handled_daemon_error_is_no_warning_and_an_unhandled_one_is(
