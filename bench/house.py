@@ -33,7 +33,12 @@ never touched). The packages are the folders of setup.py's ``webshepherd.*`` map
    when it imports a kind class from protocol.gen. Not hand-written: protocol/schema/,
    extension/src/protocol.gen.ts, and any file whose first 5 lines say it is generated or not
    to be edited. The derived classes, methods, tables and files are printed per revision.
-6. Twins: dataclass / pydantic classes whose own field names overlap another's by 6 or more.
+6. One of each (bench/house_concepts.py): files per message kind by the rule of 5 for every
+   request kind; the files a new mode touches (hand-written files writing the mode name
+   ``watch`` as a string in code); origin functions (named for an origin, parsing a URL or
+   reading its parts); the shapes of an approval (``ApprovalRequest`` and the classes sharing 6
+   of its field names); the modules over 500 lines.
+7. Twins: dataclass / pydantic classes whose own field names overlap another's by 6 or more.
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from house_concepts import line_count, one_of_each
 from house_kind import kind_files, wire_kinds
 from house_tree import Module, Tree, classes, names_in, read_tree
 
@@ -59,11 +65,6 @@ TWIN_FIELDS = 6
 
 
 # --- 1. largest modules ---------------------------------------------------------------------
-
-
-def line_count(text: str) -> int:
-    """Lines as ``wc -l`` counts them, plus an unterminated last line."""
-    return text.count("\n") + (0 if not text or text.endswith("\n") else 1)
 
 
 def largest(tree: Tree, top: int = 10) -> tuple[list[tuple[str, int]], int, int]:
@@ -318,7 +319,7 @@ def table(title: str, header: list[str], rows: list[list[str]]) -> str:
     return "\n".join([f"## {title}", line(header), rule, *map(line, rows), ""])
 
 
-def report(trees: list[Tree], kind: str, compare: dict[str, Path]) -> str:
+def report(trees: list[Tree], kind: str, compare: dict[str, Path], progress: bool = False) -> str:
     """Every figure, one table each, the revisions side by side."""
     revs = [t.rev for t in trees]
     out: list[str] = []
@@ -394,6 +395,7 @@ def report(trees: list[Tree], kind: str, compare: dict[str, Path]) -> str:
             f"tables {sorted(k.tables)}, reads {sorted(k.reads)}"
         )
     out.append("")
+    out.extend(one_of_each(trees, table, progress))
 
     tws = [{(a, b): n for a, b, n in twins(t)} for t in trees]
     pairs = sorted(
@@ -431,6 +433,7 @@ def main(argv: list[str] | None = None) -> int:
         help="another source tree for the long-functions share (e.g. websockets=...)",
     )
     parser.add_argument("--out", type=Path, help="also write the output to this file")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="house-") as tmp:
         trees = []
@@ -440,7 +443,7 @@ def main(argv: list[str] | None = None) -> int:
             trees.append(read_tree(args.repo, rev, dest))
         command = shlex.join(["bench/house.py", *(sys.argv[1:] if argv is None else argv)])
         text = f"$ {command}\n(a package or group absent at a revision shows -)\n\n" + report(
-            trees, args.kind, dict(args.compare)
+            trees, args.kind, dict(args.compare), progress=not args.quiet
         )
     print(text)
     if args.out:

@@ -72,7 +72,7 @@ def webshepherd_bindings(m: Module) -> tuple[set[str], set[str]]:
     """Names ``m`` imports from webshepherd modules, and its aliases of webshepherd modules."""
     names: set[str] = set()
     modules: set[str] = set()
-    for node in ast.walk(m.tree):
+    for node in m.nodes:
         if isinstance(node, ast.ImportFrom) and (
             node.level or (node.module or "").startswith("webshepherd")
         ):
@@ -90,10 +90,10 @@ def mentions(m: Module, parts: KindParts) -> bool:
     """Whether ``m`` uses the kind by the rule in the module docstring."""
     kind_classes = parts.class_names
     imported, module_aliases = webshepherd_bindings(m)
-    defined = {n.name for n in ast.walk(m.tree) if isinstance(n, ast.ClassDef)}
+    defined = {n.name for n in m.nodes if isinstance(n, ast.ClassDef)}
     if kind_classes & (defined | imported):
         return True
-    for node in ast.walk(m.tree):
+    for node in m.nodes:
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name | ast.Attribute):
             root: ast.expr = node.value
             while isinstance(root, ast.Attribute):
@@ -119,7 +119,7 @@ def created_tables(m: Module) -> set[str]:
     """Tables a module's strings create."""
     return {
         t
-        for n in ast.walk(m.tree)
+        for n in m.nodes
         if isinstance(n, ast.Constant) and isinstance(n.value, str)
         for t in re.findall(r"CREATE\s+TABLE\s+IF\s+NOT\s+EXISTS\s+(\w+)", n.value, re.I)
     }
@@ -133,10 +133,10 @@ def read_types(tree: Tree, records: set[str], tables: set[str]) -> set[str]:
     sql = re.compile(rf"\b(FROM|JOIN)\s+({'|'.join(map(re.escape, sorted(tables)))})\b", re.I)
     out: set[str] = set()
     for m in tree.modules.values():
-        defined = {n.name for n in ast.walk(m.tree) if isinstance(n, ast.ClassDef)}
+        defined = {n.name for n in m.nodes if isinstance(n, ast.ClassDef)}
         if not defined & records:
             continue
-        for fn in ast.walk(m.tree):
+        for fn in m.nodes:
             if not isinstance(fn, ast.FunctionDef) or fn.returns is None:
                 continue
             strings = [
@@ -163,7 +163,7 @@ def kind_files(tree: Tree, kind: str) -> KindParts:
     for m in tree.modules.values():
         if m.package != "protocol":
             continue
-        for fn in ast.walk(m.tree):
+        for fn in m.nodes:
             if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef) and called(fn) & requests:
                 methods.add(fn.name)
                 if fn.returns is not None:
@@ -178,7 +178,7 @@ def kind_files(tree: Tree, kind: str) -> KindParts:
     owners: set[str] = set()
     created = {t for m in tree.modules.values() for t in created_tables(m)}
     for m in tree.modules.values():
-        for fn in ast.walk(m.tree):
+        for fn in m.nodes:
             if (
                 isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef)
                 and names_in(fn.args) & records

@@ -11,6 +11,7 @@ import subprocess
 import tarfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 DEFAULT_FOLDERS = {
@@ -31,6 +32,11 @@ class Module:
     text: str
     tree: ast.Module
     is_package: bool
+
+    @cached_property
+    def nodes(self) -> list[ast.AST]:
+        """Every node of the module (``ast.walk``, once: the figures walk each module often)."""
+        return list(ast.walk(self.tree))
 
     @property
     def group(self) -> str:
@@ -116,17 +122,24 @@ def read_tree(repo: Path, rev: str, dest: Path) -> Tree:
 def classes(tree: Tree) -> Iterator[tuple[Module, ast.ClassDef]]:
     """Every class definition of the packages."""
     for m in tree.modules.values():
-        for node in ast.walk(m.tree):
+        for node in m.nodes:
             if isinstance(node, ast.ClassDef):
                 yield m, node
 
 
-def names_in(node: ast.AST) -> set[str]:
-    """Identifiers a node names: ``Name`` ids and ``Attribute`` attrs."""
+_NAMES: dict[int, tuple[ast.AST, frozenset[str]]] = {}
+
+
+def names_in(node: ast.AST) -> frozenset[str]:
+    """Identifiers a node names: ``Name`` ids and ``Attribute`` attrs (remembered per node: the
+    node is kept with its names, so its id is not reused)."""
+    if (known := _NAMES.get(id(node))) is not None and known[0] is node:
+        return known[1]
     out: set[str] = set()
     for n in ast.walk(node):
         if isinstance(n, ast.Name):
             out.add(n.id)
         elif isinstance(n, ast.Attribute):
             out.add(n.attr)
-    return out
+    _NAMES[id(node)] = (node, frozenset(out))
+    return _NAMES[id(node)][1]

@@ -79,6 +79,28 @@ FILES = {
         + "    extra: str\n\n\n@dataclass(frozen=True)\nclass Near:\n"
         + "".join(f"    f{i}: int\n" for i in range(2, 7))
     ),
+    # a mode written as a string in code counts; a docstring that is the word does not
+    "daemon/modes.py": 'MODE = "watch"\n',
+    "daemon/doc_only.py": '"""watch"""\n',
+    # origin functions: one parses a URL, one reads its parts; a caller of one is not one
+    "protocol/origins.py": (
+        "from urllib.parse import urlsplit\n\n\n"
+        "def origin_of(url):\n    p = urlsplit(url)\n"
+        '    return f"{p.scheme}://{p.netloc}"\n\n\n'
+        "def same_origin(a, b):\n    return origin_of(a) == origin_of(b)\n"
+    ),
+    "daemon/guard.py": (
+        'def page_origin(u):\n    return u.scheme + "://" + u.hostname + str(u.port)\n'
+    ),
+    # an approval's shapes: the wire class and a view sharing six of its fields
+    "protocol/approvals.py": (
+        "from .requests import Model\n\n\nclass ApprovalRequest(Model):\n"
+        + "".join(f"    a{i}: int\n" for i in range(7))
+    ),
+    "daemon/view.py": (
+        "from dataclasses import dataclass\n\n\n@dataclass\nclass ApprovalView:\n"
+        + "".join(f"    a{i}: int\n" for i in range(1, 7))
+    ),
 }
 
 
@@ -131,6 +153,10 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "from webshepherd.daemon.ping_record import PingRow\n\nrows: list[PingRow] = []\n"
     )
     (root / "daemon" / "records.py").write_text("from .ping_record import PingRecord\n")
+    (root / "daemon" / "guard.py").write_text(
+        "from webshepherd.protocol.origins import origin_of\n\n\n"
+        "def page_origin(u):\n    return origin_of(u)\n"
+    )
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "after")
     return root
@@ -221,7 +247,22 @@ def test_files_per_kind_follow_the_rule(out):
 def test_twins_overlap_by_six_fields(out):
     rows = section(out, "Twins")
     assert row(rows, "Live ~ Stored") == ["6", "6"]
-    assert row(rows, "pairs") == ["1", "1"]
+    assert row(rows, "ApprovalRequest ~ ApprovalView") == ["6", "6"]
+    assert row(rows, "pairs") == ["2", "2"]
+
+
+def test_every_kind_and_one_of_each(out):
+    rows = section(out, "Hand-written files per message kind")
+    assert row(rows, "ping") == ["6", "7"]  # the rule of --kind, for every request kind
+    assert row(rows, "largest") == ["6", "7"]
+    rows = section(out, "One of each")
+    assert row(rows, "a new mode: files writing 'watch'") == ["1", "1"]
+    assert "mode files: daemon/modes.py" in out
+    assert row(rows, "origin functions") == ["2", "1"]  # HEAD: guard.py calls origin_of
+    assert "origin functions: daemon/guard.py:page_origin, protocol/origins.py:origin_of" in out
+    assert row(rows, "approval shapes") == ["2", "2"]
+    assert "approval shapes: ApprovalRequest, ApprovalView (daemon/view.py)" in out
+    assert row(rows, "modules > 500 lines") == ["2", "1"]
 
 
 def test_bad_input_is_a_clear_error(repo):
