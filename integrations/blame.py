@@ -1,12 +1,18 @@
 """The first bad step of a recorded run, proven by replaying it: the step after which the run
 can no longer be won.
 
-``python -m webshepherd.integrations.blame SESSION --agent MODULE:FACTORY [--json PATH]``, or
-:func:`blame` from Python. ``FACTORY`` makes a fresh agent of BrowserGym's and AgentLab's
-shape (``get_action(obs)`` returning an action or an ``(action, info)`` pair); ``MODULE`` is
-imported as Python imports it (``PYTHONPATH``, the current folder). It runs in the
-integrations' environment (BrowserGym), so it is not a ``webshepherd`` subcommand: the
-daemon's commands import no integration.
+``webshepherd blame SESSION --agent MODULE:FACTORY [--json PATH]`` (the same as
+``python -m webshepherd.integrations.blame``), or :func:`blame` from Python. ``FACTORY`` makes
+a fresh agent of BrowserGym's and AgentLab's shape (``get_action(obs)`` returning an action or
+an ``(action, info)`` pair); ``MODULE`` is imported as Python imports it (``PYTHONPATH``, the
+current folder). It runs in the integrations' environment (BrowserGym): the daemon's command
+line finds it through the ``webshepherd.commands`` entry points (commands.py).
+
+A proven first bad step is recorded into the session, as truth from a replay (unless
+``--no-record``): through the daemon (``$WEBSHEPHERD_URL``, or ``--url``), labels with
+``source: "replay"``: the step's executed action every item ``no``, the candidate that won
+from that step every item ``yes`` (when it was a recorded candidate). The exports pair them
+(docs/export-formats.md), the report shows the step as proven.
 
 How (docs/rescore.md, "Blame"): a replay (:mod:`webshepherd.integrations.replay`) restores the
 state before step k and tries one of the step's recorded candidates (best by the judge first,
@@ -31,7 +37,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from webshepherd.integrations.replay import (
     AgentFactory,
@@ -41,8 +47,15 @@ from webshepherd.integrations.replay import (
     Run,
     load,
 )
+from webshepherd.protocol.common import ItemLabel
 from webshepherd.protocol.errors import WebShepherdError
+from webshepherd.protocol.requests import TruthSource
 from webshepherd.protocol.steps import step_label, step_number
+
+
+class BadAgent(WebShepherdError, ValueError):
+    """``--agent`` names no factory that can be imported (said in one line)."""
+
 
 #: The JSON's keys, in order (more follow them).
 KEYS = ("first_bad_step", "steps_counted_from", "proven", "replays", "judge_guess", "evidence")
@@ -64,6 +77,7 @@ class Blame:
     refused_writes: int = 0
     reproduced: bool | None = None  # the whole run replayed to the recorded outcome
     why: str = ""  # a sentence: how it was proven, or why not
+    winner: Run | None = None  # the replay that won from the first bad step
 
     def as_dict(self) -> dict[str, object]:
         def num(step: int | None) -> int | None:
@@ -185,6 +199,7 @@ def blame(
                 else:
                     hi = mid
             result.first_bad_step = lo
+            result.winner = search.winner[lo]
             result.proven, result.why = _proof(search, whole, lo, hi)
         result.evidence = search.runs
         result.replays = replayer.replays
@@ -212,47 +227,122 @@ def load_factory(spec: str) -> AgentFactory:
     """``MODULE:FACTORY`` imported as Python imports it (``PYTHONPATH``, the current folder)."""
     module, sep, name = spec.partition(":")
     if not sep or not module or not name:
-        raise ValueError(f"--agent {spec!r}: expected MODULE:FACTORY (e.g. my_agent:make)")
+        raise BadAgent(f"--agent {spec!r}: expected MODULE:FACTORY (e.g. my_agent:make)")
     if "" not in sys.path:
         sys.path.insert(0, "")
     try:
         got = importlib.import_module(module)
     except ImportError as exc:
-        raise ValueError(f"--agent {spec!r}: cannot import {module}: {exc}") from None
+        raise BadAgent(f"--agent {spec!r}: cannot import {module}: {exc}") from None
     factory = getattr(got, name, None)
     if not callable(factory):
-        raise ValueError(f"--agent {spec!r}: {module} has no callable {name}")
+        raise BadAgent(f"--agent {spec!r}: {module} has no callable {name}")
     return factory
 
 
+class Labeller:
+    """Labels sent to the daemon that records the session (an agent's connection, as the
+    wrapper's; ``url``: else ``$WEBSHEPHERD_URL``, else the local daemon), each with one level
+    for every item of the session's checklist."""
+
+    def __init__(self, session_id: str, url: str | None = None) -> None:
+        from webshepherd.protocol.client.sync import Client
+
+        self.session_id = session_id
+        self.client = Client(url)
+        try:
+            self.client.connect()
+            got = self.client.session(session_id)
+        except BaseException:
+            self.client.close()
+            raise
+        if got.checklist is None:
+            self.client.close()
+            raise WebShepherdError(
+                f"session {session_id} has no checklist: labels need one (one level per item)"
+            )
+        self.items = len(got.checklist.items)
+
+    def label(self, step: int, action: str, level: str, source: TruthSource, note: str) -> None:
+        items: list[ItemLabel] = [cast("ItemLabel", level)] * self.items
+        self.client.label(self.session_id, step, action, items, source=source, note=note[:500])
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def connect(session_id: str, url: str | None, command: str) -> Labeller:
+    """A :class:`Labeller` for ``command``, its failure said with the way to run without."""
+    try:
+        return Labeller(session_id, url)
+    except WebShepherdError as exc:
+        raise WebShepherdError(
+            f"{exc.message} ({command} records its labels through the daemon that recorded "
+            "the session; --no-record records nothing)",
+            exc.code,
+        ) from None
+
+
+def record(result: Blame, rec: Recorded, labeller: Labeller) -> list[str]:
+    """Record ``result``'s proven first bad step (nothing when it is not proven): the step's
+    executed action lost, the recorded candidate that won from it won (``source: "replay"``).
+    The lines say what was recorded."""
+    if not result.proven or result.first_bad_step is None:
+        return ["recorded: nothing (no proven first bad step)"]
+    step = rec.steps[result.first_bad_step]
+    won = result.winner
+    note = f"blame: proven first bad step: {result.why}"
+    out = []
+    if step.action is not None:
+        labeller.label(step.step, step.action, "no", "replay", note)
+        out.append(f"recorded: {step_label(step.step)}'s action {step.action!r} lost (replay)")
+    winning = None if won is None else (won.tried or (won.actions[0] if won.actions else None))
+    if winning is not None and winning in (a for a, _ in step.candidates):
+        labeller.label(step.step, winning, "yes", "replay", note)
+        out.append(f"recorded: {step_label(step.step)}'s candidate {winning!r} won (replay)")
+    elif winning is not None:
+        out.append(f"not recorded: {winning!r} won but was not a candidate scored there")
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    """``webshepherd blame`` (commands.py's arguments)."""
+    factory = load_factory(args.agent)
+    rec = load(args.session, args.data_dir)
+    labeller = None if args.no_record else connect(args.session, args.url, "blame")
+    try:
+        result = blame(
+            args.session, factory, data_dir=args.data_dir, sandbox=args.sandbox,
+            budget=args.budget, recorded=rec,
+        )  # fmt: skip
+        for line in result.lines():
+            print(line)
+        if args.json is not None:
+            args.json.write_text(json.dumps(result.as_dict(), indent=1) + "\n")
+        if labeller is not None:
+            for line in record(result, rec, labeller):
+                print(line)
+    finally:
+        if labeller is not None:
+            labeller.close()
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    from webshepherd.integrations.commands import blame_arguments
+
     parser = argparse.ArgumentParser(
         prog="python -m webshepherd.integrations.blame",
         description="Prove a recorded run's first bad step by replaying it.",
         allow_abbrev=False,  # no flag taken by a prefix (tests/daemon/cli/test_parsers.py)
     )
-    parser.add_argument("session", help="the recorded session's id")
-    parser.add_argument("--agent", required=True, help="MODULE:FACTORY making a fresh agent")
-    parser.add_argument("--json", type=Path, default=None, help="write the result here")
-    parser.add_argument("--data-dir", type=Path, default=None, help="the daemon's data folder")
-    parser.add_argument(
-        "--sandbox", action="append", default=[], help="an origin whose writes may leave"
-    )
-    parser.add_argument("--budget", type=int, default=None, help="replays per candidate")
+    blame_arguments(parser)
     args = parser.parse_args(argv)
     try:
-        result = blame(
-            args.session, args.agent, data_dir=args.data_dir, sandbox=args.sandbox,
-            budget=args.budget,
-        )  # fmt: skip
+        return run(args)
     except (CannotReset, WebShepherdError, ValueError) as exc:
         print(f"blame: {getattr(exc, 'message', None) or exc}", file=sys.stderr)
         return 2
-    for line in result.lines():
-        print(line)
-    if args.json is not None:
-        args.json.write_text(json.dumps(result.as_dict(), indent=1) + "\n")
-    return 0
 
 
 if __name__ == "__main__":

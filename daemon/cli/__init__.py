@@ -1,6 +1,8 @@
 """The ``webshepherd`` command: ``main`` and ``build_parser``; each command's module adds its
 own sub-parser (serve, token, pair, schema, demo, tui, observe, export, eval, report, rescore,
-train, prompt, dev).
+train, prompt, dev). Commands of other packages (the integrations' ``blame`` and ``label``)
+come from the entry point group ``webshepherd.commands`` (:data:`PLUGIN_GROUP`): the daemon
+imports none of them.
 
 Heavy modules (torch, transformers, the server) are imported inside the
 commands that need them, so ``webshepherd token`` and ``webshepherd schema``
@@ -12,7 +14,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NoReturn, cast
 
 from webshepherd.daemon.cli.demo import add_demo_parser
@@ -48,6 +50,32 @@ COMMANDS = (
     add_dev_parser,
 )
 
+#: The entry point group of the commands other packages add: each entry a function that adds
+#: its sub-parser, as this package's ``add_<name>_parser`` do (pyproject.toml).
+PLUGIN_GROUP = "webshepherd.commands"
+#: The commands the integrations add (named when they are not installed).
+INTEGRATION_COMMANDS = ("blame", "label")
+SETUP_INTEGRATIONS = (
+    "`make setup-integrations` in a clone installs them in .venv-integrations; run the command "
+    "with that venv activated"
+)
+
+
+def plugin_commands() -> list[Callable[[Any], None]]:
+    """The sub-parser adders of :data:`PLUGIN_GROUP`, by name (one that fails to load is left
+    out, logged: it must not take every command down)."""
+    from importlib import metadata
+
+    out = []
+    for ep in sorted(metadata.entry_points(group=PLUGIN_GROUP), key=lambda e: e.name):
+        try:
+            out.append(ep.load())
+        except Exception as exc:  # a broken plugin: the other commands still run
+            import logging
+
+            logging.getLogger(__name__).warning("command %s: cannot load: %s", ep.name, exc)
+    return out
+
 
 #: The extra (pyproject's optional dependencies) that installs a module a command imports:
 #: a base install (`pip install .` in a clone) has the SDK only.
@@ -63,6 +91,7 @@ EXTRA_OF = {
     ),
     "opentelemetry": "otel",
     "playwright": "dev",
+    **dict.fromkeys(["gymnasium", "browsergym", "miniwob"], "integrations"),
 }
 
 
@@ -79,6 +108,8 @@ def missing_extra(command: str, exc: ModuleNotFoundError) -> str | None:
 
 def install_hint(extra: str) -> str:
     """How to install ``extra`` today: from a clone (the package is not on PyPI yet)."""
+    if extra == "integrations":
+        return SETUP_INTEGRATIONS
     return (
         f"pip install '.[{extra}]' in a clone of webshepherd (everything: '.[all]'; "
         "the package is not published yet)"
@@ -114,6 +145,12 @@ class Parser(argparse.ArgumentParser):
     def _check_value(self, action: argparse.Action, value: Any) -> None:
         choices = action.choices
         if choices is not None and value not in choices and isinstance(value, str):
+            if value in INTEGRATION_COMMANDS and action.dest == "command":
+                raise argparse.ArgumentError(
+                    action,
+                    f"`webshepherd {value}` comes with the integrations, not installed here: "
+                    + SETUP_INTEGRATIONS,
+                )
             names = [str(c) for c in choices]
             raise argparse.ArgumentError(
                 action,
@@ -169,7 +206,7 @@ def build_parser() -> argparse.ArgumentParser:
         "argparse._SubParsersAction[argparse.ArgumentParser]",
         p.add_subparsers(dest="command", metavar="COMMAND", required=True),
     )
-    for add_parser in COMMANDS:
+    for add_parser in (*COMMANDS, *plugin_commands()):
         add_parser(sub)
     return p
 

@@ -178,6 +178,29 @@ def step_truth(
     return StepTruth(st.step, chosen, out, unknown, labels)
 
 
+@dataclass(frozen=True)
+class ProvenBadStep:
+    """The first bad step replays proved (``webshepherd blame``): its executed action, which
+    lost, and the proof's sentence (the label's note)."""
+
+    step: int
+    action: str
+    proof: str
+
+
+def proven_bad_step(tl: Timeline) -> ProvenBadStep | None:
+    """The first step whose executed action a ``replay`` label calls lost (every item ``no``):
+    the first bad step blame proved and recorded; None when none was."""
+    for st in tl.steps:
+        if not st.executed:
+            continue
+        executed = st.executed[-1].action
+        for lab in st.labels:
+            if lab.source == "replay" and lab.action == executed and _all_no(lab.items):
+                return ProvenBadStep(st.step, executed, lab.note or "")
+    return None
+
+
 def session_truths(tl: Timeline, include_judged: bool = False) -> list[StepTruth]:
     """The truth of each scored, observed step of a recorded session, in step order."""
     n_items = len(tl.checklist.items) if tl.checklist else 0

@@ -8,6 +8,7 @@ import base64
 import time
 from collections.abc import Iterable, Sequence
 
+from webshepherd.daemon.offline.export.truth import ProvenBadStep, proven_bad_step
 from webshepherd.daemon.offline.report.figures import (
     CANDIDATE_COLOURS,
     DECISION_COLOURS,
@@ -213,7 +214,7 @@ def render_report(
         parts.append("</ol>")
         parts.append(heat_strip(titles, [step_number(st.step) for st in scored], labels))
         parts.append("</div></section>")
-    parts.append(_first_bad(first_bad_steps(judgements(tl)), red))
+    parts.append(_first_bad(first_bad_steps(judgements(tl)), red, proven_bad_step(tl)))
     if any(st.approvals for st in tl.steps):
         parts.append(agreement_section(tl))
     if tl.tree is not None:
@@ -242,10 +243,19 @@ def judgements(tl: Timeline) -> list[StepJudgement]:
     return out
 
 
-def _first_bad(bad: FirstBadSteps, red: Redactor) -> str:
-    """Where the run first went wrong (protocol/progress.py's rules), with the feedback."""
+def _first_bad(bad: FirstBadSteps, red: Redactor, proven: ProvenBadStep | None = None) -> str:
+    """Where the run first went wrong: proven by replays when ``webshepherd blame`` recorded
+    it, then the judge's guesses (protocol/progress.py's rules), with the feedback."""
     rows = []
+    if proven is not None:
+        rows.append(
+            f'<dt>proven</dt><dd><a href="#step-{step_number(proven.step)}">'
+            f"{step_label(proven.step)}</a> (proven by replays): "
+            f"{_e(red.text(proven.action))} lost; {_e(red.text(proven.proof))}</dd>"
+        )
     for label, step in (("checklist progress", bad.progress), ("reward", bad.reward)):
+        if proven is not None:
+            label = f"judge's guess ({label})"
         if step is None:
             rows.append(f"<dt>{label}</dt><dd>none</dd>")
             continue

@@ -20,11 +20,19 @@ from webshepherd.daemon.engine.checklist_parse import parse_reference_checklist
 from webshepherd.daemon.engine.types import ParsedChecklist
 from webshepherd.daemon.offline.export.sessions import Summary
 from webshepherd.daemon.offline.export.trl import trl_preference_rows, trl_prm_rows
-from webshepherd.daemon.offline.export.truth import StepTruth, Truth, session_truths
+from webshepherd.daemon.offline.export.truth import (
+    ProvenBadStep,
+    StepTruth,
+    Truth,
+    proven_bad_step,
+    session_truths,
+)
 from webshepherd.daemon.offline.export.webprm import webprm_rows
+from webshepherd.daemon.offline.report.render import render_report
 from webshepherd.daemon.recorder import History
 from webshepherd.protocol.client import AsyncClient
 from webshepherd.protocol.common import Candidate
+from webshepherd.protocol.steps import step_label
 
 from tests.fixtures.daemon import REFERENCE, TEST_TOKEN
 from tests.fixtures.scripted_judge import Judgement, ScriptedJudge, scripted_daemon
@@ -280,3 +288,53 @@ async def test_a_generated_checklist_is_written_only_when_asked_and_marked(
     prm, _ = export(tmp_path, trl_prm_rows, reference.session_id)
     assert all(f"Checklist:\n{REFERENCE}" in r["prompt"] for r in prm)
     assert all(r["checklist_source"] == "reference" for r in prm)
+
+
+async def test_replay_and_rollout_labels_are_truth_the_preference_exports_pair_and_the_report_shows_proven(  # noqa: E501
+    tmp_path: Path,
+) -> None:
+    """What ``webshepherd blame`` and ``label rollouts`` record (labels with source
+    ``replay`` and ``rollout``, sent after the run) makes rows marked with that source, and a
+    replay's lost executed action is the report's proven first bad step."""
+    proof = "blame: proven first bad step: from step 2, 'click(8)' won"
+    async with (
+        scripted_daemon(tmp_path, judge()) as server,
+        AsyncClient(server.url, TEST_TOKEN) as c,
+    ):
+        run = await record(c, "failure")
+        sid, (first, second) = run.session_id, run.steps
+        levels: list[tuple[str, Literal["yes", "in_progress", "no"]]] = [
+            (SEARCH, "yes"), (DEALS, "no"), (HELP, "in_progress")
+        ]  # fmt: skip
+        for action, level in levels:
+            await c.label(sid, first, action, [level] * 2, source="rollout", note="rollouts")
+        await c.label(sid, second, CHEAP, ["no", "no"], source="replay", note=proof)
+        await c.label(sid, second, DEAR, ["yes", "yes"], source="replay", note=proof)
+    one, two = truths(tmp_path, run.session_id)
+    assert one.chosen == Truth(SEARCH, f"t {SEARCH}", "rollout", "rollout")
+    assert [(t.action, t.source) for t in one.rejected] == [(DEALS, "rollout"), (HELP, "rollout")]
+    assert two.chosen == Truth(DEAR, f"t {DEAR}", "replay", "replay")
+    assert two.rejected == [Truth(CHEAP, f"t {CHEAP}", "replay", "replay")]
+
+    pairs, _ = export(tmp_path, trl_preference_rows, run.session_id)
+    got = {(action_of(p["rejected"]), p["chosen_source"], p["rejected_source"]) for p in pairs}
+    assert got == {(DEALS, "rollout", "rollout"), (HELP, "rollout", "rollout"),
+                   (CHEAP, "replay", "replay")}  # fmt: skip
+    rows, _ = export(tmp_path, webprm_rows, run.session_id)
+    assert [(r["chosen"]["action"], r["chosen_source"], r["rejected_source"]) for r in rows] == [
+        (SEARCH, "rollout", ["rollout", "rollout"]),
+        (DEAR, "replay", ["replay"]),
+    ]
+
+    history = _history(tmp_path)
+    try:
+        tl = history.timeline(run.session_id)
+        assert tl is not None
+        assert proven_bad_step(tl) == ProvenBadStep(second, CHEAP, proof)
+        html = render_report(tl)
+    finally:
+        history.close()
+    assert f"{step_label(second)}</a> (proven by replays): {CHEAP} lost" in html.replace(
+        "&#x27;", "'"
+    )
+    assert "<dt>judge's guess (reward)</dt>" in html
