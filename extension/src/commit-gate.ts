@@ -344,7 +344,7 @@ export class CommitGate {
     // a document of the main frame (a frame we cannot tell counts as the page's own: held, not waved through)
     const main = this.mainFrames.get(tabId);
     const topLevel = p.resourceType === "Document" && (main === undefined || p.frameId === undefined || p.frameId === main);
-    const kind = commitKind(p.request.method, p.request.url, { topLevelNavigation: topLevel, sessionOrigin: sessionOrigin(s), download });
+    const kind = commitKind(p.request.method, p.request.url, { topLevelNavigation: topLevel, sessionOrigin: sessionOrigin(s), download, commits: s.commits });
     if (kind === null) return true;
     const tab = await chrome.tabs.get(tabId).catch(() => null);
     const trigger = this.ctx.trigger(s.sessionId);

@@ -1,7 +1,8 @@
 /**
  * What a request the browser is about to send commits (pure; protocol/commits.py's rules,
  * held to protocol/vectors/commits.json): a method other than GET, HEAD or OPTIONS (a write),
- * a top-level navigation to another origin, or a download. One that does becomes a
+ * a safe-method request the operator named (`serve --commits`, `session.started.commits`; a
+ * write too), a top-level navigation to another origin, or a download. One that does becomes a
  * `HeldRequest` (its fields read from the body the browser would send) and a `commit.check`;
  * the daemon's `commit.decided` names the request's digest, and only that request may go.
  */
@@ -38,12 +39,45 @@ export interface CommitContext {
   sessionOrigin: string | null;
   /** The response would be saved as a file (read at the response stage). */
   download?: boolean;
+  /** The operator's patterns of safe-method requests that commit (`session.started.commits`). */
+  commits?: readonly string[];
+}
+
+/** Whether `text` is `pattern` with each `*` standing for any run of characters. */
+function glob(pattern: string, text: string): boolean {
+  const parts = pattern.split("*");
+  if (parts.length === 1) return text === pattern;
+  const first = parts[0]!;
+  const last = parts[parts.length - 1]!;
+  if (!text.startsWith(first) || !text.endsWith(last)) return false;
+  let at = first.length;
+  const end = text.length - last.length;
+  if (at > end) return false;
+  for (const part of parts.slice(1, -1)) {
+    const found = text.indexOf(part, at);
+    if (found < 0 || found + part.length > end) return false;
+    at = found + part.length;
+  }
+  return true;
+}
+
+/** The first of `patterns` (`METHOD URL`, protocol/commits.py's `parse_commit_pattern`) that
+ * names this request (its method, its URL as the browser sends it), or null. */
+export function matchingCommit(method: string, url: string, patterns: readonly string[]): string | null {
+  const upper = method.toUpperCase();
+  for (const pattern of patterns) {
+    const space = pattern.indexOf(" ");
+    if (space < 0) continue;
+    if (pattern.slice(0, space).toUpperCase() === upper && glob(pattern.slice(space + 1), url)) return pattern;
+  }
+  return null;
 }
 
 /** What the request commits, or null when it sends nothing to keep. */
 export function commitKind(method: string, url: string, ctx: CommitContext): CommitKind | null {
   if (ctx.download) return "download";
   if (!SAFE_METHODS.has(method.toUpperCase())) return "write";
+  if (matchingCommit(method, url, ctx.commits ?? []) !== null) return "write";
   if (ctx.topLevelNavigation && ctx.sessionOrigin !== null) {
     const target = urlOrigin(url);
     if (target !== null && target !== ctx.sessionOrigin) return "navigation";

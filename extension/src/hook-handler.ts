@@ -100,7 +100,7 @@ async function answer(ctx: HookContext, from: HookSender, req: HookRequest, sign
         });
         if (started.type !== "session.started") throw new Error(`unexpected ${started.type}`);
         ctx.remember(tabId, observation.axtree);
-        await ctx.sessions.set(tabId, { sessionId: started.session_id, intent: req.intent, demonstration: false, step: 0, origin, keyDigest: digest!, replyKey: signing.replyKey ?? undefined });
+        await ctx.sessions.set(tabId, { sessionId: started.session_id, intent: req.intent, demonstration: false, step: 0, origin, keyDigest: digest!, replyKey: signing.replyKey ?? undefined, commits: started.commits ?? undefined });
         ctx.views.ensure(started.session_id, req.intent);
         await ctx.resubscribe();
         ctx.pushView(ctx.views.get(started.session_id));
@@ -111,7 +111,7 @@ async function answer(ctx: HookContext, from: HookSender, req: HookRequest, sign
         const sessionId = current && current.keyDigest === digest ? current.sessionId : await redeem(conn, key, signing);
         if (sessionId === null) return hookError(req.id, "invalid_message", "key: this key starts a session: send session.start");
         if (req.session_id !== undefined && req.session_id !== sessionId) return hookError(req.id, "invalid_message", "session_id: not the session of this key");
-        await ctx.sessions.set(tabId, { sessionId, intent: "", demonstration: false, step: 0, origin, keyDigest: digest!, replyKey: signing.replyKey ?? undefined });
+        await ctx.sessions.set(tabId, { sessionId, intent: "", demonstration: false, step: 0, origin, keyDigest: digest!, replyKey: signing.replyKey ?? undefined, commits: ctx.sessions.tabsOf(sessionId).map((t) => ctx.sessions.get(t)?.commits).find((c) => c !== undefined) });
         ctx.views.ensure(sessionId);
         ctx.forget(tabId);
         await ctx.resubscribe();

@@ -14,6 +14,8 @@ export interface TabSession {
   keyDigest?: string;
   /** Page hook: the key (from the daemon's hook.redeemed) of the MAC on this session's replies. */
   replyKey?: string;
+  /** The operator's GETs that commit (`session.started.commits`): the gate holds them too. */
+  commits?: string[];
 }
 
 const KEY = "tabSessions";

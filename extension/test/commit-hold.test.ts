@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { test } from "node:test";
-import { commitKind, dataUrlSize, digestText, downloadFields, downloadOrigin, heldRequest, isAttachment, parseQsl, requestDigest, requestFields, unquote, urlOrigin, wellFormed } from "../src/commit-hold.js";
+import { commitKind, matchingCommit, dataUrlSize, digestText, downloadFields, downloadOrigin, heldRequest, isAttachment, parseQsl, requestDigest, requestFields, unquote, urlOrigin, wellFormed } from "../src/commit-hold.js";
 import type { HeldRequest } from "../src/protocol.gen.js";
 
 const ROOT = resolve(fileURLToPath(import.meta.url), "../../../..");
@@ -26,6 +26,17 @@ test("what a request commits (the shared vectors)", () => {
     const got = commitKind(k.method, k.url, { topLevelNavigation: k.top_level_navigation, sessionOrigin: k.session_origin, download: k.download });
     assert.equal(got, k.kind, JSON.stringify(k));
   }
+});
+
+test("the operator's GETs that commit, matched as matching_commit matches them (the shared vectors)", () => {
+  const { patterns, cases } = V.patterns;
+  assert.ok(cases.length >= 10);
+  for (const c of cases) {
+    assert.equal(matchingCommit(c.method, c.url, patterns) !== null, c.matches, JSON.stringify(c));
+    const got = commitKind(c.method, c.url, { topLevelNavigation: false, sessionOrigin: null, commits: patterns });
+    assert.equal(got, c.kind, JSON.stringify(c));
+  }
+  assert.equal(commitKind("GET", "https://shop.example/cart/remove", { topLevelNavigation: false, sessionOrigin: null }), null);
 });
 
 test("fields read from a body as request_fields reads them (the shared vectors)", () => {

@@ -382,3 +382,54 @@ async def test_an_unpaired_browser_holds_nothing(start_daemon, browser, shop):
         return posts(seen) == [("/orders", b"sku=1")]
 
     await until(arrived, what="the unheld POST")
+
+
+async def test_a_get_the_operator_names_waits_for_the_person_and_arrives_once_approved(
+    start_daemon, browser, shop
+):
+    """serve --commits (issue 49.4): the followed tab's gate takes the daemon's patterns from
+    session.started; a matching fetch GET waits unsent while nobody decides, arrives once
+    approved; a matching top-level navigation the person rejects never arrives; other GETs
+    go unasked."""
+    from webshepherd.daemon.extension_id import EXTENSION_ID
+
+    from tests.e2e.conftest import wait_connected
+    from tests.fixtures.daemon import TEST_TOKEN
+
+    base, seen = shop
+    daemon = await start_daemon(
+        allowed_extension_ids=(EXTENSION_ID,), commits=(f"GET {base}/cart/remove*",)
+    )
+    await browser.configure(daemon.url, TEST_TOKEN)
+    await wait_connected(browser)
+    await browser.pair_as_person(daemon.config.config_dir)
+    page, _key, _sid = await start_session(daemon, browser, base)
+
+    def gets(path: str) -> int:
+        return sum(1 for m, p, _ in seen if m == "GET" and p == path)
+
+    await page.evaluate(
+        "() => { window.__remove = fetch('/cart/remove?item=3')"
+        ".then(r => r.status, e => 'failed: ' + e.message); }"
+    )
+    panel = await browser.open_panel()
+    card = panel.locator("[data-testid=ws-decide][data-reason=commit]")
+    await card.wait_for(timeout=30_000)
+    assert "predicted to commit" in await card.get_by_test_id("ws-headline").inner_text()
+    assert await card.get_by_test_id("ws-request-method").inner_text() == "GET"
+    assert await card.get_by_test_id("ws-request-url").inner_text() == f"{base}/cart/remove?item=3"
+    assert await page.evaluate("() => fetch('/cart/view').then(r => r.status)") == 200  # unasked
+    await asyncio.sleep(0.5)  # a fixed interval: nobody decides, nothing is sent
+    assert gets("/cart/remove?item=3") == 0 and gets("/cart/view") == 1
+    await card.get_by_role("button", name="Approve").click()
+    assert await page.evaluate("() => window.__remove") == 200
+    assert gets("/cart/remove?item=3") == 1  # exactly once
+
+    going = asyncio.ensure_future(page.goto(f"{base}/cart/remove?item=4"))
+    card = panel.locator("[data-testid=ws-decide][data-reason=commit]")
+    await card.wait_for(timeout=30_000)
+    await card.get_by_role("button", name="Reject").click()
+    with pytest.raises(Exception, match=r"ERR_BLOCKED_BY_CLIENT|ERR_ABORTED"):
+        await going
+    await asyncio.sleep(0.5)
+    assert gets("/cart/remove?item=4") == 0
