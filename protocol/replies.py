@@ -242,13 +242,17 @@ class Signal(Model):
     in its thought (``planned``) differs from the executed one. ``plan_adherence``: for
     ``plan`` agents, whether the action follows the declared plan (``plan_step``, 1-based).
     ``stalled``: no checklist item has advanced for ``stalled_steps`` executed steps (at
-    least the session's ``agent.stalled_after``).
+    least the session's ``agent.stalled_after``). ``proven_bad_step``: replays proved the
+    action at ``step`` lost (a ``label`` with source ``replay``, every item ``no``:
+    ``webshepherd blame``'s proven first bad step); ``detail`` is the proof.
     """
 
     type: Literal["signal"] = "signal"
     session_id: SessionId
     step: int = Field(ge=0)
-    kind: Literal["repeated_action", "element_mismatch", "plan_adherence", "stalled"]
+    kind: Literal[
+        "repeated_action", "element_mismatch", "plan_adherence", "stalled", "proven_bad_step"
+    ]
     action: str
     ok: bool = Field(description="False when the signal is a warning.")
     repeats: int | None = Field(default=None, ge=2)

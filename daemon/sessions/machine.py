@@ -78,6 +78,7 @@ from webshepherd.protocol.replies import (
     Observed,
     SessionEnded,
     SessionStarted,
+    Signal,
     TreeNodeEvent,
     TreeNodeRecorded,
 )
@@ -468,10 +469,19 @@ class SessionCore:
             raise ProtocolError(f"items: {len(msg.items)} labels for a checklist of {n} items")
         if msg.action not in (a for a, _ in st.step_candidates.get(msg.step, [])):
             raise ProtocolError(f"action: not a candidate scored at step {msg.step}")
-        return [
+        sid = st.header.session_id
+        out: list[Effect] = [
             LabelRecord(msg, by, self.clock()),
-            Reply(conn, LabelRecorded(id=msg.id, session_id=st.header.session_id, step=msg.step)),
+            Reply(conn, LabelRecorded(id=msg.id, session_id=sid, step=msg.step)),
         ]
+        if msg.source == "replay" and all(x == "no" for x in msg.items):
+            proof = msg.note or "replays from this step lost"
+            signal = Signal(
+                session_id=sid, step=msg.step, kind="proven_bad_step", action=msg.action,
+                ok=False, detail=proof,
+            )  # fmt: skip
+            out.append(Publish(sid, signal))
+        return out
 
     def tree_node(self, conn: int, msg: rq.TreeNode) -> list[Effect]:
         """One node of the session's search tree, new or updated: checked against the nodes

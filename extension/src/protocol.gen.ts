@@ -703,7 +703,8 @@ export type SessionId19 = string;
 export type Type29 = "session.ended";
 export type Action10 = string;
 export type Detail1 = string;
-export type Kind2 = "repeated_action" | "element_mismatch" | "plan_adherence" | "stalled";
+export type Kind2 =
+  "repeated_action" | "element_mismatch" | "plan_adherence" | "stalled" | "proven_bad_step";
 /**
  * False when the signal is a warning.
  */
@@ -1497,7 +1498,9 @@ export interface SessionEnded {
  * in its thought (``planned``) differs from the executed one. ``plan_adherence``: for
  * ``plan`` agents, whether the action follows the declared plan (``plan_step``, 1-based).
  * ``stalled``: no checklist item has advanced for ``stalled_steps`` executed steps (at
- * least the session's ``agent.stalled_after``).
+ * least the session's ``agent.stalled_after``). ``proven_bad_step``: replays proved the
+ * action at ``step`` lost (a ``label`` with source ``replay``, every item ``no``:
+ * ``webshepherd blame``'s proven first bad step); ``detail`` is the proof.
  */
 export interface Signal {
   action: Action10;

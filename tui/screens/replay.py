@@ -47,7 +47,8 @@ def frame_ends(events: list[dict[str, Any]]) -> list[int]:
 
 
 def first_bad_text(reply: Session) -> Text:
-    """The whole session's first bad steps, with the judge's feedback at each."""
+    """The whole session's first bad steps: the one replays proved (``webshepherd blame``'s
+    ``proven_bad_step`` signal), if any, then the judge's guesses with its feedback."""
     state = MonitorState()
     if reply.checklist is not None:
         state.fold(reply.checklist)
@@ -58,10 +59,16 @@ def first_bad_text(reply: Session) -> Text:
         return Text("")
     bad = view.first_bad_steps()
     out = Text(no_wrap=True, overflow="ellipsis")
+    proven = next((g for g in view.signals if g.kind == "proven_bad_step"), None)
+    if proven is not None and proven.step is not None:
+        out.append("first bad step (proven by replays): ", "bold")
+        out.append(f"{step_label(proven.step)}: ", "bold red")
+        out.append_text(plain(proven.message[:200]))
     for label, step in (("progress", bad.progress), ("reward", bad.reward)):
         if out:
             out.append("\n")
-        out.append(f"first bad step ({label}): ", "bold")
+        judge = "judge's guess, " if proven is not None else ""
+        out.append(f"first bad step ({judge}{label}): ", "bold")
         if step is None:
             out.append("none", "dim")
             continue
@@ -76,7 +83,7 @@ class ReplayScreen(Screen[None]):
     DEFAULT_CSS = """
     ReplayScreen > #replay-title { height: 1; padding: 0 1; background: $boost; }
     ReplayScreen > #replay-bad {
-        height: auto; max-height: 2; padding: 0 1; text-wrap: nowrap; text-overflow: ellipsis;
+        height: auto; max-height: 3; padding: 0 1; text-wrap: nowrap; text-overflow: ellipsis;
     }
     ReplayScreen > SessionDetail { padding: 0 1; }
     """
