@@ -197,7 +197,8 @@ class CommitGate:
     raised); :func:`webshepherd.integrations.playwright.hold_commits` passes the session's.
     ``downloads_dir``: where an approved download is moved (default: a folder the gate makes,
     :attr:`downloads_dir`). ``commit_gets``: URL patterns (``*`` any run of characters) whose
-    GETs are asked about too (the operator's ``serve --commits``; the daemon decides them).
+    GETs are asked about too; the operator's (``serve --commits``, ``session.started.commits``)
+    are read from the session whose ``commit_check`` is ``decide`` (protocol/commits.py matches).
     """
 
     def __init__(
@@ -214,6 +215,8 @@ class CommitGate:
         self.session_id = session_id
         self.origin: str | None = None
         self.commit_gets = tuple(commit_gets)
+        operator = getattr(getattr(decide, "__self__", None), "commits", ())  # a session's
+        self.commits = tuple(f"GET {p}" for p in self.commit_gets) + tuple(operator)
         self._trigger: str | None = None
         self._element: str | None = None
         self._decisions: list[CommitDecided] = []
@@ -548,9 +551,9 @@ class CommitGate:
         if top and self.origin is None and method in SAFE_METHODS:
             self.origin = url_origin(url)  # the session's first page
             return None
-        kind = commit_kind(method, url, top_level_navigation=top, session_origin=self.origin)
-        if kind is None and method == "GET" and _named(url, self.commit_gets):
-            kind = "write"
+        kind = commit_kind(
+            method, url, top_level_navigation=top, session_origin=self.origin, commits=self.commits
+        )
         if kind is None:
             return None
         headers = {str(k).lower(): str(v) for k, v in request.headers.items()}
@@ -596,9 +599,9 @@ class CommitGate:
         req = event["request"]
         method, url = str(req["method"]).upper(), str(req["url"])
         top = event.get("resourceType") == "Document" and event.get("frameId") == tab.target
-        kind = commit_kind(method, url, top_level_navigation=top, session_origin=self.origin)
-        if kind is None and method == "GET" and _named(url, self.commit_gets):
-            kind = "write"
+        kind = commit_kind(
+            method, url, top_level_navigation=top, session_origin=self.origin, commits=self.commits
+        )
         if kind is None:
             return None
         headers = {str(k).lower(): str(v) for k, v in (req.get("headers") or {}).items()}

@@ -153,3 +153,61 @@ async def test_harmless_clicks_ask_nothing_of_the_daemon(start_daemon: Any, chro
             assert gate.take_decisions() == []
             await gate.detach()
         await context.close()
+
+
+async def test_a_get_the_operator_names_waits_in_ask_and_arrives_once_approved(
+    start_daemon: Any, chromium: Any
+) -> None:
+    """serve --commits: the gate takes the daemon's patterns from session.started (its caller
+    names none); with nobody paired the GET is refused at once, with a person paired it waits
+    unsent until approved and then arrives exactly once; a GET no pattern names goes."""
+    remove = Expected("GET", "home", "/cart/remove?id=3")
+    with WriteServers() as servers:
+        daemon = await start_daemon(commits=(f"GET {servers.home}/cart/remove*",))
+        context = await chromium.new_context()
+        async with AsyncClient(daemon.url, TEST_TOKEN) as agent:
+            start = f"{servers.home}/escape_get_remove.html"
+            session = await agent.start_session("tidy the cart", start_url=start, holds="browser")
+            gate = await hold_commits(context, session, start_url=start)
+            page = await context.new_page()
+            await gate.watch(page)
+            await page.goto(start)
+            await page.click("#go", no_wait_after=True)  # nobody paired: refused at once
+            refused: list[Any] = []
+            await until(
+                lambda: refused.extend(gate.take_decisions()) or refused, what="the GET refused"
+            )
+            await asyncio.sleep(0.4)  # a fixed interval: proving the refused GET never comes
+            assert servers.count(remove) == 0, servers.received()
+            ((held, decision),) = [(d.request, d.decision) for d in refused]
+            assert (held.method, held.kind, decision.status, decision.decider) == (
+                "GET", "write", "rejected", "daemon",
+            )  # fmt: skip
+
+            person = AsyncClient(daemon.url, TEST_TOKEN, role="monitor", name="test-person")
+            await person.connect()
+            await person.pair(pairing_code(daemon.config.config_dir, "monitor"), "test-person")
+            events = await person.subscribe().start()
+            await page.goto(start)
+            await page.click("#go", no_wait_after=True)
+            while not isinstance(event := await events.get(30), ApprovalRequest):
+                pass
+            assert event.card is not None and event.card.request is not None
+            assert (event.card.request.method, event.card.request.url) == (
+                "GET", f"{servers.home}/cart/remove?id=3",
+            )  # fmt: skip
+            assert [h.rule for h in event.card.predicts] == ["commit_get"]
+            await asyncio.sleep(0.4)  # the person has not decided: still unsent
+            assert servers.count(remove) == 0
+            await person.decide(event.request_id, "approve")
+            await until(arrived(servers, remove), what="the approved GET")
+            await asyncio.sleep(0.4)
+            assert servers.count(remove) == 1
+            await page.goto(start)
+            await page.click("#keep")  # a GET no pattern names: not asked
+            await until(arrived(servers, Expected("GET", "home", "/cart/view")), what="a plain GET")
+            assert [d.decision.status for d in gate.take_decisions()] == ["approved"]
+            await gate.detach()
+            events.close()
+            await person.close()
+        await context.close()
