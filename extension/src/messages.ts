@@ -78,8 +78,9 @@ export interface SessionMode {
   mode: CommitMode | null;
 }
 
-/** A paused request the daemon decided, as the extension's pages show it (newest last). */
-export type RecentCommit = Pick<CommitDecided, "session_id" | "request" | "decision" | "flagged">;
+/** A paused request the daemon decided, as the extension's pages show it (newest last);
+ * `at`: when this browser heard of it (ms since the epoch). */
+export type RecentCommit = Pick<CommitDecided, "session_id" | "request" | "decision" | "flagged"> & { at: number };
 
 /** content -> worker; the `Reply` type is what `sendResponse` gets. */
 export type ToWorker =

@@ -1,7 +1,7 @@
 /** The overlay's state per session, updated from daemon messages (pure; the worker owns one). */
 import { targetBid } from "./action-strings.js";
 import type { CommitMode, PendingApproval, RecentCommit, SessionMode, SessionView, TreeBranch } from "./messages.js";
-import type { ApprovalRequest, Candidate, ChecklistItem, CommitDecided, Scored, Signal, TreeNodeEvent } from "./protocol.gen.js";
+import type { ApprovalRequest, Candidate, ChecklistItem, CommitDecided, ItemProbs, Scored, Signal, TreeNodeEvent } from "./protocol.gen.js";
 
 /** How many flagged commits a view keeps, and how many decided requests the panel lists. */
 const MAX_FLAGS = 5;
@@ -26,9 +26,61 @@ export function sameDocument(a: string, b: string): boolean {
  * they were scored on this page's observation; held steps' outlines only for the current one. */
 export function drawable(v: SessionView, href: string): { last: SessionView["last"]; outlined: SessionView["approvals"] } {
   const here = v.url === null || sameDocument(v.url, href);
-  const last = here && v.last && (v.step === null || v.last.scored.step === v.step) ? v.last : null;
+  // a step held for a person at (or past) the scoring's step was scored again: the earlier
+  // scoring's values are not that step's, so none of them is drawn beside its card
+  const heldAgain = (s: number) => v.approvals.some((a) => a.reason !== "commit" && a.step >= s);
+  const last = here && v.last && (v.step === null || v.last.scored.step === v.step) && !heldAgain(v.last.scored.step) ? v.last : null;
   const outlined = here ? v.approvals.filter((a) => a.reason !== "commit" && (v.step === null || a.step === v.step)) : [];
   return { last, outlined };
+}
+
+/** One checklist row as the overlay draws it: `number` as `webshepherd report` numbers it (its
+ * place in the list, from 1; `index` is the judge's own number, which may skip), the best
+ * candidate's label probabilities, and whether they are only `predicted`: the action they
+ * judge has not happened (a person is still asked about it, or it was refused). */
+export interface ChecklistRow {
+  number: number;
+  index: number;
+  title: string;
+  probs: ItemProbs | null;
+  predicted: boolean;
+}
+
+/** The checklist rows of a view, with `last` its drawable scoring (see `drawable`). */
+export function checklistRows(v: SessionView, last: SessionView["last"]): ChecklistRow[] {
+  const best = last?.scored.results.find((r) => r.index === last.scored.best);
+  const status = last?.scored.decision.status;
+  const predicted = v.approvals.length > 0 || (status !== undefined && status !== "auto" && status !== "approved");
+  return v.checklist.map((item, i) => ({
+    number: i + 1,
+    index: item.index,
+    title: item.title,
+    probs: best?.items?.find((p) => p.index === item.index) ?? null,
+    predicted,
+  }));
+}
+
+/** The bars' segments and what each means (the overlay's legend names the same). */
+export const BAR_SEGMENTS = [
+  { cls: "yes", key: "yes", legend: "done" },
+  { cls: "prog", key: "in_progress", legend: "in progress" },
+  { cls: "no", key: "no", legend: "not done" },
+] as const;
+
+/** A bar's words (its aria-label and title): what the judge gives each label, or why none. */
+export function barLabel(row: ChecklistRow): string {
+  if (!row.probs) return "not scored yet";
+  const p = row.probs;
+  const words = BAR_SEGMENTS.map((s) => `${s.legend} ${Math.round(p[s.key] * 100)}%`).join(", ");
+  return row.predicted ? `predicted, not happened yet: ${words}` : words;
+}
+
+/** What the reward part shows: nothing before a score, the one value after one step (a
+ * curve needs two points), the curve from two. */
+export function rewardChart(rewards: (number | null)[]): { kind: "none" } | { kind: "value"; value: number | null } | { kind: "curve" } {
+  const known = rewards.filter((r) => r !== null).length;
+  if (rewards.length === 0) return { kind: "none" };
+  return known >= 2 ? { kind: "curve" } : { kind: "value", value: rewards.find((r) => r !== null) ?? null };
 }
 
 /** The note the overlay shows for a request that committed unheld: `committed: POST shop.test/orders`. */
@@ -68,6 +120,8 @@ export class SessionViews {
   /** Per session, the current observation's AX tree (to name candidates' targets). */
   private axtrees = new Map<string, string>();
   private recent: RecentCommit[] = [];
+  /** Per session, the observation's step at which a request last committed (it ran). */
+  private committedAt = new Map<string, number>();
 
   get(sessionId: string): SessionView | null {
     return this.views.get(sessionId) ?? null;
@@ -149,7 +203,15 @@ export class SessionViews {
   signal(sig: Signal): SessionView | null {
     if (sig.kind !== "stalled") return null;
     const v = this.ensure(sig.session_id);
-    v.stalled = { step: sig.step, steps: sig.stalled_steps ?? 0, detail: sig.detail ?? "" };
+    const steps = sig.stalled_steps ?? 0;
+    // a request that committed within the stalled steps moved the task on (the checklist's
+    // labels may not say so yet): not stalled
+    const committed = this.committedAt.get(sig.session_id);
+    if (committed !== undefined && committed > sig.step - steps) {
+      v.stalled = null;
+      return v;
+    }
+    v.stalled = { step: sig.step, steps, detail: sig.detail ?? "" };
     return v;
   }
 
@@ -192,12 +254,18 @@ export class SessionViews {
   }
 
   /** A paused request decided: kept for the panel; one that ran flagged becomes an overlay note. */
-  commitDecided(d: CommitDecided): SessionView | null {
-    this.recent.push({ session_id: d.session_id, request: d.request, decision: d.decision, flagged: d.flagged ?? false });
+  commitDecided(d: CommitDecided, at: number = Date.now()): SessionView | null {
+    this.recent.push({ session_id: d.session_id, request: d.request, decision: d.decision, flagged: d.flagged ?? false, at });
     if (this.recent.length > MAX_RECENT) this.recent.splice(0, this.recent.length - MAX_RECENT);
     const v = this.views.get(d.session_id);
     if (!v) return null;
     if (d.decision.mode) v.mode = d.decision.mode;
+    const ran = d.flagged || d.decision.status === "approved" || d.decision.status === "auto" || d.decision.status === "edited";
+    if (ran) {
+      // it committed: whatever stalled before, the task moved
+      this.committedAt.set(d.session_id, v.step ?? 0);
+      v.stalled = null;
+    }
     if (!d.flagged) return v;
     v.flags = [...v.flags, committedNote(d)].slice(-MAX_FLAGS);
     return v;
@@ -236,6 +304,7 @@ export class SessionViews {
     this.views.delete(sessionId);
     this.trees.delete(sessionId);
     this.axtrees.delete(sessionId);
+    this.committedAt.delete(sessionId);
   }
 }
 

@@ -94,9 +94,14 @@ async def test_score_through_the_hook_draws_rewards_and_outlines(paired, pages_s
     box = await outline.bounding_box()
     assert target and box
     assert abs(box["x"] + 5 - target["x"]) < 2 and abs(box["y"] + 5 - target["y"]) < 2
-    # checklist bars and the reward curve
-    assert await page.get_by_test_id("ws-checklist").locator("li").count() == 2
-    await page.get_by_test_id("ws-curve").wait_for()
+    # checklist bars with their legend, numbered as the report numbers them; after one step
+    # the reward's value (a curve of one point would be an empty box)
+    rows = page.get_by_test_id("ws-checklist").locator("li")
+    assert [await r.get_attribute("data-number") for r in await rows.all()] == ["1", "2"]
+    assert "done" in await page.get_by_test_id("ws-legend").inner_text()
+    reward = page.get_by_test_id("ws-reward")
+    assert (await reward.inner_text()).startswith("Reward: ")
+    assert await page.get_by_test_id("ws-curve").count() == 0
     # the overlay is never part of the observation
     text = await hook(page, "observe", key=key)
     assert text["type"] == "observed"

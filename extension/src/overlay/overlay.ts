@@ -11,7 +11,8 @@ import { approvalCard } from "./approval-card.js";
 import { drawOutlines } from "./outlines.js";
 import { rewardColour } from "./reward-colour.js";
 import { rewardCurvePoints } from "./reward-curve.js";
-import { drawable, streamedFeedback, treeLine } from "../session-views.js";
+import { BAR_SEGMENTS, barLabel, checklistRows, drawable, rewardChart, streamedFeedback, treeLine } from "../session-views.js";
+import { modeShown } from "../modes.js";
 import { decisionLines } from "../request-card.js";
 import { rewardText } from "../reward-text.js";
 import { displayText } from "../display-text.js";
@@ -119,7 +120,7 @@ export class Overlay {
     const { last } = drawable(v, location.href);
 
     if (v.mode) {
-      const mode = h("div", "mode", `mode: ${v.mode}`);
+      const mode = h("div", "mode", `mode: ${modeShown(v.mode)}`);
       mode.dataset.testid = "ws-mode";
       parts.push(mode);
     }
@@ -144,25 +145,25 @@ export class Overlay {
       parts.push(note);
     }
 
-    const scoredItems = last ? (last.scored.results.find((r) => r.index === last.scored.best)?.items ?? []) : [];
     const list = h("ul");
     list.dataset.testid = "ws-checklist";
-    for (const item of v.checklist) {
-      const probs = scoredItems.find((p) => p.index === item.index);
+    const rows = checklistRows(v, last);
+    for (const row of rows) {
       const li = h("li");
-      li.append(h("div", "", `${item.index}. ${displayText(item.title)}`));
-      const bar = h("div", "bar");
+      li.dataset.number = String(row.number);
+      li.append(h("div", "", `${row.number}. ${displayText(row.title)}`));
+      // a prediction (its action has not happened) is striped, never drawn as done
+      const bar = h("div", row.predicted && row.probs ? "bar predicted" : "bar");
+      bar.dataset.testid = "ws-bar";
       bar.setAttribute("role", "img");
-      const label = probs
-        ? `Yes ${Math.round(probs.yes * 100)}%, In Progress ${Math.round(probs.in_progress * 100)}%, No ${Math.round(probs.no * 100)}%`
-        : "not scored yet";
+      const label = barLabel(row);
       bar.setAttribute("aria-label", label);
       bar.title = label;
-      if (probs) {
-        for (const [cls, p] of [["yes", probs.yes], ["prog", probs.in_progress], ["no", probs.no]] as const) {
-          const seg = h("div", cls);
-          seg.style.width = `${(p * 100).toFixed(1)}%`;
-          bar.append(seg);
+      if (row.probs) {
+        for (const seg of BAR_SEGMENTS) {
+          const part = h("div", seg.cls);
+          part.style.width = `${(row.probs[seg.key] * 100).toFixed(1)}%`;
+          bar.append(part);
         }
       }
       li.append(bar);
@@ -170,6 +171,21 @@ export class Overlay {
     }
     const checklist = h("div");
     checklist.append(h("h3", "", "Checklist"), list);
+    if (rows.some((r) => r.probs)) {
+      const legend = h("div", "legend");
+      legend.dataset.testid = "ws-legend";
+      for (const seg of BAR_SEGMENTS) {
+        const key = h("span", "key");
+        key.append(h("span", `swatch ${seg.cls}`), document.createTextNode(seg.legend));
+        legend.append(key);
+      }
+      if (rows.some((r) => r.predicted && r.probs)) {
+        const key = h("span", "key");
+        key.append(h("span", "swatch predicted"), document.createTextNode("predicted, not happened yet"));
+        legend.append(key);
+      }
+      checklist.append(legend);
+    }
     parts.push(checklist);
 
     if (last) {
@@ -215,7 +231,13 @@ export class Overlay {
     fb.append(h("h3", "", "Feedback"), feedback);
     parts.push(fb);
 
-    if (v.rewards.length > 0) {
+    const chart = rewardChart(v.rewards);
+    if (chart.kind === "value") {
+      // one step: its value (a curve of one point is an empty box)
+      const one = h("div", "", `Reward: ${rewardText(chart.value)} (one step so far)`);
+      one.dataset.testid = "ws-reward";
+      parts.push(one);
+    } else if (chart.kind === "curve") {
       const NS = "http://www.w3.org/2000/svg";
       const svg = document.createElementNS(NS, "svg");
       svg.setAttribute("viewBox", "0 0 300 40");
@@ -230,6 +252,7 @@ export class Overlay {
       line.setAttribute("stroke-width", "2");
       svg.append(line);
       const curve = h("div");
+      curve.dataset.testid = "ws-reward";
       curve.append(h("h3", "", "Reward"), svg as unknown as HTMLElement);
       parts.push(curve);
     }

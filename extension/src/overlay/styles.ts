@@ -15,10 +15,17 @@ button { font: inherit; border: 1px solid #d0d7de; border-radius: 5px; backgroun
 button:focus-visible, .head:focus-visible { outline: 2px solid #0969da; outline-offset: 1px; }
 .body { padding: 8px; display: grid; gap: 8px; }
 .panel.collapsed .body { display: none; }
-h3 { margin: 0 0 4px; font-size: 11px; text-transform: uppercase; color: #57606a; }
+h3 { margin: 0 0 4px; font-size: 11px; font-weight: 600; color: #57606a; }
 ul { list-style: none; margin: 0; padding: 0; display: grid; gap: 4px; }
 .bar { display: flex; height: 8px; border-radius: 4px; overflow: hidden; background: #eaeef2; }
 .bar .yes { background: #1a7f37; } .bar .prog { background: #bf8700; } .bar .no { background: #cf222e; }
+.bar.predicted { opacity: .55; background-image: repeating-linear-gradient(45deg, transparent 0 3px, rgba(255,255,255,.7) 3px 6px); }
+.bar.predicted > div { background-image: repeating-linear-gradient(45deg, transparent 0 3px, rgba(255,255,255,.6) 3px 6px); }
+.legend { display: flex; flex-wrap: wrap; gap: 4px 10px; margin-top: 4px; font-size: 10px; color: #57606a; }
+.legend .key { display: inline-flex; align-items: center; gap: 3px; }
+.swatch { display: inline-block; width: 10px; height: 8px; border-radius: 2px; }
+.swatch.yes { background: #1a7f37; } .swatch.prog { background: #bf8700; } .swatch.no { background: #cf222e; }
+.swatch.predicted { background: repeating-linear-gradient(45deg, #8c959f 0 2px, #fff 2px 4px); }
 .cand { display: grid; grid-template-columns: 44px 1fr; gap: 6px; align-items: center; }
 .cand .reward { font-weight: 600; text-align: right; }
 .cand.best .action::after { content: " ★ best"; color: #1a7f37; font-weight: 600; }
