@@ -384,6 +384,25 @@ async def test_the_operators_commit_gets_reach_every_gate_in_session_started(
             assert got.decision.status == "approved"
             assert got.request_digest == request_digest(remove)
         await d.close_clients()
+    # the rules read the same patterns: a link to a named GET is predicted, whatever its name
+    cart = {
+        "url": "http://shop.test/cart",
+        "axtree": "RootWebArea 'Cart', focused\n\t[7] link 'x'",
+        "elements": {"7": {"tag": "a", "href": "http://shop.test/cart/remove?item=3"}},
+    }
+    judge = ScriptedJudge({("http://shop.test/cart", "click('7')"): (0.9, (2, 1), "x")})
+    async with (
+        scripted_daemon(tmp_path / "rules", judge, commits=(pattern,)) as server,
+        AsyncClient(server.url, TEST_TOKEN) as agent,
+    ):
+        session = await agent.start_session(
+            "Tidy the cart", start_url="http://shop.test/", observation=cart, checklist=REFERENCE,
+            holds="browser",
+        )  # fmt: skip
+        scored = await session.score(["click('7')"], samples=1, timeout=30)
+        assert scored.decision.status == "auto"  # the browser holds; the rules predict
+        ((hit,),) = [p.hits for p in scored.predicted or []]
+        assert hit.rule == "commit_get" and hit.detail.endswith(f"({pattern})")
     async with (
         scripted_daemon(tmp_path / "none", ScriptedJudge(JUDGE)) as server,
         AsyncClient(server.url, TEST_TOKEN) as agent,
