@@ -69,11 +69,11 @@ from webshepherd.integrations.browsergym import (
     JUDGING_ERRORS,
     BrowserGymObs,
     ObservationFields,
-    _goal_text,
     judging_failure,
     no_reward_reason,
     observation,
 )
+from webshepherd.integrations.browsergym_obs import goal_text
 from webshepherd.protocol.agents.best_of_n import (
     BestOfN,
     action_key,
@@ -209,7 +209,7 @@ class RewardGuidedAgent(Agent):
         """Records the raw page for webshepherd, then the subagent's own preprocessing."""
         self._observation = observation(obs)
         if self.session is None:
-            intent = self.args.intent or obs.get("goal") or _goal_text(obs)
+            intent = self.args.intent or obs.get("goal") or goal_text(obs)
             if not self.client.connected:
                 self.client.connect()
             self.session = self.client.start_session(

@@ -81,30 +81,60 @@ of the machine's for every launch of the process.
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import io
-import os
-import re
-import shutil
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, ParamSpec, Protocol, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar
 
 import gymnasium as gym
-from browsergym.utils.obs import IGNORED_AXTREE_ROLES, flatten_axtree_to_str
+from webshepherd.integrations.browsergym_env import BrowserGymEnvironment
+from webshepherd.integrations.browsergym_obs import (
+    OBSERVATION_IGNORED_ROLES,
+    BrowserGymEnv,
+    BrowserGymObs,
+    GoalPart,
+    Info,
+    ObservationFields,
+    goal_text,
+    observation,
+    observation_text,
+    screenshot_png,
+    use_chromium,
+)
 from webshepherd.protocol.agents.best_of_n import BestOfN, action_key, best_of_n_sync, decide
-from webshepherd.protocol.agents.environment import ActionError, ActionResult, PageState
 from webshepherd.protocol.agents.refusal import refusal_info, refusal_text, refused
 from webshepherd.protocol.client.sync import Client, SyncSession
 from webshepherd.protocol.common import Candidate, Outcome
 from webshepherd.protocol.errors import ModelError, ModelUnavailableError, WebShepherdError
 from webshepherd.protocol.replies import CommitDecided, Scored
 
+__all__ = [
+    "INFO_KEYS",
+    "JUDGING_ERRORS",
+    "OBSERVATION_IGNORED_ROLES",
+    "Approval",
+    "BrowserGymEnv",
+    "BrowserGymEnvironment",
+    "BrowserGymObs",
+    "ChecklistFn",
+    "EpisodeChecklist",
+    "GoalPart",
+    "Info",
+    "ObservationFields",
+    "ProcessRewardWrapper",
+    "StepResult",
+    "checklist_text",
+    "commit_record",
+    "episode_outcome",
+    "judging_failure",
+    "no_reward_reason",
+    "observation",
+    "observation_text",
+    "screenshot_png",
+    "use_chromium",
+]
+
 if TYPE_CHECKING:
-    import numpy as np
-    import numpy.typing as npt
     from webshepherd.integrations.commit_gate import CommitGate
     from webshepherd.protocol.common import CandidateResult
 
@@ -112,76 +142,8 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 Approval = Literal["auto", "always", "never"]
-#: Roles left out of the text: BrowserGym's own, and Chromium's InlineTextBox (not in training).
-OBSERVATION_IGNORED_ROLES = [*IGNORED_AXTREE_ROLES, "InlineTextBox"]
 #: A judge that gave no judgement: a result (reward None and its reason), never an exception.
 JUDGING_ERRORS = (ModelError, ModelUnavailableError)
-
-
-class GoalPart(TypedDict, total=False):
-    """One part of a BrowserGym goal (``obs["goal_object"]``, chat-message content)."""
-
-    type: str
-    text: str
-
-
-class BrowserGymObs(TypedDict, total=False):
-    """The keys of a BrowserGym observation read or written here (BrowserGym's has more)."""
-
-    url: str
-    goal: str
-    goal_object: list[GoalPart]
-    axtree_object: dict[str, object]  # the AX tree as CDP gave it (flatten_axtree_to_str)
-    screenshot: npt.NDArray[np.uint8]  # RGB, height x width x 3
-    last_action: str
-    last_action_error: str
-
-
-class ObservationFields(TypedDict):
-    """A BrowserGym obs as the wire's observation fields (``observe(**fields)``)."""
-
-    url: str
-    axtree: str
-    screenshot: dict[str, str] | None
-
-
-#: ``info`` as BrowserGym returns it, with ``"webshepherd"`` added here: JSON-like values of
-#: many shapes, which callers index (``info["webshepherd"]["reward"]``).
-Info = dict[str, Any]
-
-
-class BrowserGymEnv(Protocol):
-    """What is called on a BrowserGym env (a ``gymnasium.Env`` of ``browsergym/...``)."""
-
-    def reset(self, **kwargs: object) -> tuple[BrowserGymObs, Info]: ...
-
-    def step(self, action: str) -> tuple[BrowserGymObs, float, bool, bool, Info]: ...
-
-    def close(self) -> None: ...
-
-
-def observation_text(obs: BrowserGymObs) -> str:
-    """The AX-tree text webshepherd scores: BrowserGym's flattening, as the extension sends it."""
-    return str(flatten_axtree_to_str(obs["axtree_object"], ignored_roles=OBSERVATION_IGNORED_ROLES))
-
-
-def screenshot_png(obs: BrowserGymObs) -> dict[str, str] | None:
-    """The env's screenshot (an RGB array) as a base64 PNG, or None when the obs has none."""
-    shot = obs.get("screenshot")
-    if shot is None or getattr(shot, "size", 0) == 0:
-        return None
-    from PIL import Image
-
-    buf = io.BytesIO()
-    # the fastest deflate: a page's flat colours compress well at any level, and this runs
-    # once a step (PIL's default level 6 takes about three times as long)
-    Image.fromarray(shot).save(buf, format="PNG", compress_level=1)
-    return {"mime": "image/png", "data": base64.b64encode(buf.getvalue()).decode("ascii")}
-
-
-def observation(obs: BrowserGymObs) -> ObservationFields:
-    """The protocol's observation (url, AX-tree text, screenshot) for a BrowserGym obs."""
-    return {"url": obs["url"], "axtree": observation_text(obs), "screenshot": screenshot_png(obs)}
 
 
 def judging_failure(exc: Exception) -> str:
@@ -217,52 +179,6 @@ def episode_outcome(terminated: bool, reward: float | None, steps: int) -> tuple
         won = reward is not None and reward > 0
         return ("success" if won else "failure"), f"the env terminated with reward {reward}"
     return "unknown", f"interrupted mid-episode after {steps} steps: the env did not terminate"
-
-
-#: A playwright browser build's folder (``chromium-1117``): what the link goes under.
-_BUILD = re.compile(r"chromium(-headless-shell)?-\d+")
-
-
-def use_chromium(chromium: str | os.PathLike[str] | None = None) -> str:
-    """Let every Chromium that playwright launches in this process run: playwright's own when
-    it has one, else ``chromium`` (default ``$CHROMIUM``, else ``chromium`` on ``PATH``),
-    linked where playwright looks for its build, in ``$XDG_CACHE_HOME/webshepherd/ms-playwright``
-    (``~/.cache`` without it), with ``PLAYWRIGHT_BROWSERS_PATH`` (the folder playwright reads
-    its browsers from, a variable of its own) set to that folder. BrowserGym launches its chat
-    window without ``pw_chromium_kwargs``, so an ``executable_path`` alone is not enough.
-
-    Call it before the first env's ``reset`` (playwright reads the variable when it starts).
-    Returns the executable the launches will run. No Chromium at all is a
-    ``FileNotFoundError`` that says what to install."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        expected = Path(pw.chromium.executable_path)
-    if expected.exists():
-        return str(expected)
-    found = str(chromium) if chromium else os.environ.get("CHROMIUM") or shutil.which("chromium")
-    if not found or not Path(found).is_file():
-        raise FileNotFoundError(
-            f"no Chromium for playwright: {found or 'none on PATH'} is not a file, and "
-            f"playwright has no browser of its own at {expected}; install one (Debian: apt "
-            "install chromium), pass use_chromium(PATH) or set CHROMIUM, or run `playwright "
-            "install chromium`"
-        )
-    build = next((p for p in expected.parents if _BUILD.fullmatch(p.name)), None)
-    if build is None:
-        raise FileNotFoundError(f"playwright looks for Chromium at {expected}: no build folder")
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    browsers = cache / "webshepherd" / "ms-playwright"
-    link = browsers / expected.relative_to(build.parent)
-    target = os.path.realpath(found)
-    if not (link.is_symlink() and os.readlink(link) == target):
-        link.parent.mkdir(parents=True, exist_ok=True)
-        fresh = link.with_name(f".{link.name}.{os.getpid()}")
-        fresh.unlink(missing_ok=True)
-        fresh.symlink_to(target)
-        os.replace(fresh, link)  # another process's link is replaced whole, never half made
-    os.environ["PLAYWRIGHT_BROWSERS_PATH"] = str(browsers)
-    return target
 
 
 #: ``reset(checklist=...)``: the episode's items, or what makes them from the episode's goal
@@ -353,7 +269,7 @@ class ProcessRewardWrapper(gym.Wrapper):
         writes one; left out: the constructor's ``checklist``."""
         self._end_episode()
         obs, info = self.env.reset(**kwargs)
-        goal = _goal_text(obs) if obs.get("goal_object") else obs.get("goal") or "(no goal)"
+        goal = goal_text(obs) if obs.get("goal_object") else obs.get("goal") or "(no goal)"
         chosen = self.checklist if checklist is _DEFAULT else checklist
         reference, self._items = self._episode_checklist(chosen, goal, info)
         if not self.client.connected:
@@ -635,95 +551,3 @@ def _environment(env: gym.Env, reset: Mapping[str, object]) -> dict[str, object]
 def _held_index(scored: Scored) -> int | None:
     """The candidate the daemon's decision is about (its index, else the best)."""
     return scored.decision.index if scored.decision.index is not None else scored.best
-
-
-def _goal_text(obs: BrowserGymObs) -> str:
-    """The goal's text parts (an image part, as VisualWebArena's, is not text: BrowserGym's
-    legacy ``obs["goal"]`` then holds a warning instead of the goal)."""
-    parts = [m.get("text", "") for m in obs.get("goal_object", []) if m.get("type") == "text"]
-    return "\n".join(parts) or "(no goal)"
-
-
-class BrowserGymEnvironment:
-    """A BrowserGym env as an agent-loop ``Environment`` (:mod:`webshepherd.protocol.agents`),
-    so ``run_episode`` drives it in any paradigm, tree search included.
-
-    ``observe()`` is the env's latest observation (the text the daemon scores, the screenshot
-    as PNG, BrowserGym's ``last_action_error``); ``execute()`` is one ``env.step`` in a worker
-    thread (an action BrowserGym could not run raises ``ActionError``); ``reset()`` is the
-    env's own reset with ``reset_kwargs`` (the same task seed): the task's start state, from
-    which tree search replays an action prefix. ``send_msg_to_user`` and ``report_infeasible``
-    end the episode as the loop expects. Every env call runs on one worker thread of its own
-    (Playwright's sync API stays on the thread that started it); ``close()`` closes the env
-    there.
-    """
-
-    def __init__(self, env: BrowserGymEnv, **reset_kwargs: object) -> None:
-        from concurrent.futures import ThreadPoolExecutor
-
-        self.env = env
-        self.reset_kwargs = reset_kwargs
-        self._obs: BrowserGymObs | None = None
-        self._thread = ThreadPoolExecutor(1, thread_name_prefix="browsergym")
-
-    async def _call(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-        import asyncio
-        import functools
-
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._thread, functools.partial(fn, *args, **kwargs))
-
-    async def reset(self) -> None:
-        self._obs, _ = await self._call(self.env.reset, **self.reset_kwargs)
-
-    async def close(self) -> None:
-        """Close the env (on its thread) and the thread."""
-        try:
-            await self._call(self.env.close)
-        finally:
-            self._thread.shutdown(wait=False)
-
-    async def observe(self) -> PageState:
-        if self._obs is None:
-            await self.reset()
-        assert self._obs is not None
-        shot = screenshot_png(self._obs)
-        return PageState(
-            url=str(self._obs.get("url", "")),
-            axtree=observation_text(self._obs),
-            screenshot=base64.b64decode(shot["data"]) if shot else None,
-            last_action_error=self._obs.get("last_action_error") or None,
-        )
-
-    async def execute(self, action: str) -> ActionResult:
-        ended = _final_action(action)
-        obs, *_ = await self._call(self.env.step, action)
-        self._obs = obs
-        error = obs.get("last_action_error")
-        if error:
-            raise ActionError(f"{action.strip()}: {str(error).splitlines()[0]}")
-        if ended is not None:
-            name, text = ended
-            if name == "send_msg_to_user":
-                return ActionResult(action, message=text)
-            return ActionResult(action, infeasible=text)
-        return ActionResult(action)
-
-
-def _final_action(action: str) -> tuple[str, str] | None:
-    """``(name, text)`` of a ``send_msg_to_user`` or ``report_infeasible`` call, else None."""
-    import ast
-
-    try:
-        node = ast.parse(action.strip(), mode="eval").body
-    except SyntaxError:
-        return None
-    if (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id in ("send_msg_to_user", "report_infeasible")
-        and node.args
-        and isinstance(node.args[0], ast.Constant)
-    ):
-        return node.func.id, str(node.args[0].value)
-    return None

@@ -148,6 +148,14 @@ UNMIRRORED: dict[str, str] = {
     "tui/widgets/search_tree.py": "tests/tui/test_search_tree.py",
     "tui/widgets/sessions_table.py": "tests/tui/test_live.py and test_snapshots.py",
     # -- integrations --------------------------------------------------------------------------
+    "integrations/browsergym_obs.py": (
+        "BrowserGym's observations, public through browsergym.py: "
+        "tests/integrations/test_browsergym.py"
+    ),
+    "integrations/browsergym_env.py": (
+        "the agent-loop Environment, public through browsergym.py: "
+        "tests/integrations/test_browsergym.py (BrowserGymEnvironment)"
+    ),
     "integrations/browser_use_actions.py": "tests/integrations/test_browser_use.py",
 }
 
