@@ -5,6 +5,7 @@
  */
 import { showBadge } from "./badge.js";
 import { detachTab, onDetached } from "./capture/cdp.js";
+import type { AttachedTarget } from "./child-targets.js";
 import { CommitGate, type Paused } from "./commit-gate.js";
 import { DaemonConnection, type ConnState } from "./connection.js";
 import { NavHistory } from "./demonstration-nav.js";
@@ -45,12 +46,25 @@ onDetached((tabId) => gate.detached(tabId));
 
 chrome.debugger.onEvent.addListener((source, method, params) => {
   if (method === "Page.downloadWillBegin" && source.tabId !== undefined) gate.downloadBegun(source.tabId, (params as { url: string }).url);
-  if (method !== "Fetch.requestPaused" || source.tabId === undefined) return;
+  if (source.tabId === undefined) return;
   const tabId = source.tabId;
+  // a frame or worker the held tab starts: held before it runs (it waits for us meanwhile)
+  if (method === "Target.attachedToTarget") void ready.then(() => gate.attached(tabId, params as unknown as AttachedTarget)).catch((err) => console.warn("webshepherd: a child target's hold", err));
+  if (method === "Target.detachedFromTarget") gate.childDetached((params as { sessionId: string }).sessionId);
+  if (method !== "Fetch.requestPaused") return;
   const paused = params as unknown as Paused;
-  gate.noted(tabId, paused.requestId); // at once: a hold that ends fails it rather than let it go
-  void ready.then(() => gate.paused(tabId, paused));
+  const child = (source as { sessionId?: string }).sessionId; // paused in a frame's or worker's session
+  gate.noted(tabId, paused.requestId, child); // at once: a hold that ends fails it rather than let it go
+  void ready.then(() => gate.paused(tabId, paused, child));
 });
+
+// a tab a held tab opens (target=_blank, window.open) is held as its opener's session at once
+function opened(tabId: number | undefined, openerTabId: number | undefined) {
+  if (tabId === undefined) return;
+  void ready.then(() => gate.opened(tabId, openerTabId)).catch((err) => console.warn("webshepherd: an opened tab's hold", err));
+}
+// (the browser's own word: tabs.onCreated's openerTabId names the tab active then, for any new tab)
+chrome.webNavigation.onCreatedNavigationTarget.addListener((d) => opened(d.tabId, d.sourceTabId));
 
 // every download waits here, its file not named yet, until the gate lets it be saved
 chrome.downloads.onDeterminingFilename.addListener((item, suggest) => {
@@ -63,9 +77,9 @@ chrome.downloads.onDeterminingFilename.addListener((item, suggest) => {
   return true; // suggest comes later
 });
 
-/** Every followed tab's hold as the pairing says now. */
+/** Every followed tab's hold (and the tabs they opened) as the pairing says now. */
 function syncHolds() {
-  for (const tab of sessions.tabs()) void gate.sync(tab).catch((err) => console.warn("webshepherd: commit hold", err));
+  for (const tab of new Set([...sessions.tabs(), ...gate.adoptedTabs()])) void gate.sync(tab).catch((err) => console.warn("webshepherd: commit hold", err));
 }
 
 /** A paused request decided (our own check's reply, or an event of another client's). */

@@ -19,8 +19,14 @@
  * `download` whose card lists the file's name, type and size and the page it came from;
  * cancelled unless approved. (An automation client that took the browser's downloads over,
  * as Playwright's `acceptDownloads` does, bypasses that step: the Python gate holds there.)
+ *
+ * Every target a held tab starts is held from its first request (child-targets.ts): its
+ * out-of-process frames and its workers through auto-attached child sessions, and a tab it
+ * opens (`target=_blank`, `window.open`) as the opener's session from the moment the browser
+ * names its opener.
  */
-import { cdpForTab } from "./capture/cdp.js";
+import { cdpForTab, type CdpSend } from "./capture/cdp.js";
+import { ChildTargets, type AttachedTarget } from "./child-targets.js";
 import { commitKind, dataUrlSize, downloadFields, downloadOrigin, heldRequest, isAttachment, requestDigest, urlOrigin } from "./commit-hold.js";
 import type { DaemonConnection } from "./connection.js";
 import { refuse } from "./refusal-response.js";
@@ -73,6 +79,8 @@ interface Open {
   state: "judging" | "asking";
   /** A download's id (chrome.downloads): cancelled rather than failed. */
   download?: number;
+  /** The child session (a frame's or a worker's) it was paused in; none: the tab's own. */
+  child?: string;
   sessionId?: string;
   request?: HeldRequest;
   digest?: string;
@@ -81,7 +89,13 @@ interface Open {
   answer?: CommitDecided;
 }
 
-const openKey = (tabId: number, requestId: string) => `${tabId} ${requestId}`;
+const openKey = (tabId: number, requestId: string, child?: string) => (child ? `${tabId} ${child} ${requestId}` : `${tabId} ${requestId}`);
+
+/** A `send` bound to the tab's own session, or to one of its child sessions. */
+async function sessionFor(tabId: number, child: string | undefined): Promise<CdpSend> {
+  if (child === undefined) return cdpForTab(tabId);
+  return (method, params) => chrome.debugger.sendCommand({ tabId, sessionId: child }, method, params) as Promise<any>;
+}
 
 /** Downloads a page began (Page.downloadWillBegin), to tell which tab a download came from. */
 interface Begun {
@@ -151,11 +165,46 @@ export class CommitGate {
   /** Downloads approved at their response (an attachment): `tabId url`, not asked twice. */
   private readonly approvedDownloads = new Map<string, number>();
 
+  /** Tabs opened by a held tab, held as its session: tab -> the followed tab (in memory: a
+   * restarted worker holds them no more, and fails what they left paused). */
+  private readonly adopted = new Map<number, number>();
+  private readonly children = new ChildTargets(async (tabId, child, method, params) => (await sessionFor(tabId, child))(method, params), PATTERNS);
+
   constructor(private readonly ctx: GateContext) {}
 
   /** A request paused (called as its event arrives, before anything else runs). */
-  noted(tabId: number, requestId: string): void {
-    this.open.set(openKey(tabId, requestId), { tabId, requestId, state: "judging" });
+  noted(tabId: number, requestId: string, child?: string): void {
+    this.open.set(openKey(tabId, requestId, child), { tabId, requestId, state: "judging", child });
+  }
+
+  /** The session that holds the tab: its own, or (a tab it opened) its opener's. */
+  private session(tabId: number): TabSession | undefined {
+    const by = this.adopted.get(tabId);
+    return this.ctx.session(tabId) ?? (by === undefined ? undefined : this.ctx.session(by));
+  }
+
+  /** A tab opened by `openerTabId` (tabs.onCreated, webNavigation.onCreatedNavigationTarget):
+   * held as the opener's session when the opener is held, its Fetch on first. */
+  async opened(tabId: number, openerTabId: number | undefined): Promise<void> {
+    if (openerTabId === undefined || tabId === openerTabId || this.ctx.session(tabId) || this.adopted.has(tabId)) return;
+    if (!this.holds(openerTabId)) return;
+    this.adopted.set(tabId, this.adopted.get(openerTabId) ?? openerTabId);
+    await this.sync(tabId);
+  }
+
+  /** The tabs held as their opener's session. */
+  adoptedTabs(): number[] {
+    return [...this.adopted.keys()];
+  }
+
+  /** A child target of a held tab attached (Target.attachedToTarget): held before it runs. */
+  async attached(tabId: number, child: AttachedTarget): Promise<void> {
+    await this.children.attached(tabId, child, this.on.has(tabId) && this.holds(tabId));
+  }
+
+  /** A child target went away (Target.detachedFromTarget). */
+  childDetached(sessionId: string): void {
+    this.children.detached(sessionId);
   }
 
   /** The requests being asked about, written where a restarted worker finds them. */
@@ -177,14 +226,14 @@ export class CommitGate {
 
   /** Fails a paused request that nothing will decide now, and says why. */
   private async fail(o: Open, why: string): Promise<void> {
-    const key = openKey(o.tabId, o.requestId);
+    const key = openKey(o.tabId, o.requestId, o.child);
     this.failed.add(key);
     this.open.delete(key);
     try {
       if (o.download !== undefined) {
         await chrome.downloads.cancel(o.download);
       } else {
-        const send = await cdpForTab(o.tabId);
+        const send = await sessionFor(o.tabId, o.child);
         await refuse(send, o.tabId, o.requestId, o.resourceType, o.request ?? null, { status: "rejected", by: "webshepherd extension", note: why });
       }
     } catch {
@@ -206,7 +255,7 @@ export class CommitGate {
 
   /** Whether `tabId`'s requests are held now. */
   holds(tabId: number): boolean {
-    const s = this.ctx.session(tabId);
+    const s = this.session(tabId);
     return this.ctx.holding() && s !== undefined && !s.demonstration;
   }
 
@@ -214,24 +263,40 @@ export class CommitGate {
   async sync(tabId: number): Promise<void> {
     if (this.holds(tabId)) {
       const send = await cdpForTab(tabId);
+      if (this.adopted.has(tabId) && !this.on.has(tabId)) {
+        // a tab just opened: its first request may be under way, so Fetch goes on first; its
+        // page may not answer yet (a client that opened it holds it), so its frames come later
+        await send("Fetch.enable", { patterns: PATTERNS });
+        this.on.add(tabId);
+        await this.children.holdTab(tabId);
+        void send("Page.enable").catch(() => undefined);
+        return;
+      }
       const tree = await send<{ frameTree: { frame: { id: string } } }>("Page.getFrameTree");
       this.mainFrames.set(tabId, tree.frameTree.frame.id); // a tab's main frame keeps its id across navigations
       await send("Page.enable"); // its Page.downloadWillBegin names the tab a download came from
       await send("Fetch.enable", { patterns: PATTERNS }); // again after a restarted worker: idempotent
       this.on.add(tabId);
+      await this.children.holdTab(tabId); // its frames and workers, and no shared worker
     } else if (this.on.delete(tabId)) {
       this.mainFrames.delete(tabId);
       const send = await cdpForTab(tabId);
       // the events of requests paused so far arrive before this reply: all of them are noted
       await send("Fetch.enable", { patterns: PATTERNS }).catch(() => undefined);
       await this.failTab(tabId, this.ctx.holding() ? GONE.unfollowed : GONE.unpaired);
+      await this.children.releaseTab(tabId);
       await send("Fetch.disable").catch(() => undefined);
+      // the tabs it opened stop holding with it
+      const opened = [...this.adopted].filter(([, by]) => by === tabId).map(([tab]) => tab);
+      for (const tab of opened) this.adopted.delete(tab);
+      for (const tab of opened) await this.sync(tab).catch(() => undefined);
     }
   }
 
   /** The debugger went away (the tab closed, or the person cancelled it): nothing is held there. */
   detached(tabId: number): void {
     this.on.delete(tabId);
+    this.adopted.delete(tabId);
     this.mainFrames.delete(tabId);
     for (const [key, o] of this.open) if (o.tabId === tabId) this.open.delete(key);
   }
@@ -268,7 +333,7 @@ export class CommitGate {
    * paused, for its answer; `suggest` lets it be saved, and it is cancelled otherwise. */
   async download(item: DownloadInfo, suggest: () => void): Promise<void> {
     const tabId = await this.downloadTab(item).catch(() => null);
-    const s = tabId === null ? undefined : this.ctx.session(tabId);
+    const s = tabId === null ? undefined : this.session(tabId);
     const url = item.finalUrl || item.url;
     if (tabId === null || !s || !this.holds(tabId) || this.tookApproved(tabId, url)) return suggest();
     const key = openKey(tabId, `download-${item.id}`);
@@ -312,14 +377,14 @@ export class CommitGate {
   }
 
   /** A paused request: continued, or failed, never left. */
-  async paused(tabId: number, p: Paused): Promise<void> {
-    const key = openKey(tabId, p.requestId);
-    if (!this.open.has(key)) this.noted(tabId, p.requestId);
+  async paused(tabId: number, p: Paused, child?: string): Promise<void> {
+    const key = openKey(tabId, p.requestId, child);
+    if (!this.open.has(key)) this.noted(tabId, p.requestId, child);
     const o = this.open.get(key)!;
     o.resourceType = p.resourceType;
     let go = false;
     try {
-      go = await this.judge(tabId, p);
+      go = await this.judge(tabId, p, child);
     } catch (err) {
       console.warn("webshepherd: a paused request failed closed", err);
       go = false;
@@ -327,7 +392,7 @@ export class CommitGate {
     const asked = this.open.get(key)?.state === "asking";
     if (this.failed.delete(key) || !this.open.delete(key)) return; // failed already (its decider went away)
     if (asked) void this.persist();
-    const send = await cdpForTab(tabId);
+    const send = await sessionFor(tabId, child);
     const done = go
       ? send("Fetch.continueRequest", { requestId: p.requestId })
       : refuse(send, tabId, p.requestId, p.resourceType, o.request ?? null, o.answer?.decision ?? null);
@@ -335,15 +400,16 @@ export class CommitGate {
   }
 
   /** Whether the request may go on. */
-  private async judge(tabId: number, p: Paused): Promise<boolean> {
-    const s = this.ctx.session(tabId);
+  private async judge(tabId: number, p: Paused, child?: string): Promise<boolean> {
+    const s = this.session(tabId);
     if (!s || !this.holds(tabId)) return true; // a tab that no longer holds: the Python gate's job there
     const response = p.responseStatusCode !== undefined || p.responseErrorReason !== undefined;
     const download = response && isAttachment(p.responseHeaders);
     if (response && !download) return true;
-    // a document of the main frame (a frame we cannot tell counts as the page's own: held, not waved through)
+    // a document of the main frame (a frame we cannot tell counts as the page's own: held, not
+    // waved through); a child session's documents are frames
     const main = this.mainFrames.get(tabId);
-    const topLevel = p.resourceType === "Document" && (main === undefined || p.frameId === undefined || p.frameId === main);
+    const topLevel = p.resourceType === "Document" && child === undefined && (main === undefined || p.frameId === undefined || p.frameId === main);
     const kind = commitKind(p.request.method, p.request.url, { topLevelNavigation: topLevel, sessionOrigin: sessionOrigin(s), download, commits: s.commits });
     if (kind === null) return true;
     const tab = await chrome.tabs.get(tabId).catch(() => null);
@@ -359,7 +425,7 @@ export class CommitGate {
       trigger: trigger?.action ?? null,
       element: trigger?.element ?? null,
     });
-    const open = this.open.get(openKey(tabId, p.requestId));
+    const open = this.open.get(openKey(tabId, p.requestId, child));
     if (!open) return false; // failed while it was read
     const go = await this.ask(tabId, s.sessionId, req, open);
     if (go && download) this.approvedDownloads.set(`${tabId} ${p.request.url}`, Date.now()); // not asked again when it is saved
@@ -371,7 +437,7 @@ export class CommitGate {
     const digest = await requestDigest(req);
     const conn = this.ctx.connection();
     if (!conn || conn.state !== "connected") return false; // nobody to ask: fail closed
-    if (!this.open.has(openKey(tabId, open.requestId))) return false; // failed while it was read
+    if (!this.open.has(openKey(tabId, open.requestId, open.child))) return false; // failed while it was read
     Object.assign(open, { state: "asking", sessionId, request: req, digest });
     await this.persist(); // kept before anyone is asked: a restarted worker fails it
     const answer = await conn.request({ type: "commit.check", session_id: sessionId, request: req });
