@@ -347,11 +347,11 @@ class SessionCore:
             source=msg.source,
             mode=st.mode,
             holds=st.holds,
+            commits=list(self.commit_patterns) or None,
         )
         out: list[Effect] = [SessionStartedRecord(event, st.header.created_at)]
         if self.scorer is not None:
             sc = self.scorer
-            commits=list(self.commit_patterns) or None,
             out.append(ScorerRecord(sid, sc.model, sc.backend, sc.settings))
         if msg.environment is not None:
             out.append(EnvironmentRecord(sid, msg.environment))
