@@ -32,6 +32,9 @@ CART = """<!doctype html><html><head><title>Cart</title></head><body>
 FORM = """<!doctype html><html><head><title>Checkout</title></head><body>
 <form id="f" method="post" action="/orders"><input name="sku" value="5"></form>
 <button form="f" id="go">Submit</button></body></html>"""
+LAMP = """<!doctype html><html><head><title>Lamp</title></head><body>
+<h1>Desk lamp</h1><p>Price: $24.99</p><input aria-label="Quantity" name="qty" value="2">
+<button id="add">Add to cart</button><p>Order total: $49.98</p></body></html>"""
 CHECKLIST = "Checklist 1: Add the lamp to the cart\nChecklist 2: Place the order"
 POST_ORDER = """(body) => { window.__order = fetch('/orders', {method: 'POST',
   headers: {'Content-Type': 'application/x-www-form-urlencoded'}, body})
@@ -55,7 +58,7 @@ class Recorder(http.server.BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         self.seen.append(("GET", self.path, b""))
-        pages = {"/shop.html": SHOP, "/cart.html": CART, "/form.html": FORM}
+        pages = {"/shop.html": SHOP, "/cart.html": CART, "/form.html": FORM, "/lamp.html": LAMP}
         if self.path in pages:
             self._answer(pages[self.path].encode())
         elif self.path == "/report.csv":
@@ -278,6 +281,45 @@ async def test_a_post_waits_for_the_person_and_arrives_once_approved(paired, sho
     decided = panel.locator("[data-testid=ws-decided][data-decider=person]")
     await decided.wait_for(timeout=30_000)
     assert "allowed by a person" in await decided.inner_text()
+
+
+async def test_a_paused_requests_card_names_the_step_that_caused_it(paired, shop):
+    """Issue 51.2: the agent's scored click caused the POST: the side panel's card names the
+    button as the page does, with its crop, the field as the page labels it, the page's
+    amounts, why it waits, the judge's reward and checklist item, the time left and what each
+    answer does."""
+    daemon, browser = paired
+    base, seen = shop
+    page = await browser.ctx.new_page()
+    await page.goto(f"{base}/lamp.html", wait_until="load")
+    key = await hook_key(daemon)
+    started = await hook(
+        page, "session.start", intent="Buy two desk lamps", checklist=CHECKLIST, key=key
+    )
+    assert started["type"] == "session.started", started
+    tree = (await browser.capture(f"{base}/lamp.html"))["axtree"]
+    add = re.search(r"\[(\w+)\] button 'Add to cart'", tree).group(1)
+    cands = [{"thought": "Add two lamps.", "action": f"click('{add}')"}]
+    scored = await hook(page, "score", candidates=cands, samples=1, approval="never", key=key)
+    assert scored["type"] == "scored", (scored.get("code"), scored.get("message"))
+    await page.evaluate(POST_ORDER, "qty=2&sku=5")
+    panel = await browser.open_panel()
+    card = panel.locator("[data-testid=ws-decide][data-reason=commit]")
+    await card.wait_for(timeout=30_000)
+    clicked = await card.get_by_test_id("ws-request-clicked").inner_text()
+    assert clicked.startswith(f"button “Add to cart” [{add}]"), clicked
+    await card.locator("[data-testid=ws-card-crop][data-drawn='1']").wait_for(timeout=10_000)
+    fields = await card.get_by_test_id("ws-request-fields").inner_text()
+    assert "Quantity (qty) = 2" in fields and "sku = 5" in fields
+    amounts = await card.get_by_test_id("ws-request-amounts").inner_text()
+    assert "Order total: $49.98" in amounts and "Price: $24.99" in amounts
+    judge = await card.get_by_test_id("ws-request-judge").inner_text()
+    reward = scored["results"][0]["reward"]
+    assert judge.startswith(f"reward {'n/a' if reward is None else f'{reward:.2f}'} at step 1")
+    assert "mode is 'ask'" in await card.get_by_test_id("ws-request-why").inner_text()
+    await card.get_by_role("button", name="Reject").click()
+    await card.wait_for(state="detached", timeout=30_000)
+    assert posts(seen) == []
 
 
 async def test_a_post_the_person_rejects_never_arrives(paired, shop):
