@@ -15,6 +15,7 @@ import { displayText } from "./display-text.js";
 import { inlineCode } from "./inline-code.js";
 import { HOW_TO_PAIR, sendToWorker, type Decision, type PendingApproval, type ToPages } from "./messages.js";
 import type { ApprovalRequest } from "./protocol.gen.js";
+import { clockTime, decidedOutcome } from "./session-views.js";
 import { connectionWords } from "./status-words.js";
 import { stepLabel, stepNumber } from "./steps.js";
 import { wrappedUrl } from "./url-wrap.js";
@@ -139,7 +140,13 @@ async function recentDecisions(): Promise<HTMLElement> {
     item.dataset.testid = "ws-decided";
     item.dataset.status = d.decision.status;
     item.dataset.decider = d.decision.decider ?? "";
+    const end = decidedOutcome(d);
+    item.dataset.outcome = end.outcome;
+    const time = el("time", { dateTime: new Date(d.at).toISOString() }, clockTime(d.at));
+    const head = el("div", { className: "outcome" }, el("strong", {}, end.words), " · ", time);
+    head.dataset.testid = "ws-decided-outcome";
     item.append(
+      head,
       el("code", {}, displayText(`${d.request.method} `), wrappedUrl(displayText(d.request.url))),
       ...decisionLines(d.decision, d.flagged).map((line) => el("div", {}, line)),
     );

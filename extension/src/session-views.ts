@@ -83,6 +83,21 @@ export function rewardChart(rewards: (number | null)[]): { kind: "none" } | { ki
   return known >= 2 ? { kind: "curve" } : { kind: "value", value: rewards.find((r) => r !== null) ?? null };
 }
 
+/** How a decided request ended, as "Requests decided" tells them apart: allowed by a decision
+ * (`approved`), ran unheld and flagged (`flagged`: watch, a sandbox origin), or `refused`. */
+export function decidedOutcome(d: Pick<RecentCommit, "decision" | "flagged">): { outcome: "approved" | "flagged" | "refused"; words: string } {
+  if (d.flagged) return { outcome: "flagged", words: d.decision.mode === "watch" ? "Flagged (ran in watch)" : "Flagged (ran unheld)" };
+  const s = d.decision.status;
+  if (s === "approved" || s === "edited" || s === "auto") return { outcome: "approved", words: "Approved" };
+  return { outcome: "refused", words: s === "timeout" ? "Refused (no answer in time)" : "Refused" };
+}
+
+/** A time of day as `HH:MM:SS`, in this browser's time zone. */
+export function clockTime(at: number): string {
+  const d = new Date(at);
+  return [d.getHours(), d.getMinutes(), d.getSeconds()].map((n) => String(n).padStart(2, "0")).join(":");
+}
+
 /** The note the overlay shows for a request that committed unheld: `committed: POST shop.test/orders`. */
 export function committedNote(d: Pick<CommitDecided, "request">): string {
   const r = d.request;

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { ApprovalRequest, Scored, Signal, TreeNodeEvent } from "../src/protocol.gen.js";
-import { axTarget, committedNote, drawable, SessionViews, streamedFeedback, treeLine } from "../src/session-views.js";
+import { axTarget, clockTime, committedNote, decidedOutcome, drawable, SessionViews, streamedFeedback, treeLine } from "../src/session-views.js";
 
 const scored = (step: number): Scored =>
   ({
@@ -169,4 +169,18 @@ test("the decided action of the latest step is what most likely caused a paused 
   views.scored(scoredOn(1, ["click('31')"], [0.8]), undefined);
   assert.deepEqual(views.lastDecided("s1"), { action: "click('31')", element: "31" });
   assert.equal(views.lastDecided("nope"), null);
+});
+
+test("'Requests decided' tells approved from flagged (ran unheld) from refused, with the time heard", () => {
+  const d = (status: string, flagged = false, mode = "ask") => ({ decision: { status, mode } as never, flagged });
+  assert.deepEqual(decidedOutcome(d("approved")), { outcome: "approved", words: "Approved" });
+  assert.deepEqual(decidedOutcome(d("auto", true, "watch")), { outcome: "flagged", words: "Flagged (ran in watch)" });
+  assert.deepEqual(decidedOutcome(d("auto", true, "ask")), { outcome: "flagged", words: "Flagged (ran unheld)" });
+  assert.deepEqual(decidedOutcome(d("rejected")), { outcome: "refused", words: "Refused" });
+  assert.equal(decidedOutcome(d("timeout")).outcome, "refused");
+  const at = new Date(2026, 11, 7, 9, 5, 3).getTime();
+  assert.equal(clockTime(at), "09:05:03");
+  const views = new SessionViews();
+  views.commitDecided({ type: "commit.decided", session_id: "s1", request_id: "c", request: { method: "POST", url: "http://a.test/o" }, decision: { status: "auto" }, flagged: true } as never, at);
+  assert.equal(views.recentCommits()[0]!.at, at);
 });

@@ -340,7 +340,7 @@ async def test_watch_mode_runs_the_post_and_flags_it_on_the_overlay(paired, shop
     daemon, browser = paired
     base, seen = shop
     page, _key, sid = await start_session(daemon, browser, base)
-    await set_mode(browser, sid, "watch")
+    panel = await set_mode(browser, sid, "watch")
     await page.evaluate(POST_ORDER, "sku=9")
     assert await page.evaluate("() => window.__order") == 200
     assert posts(seen) == [("/orders", b"sku=9")]
@@ -349,6 +349,11 @@ async def test_watch_mode_runs_the_post_and_flags_it_on_the_overlay(paired, shop
     assert (
         await note.inner_text() == "committed: POST 127.0.0.1:" + base.rsplit(":", 1)[1] + "/orders"
     )
+    # the side panel's "Requests decided" tells it from an approved one, with a time
+    flagged = panel.locator("[data-testid=ws-decided][data-outcome=flagged]")
+    await flagged.wait_for(timeout=30_000)
+    head = await flagged.get_by_test_id("ws-decided-outcome").inner_text()
+    assert re.fullmatch(r"Flagged \(ran in watch\) · \d\d:\d\d:\d\d", head), head
 
 
 async def test_the_overlay_never_shows_a_step_scored_on_another_page(paired, shop):
