@@ -165,6 +165,7 @@ class Run:
     terminated: bool = False
     actions: list[str] = field(default_factory=list)  # what ran after the recorded prefix
     drift: list[Drift] = field(default_factory=list)
+    checked: int = 0  # replayed pages compared with the recording
     refused: int = 0  # writes the gate refused (mode stop)
     error: str | None = None  # the agent failed, or the prefix could not run
 
@@ -177,6 +178,7 @@ class Run:
             "terminated": self.terminated,
             "actions": self.actions,
             "drift": [d.as_dict() for d in self.drift],
+            "pages_checked": self.checked,
             "refused_writes": self.refused,
             **({"error": self.error} if self.error else {}),
         }
@@ -228,6 +230,8 @@ def make_env(environment: EnvironmentInfo, chromium: str | None = None) -> Any:
     task = environment.task
     if task.startswith("browsergym/miniwob."):
         import browsergym.miniwob  # noqa: F401  (registers the ids)
+    elif task.startswith("browsergym/webshepherd.shop"):
+        import webshepherd.integrations.shop_task  # noqa: F401  (the bundled shop's ids)
     elif task.startswith("browsergym/"):
         with contextlib.suppress(ImportError):
             __import__("browsergym." + task.split("/", 1)[1].split(".", 1)[0])
@@ -317,6 +321,7 @@ class Replayer:
     def _check(self, run: Run, step: int, obs: BrowserGymObs, recorded: str | None) -> None:
         if recorded is None:
             return
+        run.checked += 1
         got = observation_text(obs)
         if page_digest(got) != page_digest(recorded):
             ratio = difflib.SequenceMatcher(None, got, recorded, autojunk=False).ratio()
