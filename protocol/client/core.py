@@ -251,8 +251,9 @@ def held_score_line(request: ApprovalRequest) -> str:
     what = "a paused request" if request.reason == "commit" else "the score"
     return (
         f"webshepherd: {what} of {step_label(request.step)} waits for a person: {why}. "
-        f"Decide in the extension's side panel or `webshepherd tui` (Approvals tab) within "
-        f"{request.expires_in_s:g} s, else the daemon's default applies; "
+        "A paired tool that shows this session decides: `webshepherd tui` (Approvals tab), or "
+        "the extension's side panel only when a tab of the paired browser follows this session; "
+        f"within {request.expires_in_s:g} s, else the daemon's default applies; "
         + (
             "approval='never' does not skip a guard (nobody deciding in time rejects it)."
             if request.reason == "guarded"

@@ -237,6 +237,8 @@ def test_a_paused_request_s_wait_and_refusal_are_logged_with_the_way_out(
     assert "a paused request of step 1 waits for a person" in held
     assert "the browser paused a request that commits (click('42'))" in held
     assert "nobody deciding in time refuses it" in held
+    # where to decide: the extension's panel lists only the sessions its tabs follow
+    assert "the extension's side panel only when a tab of the paired browser follows" in held
     assert refused.startswith(
         "webshepherd: paused request POST http://shop.test/orders: refused by daemon (mode ask): "
     )
