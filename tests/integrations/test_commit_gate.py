@@ -34,7 +34,7 @@ from tests.fixtures.write_pages import (
     WritePage,
     WriteServers,
 )
-from tests.integrations.conftest import CHROMIUM, Daemon
+from tests.integrations.conftest import CHROMIUM, Daemon, daemon_process
 
 #: How long a refused request is given to arrive anyway once its refusal is recorded (a fixed
 #: interval: proving that nothing arrives; a slow machine makes the check weaker, never flaky).
@@ -387,3 +387,34 @@ def test_a_gate_attached_after_a_detached_one_decides_alone(browser: Browser) ->
     browser.pump(AFTER_S)
     assert browser.servers.count(redirected) == 1 and len(decide.asked) == 1
     assert old.take_decisions() == []
+
+
+def test_a_get_the_operator_names_is_held_on_1_44(browser: Browser, tmp_path: Path) -> None:
+    """serve --commits on Playwright 1.44 (BrowserGym's): ``hold_commits`` takes the daemon's
+    patterns from the session (its caller names none); with nobody paired the named GET is
+    refused at once and never arrives, and a GET no pattern names goes unasked."""
+    spec = {
+        "judge": {"default": [0.5, [1], "ok"]},
+        "config": {"commits": ["GET http://127.0.0.1:*/cart/remove*"]},
+    }
+    with daemon_process(tmp_path / "daemon", spec) as daemon, Client(daemon.url, daemon.token) as c:
+        start = f"{browser.servers.home}/escape_get_remove.html"
+        session = c.start_session("tidy the cart", start_url=start, holds="browser")
+        assert session.commits == ("GET http://127.0.0.1:*/cart/remove*",)
+        gate = hold_commits(browser.context, session, start_url=start)
+        try:
+            browser.page.goto(start)
+            browser.page.click("#go", no_wait_after=True)
+            taken: list[CommitDecided] = []
+            browser.until(lambda: bool(taken.extend(gate.take_decisions()) or taken), "refused")
+            ((held, decision),) = [(d.request, d.decision) for d in taken]
+            assert (held.method, held.url) == ("GET", f"{browser.servers.home}/cart/remove?id=3")
+            assert (decision.status, decision.decider) == ("rejected", "daemon")
+            browser.pump(AFTER_S)
+            assert browser.servers.count(Expected("GET", "home", "/cart/remove?id=3")) == 0
+            browser.page.goto(start)
+            browser.page.click("#keep")
+            browser.servers.wait_for(Expected("GET", "home", "/cart/view"), pump=browser.pump)
+            assert gate.take_decisions() == []
+        finally:
+            gate.detach()
