@@ -277,26 +277,24 @@ def crop_png(data: bytes, box: Sequence[float]) -> tuple[bytes, list[float]] | N
         from PIL import Image
     except ImportError:
         return None
-    try:
-        with Image.open(io.BytesIO(data)) as img:
-            img.load()
-            page = img.convert("RGB")
-    except (OSError, ValueError, Image.DecompressionBombError):
-        return None
     left, top, width, height = (float(v) for v in box)
     right, bottom = left + max(width, 1.0), top + max(height, 1.0)
-    x0, y0 = max(0, int(left) - CROP_MARGIN), max(0, int(top) - CROP_MARGIN)
-    x1 = min(page.width, int(right + 0.999) + CROP_MARGIN)
-    y1 = min(page.height, int(bottom + 0.999) + CROP_MARGIN)
-    if x1 - x0 < 2 or y1 - y0 < 2 or right <= 0 or bottom <= 0:
+    try:
+        with Image.open(io.BytesIO(data)) as img:
+            x0, y0 = max(0, int(left) - CROP_MARGIN), max(0, int(top) - CROP_MARGIN)
+            x1 = min(img.width, int(right + 0.999) + CROP_MARGIN)
+            y1 = min(img.height, int(bottom + 0.999) + CROP_MARGIN)
+            if x1 - x0 < 2 or y1 - y0 < 2 or right <= 0 or bottom <= 0:
+                return None
+            part = img.crop((x0, y0, x1, y1)).convert("RGB")  # decodes the page, copies the part
+    except (OSError, ValueError, Image.DecompressionBombError):
         return None
-    part = page.crop((x0, y0, x1, y1))
     scale = min(CROP_MAX[0] / part.width, CROP_MAX[1] / part.height, 1.0)
     if scale < 1.0:
         size = (max(2, round(part.width * scale)), max(2, round(part.height * scale)))
-        part = part.resize(size, Image.Resampling.LANCZOS)
+        part = part.resize(size, Image.Resampling.BILINEAR, reducing_gap=2.0)
     out = io.BytesIO()
-    part.save(out, format="PNG", optimize=True)
+    part.save(out, format="PNG")
     inner = [(left - x0) * scale, (top - y0) * scale, width * scale, height * scale]
     return out.getvalue(), [round(v, 2) for v in inner]
 
