@@ -25,7 +25,11 @@ context never get a file. Shared workers and service worker registrations are re
 gated context (:data:`WORKERS_BLOCKED` says why in the page), since no driver holds a shared
 worker's requests. On Playwright 1.48+ each message a page sends on a WebSocket is held like a
 request (``context.route_web_socket``; method ``WEBSOCKET``, the message as its field);
-refused, the page's socket closes with 1008 (:data:`SOCKET_REFUSED`). Playwright 1.44 cannot.
+refused, the page's socket closes with 1008 (:data:`SOCKET_REFUSED`). Playwright 1.44 has no
+such route: there each ``new WebSocket(url)`` in a page's frames waits while the gate asks about
+its handshake, connecting only when approved (refused, the constructor throws
+:data:`HANDSHAKE_REFUSED`; in ``watch`` it opens, recorded flagged), and its messages then leave
+unheld (:mod:`webshepherd.integrations.commit_gate_sockets`).
 
     gate = CommitGate(session.commit_check)   # or hold_commits(context, session)
     gate.attach(context)                      # async API: await gate.attach(context)
@@ -48,66 +52,67 @@ falling back (``route.fallback``), runs before the gate's and takes that request
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import inspect
 import json
-import logging
-import mimetypes
 import shutil
 import tempfile
 import threading
-from collections.abc import Awaitable, Callable, Coroutine
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeAlias, TypedDict, TypeVar, overload
-from urllib.parse import unquote
+from typing import TYPE_CHECKING, overload
 
 from webshepherd.daemon.browser.chromium import Steps, drive, drive_async
-from webshepherd.protocol.actions import ActionError, parse_action
-from webshepherd.protocol.commits import (
-    SAFE_METHODS,
-    commit_kind,
-    held_request,
-    request_digest,
-    url_origin,
+from webshepherd.integrations.commit_gate_downloads import DownloadHolds
+from webshepherd.integrations.commit_gate_parts import (
+    Context,
+    Decide,
+    GateError,
+    Page,
+    Request,
+    RequestPaused,
+    Route,
+    _bid,
+    _body,
+    _closed,
+    _failed,
+    _fetch,
+    _frame,
+    _nothing,
+    _page_url,
+    _refusal,
+    _service_worker_script,
+    _settle,
+    _Tab,
+    log,
 )
-from webshepherd.protocol.common import (
-    MAX_ACTION_CHARS,
-    DecisionInfo,
-    HeldRequest,
-    RequestField,
+from webshepherd.integrations.commit_gate_sockets import (
+    HANDSHAKE_REFUSED,
+    HOLD_HANDSHAKES,
+    SOCKET_ASK,
+    SOCKET_REFUSED,
+    SocketHolds,
+    _every,
 )
+from webshepherd.protocol.commits import SAFE_METHODS, commit_kind, held_request, url_origin
+from webshepherd.protocol.common import MAX_ACTION_CHARS, HeldRequest
 from webshepherd.protocol.replies import CommitDecided
 
 if TYPE_CHECKING:
     from playwright.async_api import BrowserContext as AsyncContext
-    from playwright.async_api import CDPSession as AsyncCdp
     from playwright.async_api import Page as AsyncPage
-    from playwright.async_api import Request as AsyncRequest
-    from playwright.async_api import Route as AsyncRoute
-    from playwright.async_api import WebSocketRoute as AsyncSocketRoute
     from playwright.sync_api import BrowserContext as SyncContext
-    from playwright.sync_api import CDPSession as SyncCdp
     from playwright.sync_api import Page as SyncPage
-    from playwright.sync_api import Request as SyncRequest
-    from playwright.sync_api import Route as SyncRoute
-    from playwright.sync_api import WebSocketRoute as SyncSocketRoute
 
-__all__ = ["SOCKET_REFUSED", "WORKERS_BLOCKED", "CommitGate", "Decide", "GateError"]
+__all__ = [
+    "HANDSHAKE_REFUSED",
+    "SOCKET_REFUSED",
+    "WORKERS_BLOCKED",
+    "CommitGate",
+    "Decide",
+    "GateError",
+]
 
-#: A Playwright context, page, CDP session, route or request of the sync or the async API (the
-#: steps of webshepherd.daemon.browser.chromium drive either).
-Context: TypeAlias = "SyncContext | AsyncContext"
-Page: TypeAlias = "SyncPage | AsyncPage"
-Cdp: TypeAlias = "SyncCdp | AsyncCdp"
-Route: TypeAlias = "SyncRoute | AsyncRoute"
-Request: TypeAlias = "SyncRequest | AsyncRequest"
-SocketRoute: TypeAlias = "SyncSocketRoute | AsyncSocketRoute"
-T = TypeVar("T")
-
-#: Asks about one held request: blocking with Playwright's sync API, a coroutine with the async.
-Decide = Callable[[HeldRequest], "CommitDecided | Awaitable[CommitDecided]"]
 
 #: The route's pattern: every request of every target of the context.
 PATTERN = "**/*"
@@ -128,69 +133,9 @@ _BLOCK_WORKERS = (
     " { return Promise.reject(new DOMException(why, 'SecurityError')); },"
     " writable: false, configurable: false}); } catch (e) {} })();"
 )
-#: Why a page's WebSocket closed: a message it sent was refused (the close frame's reason).
-SOCKET_REFUSED = "webshepherd: a message on this WebSocket was refused"
-_MAX_ELEMENT = 64
-_MAX_MESSAGE = 512
-log = logging.getLogger(__name__)
-_CLOSED = ("closed", "detached", "Invalid InterceptionId", "No tab", "Target", "handled")
 
 
-class CdpPostData(TypedDict, total=False):
-    """One part of a request's body (CDP ``Network.PostDataEntry``: base64)."""
-
-    bytes: str
-
-
-class _CdpRequestFields(TypedDict):
-    url: str
-    method: str
-
-
-class CdpRequest(_CdpRequestFields, total=False):
-    """The paused request, as CDP's ``Network.Request`` gives what the gate reads of it."""
-
-    headers: dict[str, str]
-    postData: str
-    postDataEntries: list[CdpPostData]
-
-
-class _RequestPausedFields(TypedDict):
-    requestId: str
-    request: CdpRequest
-
-
-class RequestPaused(_RequestPausedFields, total=False):
-    """CDP's ``Fetch.requestPaused`` event, the fields the gate reads."""
-
-    frameId: str
-    resourceType: str
-    redirectedRequestId: str
-
-
-class DownloadBegins(TypedDict, total=False):
-    """CDP's ``Browser.downloadWillBegin``, the fields the gate reads."""
-
-    frameId: str
-    guid: str
-    url: str
-    suggestedFilename: str
-
-
-class DownloadProgress(TypedDict, total=False):
-    """CDP's ``Browser.downloadProgress``, the fields the gate reads."""
-
-    guid: str
-    totalBytes: float
-    receivedBytes: float
-    state: str
-
-
-class GateError(RuntimeError):
-    """The gate was used wrongly (attached twice, a decide of the wrong kind)."""
-
-
-class CommitGate:
+class CommitGate(SocketHolds, DownloadHolds):
     """Holds a context's committing requests and downloads until ``decide`` approves each.
 
     ``session_id`` names the session in the refusals the gate makes itself (a decide that
@@ -217,24 +162,24 @@ class CommitGate:
         self.commit_gets = tuple(commit_gets)
         operator = getattr(getattr(decide, "__self__", None), "commits", ())  # a session's
         self.commits = tuple(f"GET {p}" for p in self.commit_gets) + tuple(operator)
-        self._trigger: str | None = None
-        self._element: str | None = None
-        self._decisions: list[CommitDecided] = []
+        self._trigger = None
+        self._element = None
+        self._decisions = []
         self._lock = threading.Lock()
-        self._context: Context | None = None
+        self._context = None
         self._async = False
-        self._tabs: list[_Tab] = []
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tabs = []
+        self._tasks = set()
         self._claimed: set[Page] = set()  # pages attached or being attached
         self._attaching: dict[Page, asyncio.Task[None]] = {}  # async: a new page's attach
-        self._asking: set[asyncio.Future[object]] = set()  # async: asks waiting for decide
-        self._waiting: dict[Route, str] = {}  # routes paused for an answer, how each fails
-        self._lost: str | None = None  # why the gate can no longer let anything go
+        self._asking = set()
+        self._waiting = {}
+        self._lost = None
         self._downloads_dir = Path(downloads_dir) if downloads_dir is not None else None
-        self._held_dir: Path | None = None
-        self._downloads: dict[str, _Download] = {}
+        self._held_dir = None
+        self._downloads = {}
         self._route: Callable[..., object] = self._on_route_sync
-        self.saved: list[Path] = []  # approved downloads, where they were moved
+        self.saved = []
 
     # -- the API ------------------------------------------------------------------------
 
@@ -313,13 +258,6 @@ class CommitGate:
             taken, self._decisions = self._decisions, []
         return taken
 
-    @property
-    def downloads_dir(self) -> Path:
-        """Where approved downloads go (made on first use when not given)."""
-        if self._downloads_dir is None:
-            self._downloads_dir = Path(tempfile.mkdtemp(prefix="webshepherd-downloads-"))
-        return self._downloads_dir
-
     def detach(self) -> Awaitable[None] | None:
         """Stop holding. A request, redirect hop, WebSocket message or download still waiting
         for its answer is refused, never let go (recorded with why), and so is one the browser
@@ -359,12 +297,16 @@ class CommitGate:
         yield context.route(PATTERN, self._route)
         if hasattr(context, "route_web_socket"):  # Playwright 1.48+: each message is held
             yield context.route_web_socket(_every, self._on_socket)
+        else:  # Playwright 1.44: each handshake is (in the pages' frames)
+            yield context.add_init_script(script=HOLD_HANDSHAKES)
         pages: list[Page] = list(context.pages)
         for page in pages:
             if self.origin is None:
                 self.origin = url_origin(page.url)
             try:
                 yield page.evaluate(_BLOCK_WORKERS)  # a page already open: its main frame
+                if not hasattr(context, "route_web_socket"):
+                    yield page.evaluate(HOLD_HANDSHAKES)
             except Exception as exc:
                 if not _closed(exc):
                     log.info("could not block workers in an open page: %s", exc)
@@ -435,15 +377,6 @@ class CommitGate:
         if held is not None:
             shutil.rmtree(held, ignore_errors=True)
 
-    def _spawn(self, steps: Steps[None]) -> None:
-        self._keep(drive_async(steps))
-
-    def _keep(self, work: Coroutine[object, object, None]) -> asyncio.Task[None]:
-        task = asyncio.get_running_loop().create_task(work)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        return task
-
     # -- one request ----------------------------------------------------------------------
 
     def _on_route_sync(self, route: Route, request: Request) -> None:
@@ -454,6 +387,9 @@ class CommitGate:
 
     def _routed(self, route: Route, request: Request) -> Steps[None]:
         code = _refusal(request)
+        if request.url.startswith(SOCKET_ASK):  # the handshake script asks (Playwright 1.44)
+            yield from self._handshake(route, request)
+            return
         try:
             if _service_worker_script(request):
                 log.warning(
@@ -475,67 +411,6 @@ class CommitGate:
         finally:
             self._waiting.pop(route, None)
         yield from _settle(route, None if approved else code)
-
-    def _decided(self, request: HeldRequest) -> Steps[bool]:
-        """Ask about ``request``; True only for an approval naming it. Every refusal the gate
-        makes itself is recorded with why."""
-        digest = request_digest(request)
-        if self._lost is not None:
-            self._record_refusal(request, self._lost)
-            return False
-        try:
-            answer = yield self._ask(request)
-        except Exception as exc:
-            name = type(exc).__name__
-            decider = "timeout" if isinstance(exc, TimeoutError) else "daemon"
-            self._record_refusal(request, f"asking about it failed ({name}: {exc})", decider)
-            return False
-        if not isinstance(answer, CommitDecided):
-            got = type(answer).__name__
-            self._record_refusal(request, f"decide returned {got}, not a CommitDecided")
-            return False
-        if answer.request_digest != digest:
-            self._record_refusal(
-                request,
-                f"the answer was about another request (digest {answer.request_digest[:12]}…, "
-                f"this one {digest[:12]}…)",
-            )
-            return False
-        if self._lost is not None:  # answered after the gate let go of the context
-            self._record_refusal(request, self._lost)
-            return False
-        with self._lock:
-            self._decisions.append(answer)
-        return answer.decision.status == "approved"
-
-    def _ask(self, request: HeldRequest) -> object:
-        """What the steps yield: the answer, or (async API) an awaitable of it that
-        :meth:`detach` can end."""
-        result = self._decide(request)
-        if not self._async and inspect.isawaitable(result):
-            if inspect.iscoroutine(result):
-                result.close()
-            raise GateError(
-                "decide returned an awaitable under Playwright's sync API: pass a blocking "
-                "decide (SyncSession.commit_check)"
-            )
-        if not self._async:
-            return result
-        if not inspect.isawaitable(result):
-            return _ready(result)
-        return self._guarded(result)
-
-    async def _guarded(self, result: Awaitable[object]) -> object:
-        asking: asyncio.Future[object] = asyncio.ensure_future(result)
-        self._asking.add(asking)
-        try:
-            return await asking
-        except asyncio.CancelledError:
-            if asking.cancelled() and self._lost is not None:
-                raise GateError(self._lost) from None
-            raise
-        finally:
-            self._asking.discard(asking)
 
     def _held(self, request: Request) -> HeldRequest | None:
         """The request as the wire's HeldRequest when it commits, else None."""
@@ -616,301 +491,3 @@ class CommitGate:
             trigger=self._trigger,
             element=self._element,
         )
-
-    # -- one WebSocket (Playwright 1.48+) ---------------------------------------------------
-
-    def _on_socket(self, socket: SocketRoute) -> None:
-        """A page's WebSocket, connected to its server: each message the page sends is held
-        like a request (in order), the server's reach the page as they come."""
-        server = socket.connect_to_server()
-        if self._context is None:  # detached: the route stays (Playwright 1.48 cannot remove it)
-            return
-        if self._async:
-            turn = asyncio.Lock()
-            socket.on_message(lambda m: self._spawn(self._socket_sends(socket, server, m, turn)))
-        else:
-            socket.on_message(lambda m: drive(self._socket_sends(socket, server, m, None)))
-
-    def _socket_sends(
-        self,
-        socket: SocketRoute,
-        server: SocketRoute,
-        message: str | bytes,
-        turn: asyncio.Lock | None,
-    ) -> Steps[None]:
-        if turn is not None:
-            yield turn.acquire()
-        try:
-            data = message.encode("utf-8") if isinstance(message, str) else bytes(message)
-            shown = data[:_MAX_MESSAGE].decode("utf-8", "replace")
-            request = HeldRequest(
-                method="WEBSOCKET",
-                url=socket.url[:8192],
-                kind="write",
-                origin=url_origin(socket.url),
-                fields=[RequestField(name="message", value=shown)],
-                body_bytes=len(data),
-                trigger=self._trigger,
-                element=self._element,
-            )
-            approved = yield from self._decided(request)
-            if approved:
-                server.send(message)
-                return
-            try:  # the page learns its message was refused: the channel closes
-                yield socket.close(code=1008, reason=SOCKET_REFUSED)
-                yield server.close(code=1000, reason=SOCKET_REFUSED)
-            except Exception as exc:
-                if not _closed(exc):
-                    raise
-        finally:
-            if turn is not None:
-                turn.release()
-
-    # -- one download -----------------------------------------------------------------------
-
-    def _download_begins(self, event: DownloadBegins) -> None:
-        guid = str(event.get("guid") or "")
-        if not guid or guid in self._downloads or self._held_dir is None:
-            return  # each page's session reports it: the first is kept
-        frame = str(event.get("frameId") or "")
-        page = next((tab.page for tab in self._tabs if tab.target == frame), None)
-        self._downloads[guid] = _Download(
-            guid=guid,
-            url=str(event.get("url") or ""),
-            name=str(event.get("suggestedFilename") or "download"),
-            page_url=(page.url if page is not None else None) or None,
-            trigger=self._trigger,
-            element=self._element,
-            folder=self._held_dir,
-        )
-
-    def _download_moves(self, event: DownloadProgress) -> Steps[None]:
-        state = event.get("state")
-        download = self._downloads.get(str(event.get("guid") or ""))
-        if download is None or state not in ("completed", "canceled") or download.asked:
-            return
-        if state == "canceled":
-            del self._downloads[download.guid]
-            download.discard()
-            return
-        download.asked = True
-        size = int(event.get("totalBytes") or event.get("receivedBytes") or 0)
-        with contextlib.suppress(OSError):
-            size = download.path.stat().st_size
-        approved = yield from self._decided(download.request(size))
-        self._downloads.pop(download.guid, None)
-        if approved and download.path.is_file():
-            self.saved.append(download.release(self.downloads_dir))
-        else:
-            download.discard()
-
-    def _record_refusal(self, request: HeldRequest, why: str, decider: str = "daemon") -> None:
-        info = DecisionInfo.model_validate(
-            {
-                "status": "rejected",
-                "by": "gate",
-                "note": f"the browser's gate refused it: {why}",
-                "decider": decider,
-                "way_out": "a decide that answers (the daemon running, the session open)",
-            }
-        )
-        refused = CommitDecided(
-            session_id=self.session_id,
-            request=request,
-            request_digest=request_digest(request),
-            decision=info,
-        )
-        with self._lock:
-            self._decisions.append(refused)
-
-
-class _Tab:
-    """One page, the gate's CDP session on it, its target and browser context."""
-
-    def __init__(self, page: Page, cdp: Cdp, target: str, browser_context: str | None) -> None:
-        self.page = page
-        self.cdp = cdp
-        self.target = target
-        self.browser_context = browser_context
-        self.paused: set[str] = set()  # redirect hops waiting for an answer
-
-    def downloads(self, behavior: str, folder: Path | None) -> dict[str, object]:
-        """``Browser.setDownloadBehavior``'s parameters for this page's browser context."""
-        params: dict[str, object] = {"behavior": behavior, "eventsEnabled": True}
-        if folder is not None:
-            params["downloadPath"] = str(folder)
-        if self.browser_context:
-            params["browserContextId"] = self.browser_context
-        return params
-
-
-@dataclass
-class _Download:
-    """A download Chromium is saving into the gate's held folder (named by its guid)."""
-
-    guid: str
-    url: str
-    name: str
-    page_url: str | None
-    trigger: str | None
-    element: str | None
-    folder: Path
-    asked: bool = False
-
-    @property
-    def path(self) -> Path:
-        return self.folder / self.guid
-
-    def mime(self) -> str:
-        if self.url.startswith("data:"):
-            head = unquote(self.url[5:].split(",", 1)[0]).split(";")[0].strip().lower()
-            if head:
-                return head[:128]
-        return mimetypes.guess_type(self.name)[0] or "application/octet-stream"
-
-    def request(self, size: int) -> HeldRequest:
-        """What the card shows: the file's name, type and size, and the page it came from."""
-        fields = [
-            RequestField(name="file", value=self.name[:512]),
-            RequestField(name="type", value=self.mime()),
-            RequestField(name="size", value=f"{size} bytes"),
-        ]
-        return HeldRequest(
-            method="GET",
-            url=self.url[:8192],
-            kind="download",
-            origin=url_origin(self.url),
-            fields=fields,
-            page_url=self.page_url[:8192] if self.page_url else None,
-            trigger=self.trigger,
-            element=self.element,
-        )
-
-    def release(self, folder: Path) -> Path:
-        """Move the file to ``folder`` under its own name (a free one: ``name (2).ext``)."""
-        folder.mkdir(parents=True, exist_ok=True)
-        name = Path(self.name.replace("\\", "/")).name.lstrip(".") or "download"
-        target = folder / name
-        stem, suffix = Path(name).stem, Path(name).suffix
-        n = 1
-        while target.exists():
-            n += 1
-            target = folder / f"{stem} ({n}){suffix}"
-        shutil.move(str(self.path), target)
-        return target
-
-    def discard(self) -> None:
-        with contextlib.suppress(OSError):
-            self.path.unlink()
-
-
-def _settle(route: Route, refusal: str | None) -> Steps[None]:
-    """Let the route go (``refusal`` None) or fail it; a page closed meanwhile is no error."""
-    try:
-        if refusal is None:
-            yield route.continue_()
-        else:
-            yield route.abort(refusal)
-    except Exception as exc:
-        if not _closed(exc):
-            raise
-
-
-def _fetch(tab: _Tab, method: str, params: dict[str, str]) -> Steps[None]:
-    """A Fetch command about a paused request; a page closed meanwhile is no error."""
-    try:
-        yield tab.cdp.send(method, params)
-    except Exception as exc:
-        if not _closed(exc):
-            raise
-
-
-def _failed(rid: str, reason: str) -> dict[str, str]:
-    return {"requestId": rid, "errorReason": reason}
-
-
-def _body(req: CdpRequest) -> bytes | None:
-    entries = req.get("postDataEntries")
-    if entries:
-        return b"".join(base64.b64decode(e.get("bytes", "")) for e in entries)
-    data = req.get("postData")
-    return data.encode("utf-8") if isinstance(data, str) else None
-
-
-def _nothing() -> Steps[None]:
-    return
-    yield
-
-
-async def _ready(value: T) -> T:
-    return value
-
-
-def _frame(request: Request) -> object:
-    """The request's frame; None for a new page's first navigation (no frame yet) or a
-    service worker's request."""
-    try:
-        return request.frame
-    except Exception:
-        return None
-
-
-def _page_url(frame: object) -> str | None:
-    try:
-        url = frame.page.url  # type: ignore[attr-defined]
-    except Exception:
-        return None
-    return str(url) or None
-
-
-def _refusal(request: Request) -> str:
-    """How a refused request fails: a navigation as aborted (the page stays where it was, as
-    after a cancelled navigation, instead of an error page), others as blocked by the client
-    (the page's fetch sees a network error)."""
-    return "aborted" if request.is_navigation_request() else "blockedbyclient"
-
-
-def _service_worker_script(request: Request) -> bool:
-    headers = request.headers
-    return str(headers.get("service-worker", "")).lower() == "script"
-
-
-def _named(url: str, patterns: tuple[str, ...]) -> bool:
-    """Whether ``url`` matches one of ``patterns`` (``*``: any run of characters)."""
-    return any(_glob(pattern, url) for pattern in patterns)
-
-
-def _glob(pattern: str, text: str) -> bool:
-    parts = pattern.split("*")
-    if len(parts) == 1:
-        return text == pattern
-    if not text.startswith(parts[0]) or not text.endswith(parts[-1]):
-        return False
-    at = len(parts[0])
-    end = len(text) - len(parts[-1])
-    for part in parts[1:-1]:
-        found = text.find(part, at, end)
-        if found < 0:
-            return False
-        at = found + len(part)
-    return at <= end
-
-
-def _every(url: str) -> bool:
-    return True
-
-
-def _closed(exc: BaseException) -> bool:
-    text = str(exc)
-    return any(word in text for word in _CLOSED)
-
-
-def _bid(action: str | None) -> str | None:
-    if not action:
-        return None
-    try:
-        bid = parse_action(action).bid
-    except ActionError:
-        return None
-    return bid if bid is not None and len(bid) <= _MAX_ELEMENT else None

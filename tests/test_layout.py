@@ -157,6 +157,16 @@ UNMIRRORED: dict[str, str] = {
         "tests/integrations/test_browsergym.py (BrowserGymEnvironment)"
     ),
     "integrations/browser_use_actions.py": "tests/integrations/test_browser_use.py",
+    "integrations/commit_gate_parts.py": (
+        "the gate's shared types and asking: tests/integrations/test_commit_gate.py"
+    ),
+    "integrations/commit_gate_downloads.py": (
+        "downloads held: tests/integrations/test_commit_gate_targets.py"
+    ),
+    "integrations/commit_gate_sockets.py": (
+        "WebSocket handshakes (1.44): tests/integrations/test_commit_gate_targets.py; messages "
+        "(1.48+): tests/e2e/test_commit_gate_fail_closed.py"
+    ),
     "integrations/shop_task.py": (
         "the bundled shop as a BrowserGym task: tests/integrations/test_replay.py (recorded, "
         "replayed, its writes refused, blamed)"

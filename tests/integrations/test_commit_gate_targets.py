@@ -3,17 +3,30 @@ pin's Playwright (1.44, sync API) in Debian's Chromium: a POST form and a link o
 tab, a ``window.open`` page posting on load, a cross-site (out-of-process) frame posting, the
 ``download`` attribute on a type the browser shows, ``data:`` and ``blob:`` downloads (no
 request at all); shared and service workers are refused with the reason. Refused, nothing
-reaches the recording server and no file is saved; approved, each arrives exactly once."""
+reaches the recording server and no file is saved; approved, each arrives exactly once. A
+WebSocket's handshake (1.44 has no ``route_web_socket``) is asked about before it connects:
+refused, the recording socket server sees no connection; approved or in ``watch``, it opens
+once (recorded flagged by a real daemon in ``watch``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 
 import pytest
-from webshepherd.integrations.commit_gate import WORKERS_BLOCKED, CommitGate
+from webshepherd.integrations.commit_gate import (
+    HANDSHAKE_REFUSED,
+    WORKERS_BLOCKED,
+    CommitGate,
+)
+from webshepherd.integrations.playwright import hold_commits
+from webshepherd.protocol.client.sync import Client
 from webshepherd.protocol.common import CommitKind
+from websockets.sync.server import Server, ServerConnection, serve
 
 from tests.fixtures.write_pages import Expected
+from tests.integrations.conftest import Daemon
 from tests.integrations.test_commit_gate import AFTER_S, Browser, Decider, browser, saved
 
 __all__ = ["browser"]  # the fixture, shared with test_commit_gate
@@ -135,3 +148,94 @@ def test_a_get_the_caller_names_is_held_others_go(browser: Browser) -> None:
     browser.servers.wait_for(Expected("GET", "home", "/cart/view"), pump=browser.pump)
     assert len(decide.asked) == 1
     gate.detach()
+
+
+# -- WebSockets: the handshake is held (Playwright 1.44) -------------------------------------
+
+
+@dataclass
+class Sockets:
+    """A recording WebSocket server on loopback: each connection's path and each message."""
+
+    server: Server
+    opened: list[str] = field(default_factory=list)
+    received: list[str] = field(default_factory=list)
+
+    @property
+    def url(self) -> str:
+        return f"ws://127.0.0.1:{self.server.socket.getsockname()[1]}/orders"
+
+    def record(self, connection: ServerConnection) -> None:
+        self.opened.append(connection.request.path if connection.request else "?")
+        for message in connection:
+            self.received.append(str(message))
+            connection.send("ok")
+
+
+@pytest.fixture
+def sockets() -> Iterator[Sockets]:
+    holder: list[Sockets] = []
+    with serve(lambda c: holder[0].record(c), "127.0.0.1", 0) as server:
+        holder.append(Sockets(server))
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        yield holder[0]
+        server.shutdown()
+        thread.join(5)
+
+
+def open_socket_page(b: Browser, sockets: Sockets) -> None:
+    b.page.goto(f"{b.servers.home}/escape_socket.html?ws={sockets.url}")
+
+
+@pytest.mark.parametrize("status", ["rejected", "approved"])
+def test_a_websocket_handshake_is_asked_about_before_it_connects(
+    browser: Browser, sockets: Sockets, status: str
+) -> None:
+    decide = Decider(status)
+    gate = CommitGate(decide)
+    gate.attach(browser.context, start_url=browser.servers.home)
+    open_socket_page(browser, sockets)
+    want = "answered ok" if status == "approved" else f"refused SecurityError: {HANDSHAKE_REFUSED}"
+    browser.until(lambda: browser.page.inner_text("#out") == want, f"the page's socket: {want}")
+    browser.pump(AFTER_S)
+    (held,) = decide.asked
+    assert (held.method, held.kind, held.url) == ("WEBSOCKET", "write", sockets.url)
+    assert held.fields[0].name == "channel" and "not held" in held.fields[0].value
+    assert held.page_url == f"{browser.servers.home}/escape_socket.html?ws={sockets.url}"
+    if status == "approved":
+        assert sockets.opened == ["/orders"] and sockets.received == ["order=usb-c cable"]
+    else:
+        assert sockets.opened == [] and sockets.received == []
+    assert [d.decision.status for d in gate.take_decisions()] == [status]
+    gate.detach()
+
+
+def test_a_real_daemon_refuses_the_handshake_in_stop_and_records_it_in_watch(
+    browser: Browser, daemon: Daemon, sockets: Sockets
+) -> None:
+    person = Client(daemon.url, daemon.token, role="monitor", name="test-person")
+    person.connect()
+    person.pair(daemon.monitor_code, "test-person")
+    with Client(daemon.url, daemon.token) as client:
+        start = f"{browser.servers.home}/escape_socket.html?ws={sockets.url}"
+        session = client.start_session("order a cable", start_url=start, holds="browser")
+        gate = hold_commits(browser.context, session, start_url=start)
+        try:
+            person.set_mode(session.session_id, "stop")
+            browser.page.goto(start)
+            browser.until(lambda: "refused" in browser.page.inner_text("#out"), "refused")
+            (stopped,) = gate.take_decisions()
+            assert stopped.decision.decider == "mode" and stopped.decision.mode == "stop"
+            assert stopped.request.method == "WEBSOCKET" and sockets.opened == []
+
+            person.set_mode(session.session_id, "watch")
+            browser.page.reload()
+            browser.until(lambda: browser.page.inner_text("#out") == "answered ok", "opened")
+            (watched,) = gate.take_decisions()
+            assert watched.decision.status == "approved" and watched.flagged
+            assert watched.decision.mode == "watch" and watched.request.url == sockets.url
+            assert sockets.opened == ["/orders"] and sockets.received == ["order=usb-c cable"]
+        finally:
+            gate.detach()
+            person.close()
