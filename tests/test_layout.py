@@ -147,6 +147,9 @@ UNMIRRORED: dict[str, str] = {
     "tui/widgets/reward_plot.py": "tests/tui/test_live.py",
     "tui/widgets/search_tree.py": "tests/tui/test_search_tree.py",
     "tui/widgets/sessions_table.py": "tests/tui/test_live.py and test_snapshots.py",
+    "daemon/sessions/action_targets.py": (
+        "what an action does to the page, read by the guards: tests/daemon/sessions/test_guards.py"
+    ),
     # -- integrations --------------------------------------------------------------------------
     "integrations/browsergym_obs.py": (
         "BrowserGym's observations, public through browsergym.py: "

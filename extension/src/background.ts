@@ -18,6 +18,7 @@ import type { CommitDecided, ServerMessage } from "./protocol.gen.js";
 import { SessionViews } from "./session-views.js";
 import { loadSettings, saveSettings, type Settings } from "./settings.js";
 import { TabSessions } from "./tab-sessions.js";
+import type { BindingCalled } from "./websocket-hold.js";
 
 const sessions = new TabSessions();
 const views = new SessionViews();
@@ -51,6 +52,8 @@ chrome.debugger.onEvent.addListener((source, method, params) => {
   // a frame or worker the held tab starts: held before it runs (it waits for us meanwhile)
   if (method === "Target.attachedToTarget") void ready.then(() => gate.attached(tabId, params as unknown as AttachedTarget)).catch((err) => console.warn("webshepherd: a child target's hold", err));
   if (method === "Target.detachedFromTarget") gate.childDetached((params as { sessionId: string }).sessionId);
+  // a held page's WebSocket message (websocket-hold.ts): sent only once approved
+  if (method === "Runtime.bindingCalled" && !(source as { sessionId?: string }).sessionId) void ready.then(() => gate.socketAsked(tabId, params as unknown as BindingCalled)).catch((err) => console.warn("webshepherd: a WebSocket message's hold", err));
   if (method !== "Fetch.requestPaused") return;
   const paused = params as unknown as Paused;
   const child = (source as { sessionId?: string }).sessionId; // paused in a frame's or worker's session

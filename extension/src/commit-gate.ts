@@ -32,6 +32,7 @@ import type { DaemonConnection } from "./connection.js";
 import { refuse } from "./refusal-response.js";
 import type { CommitDecided, HeldRequest } from "./protocol.gen.js";
 import type { TabSession } from "./tab-sessions.js";
+import { SocketHold, socketRequest, type BindingCalled } from "./websocket-hold.js";
 
 export interface GateContext {
   session(tabId: number): TabSession | undefined;
@@ -170,6 +171,9 @@ export class CommitGate {
   private readonly adopted = new Map<number, number>();
   private readonly children = new ChildTargets(async (tabId, child, method, params) => (await sessionFor(tabId, child))(method, params), PATTERNS);
 
+  /** Its pages' WebSocket messages, held through a page-world wrapper (websocket-hold.ts). */
+  private readonly sockets = new SocketHold();
+
   constructor(private readonly ctx: GateContext) {}
 
   /** A request paused (called as its event arrives, before anything else runs). */
@@ -278,6 +282,7 @@ export class CommitGate {
       await send("Fetch.enable", { patterns: PATTERNS }); // again after a restarted worker: idempotent
       this.on.add(tabId);
       await this.children.holdTab(tabId); // its frames and workers, and no shared worker
+      await this.sockets.hold(tabId, send); // its pages' WebSocket messages
     } else if (this.on.delete(tabId)) {
       this.mainFrames.delete(tabId);
       const send = await cdpForTab(tabId);
@@ -285,6 +290,7 @@ export class CommitGate {
       await send("Fetch.enable", { patterns: PATTERNS }).catch(() => undefined);
       await this.failTab(tabId, this.ctx.holding() ? GONE.unfollowed : GONE.unpaired);
       await this.children.releaseTab(tabId);
+      await this.sockets.release(tabId, send); // messages waiting are refused
       await send("Fetch.disable").catch(() => undefined);
       // the tabs it opened stop holding with it
       const opened = [...this.adopted].filter(([, by]) => by === tabId).map(([tab]) => tab);
@@ -298,7 +304,30 @@ export class CommitGate {
     this.on.delete(tabId);
     this.adopted.delete(tabId);
     this.mainFrames.delete(tabId);
+    this.sockets.detached(tabId);
     for (const [key, o] of this.open) if (o.tabId === tabId) this.open.delete(key);
+  }
+
+  /** A held tab's page-world wrapper asks about a WebSocket message (Runtime.bindingCalled):
+   * it is sent only when approved, through the same asking as a request; else its socket closes. */
+  async socketAsked(tabId: number, event: BindingCalled): Promise<void> {
+    const send = await cdpForTab(tabId);
+    await this.sockets.called(send, event, async (ask) => {
+      const s = this.session(tabId);
+      if (!s || !this.holds(tabId)) return false; // its hold ended as it asked: refused
+      const tab = await chrome.tabs.get(tabId).catch(() => null);
+      const requestId = `socket-${event.executionContextId}-${ask.id}`;
+      const key = openKey(tabId, requestId);
+      const open: Open = { tabId, requestId, state: "judging" };
+      this.open.set(key, open);
+      try {
+        const go = await this.ask(tabId, s.sessionId, socketRequest(ask, tab?.url ?? null, this.ctx.trigger(s.sessionId)), open);
+        return go && this.open.has(key); // failed meanwhile (the hold ended): refused
+      } finally {
+        this.failed.delete(key);
+        if (this.open.delete(key) && open.state === "asking") void this.persist();
+      }
+    });
   }
 
   /** A page of the tab began a download (Page.downloadWillBegin). */
