@@ -501,6 +501,8 @@ Object.assign(globalThis, {
     captureTab,
     captureUrl,
     state: () => ({ conn: connState, sessions: sessions.sessionIds() }),
+    /** The paused requests decided lately, newest last (the browser demo waits on them). */
+    recentCommits: () => views.recentCommits(),
     /** Resolves once a demonstrated tab's recorded actions and observations have gone out. */
     demonstrationIdle: async (tabId: number) => {
       for (let p = demonstrationChains.get(tabId); p; p = demonstrationChains.get(tabId) === p ? undefined : demonstrationChains.get(tabId)) await p;

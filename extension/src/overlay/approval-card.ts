@@ -34,6 +34,7 @@ export function approvalCard(req: ApprovalRequest): HTMLElement {
   const card = el("section", { className: "approval" });
   card.dataset.testid = "ws-approval";
   card.dataset.requestId = req.request_id;
+  card.dataset.reason = req.reason;
   card.setAttribute("aria-label", "Approval needed");
   const reward = rewardText(req.reward);
   const rewardEl = el("strong", {}, reward);
