@@ -21,7 +21,7 @@ from webshepherd.daemon.extension_id import EXTENSION_ID
 from webshepherd.daemon.sessions import approvals
 from webshepherd.daemon.sessions.guards import GuardPolicy
 from webshepherd.daemon.sessions.modes import MODES, parse_sandbox
-from webshepherd.protocol.commits import parse_commit_pattern
+from webshepherd.protocol.commits import MAX_COMMIT_PATTERNS, parse_commit_pattern
 from webshepherd.protocol.common import CommitMode
 from webshepherd.protocol.errors import WebShepherdError
 from webshepherd.protocol.token_store import APP_NAME, default_config_dir
@@ -121,6 +121,8 @@ class DaemonConfig:
         try:
             self.sandbox_origins = tuple(parse_sandbox(o) for o in self.sandbox_origins)
             self.commits = tuple(dict.fromkeys(parse_commit_pattern(p) for p in self.commits))
+            if len(self.commits) > MAX_COMMIT_PATTERNS:
+                raise ValueError(f"--commits: at most {MAX_COMMIT_PATTERNS} patterns")
         except ValueError as exc:
             raise WebShepherdError(str(exc)) from None
 

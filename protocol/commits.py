@@ -20,6 +20,7 @@ from urllib.parse import parse_qsl, urlsplit
 from webshepherd.protocol.common import CommitKind, HeldRequest, RequestField
 
 __all__ = [
+    "MAX_COMMIT_PATTERNS",
     "SAFE_METHODS",
     "commit_kind",
     "held_request",
@@ -35,6 +36,8 @@ SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 _MAX_FIELDS = 64
 _MAX_VALUE = 512
 _MAX_PATTERN = 2048
+#: At most this many patterns (``session.started.commits`` carries them all).
+MAX_COMMIT_PATTERNS = 256
 _PATTERN_EXAMPLE = "e.g. 'GET https://shop.example/cart/remove*'"
 
 

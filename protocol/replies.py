@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
+from webshepherd.protocol.commits import MAX_COMMIT_PATTERNS
 from webshepherd.protocol.common import (
     AgentInfo,
     ApprovalCard,
@@ -92,7 +93,7 @@ class SessionStarted(Model):
     )
     commits: list[Annotated[str, Field(max_length=2100)]] | None = Field(
         default=None,
-        max_length=256,
+        max_length=MAX_COMMIT_PATTERNS,
         description="The operator's patterns of GET (HEAD, OPTIONS) requests that commit, "
         "'METHOD URL' with * for any run (serve --commits): every gate holds a matching request "
         "like a write; null: none (addition to v1).",

@@ -373,3 +373,5 @@ def test_commits_names_gets_that_commit_and_refuses_a_bad_pattern(
         assert "argument --commits" in err and says in err, err
     with pytest.raises(WebShepherdError, match="POST requests commit already"):
         DaemonConfig(commits=("POST https://a.test/x",))
+    with pytest.raises(WebShepherdError, match="at most 256 patterns"):
+        DaemonConfig(commits=tuple(f"GET https://a.test/{i}*" for i in range(257)))
