@@ -24,6 +24,7 @@ from webshepherd.daemon.sessions.guards import action_targets, ax_line
 from webshepherd.daemon.sessions.modes import place
 from webshepherd.daemon.sessions.state import LiveSession
 from webshepherd.protocol.actions import ActionError, parse_action, read_recorded
+from webshepherd.protocol.commits import url_origin
 from webshepherd.protocol.common import (
     ApprovalCard,
     Candidate,
@@ -332,10 +333,13 @@ def _served(st: LiveSession, step: int, levels: Mapping[int, int] | None) -> Che
 
 def causing_step(st: LiveSession, request: HeldRequest) -> CausingStep | None:
     """The step that caused ``request``: the session's latest observation when the request
-    names the action that caused it (``trigger``); None when the page did, or before any
-    observation. The judge's view only when that action was scored at that step."""
+    names the action that caused it (``trigger``) and was sent from that observation's origin;
+    None when the page did, before any observation, or from another site. The judge's view
+    only when that action was scored at that step."""
     if not request.trigger or st.axtree is None or st.step < 0:
         return None
+    if request.page_url and st.url and url_origin(request.page_url) != url_origin(st.url):
+        return None  # sent from another site than the page observed: not that step's
     bid = request.element
     if bid is None:
         try:

@@ -5,16 +5,19 @@ from __future__ import annotations
 import base64
 import io
 
+from webshepherd.daemon.engine.checklist_parse import parse_reference_checklist
 from webshepherd.daemon.sessions.cards import (
     CROP_MAX,
     CausingStep,
     approval_card,
     axtree_element,
+    causing_step,
     commit_card,
     commit_why,
     field_labels,
     nearby_amounts,
 )
+from webshepherd.daemon.sessions.state import LiveSession
 from webshepherd.protocol.common import (
     CandidateResult,
     CardJudge,
@@ -22,6 +25,7 @@ from webshepherd.protocol.common import (
     FieldLabel,
     HeldRequest,
     RequestField,
+    SessionHeader,
     Turn,
 )
 
@@ -352,3 +356,27 @@ def test_nearby_amounts_and_field_labels_read_only_the_observation() -> None:
     assert field_labels(SHOP, [("q", "2"), ("n", "for Sam "), ("x", "")]) == [
         FieldLabel(name="n", label="Gift note")
     ]
+
+
+def test_the_causing_step_is_the_latest_observation_its_trigger_scored_there() -> None:
+    header = SessionHeader(
+        session_id="s1", intent="Buy a cable", start_url="http://shop.test/", created_at=1.0
+    )
+    st = LiveSession(header, step=2, url="http://shop.test/p/2", axtree=SHOP)
+    st.checklist = parse_reference_checklist("Checklist 1: Find it\nChecklist 2: Add it")
+    st.history = [Turn(thought="", action="click('20')")]
+    st.acted_steps = {1}
+    st.step_progress = {1: {"click('20')": {1: 2}}, 2: {"click('18')": {1: 2, 2: 1}}}
+    st.step_candidates = {2: [("click('18')", 0.7), ("go_back()", 0.1)]}
+    req = _request(trigger="click('18')", page_url="http://shop.test/p/2")
+    step = causing_step(st, req)
+    assert step is not None and (step.step, step.bid) == (2, "18")
+    # item 1 was done at an earlier executed step: the click serves item 2, in progress
+    assert step.judge == CardJudge(step=2, reward=0.7, item=2, item_title="Add it")
+    unscored = causing_step(st, _request(trigger="click('24')"))
+    assert unscored is not None and unscored.bid == "24" and unscored.judge is None
+    assert causing_step(st, _request()) is None  # the page sent it by itself
+    elsewhere = _request(trigger="click('18')", page_url="https://other.test/")
+    assert causing_step(st, elsewhere) is None
+    st.axtree = None
+    assert causing_step(st, req) is None  # no observation yet
