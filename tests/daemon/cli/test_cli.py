@@ -309,3 +309,29 @@ def test_a_word_like_nothing_known_gets_no_guess(env: dict[str, str]) -> None:
     assert done.returncode == 2
     assert "unrecognized arguments: --zzzzzz\n" in done.stderr
     assert "did you mean" not in done.stderr
+
+
+def test_the_integrations_commands_without_their_install_name_make_setup_integrations(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """``blame`` and ``label`` come through the ``webshepherd.commands`` entry points; without
+    BrowserGym (this venv), or without the entry points, one line says what installs them."""
+    import importlib.util
+
+    import webshepherd.daemon.cli as cli
+
+    if importlib.util.find_spec("gymnasium") is not None:
+        pytest.skip("BrowserGym is installed here: tests/integrations/test_commands.py runs it")
+    args = ["blame", "s1", "--agent", "m:f", "--no-record", "--data-dir", str(tmp_path)]
+    assert cli.main(args) == 1
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("webshepherd: `webshepherd blame` needs gymnasium"), line
+    assert "`make setup-integrations`" in line
+    monkeypatch.setattr(cli, "plugin_commands", lambda: [])
+    for command in ("blame", "label"):
+        with pytest.raises(SystemExit) as exited:
+            cli.main([command, "s1"])
+        assert exited.value.code == 2
+        said = capsys.readouterr().err.splitlines()[-1]
+        assert f"`webshepherd {command}` comes with the integrations, not installed here" in said
+        assert "`make setup-integrations`" in said
