@@ -47,12 +47,14 @@ def scripted_truth(actions: list[str], candidates: list[list[str]], fault_at: in
 def test_rollout_labels_agree_with_the_scripted_truth_and_the_exports_pair_them(
     daemon: Daemon, tmp_path: Path
 ) -> None:
-    # enter-text: fill, then a wrong fill over it (step 2), then Submit
-    sid, won, at = record_faulted(daemon.url, daemon.token, daemon.data_dir, "enter-text", 1, 1)
-    assert (won, at) == (False, 1)
+    # enter-text: a wrong fill (step 1), then Submit
+    sid, won, _ = record_faulted(daemon.url, daemon.token, daemon.data_dir, "enter-text", 1, 0)
+    assert won is False
     rec = load(sid, daemon.data_dir)
     cands = [[a for a, _ in s.candidates] for s in rec.steps]
-    assert [len(c) for c in cands] == [2, 2, 2]
+    assert all(len(c) == 2 for c in cands), cands  # what ran and what was weighed
+    # the injected fill (a busy CPU may have repeated an action BrowserGym timed out)
+    at = next(k for k, a in enumerate(rec.actions) if a.endswith(", 'wrong')"))
     out = tmp_path / "rollouts.json"
     env = dict(os.environ, WEBSHEPHERD_URL=daemon.url, WEBSHEPHERD_TOKEN=daemon.token)
     done = subprocess.run(
@@ -90,11 +92,11 @@ def test_rollout_labels_agree_with_the_scripted_truth_and_the_exports_pair_them(
             f"rollouts: {v['won']}/4 won",
         )
 
-    # the right candidate against the wrong one at the two steps that could still be won
+    # the right candidate against the wrong one at each step that could still be won
     flat = [a for c in cands for a in c]
-    right = {a for a, t in zip(flat[:4], truth[:4], strict=True) if t}
+    right = {a for a, t in zip(flat, truth, strict=True) if t}
     preference = export(daemon.data_dir, "trl-preference", tmp_path / "exports")
-    assert len(preference) == 2
+    assert len(preference) == at + 1
     assert {(r["chosen_source"], r["rejected_source"]) for r in preference} == {
         ("rollout", "rollout")
     }
