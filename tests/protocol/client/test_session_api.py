@@ -114,7 +114,7 @@ PUBLIC = {
     "checklist": "(timeout: float | None = 60.0) -> Checklist",
     "commit_check": "(request: HeldRequest, *, timeout: float | None = None) -> CommitDecided",
     "end": "(outcome: Literal['success', 'failure', 'unknown'] = 'unknown', answer: str | None = None) -> SessionEnded",  # noqa: E501
-    "label": "(step: int, action: str, items: Sequence[Literal['yes', 'in_progress', 'no']], source: Literal['environment', 'person'] = 'environment', note: str | None = None) -> LabelRecorded",  # noqa: E501
+    "label": "(step: int, action: str, items: Sequence[Literal['yes', 'in_progress', 'no']], source: Literal['environment', 'person', 'replay', 'rollout'] = 'environment', note: str | None = None) -> LabelRecorded",  # noqa: E501
     "observe": "(url: str, axtree: str, screenshot: Screenshot | Mapping[str, object] | None = None, elements: Mapping[str, ElementFacts | Mapping[str, object]] | None = None) -> Observed",  # noqa: E501
     "score": "(candidates: Sequence[Candidate | Mapping[str, object] | tuple[str, str] | str], observation: Observation | Mapping[str, object] | None = None, samples: int | None = None, approval: Literal['auto', 'always', 'never'] = 'auto', *, on_progress: Callable[[ScoreProgress], object] | None = None, timeout: float | None = None) -> Scored",  # noqa: E501
     "set_mode": "(mode: Literal['ask', 'watch', 'stop']) -> ModeSet",
