@@ -92,7 +92,9 @@ from webshepherd.integrations.commit_gate_sockets import (
     SOCKET_ASK,
     SOCKET_REFUSED,
     SocketHolds,
+    _asks_socket,
     _every,
+    _open_unasked,
 )
 from webshepherd.protocol.commits import SAFE_METHODS, commit_kind, held_request, url_origin
 from webshepherd.protocol.common import MAX_ACTION_CHARS, HeldRequest
@@ -371,6 +373,8 @@ class CommitGate(SocketHolds, DownloadHolds):
                     raise
         try:
             yield context.unroute(PATTERN, self._route)
+            if not hasattr(context, "route_web_socket"):  # 1.44: the handshake script stays
+                yield context.route(_asks_socket, _open_unasked)  # in the pages: unheld now
         except Exception as exc:
             if not _closed(exc):
                 raise

@@ -47,6 +47,8 @@ SOCKET_ASK = "https://webshepherd.invalid/websocket?url="
 #: The handshake's field on the card: what approving it lets through.
 UNHELD_CHANNEL = "opens a channel whose messages are not held (Playwright < 1.48)"
 _MAX_MESSAGE = 512
+#: The answer to the handshake script's ask: readable from any page, never cached.
+_ANSWER_HEADERS = {"access-control-allow-origin": "*", "cache-control": "no-store"}
 
 #: Run in every frame before the page's scripts (Playwright < 1.48): ``new WebSocket(url)``
 #: connects only once the gate's route answers 200 to its synchronous ask; else it throws.
@@ -151,7 +153,7 @@ class SocketHolds(Holds):
         try:
             yield route.fulfill(
                 status=200 if approved else 403,
-                headers={"access-control-allow-origin": "*", "cache-control": "no-store"},
+                headers=_ANSWER_HEADERS,
                 body="",
             )
         except Exception as exc:
@@ -168,3 +170,12 @@ def _socket_url(url: str) -> str:
 
 def _every(url: str) -> bool:
     return True
+
+
+def _asks_socket(url: str) -> bool:
+    return url.startswith(SOCKET_ASK)
+
+
+def _open_unasked(route: Route) -> object:
+    """After the gate detached (1.44 cannot remove its script): a handshake connects unasked."""
+    return route.fulfill(status=200, headers=_ANSWER_HEADERS, body="")

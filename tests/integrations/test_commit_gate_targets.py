@@ -6,7 +6,7 @@ request at all); shared and service workers are refused with the reason. Refused
 reaches the recording server and no file is saved; approved, each arrives exactly once. A
 WebSocket's handshake (1.44 has no ``route_web_socket``) is asked about before it connects:
 refused, the recording socket server sees no connection; approved or in ``watch``, it opens
-once (recorded flagged by a real daemon in ``watch``)."""
+once (recorded flagged by a real daemon in ``watch``); once the gate detaches, it opens unasked."""
 
 from __future__ import annotations
 
@@ -209,6 +209,10 @@ def test_a_websocket_handshake_is_asked_about_before_it_connects(
         assert sockets.opened == [] and sockets.received == []
     assert [d.decision.status for d in gate.take_decisions()] == [status]
     gate.detach()
+    if status == "rejected":  # detached: the script stays in the pages, and connects unasked
+        browser.page.reload()
+        browser.until(lambda: browser.page.inner_text("#out") == "answered ok", "unheld")
+        assert len(decide.asked) == 1 and sockets.opened == ["/orders"]
 
 
 def test_a_real_daemon_refuses_the_handshake_in_stop_and_records_it_in_watch(
