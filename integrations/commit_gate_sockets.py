@@ -14,7 +14,9 @@ answers (it never leaves the browser). The handshake is a ``commit.check`` of it
 ``SecurityError`` naming :data:`HANDSHAKE_REFUSED`, no connection is made), ``watch`` lets it
 open and records it flagged. Once open, its messages leave unheld. The script lives in the
 page's world: page script sees the wrapper (and could call the ask URL itself, which only asks),
-and a worker's WebSocket is not wrapped (docs/security.md's limits).
+a worker's WebSocket is not wrapped, and a page whose CSP ``connect-src`` refuses the ask has
+its sockets refused in every mode (docs/security.md's limits). Once the gate detaches, the
+script stays in the context (1.44 cannot remove it) and a route lets its handshakes connect.
 """
 
 from __future__ import annotations
