@@ -7,6 +7,8 @@ import { showBadge } from "./badge.js";
 import { detachTab, onDetached } from "./capture/cdp.js";
 import type { AttachedTarget } from "./child-targets.js";
 import { CommitGate, type Paused } from "./commit-gate.js";
+import { NEW_TAB_POST_REFUSED, NewTabGuard } from "./new-tab-guard.js";
+import { refusalNotice } from "./refusal-response.js";
 import { DaemonConnection, type ConnState } from "./connection.js";
 import { NavHistory } from "./demonstration-nav.js";
 import type { PairingState, SessionView, ToPages, ToWorker } from "./messages.js";
@@ -42,7 +44,13 @@ const gate = new CommitGate({
   trigger: (sessionId) => views.lastDecided(sessionId),
   decided: (_tabId, answer) => commitDecided(answer),
 });
-sessions.onChange = (tabId) => gate.sync(tabId);
+/** POST navigations into tabs not held yet are blocked while any tab is held (new-tab-guard.ts). */
+const newTabs = new NewTabGuard();
+const heldTabs = () => sessions.tabs().filter((tab) => gate.holds(tab));
+sessions.onChange = async (tabId) => {
+  await newTabs.holding(heldTabs()); // before the tab is held: what it opens is guarded
+  await gate.sync(tabId);
+};
 onDetached((tabId) => gate.detached(tabId));
 
 chrome.debugger.onEvent.addListener((source, method, params) => {
@@ -64,8 +72,36 @@ chrome.debugger.onEvent.addListener((source, method, params) => {
 // a tab a held tab opens (target=_blank, window.open) is held as its opener's session at once
 function opened(tabId: number | undefined, openerTabId: number | undefined) {
   if (tabId === undefined) return;
-  void ready.then(() => gate.opened(tabId, openerTabId)).catch((err) => console.warn("webshepherd: an opened tab's hold", err));
+  if (openerTabId !== undefined) openers.set(tabId, openerTabId);
+  const held = ready
+    .then(() => gate.opened(tabId, openerTabId))
+    .catch((err) => console.warn("webshepherd: an opened tab's hold", err))
+    .then(() => newTabs.settle(tabId)); // held now (its next requests), or its opener is not held
+  adopting.set(tabId, held);
 }
+/** Which tab opened each tab, and its hold being set up (for its blocked first navigation). */
+const openers = new Map<number, number>();
+const adopting = new Map<number, Promise<void>>();
+chrome.tabs.onCreated.addListener((tab) => {
+  if (tab.id !== undefined) newTabs.created(tab.id, tab.openerTabId !== undefined && gate.holds(tab.openerTabId));
+});
+// a new tab's first navigation the rule blocked: a GET goes again once the tab is held (and is
+// held then); a POST is refused, and the page that opened it is told why
+chrome.webRequest.onErrorOccurred.addListener(
+  (d) => {
+    const opener = openers.get(d.tabId);
+    if (opener === undefined || !d.error.includes("ERR_BLOCKED_BY_CLIENT")) return;
+    openers.delete(d.tabId); // its first navigation only (never a loop with another blocker)
+    if (d.method === "GET") {
+      // (the browser's own navigation: the rule, which blocks only pages' navigations, lets it go)
+      void (adopting.get(d.tabId) ?? ready).then(() => chrome.tabs.update(d.tabId, { url: d.url })).catch(() => undefined);
+      return;
+    }
+    const decision = { status: "rejected" as const, by: "webshepherd extension", note: NEW_TAB_POST_REFUSED };
+    sendToTab(opener, { kind: "refused", text: refusalNotice({ method: d.method, url: d.url, kind: "write" }, decision) });
+  },
+  { urls: ["<all_urls>"], types: ["main_frame"] },
+);
 // (the browser's own word: tabs.onCreated's openerTabId names the tab active then, for any new tab)
 chrome.webNavigation.onCreatedNavigationTarget.addListener((d) => opened(d.tabId, d.sourceTabId));
 
@@ -82,6 +118,7 @@ chrome.downloads.onDeterminingFilename.addListener((item, suggest) => {
 
 /** Every followed tab's hold (and the tabs they opened) as the pairing says now. */
 function syncHolds() {
+  void newTabs.holding(heldTabs());
   for (const tab of new Set([...sessions.tabs(), ...gate.adoptedTabs()])) void gate.sync(tab).catch((err) => console.warn("webshepherd: commit hold", err));
 }
 
@@ -301,6 +338,11 @@ async function stopDemonstration(tabId: number, outcome: "success" | "failure" |
   lastSent.delete(tabId);
 }
 
+// a held tab on another host: the pages the new-tab rule watches follow it
+chrome.webNavigation.onCommitted.addListener((d) => {
+  if (d.frameId === 0 && gate.holds(d.tabId)) void newTabs.holding(heldTabs());
+});
+
 chrome.webNavigation.onCommitted.addListener((details) => {
   if (details.frameId !== 0) return;
   void ready.then(() => {
@@ -469,6 +511,9 @@ chrome.webNavigation.onCompleted.addListener((details) => {
 chrome.tabs.onRemoved.addListener((tabId) => {
   void ready.then(async () => {
     lastSent.delete(tabId);
+    newTabs.removed(tabId);
+    openers.delete(tabId);
+    adopting.delete(tabId);
     demonstrationNav.delete(tabId);
     demonstrationChains.delete(tabId);
     await sessions.remove(tabId);
@@ -503,6 +548,12 @@ Object.assign(globalThis, {
     state: () => ({ conn: connState, sessions: sessions.sessionIds() }),
     /** The paused requests decided lately, newest last (the browser demo waits on them). */
     recentCommits: () => views.recentCommits(),
+    /** The paused requests waiting for a decision: id, method, URL (the browser demo waits on them). */
+    pendingCommits: () =>
+      views
+        .pending()
+        .filter((p) => p.request.reason === "commit")
+        .map((p) => ({ id: p.request.request_id, method: p.request.card?.request?.method ?? "", url: p.request.card?.request?.url ?? "" })),
     /** Resolves once a demonstrated tab's recorded actions and observations have gone out. */
     demonstrationIdle: async (tabId: number) => {
       for (let p = demonstrationChains.get(tabId); p; p = demonstrationChains.get(tabId) === p ? undefined : demonstrationChains.get(tabId)) await p;
