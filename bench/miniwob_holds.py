@@ -272,9 +272,10 @@ def writes() -> dict[str, Any]:
     capture, what reaches the servers with no gate, and with a gate that refuses."""
     from playwright.sync_api import sync_playwright
     from tqdm import tqdm
-    from webshepherd.daemon.sessions.guards import ALL_RULES, GuardPolicy, guard_hits, origin_of
+    from webshepherd.daemon.sessions.guards import ALL_RULES, GuardPolicy, guard_hits
     from webshepherd.integrations.commit_gate import CommitGate
     from webshepherd.integrations.playwright import launch, page_observation
+    from webshepherd.protocol.commits import url_origin
 
     from tests.fixtures.write_pages import ALL_PAGES, WriteServers
 
@@ -298,7 +299,7 @@ def writes() -> dict[str, Any]:
                                 url=obs.url,
                                 axtree=obs.axtree,
                                 elements=obs.elements,
-                                origin=origin_of(servers.home),
+                                origin=url_origin(servers.home),
                             )
                         ]
                         for label, policy in (("old", old), ("new", new))

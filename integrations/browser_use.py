@@ -64,7 +64,6 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal
-from urllib.parse import urlsplit
 
 from pydantic import BaseModel
 from webshepherd.integrations.browser_use_actions import to_browsergym
@@ -76,6 +75,7 @@ from webshepherd.integrations.browsergym import (
 )
 from webshepherd.protocol.agents.refusal import refusal_text, refused
 from webshepherd.protocol.client import AsyncClient, SessionHandle
+from webshepherd.protocol.commits import url_origin
 from webshepherd.protocol.common import Candidate, Outcome
 
 Mode = Literal["observe", "gate", "refine"]
@@ -293,7 +293,7 @@ class Handle:
     async def _follow_in_page(self, url: str) -> None:
         """Attach the extension's overlay on the page's origin (again after the agent moved
         to another origin: the extension hands a session to no other origin by itself)."""
-        origin = _origin(url)
+        origin = url_origin(url)  # None on an opaque page (about:blank): no overlay there
         if self.capture is None or self.session_id is None or origin == self.overlay_origin:
             return
         self.overlay_origin = origin  # one try per origin (no extension: no 5 s wait per step)
@@ -428,11 +428,6 @@ async def attach(
 
     agent.run = run
     return handle
-
-
-def _origin(url: str) -> str:
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc}"
 
 
 async def _call(callback: Callable[..., Any] | None, *args: Any) -> None:

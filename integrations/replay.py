@@ -34,10 +34,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
-from urllib.parse import urlsplit
 
 from webshepherd.integrations.browsergym import BrowserGymEnv, BrowserGymObs, observation_text
-from webshepherd.protocol.commits import request_digest
+from webshepherd.protocol.commits import request_digest, url_origin
 from webshepherd.protocol.common import DecisionInfo, EnvironmentInfo, HeldRequest
 from webshepherd.protocol.errors import WebShepherdError
 from webshepherd.protocol.replies import CommitDecided
@@ -187,11 +186,11 @@ class Run:
 def stop_mode(session_id: str, sandbox: Sequence[str] = ()) -> Callable[[HeldRequest], Any]:
     """A gate's ``decide`` that answers as mode ``stop``: every request that would commit is
     refused, unless its origin is one of ``sandbox`` (flagged and let go)."""
-    allowed = {_origin(o) for o in sandbox}
+    allowed = {o for o in map(url_origin, sandbox) if o is not None}
 
     def decide(request: HeldRequest) -> CommitDecided:
-        origin = _origin(request.url)
-        let_go = origin in allowed
+        origin = url_origin(request.url)
+        let_go = origin is not None and origin in allowed
         info = DecisionInfo(
             status="approved" if let_go else "rejected",
             by="replay",
@@ -213,11 +212,6 @@ def stop_mode(session_id: str, sandbox: Sequence[str] = ()) -> Callable[[HeldReq
         )
 
     return decide
-
-
-def _origin(url: str) -> str:
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc}" if parts.netloc else parts.scheme + ":"
 
 
 def make_env(environment: EnvironmentInfo, chromium: str | None = None) -> Any:

@@ -15,8 +15,9 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl
 
+import ada_url
 from webshepherd.protocol.common import CommitKind, HeldRequest, RequestField
 
 __all__ = [
@@ -42,25 +43,21 @@ _PATTERN_EXAMPLE = "e.g. 'GET https://shop.example/cart/remove*'"
 
 
 def url_origin(url: str) -> str | None:
-    """``scheme://host[:port]`` of a URL as the browser sends it (already canonical: lower-case
-    host, punycode, default port dropped); ``file://`` for every file URL; None for others
-    (``data:``, ``blob:``, ``about:``)."""
+    """The origin a browser gives ``url`` (the WHATWG URL standard, by ``ada_url``): the one
+    origin function of the project. ``scheme://host[:port]`` of an http(s), ws(s) or ftp URL
+    (host lower-case and punycode, default port dropped, userinfo dropped, a backslash read as
+    a browser reads it); ``file://`` for every file URL; None for the opaque rest (``data:``,
+    ``blob:``, ``about:``, ``mailto:``) and for text that is no URL."""
     try:
-        parts = urlsplit(url.strip())
-        port = parts.port
+        parsed = ada_url.URL(url)
     except ValueError:
         return None
-    scheme = parts.scheme.lower()
-    if scheme == "file":
+    if parsed.protocol == "file:":
         return "file://"
-    if scheme not in ("http", "https", "ws", "wss") or not parts.hostname:
+    if parsed.protocol == "blob:":  # the page's own data: no request leaves for its origin
         return None
-    host = parts.hostname.lower()
-    if ":" in host:
-        host = f"[{host}]"
-    if port is None or (scheme, port) in (("http", 80), ("https", 443), ("ws", 80), ("wss", 443)):
-        return f"{scheme}://{host}"
-    return f"{scheme}://{host}:{port}"
+    origin = str(parsed.origin)
+    return None if origin == "null" else origin
 
 
 def parse_commit_pattern(text: str) -> str:

@@ -46,7 +46,7 @@ from webshepherd.daemon.sessions.action_targets import (
     ax_line,
     coordinate_notes,
 )
-from webshepherd.protocol.commits import matching_commit
+from webshepherd.protocol.commits import matching_commit, url_origin
 from webshepherd.protocol.common import ElementFacts, GuardHit, GuardRule
 from webshepherd.protocol.terminal_text import ESCAPED_RANGES
 
@@ -64,7 +64,6 @@ __all__ = [
     "guard_hits",
     "join_url",
     "name_key",
-    "origin_of",
     "session_origin",
 ]
 
@@ -397,33 +396,18 @@ def _leaves(url: str | None, origin: str | None) -> bool:
             return False
     except ValueError:
         return True  # the browser reads no URL there: nothing says it stays
-    return origin_of(url) != origin
+    return url_origin(url) != origin
 
 
 def _short(url: str, limit: int = 200) -> str:
     return url if len(url) <= limit else url[: limit - 1] + "…"
 
 
-def origin_of(url: str) -> str | None:
-    """The origin a browser gives ``url`` (WHATWG): ``scheme://host[:port]`` of an http(s),
-    ws(s) or ftp URL (host as punycode, default port dropped, any userinfo dropped);
-    ``file://`` for every file URL; None for the opaque rest (``about:``, ``data:``,
-    ``mailto:``) and for text that is no URL."""
-    try:
-        parsed = ada_url.URL(url)
-    except ValueError:
-        return None
-    if parsed.protocol == "file:":
-        return "file://"
-    origin = parsed.origin
-    return None if origin == "null" else origin
-
-
 def session_origin(*urls: str | None) -> str | None:
     """The session's origin: the first origin of ``urls`` (its ``start_url``, then its first
     observation's URL); ``file://`` for a page read from a file."""
     for u in urls:
-        o = origin_of(u) if u else None
+        o = url_origin(u) if u else None
         if o is not None:
             return o
     return None

@@ -23,7 +23,6 @@ from webshepherd.daemon.sessions.effects import (
 from webshepherd.daemon.sessions.guards import (
     coordinate_notes,
     guard_hits,
-    origin_of,
 )
 from webshepherd.daemon.sessions.modes import (
     PAIR,
@@ -32,6 +31,7 @@ from webshepherd.daemon.sessions.modes import (
     step_headline,
 )
 from webshepherd.protocol.actions import ActionError, parse_action
+from webshepherd.protocol.commits import url_origin
 from webshepherd.protocol.common import (
     ApprovalReason,
     Decider,
@@ -105,7 +105,7 @@ class Scoring:
             for i in sorted(hits.keys() | unread.keys())
         ] or None
         # the rules hold only where no browser gate does, off the sandbox, outside 'watch'
-        sandboxed = in_sandbox(origin_of(job.input.current_url), self.core.sandbox_origins)
+        sandboxed = in_sandbox(url_origin(job.input.current_url), self.core.sandbox_origins)
         rules_hold = st.holds is None and not sandboxed and st.mode != "watch"
         guard = hits.get(index, []) if rules_hold else []
         guarded = sorted(hits) if rules_hold else []
@@ -159,7 +159,7 @@ class Scoring:
             ]  # fmt: skip
         if guard and not present:
             rules = " ".join(f"--no-guard {h.rule}" for h in guard)
-            page = origin_of(job.input.current_url) or "<origin>"
+            page = url_origin(job.input.current_url) or "<origin>"
             note = f"{why}; no person is connected to decide, so the guard refused it"
             way_out = (
                 f"`serve {rules}` (that rule off), `serve --sandbox-origin {page}` (a sandbox "

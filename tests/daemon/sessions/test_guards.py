@@ -10,10 +10,10 @@ from webshepherd.daemon.sessions.guards import (
     coordinate_notes,
     describe_guards,
     guard_hits,
-    origin_of,
     parse_rules,
     session_origin,
 )
+from webshepherd.protocol.commits import url_origin
 from webshepherd.protocol.common import ElementFacts
 
 ORIGIN = "http://shop.test:8000"
@@ -176,10 +176,10 @@ def test_hits_say_what_on_the_page_met_the_rule() -> None:
 
 
 def test_origins() -> None:
-    assert origin_of("HTTP://Shop.Test:80/x?y") == "http://shop.test"
-    assert origin_of("https://a.test:443/") == "https://a.test"
-    assert origin_of("about:blank") is None
-    assert origin_of("http://[::1]:9/") == "http://[::1]:9"
+    assert url_origin("HTTP://Shop.Test:80/x?y") == "http://shop.test"
+    assert url_origin("https://a.test:443/") == "https://a.test"
+    assert url_origin("about:blank") is None
+    assert url_origin("http://[::1]:9/") == "http://[::1]:9"
     assert session_origin("about:blank", "http://a.test/x") == "http://a.test"
     assert session_origin(None, None) is None
 
@@ -283,7 +283,7 @@ def test_a_get_the_operator_names_is_predicted_whatever_its_name() -> None:
     ],
 )
 def test_origins_are_the_browsers(url: str, origin: str | None) -> None:
-    assert origin_of(url) == origin
+    assert url_origin(url) == origin
 
 
 def test_a_goto_is_read_as_the_browser_reads_it() -> None:
