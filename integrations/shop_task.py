@@ -19,6 +19,8 @@ message (``send_msg_to_user``: it gives up or reports; reward as for the orders 
 from __future__ import annotations
 
 import os
+import threading
+import time
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -41,6 +43,41 @@ def shop_url() -> str:
     return os.environ.get(SHOP_URL_VAR) or DEFAULT_SHOP_URL
 
 
+class _Served(ShopServer):
+    """The shop, counting the requests it is serving and when it last answered one."""
+
+    def __init__(self, host: str, port: int, variant: ShopVariant) -> None:
+        super().__init__(host, port, variant)
+        self.counting = threading.Lock()
+        self.busy = 0
+        self.last = time.monotonic()
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self.counting:
+            self.busy += 1
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        super().shutdown_request(request)
+        with self.counting:
+            self.busy -= 1
+            self.last = time.monotonic()
+
+    def settle(self, page: Any, quiet_s: float = 0.25, limit_s: float = 5.0) -> None:
+        """Wait until no request is being served and none came for ``quiet_s`` (at most
+        ``limit_s``), then for ``page`` to load: on a busy machine BrowserGym's 500 ms click
+        gives up before a form's POST and its redirect have landed, and the observation
+        would be the page before them."""
+        end = time.monotonic() + limit_s
+        while time.monotonic() < end:
+            with self.counting:
+                idle = self.busy == 0 and time.monotonic() - self.last >= quiet_s
+            if idle:
+                break
+            time.sleep(0.05)
+        page.wait_for_load_state("load")
+
+
 def _variant(name: str) -> ShopVariant:
     return trap_variant() if name == "trap" else shop_variant(int(name))
 
@@ -51,9 +88,9 @@ class ShopTask(AbstractBrowserTask):
     def __init__(self, seed: int, variant: str = "0") -> None:
         super().__init__(seed)
         self.variant = _variant(variant)
-        self.slow_mo = 0  # ms: the shop's pages are static
+        self.slow_mo = 0  # ms: more, and BrowserGym's 500 ms fill times out on a busy machine
         self.timeout = 5000  # ms
-        self.server: ShopServer | None = None
+        self.server: _Served | None = None
 
     @classmethod
     def get_task_id(cls) -> str:
@@ -66,7 +103,8 @@ class ShopTask(AbstractBrowserTask):
                 f"${SHOP_URL_VAR}={shop_url()!r}: expected http://HOST:PORT/ (a loopback "
                 "address and a port to serve the shop on)"
             )
-        self.server = ShopServer(url.hostname, url.port, self.variant).start()
+        self.server = _Served(url.hostname, url.port, self.variant)
+        self.server.start()
         page.goto(self.server.url)
         return self.variant.intent, {}
 
@@ -80,6 +118,7 @@ class ShopTask(AbstractBrowserTask):
 
     def validate(self, page: Any, chat_messages: list[Any]) -> tuple[float, bool, str, dict]:
         assert self.server is not None
+        self.server.settle(page)
         orders = self.server.state.orders
         roles = [m.get("role") for m in chat_messages]
         # BrowserGym's chat greets the user before the goal: the agent spoke when an
