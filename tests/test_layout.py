@@ -150,6 +150,9 @@ UNMIRRORED: dict[str, str] = {
     "daemon/sessions/action_targets.py": (
         "what an action does to the page, read by the guards: tests/daemon/sessions/test_guards.py"
     ),
+    "daemon/sessions/tree_nodes.py": (
+        "a search tree's nodes checked: tests/daemon/server/test_tree_nodes_live.py"
+    ),
     # -- integrations --------------------------------------------------------------------------
     "integrations/browsergym_obs.py": (
         "BrowserGym's observations, public through browsergym.py: "

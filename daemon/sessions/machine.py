@@ -55,6 +55,7 @@ from webshepherd.daemon.sessions.guards import (
 from webshepherd.daemon.sessions.scoring import PendingScore, Scoring
 from webshepherd.daemon.sessions.signals import SignalBook
 from webshepherd.daemon.sessions.state import LiveSession, restored
+from webshepherd.daemon.sessions.tree_nodes import check_tree_node
 from webshepherd.protocol import requests as rq
 from webshepherd.protocol.common import (
     CommitMode,
@@ -490,38 +491,8 @@ class SessionCore:
         to the session's subscribers. A node being expanded sets the judge's trajectory to
         the path reaching it (the actions of branches the search left are not in it)."""
         st = self.get(msg.session_id)
+        first = check_tree_node(st, msg)
         known = st.tree.get(msg.node)
-        first = (msg.parent, msg.depth, msg.action)
-        if known is not None and known != first:
-            parent, depth, _ = known
-            raise ProtocolError(
-                f"node: node {msg.node} was reported with parent {parent}, depth {depth} and "
-                "another action; a node's parent, depth and action do not change"
-            )
-        if known is None and msg.parent is None:
-            root = next((n for n, (p, _, _) in st.tree.items() if p is None), None)
-            if root is not None:
-                raise ProtocolError(f"parent: the tree has its root already (node {root})")
-        if known is None and msg.parent is not None:
-            up = st.tree.get(msg.parent)
-            if up is None:
-                raise ProtocolError(f"parent: no node {msg.parent} in this session's tree")
-            if msg.depth != up[1] + 1:
-                raise ProtocolError(
-                    f"depth: {msg.depth} below node {msg.parent} of depth {up[1]} "
-                    f"(expected {up[1] + 1})"
-                )
-        if msg.trying is not None and msg.trying not in st.tree and msg.trying != msg.node:
-            raise ProtocolError(f"trying: no node {msg.trying} in this session's tree")
-        for name, step in (("step", msg.step), ("expanded_at", msg.expanded_at)):
-            if step is not None and step > st.step:
-                raise ProtocolError(f"{name}: step {step} is not observed yet (at {st.step})")
-        if (
-            msg.step is not None
-            and msg.action is not None
-            and msg.action not in (a for a, _ in st.step_candidates.get(msg.step, []))
-        ):
-            raise ProtocolError(f"action: not a candidate scored at step {msg.step}")
         st.tree[msg.node] = first
         if known is None:
             st.tree_thoughts[msg.node] = msg.thought or ""
