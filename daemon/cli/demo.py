@@ -136,6 +136,8 @@ def add_demo_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         action="store_true",
         help="hold the shop's commits for a person (by default the demos make the shop a "
         "sandbox origin, as serve --sandbox-origin does: their agent orders unattended and "
-        "each commit is flagged); with nobody paired, the first step that commits is refused",
+        "each commit is flagged); with nobody paired (the terminal demos), the first step that "
+        "commits is refused; with --browser each waits for you in the extension's side panel or "
+        "popup (headless: the demo approves it there)",
     )
     d.set_defaults(func=cmd_demo)

@@ -8,6 +8,7 @@ where the judge and the shop differ."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import time
 from dataclasses import dataclass
@@ -34,9 +35,20 @@ if TYPE_CHECKING:
     from webshepherd.daemon.demo.shop import ShopServer
     from webshepherd.protocol.agents import PageState
 
-__all__ = ["APPROVAL_STEP", "BrowserDemoOptions", "DemoRun", "held_candidate", "verdicts"]
+__all__ = [
+    "APPROVAL_STEP",
+    "BrowserDemoOptions",
+    "CommitRefused",
+    "DemoRun",
+    "held_candidate",
+    "verdicts",
+]
 
 APPROVAL_STEP = 3  # the search results: wrong products are tempting there
+#: Actions that may send a request that commits, and how long after one a paused request
+#: shows in the overlay at the latest (the extension asks the daemon, the daemon answers).
+_MAY_SEND = ("click(", "dblclick(", "press(", "keyboard_press(")
+PAUSE_SEEN_WITHIN_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -52,7 +64,7 @@ class BrowserDemoOptions:
     approval_step: int = APPROVAL_STEP  # the step whose worst bad candidate is held
     approval_timeout_s: float = 300.0  # a person's time to decide (headed)
     keep: bool = False  # keep the temporary data dir (the recording), named in summary.json
-    guards: bool = False  # the daemon's guards on (off by default: the demo orders unattended)
+    guards: bool = False  # commits wait for a person (off by default: the demo orders unattended)
 
 
 _TITLES = {int(n): t for n, t in re.findall(r"^Checklist (\d+): (.+)$", CHECKLIST, re.MULTILINE)}
@@ -71,6 +83,14 @@ def held_candidate(agent_step: list[Proposal], rewards: list[float | None]) -> i
     """The bad candidate with the lowest reward (no reward counts as 0)."""
     bad = [i for i, p in enumerate(agent_step) if not p.good]
     return min(bad, key=lambda i: (rewards[i] if rewards[i] is not None else 0.0, i))
+
+
+class CommitRefused(Exception):
+    """A request the extension paused was refused: the demo ends there, cleanly."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
 
 
 class DemoRun:
@@ -162,9 +182,11 @@ class DemoRun:
             key=self.key,
             reply_key=self.reply_key,
         )
-        error = None
+        error, refused = None, None
         try:
-            await self.env.execute(action)
+            await self.execute(action)
+        except CommitRefused as exc:  # the person (or the time) said no: the demo ends here
+            error = refused = exc.message
         except Exception as exc:  # ActionError: reported, the agent goes on
             error = getattr(exc, "message", str(exc))
             self.console.print(f"  [red]action failed:[/] {console_safe(error)}")
@@ -193,7 +215,104 @@ class DemoRun:
                 "screenshot": shot,
             }
         )
+        if refused is not None:
+            self.console.print(
+                f"  [bold red]refused:[/] {console_safe(refused)}; the demo ends here"
+            )
+            return False
         return True
+
+    async def execute(self, action: str) -> None:
+        """Run ``action``; when the extension pauses a request it causes (``--guards``), wait
+        for the decision: approved, the page it leads to loads; refused, ``CommitRefused``."""
+        run = asyncio.ensure_future(self.env.execute(action))
+        loop = asyncio.get_running_loop()
+        # a request the action caused may be paused after the action itself returned (the
+        # harness does not see a request the extension holds): look a little longer
+        end = None if self.opts.guards and action.startswith(_MAY_SEND) else 0.0
+        while True:
+            # asked of the extension's worker: the page waits on its paused request
+            paused = await self.paused_commits()
+            if paused:
+                break
+            if run.done():
+                if end is None:
+                    end = loop.time() + PAUSE_SEEN_WITHIN_S
+                if loop.time() >= end:
+                    await run  # nothing paused: the action's own result
+                    return
+            await asyncio.wait({run}, timeout=0.05)
+        heard = len(await self.recent_commits())
+        # the page it leads to: once approved, the held request goes and the page navigates
+        main = self.page.main_frame
+        wait_s = self.opts.approval_timeout_s + 60
+        navigated = asyncio.ensure_future(
+            self.page.wait_for_event(
+                "framenavigated", predicate=lambda f: f == main, timeout=wait_s * 1000
+            )
+        )
+        request_id = paused[0]["id"]
+        what = f"{paused[0]['method']} {paused[0]['url']}"
+        if self.opts.headless:
+            self.console.print(
+                f"  [magenta]scripted decision:[/] approving {console_safe(what)} in the "
+                "extension's side panel"
+            )
+            assert self.worker is not None  # paused_commits() found it
+            await decide_in_side_panel(self.page.context, self.worker, request_id, "approve")
+        else:
+            self.console.print(
+                f"  [bold magenta]Your turn:[/] the shop's request {console_safe(what)} waits "
+                "unsent. In the extension's side panel or popup, [bold]Approve[/] sends it; "
+                f"[bold]Reject[/] ends the demo here (within {self.opts.approval_timeout_s:.0f} "
+                "s; then it is refused)."
+            )
+        decided = await self.commit_decided(heard)
+        d = decided["decision"]
+        ran = decided.get("flagged") or d["status"] in ("approved", "edited", "auto")
+        by = d.get("by") or d.get("decider") or "the daemon"
+        if not ran:
+            for waiting in (run, navigated):
+                waiting.cancel()
+                with contextlib.suppress(BaseException):
+                    await waiting
+            raise CommitRefused(f"{what} was refused ({d['status']}) by {by}")
+        self.console.print(f"  [magenta]decision:[/] {console_safe(what)} approved by {by}")
+        with contextlib.suppress(Exception):  # its wait may have run out while it was held
+            await asyncio.wait_for(run, self.env.timeout_ms / 1000 + 10)
+        with contextlib.suppress(Exception):  # a request that does not navigate: none comes
+            await asyncio.wait_for(navigated, self.env.navigation_timeout_ms / 1000)
+        await self.page.wait_for_load_state("load")
+
+    async def paused_commits(self) -> list[dict[str, str]]:
+        """The requests the extension holds for a decision now: ``id``, ``method``, ``url``."""
+        if self.worker is None:
+            return []
+        got: list[dict[str, str]] = await self.worker.evaluate(
+            "() => self.webshepherd.pendingCommits()"
+        )
+        return got
+
+    async def recent_commits(self) -> list[dict[str, Any]]:
+        """The paused requests the extension heard decided, newest last."""
+        if self.worker is None:
+            return []
+        got: list[dict[str, Any]] = await self.worker.evaluate(
+            "() => self.webshepherd.recentCommits()"
+        )
+        return got
+
+    async def commit_decided(self, heard: int) -> dict[str, Any]:
+        """The decision on the request paused now: the first the extension hears after
+        ``heard`` decisions (a person's, or the daemon's once ``approval_timeout_s`` ran out)."""
+        loop = asyncio.get_running_loop()
+        end = loop.time() + self.opts.approval_timeout_s + 30
+        while loop.time() < end:
+            recent = await self.recent_commits()
+            if len(recent) > heard:
+                return recent[heard]
+            await asyncio.sleep(0.1)
+        raise DemoBrowserError("no decision came for the paused request")
 
     async def ask_approval(
         self, n: int, proposals: list[Proposal], rewards: list[float | None], good: str, why: str
@@ -218,14 +337,22 @@ class DemoRun:
                 reply_key=self.reply_key,
             )
         )
-        card = await approval_card(self.page)
-        heading = await card.locator("h3").first.inner_text()  # "Waiting for a person: step N …"
+        # a person may decide before the overlay has drawn the card, or before it is read
+        shown = asyncio.ensure_future(approval_card(self.page))
+        await asyncio.wait({shown, pending}, return_when=asyncio.FIRST_COMPLETED)
+        card, heading = None, None
+        if shown.done() and shown.exception() is None:
+            card = shown.result()
+            with contextlib.suppress(Exception):  # "Waiting for a person: step N …"
+                heading = await card.locator("h3").first.inner_text(timeout=2000)
+        else:
+            shown.cancel()
         shot = await self.shot("approval.png")
         if self.opts.headless:
             self.console.print(
                 "  [magenta]scripted decision:[/] clicking Reject in the extension's side panel"
             )
-            request_id = await card.get_attribute("data-request-id")
+            request_id = await card.get_attribute("data-request-id") if card else None
             if self.worker is None or request_id is None:
                 raise DemoBrowserError("the side panel's card cannot be found: no worker or id")
             await decide_in_side_panel(self.page.context, self.worker, request_id, "reject")

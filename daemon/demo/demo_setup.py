@@ -99,9 +99,16 @@ def demo_commits(shop_url: str, hold: bool) -> dict[str, Any]:
     return {"guards": GuardPolicy(), "sandbox_origins": sandbox}
 
 
-def print_commits_note(console: Console, hold: bool) -> None:
-    """The one line a demo prints about what commits and who decides."""
-    if hold:
+def print_commits_note(console: Console, hold: bool, decider: str | None = None) -> None:
+    """The one line a demo prints about what commits and who decides (``decider``: where a
+    paired person decides; None: nobody is paired in this demo)."""
+    if hold and decider:
+        console.print(
+            escape(describe_guards(GuardPolicy()))
+            + "; each request that commits (adding to the cart, placing the order) waits "
+            f"unsent for a decision: {decider}; a refusal ends the demo there"
+        )
+    elif hold:
         console.print(
             escape(describe_guards(GuardPolicy()))
             + "; nobody is paired in this demo, so the first step that commits is refused"

@@ -20,11 +20,16 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
+import signal
+import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Coroutine
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,7 +38,7 @@ from rich.console import Console
 from webshepherd.daemon.demo.agent import CHECKLIST, TASK, ShopAgent
 from webshepherd.daemon.demo.browser_page import DemoBrowserError, hook, pair, pair_person
 from webshepherd.daemon.demo.browser_report import build_summary, print_totals, write_summary
-from webshepherd.daemon.demo.browser_steps import BrowserDemoOptions, DemoRun
+from webshepherd.daemon.demo.browser_steps import APPROVAL_STEP, BrowserDemoOptions, DemoRun
 from webshepherd.daemon.demo.demo_setup import (
     demo_servers,
     load_demo_engine,
@@ -173,16 +178,32 @@ def run_browser_demo(
     if opts.out is not None:
         opts.out.mkdir(parents=True, exist_ok=True)
     console.print(f"task: [bold]{TASK}[/]")
-    print_commits_note(console, opts.guards)
+    print_commits_note(console, opts.guards, DECIDER[opts.headless])
+    console.print(
+        f"step {APPROVAL_STEP} holds a tempting wrong candidate for a person"
+        + (" (the demo rejects it itself, headless)" if opts.headless else "")
+        + "; Ctrl-C stops the demo at any time"
+    )
     engine, tiny = load_demo_engine(model, console)
     workdir = Path(tempfile.mkdtemp(prefix="webshepherd-demo-"))
+    interrupted = threading.Event()
     try:
-        run, outcome = asyncio.run(_serve_and_drive(engine, workdir, console, opts, chromium, dist))
-    except DemoBrowserError as exc:
-        console.print(f"[red]error:[/] {console_safe(exc.message)}")
-        return 1
-    except Exception as exc:  # Playwright's: most often the window was closed
-        if type(exc).__module__.startswith("playwright"):
+        run, outcome = asyncio.run(
+            _until_interrupted(
+                _serve_and_drive(engine, workdir, console, opts, chromium, dist),
+                interrupted,
+                workdir if not opts.keep else None,
+            )
+        )
+    except BaseException as exc:
+        if interrupted.is_set() or isinstance(exc, KeyboardInterrupt):
+            console.print("[yellow]stopped (Ctrl-C)[/]: nothing more was sent")
+            return 130
+        if isinstance(exc, DemoBrowserError):
+            console.print(f"[red]error:[/] {console_safe(exc.message)}")
+            return 1
+        if isinstance(exc, Exception) and type(exc).__module__.startswith("playwright"):
+            # most often the window was closed
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             stopped = "[red]the browser stopped before the demo finished:[/]"
             console.print(f"{stopped} {console_safe(first)}")
@@ -203,6 +224,60 @@ def run_browser_demo(
     if tiny:
         print_noise_note(console)
     return 0 if outcome["status"] == "success" else 1
+
+
+#: Who decides a paused request in the browser demo, headed or headless (``--guards``).
+DECIDER = {
+    False: "you approve or reject it in the extension's side panel or popup (this Chromium's "
+    "extension is paired as you)",
+    True: "the demo itself approves it in the extension's side panel (headless: no person)",
+}
+
+#: How long the cleanup after Ctrl-C may take before the process exits anyway (seconds).
+STOP_WITHIN_S = 0.5
+
+
+async def _until_interrupted(
+    main: Coroutine[Any, Any, tuple[DemoRun, dict[str, Any]]],
+    interrupted: threading.Event,
+    workdir: Path | None,
+) -> tuple[DemoRun, dict[str, Any]]:
+    """Run ``main``; on SIGINT cancel it (whatever it waits for: a model, a person, the
+    browser) and exit within ``STOP_WITHIN_S`` even if the cleanup is slower (the browser's
+    close): the temporary ``workdir`` goes first."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.ensure_future(main)
+
+    def hard_exit() -> None:
+        if workdir is not None:  # removed by a process of its own: a profile takes a while
+            with contextlib.suppress(OSError):
+                subprocess.Popen(
+                    ["rm", "-rf", "--", str(workdir)],
+                    start_new_session=True,  # out of reach of the Ctrl-C that stops us
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+        sys.stdout.write("stopped (Ctrl-C)\n")
+        sys.stdout.flush()
+        os._exit(130)
+
+    def on_sigint(_signum: int, _frame: object) -> None:
+        # a Python-level handler runs at once, even while the loop waits in select()
+        if interrupted.is_set():
+            return
+        interrupted.set()
+        timer = threading.Timer(STOP_WITHIN_S, hard_exit)
+        timer.daemon = True  # a cleanup done in time exits as it is
+        timer.start()
+        loop.call_soon_threadsafe(task.cancel)
+
+    if threading.current_thread() is not threading.main_thread():
+        return await task  # signals reach the main thread only
+    before = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        return await task
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 async def _serve_and_drive(

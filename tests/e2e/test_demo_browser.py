@@ -5,12 +5,20 @@ what happened."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import io
 import json
+import os
 import re
 import shutil
+import signal
 import struct
 import subprocess
+import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
@@ -159,3 +167,143 @@ def test_the_judge_tells_the_shops_truth_on_the_page(demo):
     for i in ("1", "2", "3", "4"):
         seen = [s["checklist"][i] for s in steps]
         assert "yes" not in seen or all(v == "yes" for v in seen[seen.index("yes") :]), seen
+
+
+@pytest.fixture(scope="module")
+def xvfb_display() -> Iterator[str]:
+    """A virtual display of its own (``Xvfb -displayfd``): the headed demo draws there."""
+    if shutil.which("Xvfb") is None:
+        pytest.skip("Xvfb is missing (apt-get install xvfb)")
+    xvfb = subprocess.Popen(
+        ["Xvfb", "-displayfd", "1", "-nolisten", "tcp", "-screen", "0", "1280x800x24"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert xvfb.stdout is not None
+        yield ":" + xvfb.stdout.readline().strip()
+    finally:
+        xvfb.terminate()
+        xvfb.wait(10)
+
+
+async def _decide_as_person(url: str, token: str, config_dir: Path, decided: list) -> None:
+    """A person's tool paired with this daemon (a code as ``webshepherd pair tui`` makes it):
+    rejects the tempting wrong candidate the demo holds, approves each request that commits."""
+    from websockets.asyncio.client import connect
+
+    from tests.fixtures.daemon import WsClient, pairing_code
+
+    def hello(credential: str | None = None) -> dict[str, Any]:
+        client = {"name": "test-person", "version": "1", "role": "monitor"}
+        msg = {"type": "hello", "protocol": 1, "token": token, "client": client}
+        return msg if credential is None else {**msg, "approver": credential}
+
+    c = WsClient(await connect(url))
+    assert (await c.request(hello()))["type"] == "welcome"
+    code = pairing_code(config_dir, "monitor")
+    paired = await c.request({"type": "pair", "code": code, "name": "test-person"})
+    await c.close()
+    c = WsClient(await connect(url))
+    assert (await c.request(hello(paired["credential"])))["approver"] is True
+    try:
+        while True:
+            req = await c.wait_for("approval.request", timeout=600)
+            decision = "approve" if req["reason"] == "commit" else "reject"
+            decided.append((req["reason"], decision, (req.get("card") or {}).get("request")))
+            await c.send(
+                {"type": "approval.decide", "id": f"d{len(decided)}", "decision": decision}
+                | {"request_id": req["request_id"]}
+            )
+    finally:
+        await c.close()
+
+
+def test_guards_wait_for_the_paired_person_and_the_order_goes_through(
+    xvfb_display, tiny_model_path, tmp_path, monkeypatch, capsys
+):
+    """Issue 51.6: ``demo --browser --guards`` headed says what it will do, then each request
+    that commits waits unsent until the paired person decides (here the test, paired as a
+    person's tool); approved, the order is placed and the demo ends cleanly."""
+    from rich.console import Console
+    from webshepherd.daemon.demo import run_browser
+    from webshepherd.daemon.demo.browser_steps import BrowserDemoOptions
+
+    monkeypatch.setenv("DISPLAY", xvfb_display)
+    monkeypatch.setenv("WEBSHEPHERD_CONFIG_DIR", str(tmp_path / "user-config"))
+    monkeypatch.setenv("WEBSHEPHERD_DATA_DIR", str(tmp_path / "user-data"))
+    decided: list = []
+    real = run_browser.demo_servers
+
+    @contextlib.asynccontextmanager
+    async def with_a_person(*args: Any, **kwargs: Any):
+        async with real(*args, **kwargs) as (server, token, shop):
+            config_dir = server.config.config_dir
+            person = asyncio.ensure_future(
+                _decide_as_person(server.url, token, config_dir, decided)
+            )
+            try:
+                yield server, token, shop
+            finally:
+                person.cancel()
+                with contextlib.suppress(BaseException):
+                    await person
+
+    monkeypatch.setattr(run_browser, "demo_servers", with_a_person)
+    out = io.StringIO()
+    opts = BrowserDemoOptions(samples=1, guards=True, out=tmp_path / "out")
+    code = run_browser.run_browser_demo(
+        opts, model=str(tiny_model_path), console=Console(file=out, width=120)
+    )
+    text = out.getvalue()
+    flat = " ".join(text.split())
+    assert code == 0, text[-4000:]
+    assert "nobody is paired" not in flat and "action failed" not in flat
+    assert "waits unsent for a decision: you approve or reject it in the extension's side" in flat
+    assert "Ctrl-C stops the demo" in flat
+    commits = [(d, r["method"], urlsplit(r["url"]).path) for k, d, r in decided if k == "commit"]
+    assert [c[:2] for c in commits] == [("approve", "POST")] * len(commits) and len(commits) >= 2
+    assert ("always", "reject", None) in decided  # the tempting wrong candidate at step 3
+    assert "Your turn:" in flat  # a person this quick may decide before the demo says it waits
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text("utf-8"))
+    assert summary["outcome"]["status"] == "success"
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_guards_stop_on_ctrl_c_within_a_second_while_waiting_for_a_decision(
+    xvfb_display, tiny_model_path, tmp_path
+):
+    """Ctrl-C (SIGINT to the demo's process group, as a terminal sends it) while the demo
+    waits for a person: it says so and exits within a second, with no traceback."""
+    env = demo_env(tmp_path, tiny_model_path, DISPLAY=xvfb_display)
+    proc = subprocess.Popen(
+        [*DEMO, "--browser", "--guards", *HEADED_ARGS[:4]],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    assert proc.stdout is not None
+    lines: list[str] = []
+    try:
+        for line in proc.stdout:  # until it waits for the person (step 3's held candidate)
+            lines.append(line)
+            if "Your turn:" in line:
+                break
+        assert any("Your turn:" in x for x in lines), "".join(lines)[-3000:]
+        t0 = time.monotonic()
+        os.killpg(proc.pid, signal.SIGINT)
+        proc.wait(timeout=30)
+        elapsed = time.monotonic() - t0
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    rest, err = proc.stdout.read(), proc.stderr.read() if proc.stderr else ""
+    flat = " ".join(("".join(lines) + rest).split())
+    assert proc.returncode == 130, flat[-3000:] + err[-3000:]
+    assert "stopped (Ctrl-C)" in flat and "Traceback" not in err + rest
+    assert "nobody is paired" not in flat
+    assert elapsed < 1.0, f"exited {elapsed:.2f} s after SIGINT"
