@@ -529,46 +529,6 @@ class Timing(Model):
     model_ms: float = 0.0
 
 
-class DeviceStats(Model):
-    name: str
-    memory_used_mb: float | None = None
-    memory_total_mb: float | None = None
-    utilization: float | None = Field(default=None, description="Percent, 0-100.")
-
-
-class JudgeUsage(Model):
-    """What the judge consumed since the daemon started (addition to v1): tokens in and out per
-    scored step, as the backend counted them (a remote server's ``usage``), and their price."""
-
-    backend: str
-    model: str
-    steps: int = Field(ge=0, description="Scored steps.")
-    prompt_tokens: int = Field(ge=0, description="Prompt tokens of all scored steps.")
-    completion_tokens: int = Field(ge=0, description="Generated tokens of all scored steps.")
-    prompt_tokens_per_step: float | None = Field(
-        default=None, description="Mean over the latest 200 steps."
-    )
-    completion_tokens_per_step: float | None = Field(
-        default=None, description="Mean over the latest 200 steps."
-    )
-    cost_usd: float | None = Field(
-        default=None,
-        description="prompt and completion tokens at serve --price-in / --price-out (USD per "
-        "million tokens); null when no price was given.",
-    )
-
-
-class OtlpStats(Model):
-    """The OpenTelemetry export (``serve --otlp-endpoint``; addition to v1)."""
-
-    queued: int = Field(ge=0, description="Events waiting for the export thread.")
-    dropped_events: int = Field(
-        ge=0, description="Events dropped because the export queue was full."
-    )
-    exported_spans: int = Field(ge=0, description="Spans the collector accepted.")
-    failed_spans: int = Field(ge=0, description="Spans whose export failed (not retried).")
-
-
 class SessionHeader(Model):
     """What one session is and how it stands, the columns of its ``sessions`` row: the one
     declaration of these fields. The summary is it plus the live facts; the machine's live

@@ -8,8 +8,13 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
-from webshepherd.protocol.common import DeviceStats, JudgeUsage, OtlpStats
-from webshepherd.protocol.replies import RemoteEngineStats, Stats
+from webshepherd.protocol.replies import (
+    DeviceStats,
+    JudgeUsage,
+    OtlpStats,
+    RemoteEngineStats,
+    Stats,
+)
 
 if TYPE_CHECKING:
     from webshepherd.daemon.engine.types import EngineStats

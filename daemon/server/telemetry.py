@@ -25,13 +25,13 @@ from urllib.parse import urlparse
 from pydantic import BaseModel
 from webshepherd.daemon.redact import Redactor
 from webshepherd.protocol.actions import read_recorded
-from webshepherd.protocol.common import OtlpStats
 from webshepherd.protocol.errors import WebShepherdError
 from webshepherd.protocol.replies import (
     ActionEvent,
     ApprovalRequest,
     ApprovalResolved,
     Observed,
+    OtlpStats,
     Scored,
     SessionEnded,
     SessionStarted,
