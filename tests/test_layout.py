@@ -163,6 +163,10 @@ UNMIRRORED: dict[str, str] = {
         "tests/integrations/test_browsergym.py (BrowserGymEnvironment)"
     ),
     "integrations/browser_use_actions.py": "tests/integrations/test_browser_use.py",
+    "integrations/shop_task.py": (
+        "the bundled shop as a BrowserGym task: tests/integrations/test_replay.py (recorded, "
+        "replayed, its writes refused, blamed)"
+    ),
     "integrations/commit_gate_parts.py": (
         "the gate's shared types and asking: tests/integrations/test_commit_gate.py"
     ),
@@ -172,10 +176,6 @@ UNMIRRORED: dict[str, str] = {
     "integrations/commit_gate_sockets.py": (
         "WebSocket handshakes (1.44): tests/integrations/test_commit_gate_targets.py; messages "
         "(1.48+): tests/e2e/test_commit_gate_fail_closed.py"
-    ),
-    "integrations/shop_task.py": (
-        "the bundled shop as a BrowserGym task: tests/integrations/test_replay.py (recorded, "
-        "replayed, its writes refused, blamed)"
     ),
 }
 
@@ -226,6 +226,28 @@ def test_the_check_sees_a_planted_module(tmp_path: Path) -> None:
     (tmp_path / "tests" / "daemon" / "engine").mkdir(parents=True)
     (tmp_path / "tests" / "daemon" / "engine" / "test_planted.py").write_text("")
     assert unmirrored(tmp_path) == []
+
+
+#: docs/architecture.md's rule: no module over this many lines.
+MAX_MODULE_LINES = 600
+
+
+def long_modules(root: Path = ROOT, limit: int = MAX_MODULE_LINES) -> list[str]:
+    """The product modules over ``limit`` lines, with their length."""
+    out = []
+    for m in product_modules(root):
+        lines = len((root / m).read_text(encoding="utf-8").splitlines())
+        if lines > limit:
+            out.append(f"{m} ({lines} lines)")
+    return out
+
+
+def test_no_module_is_over_600_lines(tmp_path: Path) -> None:
+    assert not long_modules(), f"split by responsibility: {long_modules()}"
+    (tmp_path / "tui").mkdir()
+    (tmp_path / "tui" / "long.py").write_text("x = 1\n" * 601)
+    (tmp_path / "tui" / "fine.py").write_text("x = 1\n" * 600)
+    assert long_modules(tmp_path) == ["tui/long.py (601 lines)"]
 
 
 if __name__ == "__main__":
