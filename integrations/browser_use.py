@@ -66,13 +66,13 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel
-from webshepherd.integrations.browser_use_actions import to_browsergym
 from webshepherd.integrations.browsergym import (
     JUDGING_ERRORS,
     judging_failure,
     no_reward_reason,
     observation_text,
 )
+from webshepherd.protocol.actions import from_browser_use
 from webshepherd.protocol.agents.refusal import refusal_text, refused
 from webshepherd.protocol.client import AsyncClient, SessionHandle
 from webshepherd.protocol.commits import url_origin
@@ -247,7 +247,7 @@ class Handle:
             await self.session.observe(state.url, axtree)
         if self.overlay:
             await self._follow_in_page(state.url)
-        action = to_browsergym(name, params, bids)
+        action = from_browser_use(name, params, bids)
         thought = " ".join(
             str(x)
             for x in (getattr(output, "thinking", None), getattr(output, "next_goal", None))

@@ -162,7 +162,6 @@ UNMIRRORED: dict[str, str] = {
         "the agent-loop Environment, public through browsergym.py: "
         "tests/integrations/test_browsergym.py (BrowserGymEnvironment)"
     ),
-    "integrations/browser_use_actions.py": "tests/integrations/test_browser_use.py",
     "integrations/shop_task.py": (
         "the bundled shop as a BrowserGym task: tests/integrations/test_replay.py (recorded, "
         "replayed, its writes refused, blamed)"

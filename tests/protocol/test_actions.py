@@ -4,7 +4,7 @@ run), and recorded ones read as text."""
 from __future__ import annotations
 
 import pytest
-from webshepherd.protocol.actions import SIGNATURES, parse_action, read_recorded
+from webshepherd.protocol.actions import SIGNATURES, from_browser_use, parse_action, read_recorded
 from webshepherd.protocol.agents.environment import ActionError
 from webshepherd.protocol.errors import WebShepherdError
 
@@ -136,3 +136,27 @@ def test_recorded_browsergym_and_webarena_actions_read_as_text():
     assert read_recorded("send_msg_to_user('It costs $4')").args == ("It costs $4",)
     assert read_recorded("stop [N/A]").op == "stop"
     assert read_recorded("weird words here").op == "weird"
+
+
+@pytest.mark.parametrize(
+    ("name", "params", "expected"),
+    [
+        ("click", {"index": 3}, "click('b3')"),
+        ("input", {"index": 3, "text": "usb-c"}, "fill('b3', 'usb-c')"),
+        ("navigate", {"url": "https://a.test/"}, "goto('https://a.test/')"),
+        (
+            "navigate",
+            {"url": "https://a.test/", "new_tab": True},
+            "new_tab()\ngoto('https://a.test/')",
+        ),
+        ("scroll", {"down": False, "pages": 0.5}, "scroll(0, -300)"),
+        ("send_keys", {"keys": "Enter"}, "keyboard_press('Enter')"),
+        ("done", {"text": "ordered"}, "send_msg_to_user('ordered')"),
+        ("click", {"index": 9}, None),  # an index the page's map does not name
+        ("extract_structured_data", {"query": "x"}, None),  # no BrowserGym counterpart
+    ],
+)
+def test_browser_use_actions_as_browsergym_strings(
+    name: str, params: dict[str, object], expected: str | None
+) -> None:
+    assert from_browser_use(name, params, {3: "b3"}) == expected

@@ -7,7 +7,7 @@ No AX tree is saved; the page as the agent saw it is the ``<browser_state>`` par
 ``state_message`` (browser-use's element list, ``[index]<tag />`` lines): that is the
 observation text given to the judge, and the actions' element indices refer to it. The
 first action of a step is scored, mapped as the live integration maps it
-(:func:`webshepherd.integrations.browser_use_actions.to_browsergym`, the index as the bid).
+(:func:`webshepherd.protocol.actions.from_browser_use`, the index as the bid).
 The task is the ``<user_request>`` of the first state message (or ``--intent``).
 
 A ``screenshot_path`` is read only when, symlinks resolved, it lies under the history's folder
@@ -31,7 +31,7 @@ from webshepherd.daemon.offline.imports.run import (
     ImportFormatError,
     Outcome,
 )
-from webshepherd.integrations.browser_use_actions import to_browsergym
+from webshepherd.protocol.actions import from_browser_use
 
 NOTE = "browser-use's page text (its <browser_state>), not a BrowserGym AX tree"
 _BLOCK = r"<{0}>\s*(.*?)\s*</{0}>"
@@ -66,7 +66,7 @@ def _action(output: dict[str, Any]) -> tuple[str, str]:
     index = params.get("index")
     bids = {index: str(index)} if isinstance(index, int) else {}
     try:
-        action = to_browsergym(name, params, bids)
+        action = from_browser_use(name, params, bids)
     except (KeyError, TypeError, ValueError, OverflowError):  # parameters of the wrong shape
         action = None
     if action is None:
