@@ -47,8 +47,9 @@ MARKER = re.compile(r"^<!-- not run in CI: (?P<why>\S.*?) -->\s*$")
 VISIBLE = "not run by the tests"
 #: what a foreground ``webshepherd serve`` logs once it accepts connections
 READY = re.compile(r"webshepherd daemon listening on ")
-#: each block's limit: the slowest run here, the training loop, took 61 s on 2 busy cores
-TIMEOUT_S = 180.0
+#: each block's limit: the slowest, docs/rescore.md's blame of the shop's trap (serve, record, then
+#: replays), ran past 180 s once on 2 cores under a load of 30; the training loop took 61 s
+TIMEOUT_S = 300.0
 
 
 @dataclass(frozen=True)
