@@ -220,6 +220,7 @@ async def _decide_as_person(url: str, token: str, config_dir: Path, decided: lis
         await c.close()
 
 
+@pytest.mark.timeout(600)  # a whole headed run on the tiny model (the module's headless one: 280 s)
 def test_guards_wait_for_the_paired_person_and_the_order_goes_through(
     xvfb_display, tiny_model_path, tmp_path, monkeypatch, capsys
 ):
