@@ -77,7 +77,9 @@ async def test_a_paired_tui_switches_modes_and_decides_a_paused_request(tmp_path
                 assert app.link.paired
                 view = app.state.sessions[sid]
                 await wait_until(pilot, lambda: view.mode == "ask", what="the mode at start")
-                await wait_until(pilot, lambda: "running · ask" in screen_text(app), what="row")
+                await wait_until(
+                    pilot, lambda: "running · ask first" in screen_text(app), what="row"
+                )
 
                 # watch is looser: m asks first, naming the session; esc keeps 'ask'
                 await pilot.press("m")

@@ -9,6 +9,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
+from webshepherd.protocol.modes import mode_name
 from webshepherd.protocol.steps import step_label, step_number
 from webshepherd.protocol.terminal_text import terminal_safe
 from webshepherd.tui.plain import counted, plain
@@ -224,7 +225,7 @@ class SessionDetail(VerticalScroll):
         # the intent in full (wrapped), then the agent, state and step count on a line
         room = max(self.size.width - 2, 10)
         agent = name_cell(view.agent).plain  # as long as the tables show it
-        mode = f" · mode {view.mode}" if view.mode else ""
+        mode = f" · {mode_name(view.mode)}" if view.mode else ""  # "block writes (stop)"
         meta = plain(
             f"{agent} · {view.state_label} · {counted(view.step_count, 'step')}{mode}", "dim"
         )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from rich.text import Text
 from textual.widgets import DataTable
+from webshepherd.protocol.modes import MODE_NAMES
 from webshepherd.tui.plain import plain
 from webshepherd.tui.state import MonitorState, SessionView
 from webshepherd.tui.widgets.fit import fit, name_cell, room, shown
@@ -17,7 +18,8 @@ FLEX = "intent"  # the rest of the width (tui/widgets/fit.py)
 
 def row_of(v: SessionView) -> tuple[Text | str, ...]:
     """A session's cells, the intent uncut."""
-    label = v.state_label + (f" · {v.mode}" if v.mode and v.state != "ended" else "")
+    # the mode by what it does (protocol/modes.py: "block writes", not "stop")
+    label = v.state_label + (f" · {MODE_NAMES[v.mode]}" if v.mode and v.state != "ended" else "")
     state = Text(label, STATE_STYLE.get(v.state, ""))
     if v.signals and v.state != "ended":
         state = Text("⚠ " + label, "bold red")
