@@ -288,27 +288,6 @@ def _service_worker_script(request: Request) -> bool:
     return str(headers.get("service-worker", "")).lower() == "script"
 
 
-def _named(url: str, patterns: tuple[str, ...]) -> bool:
-    """Whether ``url`` matches one of ``patterns`` (``*``: any run of characters)."""
-    return any(_glob(pattern, url) for pattern in patterns)
-
-
-def _glob(pattern: str, text: str) -> bool:
-    parts = pattern.split("*")
-    if len(parts) == 1:
-        return text == pattern
-    if not text.startswith(parts[0]) or not text.endswith(parts[-1]):
-        return False
-    at = len(parts[0])
-    end = len(text) - len(parts[-1])
-    for part in parts[1:-1]:
-        found = text.find(part, at, end)
-        if found < 0:
-            return False
-        at = found + len(part)
-    return at <= end
-
-
 def _closed(exc: BaseException) -> bool:
     text = str(exc)
     return any(word in text for word in _CLOSED)
