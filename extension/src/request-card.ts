@@ -6,10 +6,11 @@
  * (the daemon's card, daemon/sessions/cards.py): what was clicked, what it sends as the page
  * labels it, the page's amounts near it, why it waits, the judge's view, the time left and
  * what Approve and Reject each do. And a decision's lines: who decided, why, and the way out
- * of a refusal. Every string goes through `displayText`.
+ * of a refusal, the mode named by what it does (modes.ts). Every string goes through `displayText`.
  */
 import { targetText } from "./card-view.js";
 import { displayText } from "./display-text.js";
+import { modeShown } from "./modes.js";
 import type { ApprovalRequest, DecisionInfo, HeldRequest } from "./protocol.gen.js";
 import { rewardText } from "./reward-text.js";
 import { stepNumber } from "./steps.js";
@@ -144,7 +145,7 @@ export function decisionLines(d: DecisionInfo, flagged = false): string[] {
   const what = flagged ? "ran, flagged" : ran ? "allowed" : d.status === "timeout" ? "refused (timed out)" : "refused";
   const who = d.decider ? (DECIDERS[d.decider] ?? displayText(d.decider)) : null;
   const by = d.decider === "person" && d.by ? ` (${displayText(d.by)})` : "";
-  const mode = d.mode ? `; mode ${d.mode}` : "";
+  const mode = d.mode ? `; mode: ${modeShown(d.mode)}` : "";
   const lines = [`${what}${who ? ` by ${who}${by}` : ""}${mode}`];
   if (d.note) lines.push(`why: ${displayText(d.note)}`);
   if (!ran && d.way_out) lines.push(`way out: ${displayText(d.way_out)}`);

@@ -25,11 +25,11 @@ test("the notice says what was not sent, who refused it and why, escaped", () =>
   const text = refusalNotice(held, { status: "rejected", by: "extension:laptop", decider: "person", note: "not this order", mode: "ask" });
   assert.deepEqual(text.split("\n"), [
     "webshepherd did not send POST http://127.0.0.1:8000/orders\\u202e",
-    "refused by a person (extension:laptop); mode ask",
+    "refused by a person (extension:laptop); mode: ask first (ask)",
     "why: not this order",
   ]);
   const stop = refusalNotice(held, { status: "rejected", by: "daemon", decider: "mode", note: "the mode is 'stop'", way_out: "switch it", mode: "stop" });
-  assert.match(stop, /^refused by the session's mode; mode stop$/m);
+  assert.match(stop, /^refused by the session's mode; mode: block writes \(stop\)$/m);
   assert.match(stop, /^way out: switch it$/m);
 });
 

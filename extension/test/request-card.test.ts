@@ -64,13 +64,13 @@ test("only a paused request has request lines", () => {
 
 test("a refusal says who refused, why, and the way out; 'a person' only when a person decided", () => {
   const stop = decisionLines({ status: "rejected", by: "daemon", decider: "mode", mode: "stop", note: "the session's mode is 'stop'", way_out: "switch to 'ask'" });
-  assert.deepEqual(stop, ["refused by the session's mode; mode stop", "why: the session's mode is 'stop'", "way out: switch to 'ask'"]);
+  assert.deepEqual(stop, ["refused by the session's mode; mode: block writes (stop)", "why: the session's mode is 'stop'", "way out: switch to 'ask'"]);
   const person = decisionLines({ status: "approved", by: "extension:me/panel", decider: "person", mode: "ask", way_out: "ignored" });
-  assert.deepEqual(person, ["allowed by a person (extension:me/panel); mode ask"]);
+  assert.deepEqual(person, ["allowed by a person (extension:me/panel); mode: ask first (ask)"]);
   const nobody = decisionLines({ status: "rejected", by: "daemon", decider: "daemon", note: "no person is paired" });
   assert.ok(nobody[0]!.startsWith("refused by the daemon (nobody could decide)"));
   assert.ok(!nobody[0]!.includes("person ("));
-  assert.deepEqual(decisionLines({ status: "approved", by: "daemon", decider: "mode", mode: "watch" }, true), ["ran, flagged by the session's mode; mode watch"]);
+  assert.deepEqual(decisionLines({ status: "approved", by: "daemon", decider: "mode", mode: "watch" }, true), ["ran, flagged by the session's mode; mode: run and flag (watch)"]);
 });
 
 test("a paused request's card in the task's words: what was clicked, what it sends, why, the judge, the time, each answer", () => {
