@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 
 from webshepherd.protocol.client import AsyncClient
@@ -124,7 +125,7 @@ class DaemonLink:
             await self.catch_up()
             watcher = asyncio.create_task(self._watch(), name="tui-link-watch")
             async for event in sub:
-                self.state.fold(event)
+                self.state.fold(event, at=time.time())  # the wire's events carry no time
                 self.on_change()
         except UnauthorizedError as exc:
             self.on_status(f"refused: {exc.message}", False)

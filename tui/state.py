@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 
 from pydantic import BaseModel
 from webshepherd.protocol.agreement import (
@@ -23,18 +22,10 @@ from webshepherd.protocol.agreement import (
     by_person,
 )
 from webshepherd.protocol.common import (
-    ApprovalCard,
     Candidate,
-    CommitMode,
-    DecisionInfo,
-    GuardHit,
-    HeldRequest,
-    ItemLabel,
     ScoredCandidate,
-    TreeNodeFields,
 )
 from webshepherd.protocol.errors import ProtocolError
-from webshepherd.protocol.progress import FirstBadSteps, StepJudgement, first_bad_steps, item_levels
 from webshepherd.protocol.replies import (
     ActionEvent,
     ApprovalRequest,
@@ -51,218 +42,28 @@ from webshepherd.protocol.replies import (
     Stats,
     TreeNodeEvent,
 )
-from webshepherd.protocol.steps import step_count, step_label
+from webshepherd.protocol.steps import step_label
 from webshepherd.protocol.union import SERVER_ADAPTER, SERVER_TYPES
+from webshepherd.tui.views import (
+    LABEL_MARK,
+    ApprovalView,
+    CommitView,
+    HeldStep,
+    SessionView,
+    Signal,
+    StepView,
+)
 
-LABEL_MARK: dict[str, str] = {"yes": "✓", "in_progress": "~", "no": "✗"}
-
-
-@dataclass
-class StepView:
-    step: int
-    url: str | None = None
-    # the scored event's candidates and results (the samples left out: the monitor shows none)
-    candidates: list[ScoredCandidate] = field(default_factory=list)
-    best: int | None = None
-    chosen: int | None = None
-    decision: str | None = None
-    decision_action: str | None = None
-    decided: DecisionInfo | None = None  # the scored event's decision whole (who, why, way out)
-    executed: str | None = None
-    executed_source: str | None = None
-
-    @property
-    def best_reward(self) -> float | None:
-        return self.candidates[self.best].result.reward if self.best is not None else None
-
-    @property
-    def executed_reward(self) -> float | None:
-        """The reward of the candidate that was really executed (or chosen, before the action)."""
-        if self.executed is not None:
-            for c in self.candidates:
-                if c.candidate.action == self.executed:
-                    return c.result.reward
-            return None
-        if self.chosen is not None and self.chosen < len(self.candidates):
-            return self.candidates[self.chosen].result.reward
-        return None
-
-    @property
-    def judged(self) -> ScoredCandidate | None:
-        """The executed (else chosen, else best) candidate."""
-        ref = self.chosen if self.chosen is not None else self.best
-        if self.executed is not None:
-            ref = next(
-                (c.result.index for c in self.candidates if c.candidate.action == self.executed),
-                ref,
-            )
-        if ref is None or ref >= len(self.candidates):
-            return None
-        return self.candidates[ref]
-
-    @property
-    def items(self) -> dict[int, ItemLabel]:
-        """Checklist labels of the executed (else chosen, else best) candidate."""
-        judged = self.judged
-        return {i.index: i.likeliest for i in judged.result.items} if judged is not None else {}
-
-
-@dataclass
-class Signal:
-    step: int | None
-    kind: str
-    message: str
-
-
-@dataclass
-class CommitView:
-    """A paused request the daemon answered without a person's approval showing on the card:
-    one that ran flagged (watch mode, a sandbox origin) or one that was refused."""
-
-    request: HeldRequest
-    decision: DecisionInfo
-    flagged: bool
-
-
-@dataclass
-class SessionView:
-    session_id: str
-    intent: str = ""
-    agent: str = "?"
-    start_url: str | None = None
-    created_at: float | None = None
-    order: int = 0
-    state: str = "running"
-    outcome: str | None = None
-    checklist: list[tuple[int, str]] = field(default_factory=list)
-    steps: dict[int, StepView] = field(default_factory=dict)
-    signals: list[Signal] = field(default_factory=list)
-    progress_request: str | None = None
-    progress: dict[tuple[int, int], str] = field(default_factory=dict)
-    last_url: str | None = None
-    tree: dict[int, TreeNodeFields] = field(default_factory=dict)  # nodes, latest update
-    tree_trying: int | None = None  # the node the search is trying now
-    tree_event: tuple[int, str] | None = None  # the latest update: (node, event)
-    tree_path: list[int] = field(default_factory=list)  # the path the search returned
-    mode: CommitMode | None = None  # what its commits get (ask, watch, stop); None: not said
-    commits: list[CommitView] = field(default_factory=list)  # flagged or refused, in order
-    holding: dict[str, tuple[int, float | None]] = field(default_factory=dict)  # held steps
-    version: int = 0  # grows with every change
-    steps_version: int = 0  # grows when the checklist or a step changes (not on progress text)
-
-    def touch_steps(self) -> None:
-        self.version += 1
-        self.steps_version += 1
-
-    def step(self, n: int) -> StepView:
-        s = self.steps.get(n)
-        if s is None:
-            s = self.steps[n] = StepView(n)
-        return s
-
-    @property
-    def scored_steps(self) -> list[StepView]:
-        return [self.steps[k] for k in sorted(self.steps) if self.steps[k].candidates]
-
-    @property
-    def current(self) -> StepView | None:
-        """The newest step that has candidates."""
-        for k in sorted(self.steps, reverse=True):
-            if self.steps[k].candidates:
-                return self.steps[k]
-        return None
-
-    @property
-    def held(self) -> tuple[int, float | None] | None:
-        """The newest step waiting for a person: its index and the held candidate's reward."""
-        return max(self.holding.values(), key=lambda h: h[0]) if self.holding else None
-
-    @property
-    def step_count(self) -> int:
-        """How many steps the session has (protocol/steps.py: scored or acted at), a step
-        held for a person included (its ``scored`` comes after the decision)."""
-        return step_count(
-            [
-                *(k for k, s in self.steps.items() if s.candidates),
-                *(h for h, _ in self.holding.values()),
-            ],
-            (k for k, s in self.steps.items() if s.executed is not None),
-        )
-
-    @property
-    def latest_reward(self) -> float | None:
-        """The held step's reward while one waits, else the newest scored step's (executed,
-        else best)."""
-        held = self.held
-        cur = self.current
-        if held is not None and held[1] is not None and (cur is None or held[0] >= cur.step):
-            return held[1]
-        if cur is None:
-            return None
-        r = cur.executed_reward
-        return r if r is not None else cur.best_reward
-
-    @property
-    def state_label(self) -> str:
-        if self.state == "ended":
-            return f"ended: {self.outcome or 'unknown'}"
-        held = self.held
-        if self.state == "waiting_approval" or held is not None:
-            return f"waiting at {step_label(held[0])}" if held else "waiting for approval"
-        return "running"
-
-    def first_bad_steps(self) -> FirstBadSteps:
-        """Where the session first went wrong (protocol/progress.py's rules), from each
-        scored step's executed candidate."""
-        judged = []
-        for st in self.scored_steps:
-            c = st.judged
-            if c is not None:
-                r = c.result
-                judged.append(StepJudgement(st.step, r.reward, item_levels(r.items), r.feedback))
-        return first_bad_steps(judged)
-
-    @property
-    def feedback(self) -> str:
-        """Feedback text streaming in for the request being scored (candidate 0 first)."""
-        if not self.progress:
-            return ""
-        return "\n".join(
-            f"#{c}.{s}: {t}" if len(self.progress) > 1 else t
-            for (c, s), t in sorted(self.progress.items())
-        )
-
-
-@dataclass
-class ApprovalView:
-    request_id: str
-    session_id: str
-    step: int
-    action: str
-    thought: str
-    reward: float | None
-    feedback: str
-    reason: str
-    expires_in_s: float
-    order: int = 0
-    # what a person needs to judge it (the daemon's card) and why it waits beyond the reason
-    card: ApprovalCard | None = None
-    guard: list[GuardHit] = field(default_factory=list)
-    threshold: float | None = None
-
-
-@dataclass
-class HeldStep:
-    """A held step as its ``approval.request`` said, and a person's decision on it (judge–person
-    agreement, protocol/agreement.py)."""
-
-    session_id: str
-    step: int
-    candidate_index: int | None
-    reward: float | None
-    threshold: float | None
-    top_pick: bool | None = None  # the held candidate was the judge's top pick
-    decision: PersonDecision | None = None  # a person's (a timeout or the daemon's: None)
+__all__ = [
+    "LABEL_MARK",
+    "ApprovalView",
+    "CommitView",
+    "HeldStep",
+    "MonitorState",
+    "SessionView",
+    "Signal",
+    "StepView",
+]
 
 
 class MonitorState:
@@ -282,6 +83,7 @@ class MonitorState:
         self.approvals_version = 0
         self.stats_version = 0
         self._order = 0
+        self._at: float | None = None  # when the event being folded was received, if known
 
     # ------------------------------------------------------------------ queries
 
@@ -312,8 +114,9 @@ class MonitorState:
             self.version += 1
         return view
 
-    def fold_raw(self, data: Mapping[str, object]) -> None:
-        """Fold one event given as a dict (``session.get`` history, or a raw frame)."""
+    def fold_raw(self, data: Mapping[str, object], at: float | None = None) -> None:
+        """Fold one event given as a dict (``session.get`` history, or a raw frame); ``at``:
+        when it was received, as :meth:`fold` takes it."""
         kind = data.get("type")
         if kind == "signal":
             self._signal(data)
@@ -324,13 +127,16 @@ class MonitorState:
             msg = SERVER_ADAPTER.validate_python(data)
         except Exception as exc:  # a malformed recorded event must not stop the monitor
             raise ProtocolError(f"cannot read a recorded {kind!r} event: {exc}") from None
-        self.fold(msg)
+        self.fold(msg, at)
 
-    def fold(self, msg: BaseModel | Mapping[str, object]) -> None:
-        """Fold one event into the views."""
+    def fold(self, msg: BaseModel | Mapping[str, object], at: float | None = None) -> None:
+        """Fold one event into the views. ``at``: when the caller received it (a live event;
+        the wire's ``commit.decided`` carries no time), stamped on a decided paused request;
+        None for history, whose times are not known."""
         if isinstance(msg, Mapping):
-            self.fold_raw(msg)
+            self.fold_raw(msg, at)
             return
+        self._at = at
         if getattr(msg, "type", None) == "signal":  # live signals arrive typed; as recorded ones
             self._signal(msg.model_dump(mode="json"))
             return
@@ -420,12 +226,10 @@ class MonitorState:
         v.version += 1
 
     def _commit_decided(self, m: CommitDecided) -> None:
-        """A paused request's answer: kept when it ran flagged or was refused (an approval a
-        person gave shows as its ``approval.resolved``)."""
-        if not m.flagged and m.decision.status == "approved":
-            return
+        """A paused request's answer, whichever it was (approved, flagged, refused), with the
+        time it was received when the caller said."""
         v = self.session(m.session_id)
-        v.commits.append(CommitView(m.request, m.decision, m.flagged))
+        v.commits.append(CommitView(m.request, m.decision, m.flagged, self._at))
         v.version += 1
 
     def _checklist(self, m: Checklist) -> None:

@@ -8,6 +8,7 @@ up, and a daemon that is not there is explained in words."""
 from __future__ import annotations
 
 import asyncio
+import re
 from pathlib import Path
 
 from textual.widgets import Label, Static
@@ -110,7 +111,10 @@ async def test_a_paired_tui_switches_modes_and_decides_a_paused_request(tmp_path
                     lambda: "⚑ flagged POST http://shop.test/orders" in text_of(app, "#activity"),
                     what="the flagged request shown",
                 )
-                assert "1 flagged commit, 0 refused" in text_of(app, "#activity")
+                assert "requests decided: 0 approved, 1 flagged, 0 refused" in text_of(
+                    app, "#activity"
+                )
+                assert view.commits[0].at is not None  # stamped when the TUI received it
 
                 # stop is stricter: no question
                 await pilot.press("m")
@@ -168,7 +172,17 @@ async def test_a_paired_tui_switches_modes_and_decides_a_paused_request(tmp_path
                 got = await asking
                 assert (got.decision.status, got.decision.decider) == ("approved", "person")
                 await wait_until(pilot, lambda: panel.table.row_count == 0, what="the row gone")
-                assert len(view.commits) == 2  # a person's approval is no flagged commit
+                # a person's approval is listed too, approved, apart from the flagged one
+                await wait_until(pilot, lambda: len(view.commits) == 3, what="the approved one")
+                assert [c.outcome for c in view.commits] == ["flagged", "refused", "approved"]
+                await wait_until(
+                    pilot,
+                    lambda: "✓ approved POST http://xn--shp-" in text_of(app, "#activity"),
+                    what="the approval shown",
+                )
+                activity = text_of(app, "#activity")
+                assert "requests decided: 1 approved, 1 flagged, 1 refused" in activity
+                assert re.search(r"\d\d:\d\d:\d\d ✓ approved POST", activity)
         await d.close_clients()
 
 

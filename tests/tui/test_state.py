@@ -270,8 +270,12 @@ def test_modes_and_paused_requests_fold():
             "flagged": flagged,
         }
 
-    state.fold_raw(decided("approved", "person", False))  # a person let it go: nothing to flag
-    state.fold_raw(decided("approved", "mode", True))
-    state.fold_raw(decided("rejected", "mode", False))
-    assert [(c.flagged, c.decision.decider) for c in v.commits] == [(True, "mode"), (False, "mode")]
+    state.fold_raw(decided("approved", "person", False), at=100.0)  # a person let it go
+    state.fold(decided("approved", "mode", True), at=101.5)
+    state.fold_raw(decided("rejected", "mode", False))  # from history: no time known
+    assert [(c.outcome, c.decision.decider, c.at) for c in v.commits] == [
+        ("approved", "person", 100.0),
+        ("flagged", "mode", 101.5),
+        ("refused", "mode", None),
+    ]
     assert v.commits[0].request.url == "http://shop.test/o"

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import textwrap
+import time
 
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
-from webshepherd.protocol.modes import mode_name
+from webshepherd.protocol.modes import MODE_NAMES, mode_name
 from webshepherd.protocol.steps import step_label, step_number
 from webshepherd.protocol.terminal_text import terminal_safe
 from webshepherd.tui.plain import counted, plain
@@ -109,21 +110,38 @@ def candidates_table(step: StepView | None) -> Table | Text:
     return table
 
 
+_OUTCOME_MARK = {
+    "approved": ("✓ approved ", "bold green"),
+    "flagged": ("⚑ flagged ", "bold yellow"),
+    "refused": ("✗ refused ", "bold red"),
+}
+
+
 def commit_line(c: CommitView) -> Text:
-    """One paused request the daemon answered without a person: ⚑ ran flagged, or ✗ refused,
-    who decided and why; a refusal's way out. Every string from the request or the daemon's
-    note through :func:`plain` (URLs' hosts as punycode)."""
+    """One decided paused request: the time this monitor received it (when known), ✓ approved,
+    ⚑ ran flagged, or ✗ refused, who decided and why; a refusal's way out. Every string from
+    the request or the daemon's note through :func:`plain` (URLs' hosts as punycode)."""
     r, d = c.request, c.decision
     what = Text.assemble(plain(f"{r.method} ", "bold"), plain(r.url, "underline"))
     who = d.decider or "daemon"
-    if c.flagged:
-        line = Text.assemble(("⚑ flagged ", "bold yellow"), what, f" (ran; decided by {who})")
+    line = Text()
+    if c.at is not None:
+        line.append(time.strftime("%H:%M:%S ", time.localtime(c.at)), "dim")
+    line.append(*_OUTCOME_MARK[c.outcome])
+    line.append_text(what)
+    if c.outcome == "flagged":
+        where = f" in “{MODE_NAMES['watch']}”" if d.mode == "watch" and who == "mode" else ""
+        line.append(f" (ran{where}; decided by {who})")
     else:
-        line = Text.assemble(("✗ refused ", "bold red"), what, f" (by {who})")
+        line.append(f" (by {who}")
+        if who == "person" and d.by:
+            line.append(" ")
+            line.append_text(plain(d.by))
+        line.append(")")
     if d.note:
         line.append("\n    ")
         line.append_text(plain(d.note, "dim"))
-    if d.way_out and not c.flagged:
+    if d.way_out and c.outcome == "refused":
         line.append("\n    way out: ", "bold")
         line.append_text(plain(d.way_out))
     return line
@@ -132,11 +150,9 @@ def commit_line(c: CommitView) -> Text:
 def activity_text(view: SessionView, step: StepView | None) -> Text:
     out = refusal_text(step)
     if view.commits:
-        flagged = sum(c.flagged for c in view.commits)
-        refused = len(view.commits) - flagged
-        out.append(
-            f"paused requests: {counted(flagged, 'flagged commit')}, {refused} refused\n", "bold"
-        )
+        ended = [c.outcome for c in view.commits]
+        counts = ", ".join(f"{ended.count(o)} {o}" for o in ("approved", "flagged", "refused"))
+        out.append(f"requests decided: {counts}\n", "bold")
         for c in view.commits[-5:]:
             out.append_text(commit_line(c))
             out.append("\n")
