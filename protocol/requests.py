@@ -175,6 +175,12 @@ class ApprovalDecide(Request):
         description="Where the person decided (e.g. 'panel', 'popup'); recorded after the "
         "connection's role and name in `by` (addition to v1).",
     )
+    allow_origin: bool = Field(
+        default=False,
+        description="With 'approve' on a request the browser paused: also allow the request's "
+        "target origin for the rest of the session, so later writes to it run flagged without "
+        "asking (addition to v1).",
+    )
 
     def person_verb(self) -> str | None:
         return "decide approvals"
@@ -183,6 +189,8 @@ class ApprovalDecide(Request):
     def _edit_needs_action(self) -> ApprovalDecide:
         if self.decision == "edit" and not (self.action and self.action.strip()):
             raise ValueError("action: an 'edit' decision needs the edited action string")
+        if self.allow_origin and self.decision != "approve":
+            raise ValueError("allow_origin: only an 'approve' decision allows an origin")
         return self
 
 

@@ -1,6 +1,6 @@
 """Modes and paused requests: a paired person sets a session's mode; a request the browser
-paused (``commit.check``) is answered by the mode and the sandbox origins, or waits for a
-paired person in 'ask'."""
+paused (``commit.check``) is answered by the mode, the sandbox origins and the origins a
+person allowed for the session, or waits for a paired person in 'ask'."""
 
 from __future__ import annotations
 
@@ -126,6 +126,16 @@ class Commits:
             where = where_to_decide(self.core.places(st.header.session_id))
             way_out = f"a paired person switches this session to 'ask' or 'watch', {where}"
             return answer("rejected", "mode", note, way_out)
+        allowed_by = st.allowed_origins.get(target) if target is not None else None
+        if allowed_by is not None:
+            note = (
+                f"{target} was allowed for the rest of this session by {allowed_by}: "
+                "flagged, not held"
+            )
+            info = DecisionInfo(
+                status="approved", by=allowed_by, note=note, decider="person", mode=st.mode
+            )
+            return self.decided(conn, msg.id, st.header.session_id, req, digest, info, True)
         action = (req.trigger or f"{req.method} {req.url}")[:MAX_ACTION_CHARS]
         step = max(st.step, 0)
         if not self.core.person_present():

@@ -15,7 +15,9 @@ from webshepherd.daemon.sessions.effects import (
 )
 from webshepherd.daemon.sessions.scoring import Scoring
 from webshepherd.protocol import requests as rq
+from webshepherd.protocol.commits import url_origin
 from webshepherd.protocol.common import (
+    MAX_NOTE_CHARS,
     Decider,
     DecisionInfo,
 )
@@ -37,8 +39,31 @@ class Decisions:
                 "decision: a request the browser paused is approved or rejected as it is; "
                 "'edit' does not apply to it"
             )
-        res = self.core.approvals.decide(msg.request_id, msg.decision, msg.action, by, msg.note)
+        origin, note = None, msg.note
+        if msg.allow_origin:
+            origin = self._origin_to_allow(msg.request_id)
+            said = f"{origin} allowed for the rest of this session"
+            note = f"{said}; {msg.note}"[:MAX_NOTE_CHARS] if msg.note else said
+        res = self.core.approvals.decide(msg.request_id, msg.decision, msg.action, by, note)
+        if origin is not None and res.approved:
+            self.core.sessions[res.session_id].allowed_origins[origin] = by
         return self.resolved(res, conn, msg.id)
+
+    def _origin_to_allow(self, request_id: str) -> str:
+        """The target origin of the paused request ``request_id`` (protocol/commits.py's
+        url_origin); only a paused request's origin can be allowed."""
+        commit = self.commits.pending.get(request_id)
+        if commit is None:
+            raise ProtocolError(
+                "allow_origin: only a request the browser paused has an origin to allow; "
+                f"{request_id!r} is not one waiting"
+            )
+        origin = url_origin(commit.request.url)
+        if origin is None or origin == "file://":
+            raise ProtocolError(
+                f"allow_origin: {commit.request.url!r} has no origin a session can allow"
+            )
+        return origin
 
     def close_orphaned(self, open_: list[tuple[str, str]]) -> list[Effect]:
         """``(request_id, session_id)`` of approval requests a restart left open: the

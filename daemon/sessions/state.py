@@ -59,6 +59,9 @@ class LiveSession:
     # and the thought reaching each (the judge's trajectory is the path to the expanded node)
     tree_thoughts: dict[int, str] = field(default_factory=dict)
     waiting_approvals: int = 0
+    # origins a paired person allowed from a paused request's card (approval.decide's
+    # allow_origin): later writes to them run flagged without asking; in memory only
+    allowed_origins: dict[str, str] = field(default_factory=dict)  # origin -> who allowed it
     ended: bool = False
     answer: str | None = None
     last_active: float = field(default_factory=time.monotonic)  # for idle eviction
@@ -75,6 +78,7 @@ class LiveSession:
             step_progress=dict(self.step_progress),
             tree=dict(self.tree),
             tree_thoughts=dict(self.tree_thoughts),
+            allowed_origins=dict(self.allowed_origins),
         )
 
     def tree_path(self, node: int) -> list[Turn]:

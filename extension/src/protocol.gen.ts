@@ -165,6 +165,10 @@ export type Type3 = "score";
  * The edited action, required with decision 'edit'.
  */
 export type Action1 = string | null;
+/**
+ * With 'approve' on a request the browser paused: also allow the request's target origin for the rest of the session, so later writes to it run flagged without asking (addition to v1).
+ */
+export type AllowOrigin = boolean;
 export type Decision = "approve" | "reject" | "edit";
 /**
  * Chosen by the sender, unique per connection.
@@ -1088,6 +1092,7 @@ export interface Candidate {
 }
 export interface ApprovalDecide {
   action?: Action1;
+  allow_origin?: AllowOrigin;
   decision: Decision;
   id: Id4;
   note?: Note;

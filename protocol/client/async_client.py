@@ -268,13 +268,18 @@ class AsyncClient(Connection):
         decision: Literal["approve", "reject", "edit"],
         action: str | None = None,
         note: str | None = None,
+        *,
+        allow_origin: bool = False,
     ) -> ApprovalResolved:
+        """Decide an open approval request; ``allow_origin`` (with 'approve', on a request the
+        browser paused) also allows its target origin for the rest of the session."""
         msg = ApprovalDecide(
             id=self._next_id("d"),
             request_id=request_id,
             decision=decision,
             action=action,
             note=note,
+            allow_origin=allow_origin,
         )
         return await self.call(msg, ApprovalResolved)
 

@@ -219,8 +219,14 @@ class _ClientMethods(abc.ABC, Generic[_Session]):
         decision: Literal["approve", "reject", "edit"],
         action: str | None = None,
         note: str | None = None,
+        *,
+        allow_origin: bool = False,
     ) -> ApprovalResolved:
-        return self._run(self.aio.decide(request_id, decision, action, note))
+        """Decide an open approval request; ``allow_origin`` (with 'approve', on a request the
+        browser paused) also allows its target origin for the rest of the session."""
+        return self._run(
+            self.aio.decide(request_id, decision, action, note, allow_origin=allow_origin)
+        )
 
     def commit_check(
         self, session_id: str, request: HeldRequest, *, timeout: float | None = None

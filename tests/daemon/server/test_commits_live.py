@@ -219,6 +219,55 @@ async def test_sandbox_origins_are_flagged_never_held(tmp_path: Path) -> None:
         await d.close_clients()
 
 
+async def test_a_person_allows_one_origin_for_the_rest_of_the_session(tmp_path: Path) -> None:
+    async with scripted_daemon(tmp_path, ScriptedJudge(JUDGE)) as server:
+        d = DaemonHandle(server, make_config(tmp_path))
+        monitor = await d.client(role="monitor", name="tui")
+        async with AsyncClient(d.url, TEST_TOKEN) as agent:
+            session = await _session(agent, holds="browser")
+            asking = asyncio.create_task(session.commit_check(POST, timeout=30))
+            req = await monitor.wait_for("approval.request", timeout=30)
+            wrong = await monitor.request(
+                {"type": "approval.decide", "request_id": req["request_id"],
+                 "decision": "reject", "allow_origin": True}
+            )  # fmt: skip
+            assert wrong["type"] == "error" and "only an 'approve'" in wrong["message"]
+            said = await monitor.request(
+                {"type": "approval.decide", "request_id": req["request_id"],
+                 "decision": "approve", "allow_origin": True, "note": "my own shop"}
+            )  # fmt: skip
+            allowed = "http://shop.test allowed for the rest of this session"
+            assert said["note"] == f"{allowed}; my own shop"
+            got = await asking
+            assert (got.decision.status, got.decision.decider, got.flagged) == (
+                "approved", "person", False,
+            )  # fmt: skip
+            assert allowed in (got.decision.note or "")
+            # the next write to that origin runs flagged without asking (another path, the
+            # host in capitals, the default port)
+            later = POST.model_copy(update={"url": "http://SHOP.test:80/cart/add"})
+            got = await session.commit_check(later, timeout=30)
+            assert (got.decision.status, got.decision.decider, got.decision.by, got.flagged) == (
+                "approved", "person", "monitor:tui", True,
+            )  # fmt: skip
+            assert got.decision.note == (
+                "http://shop.test was allowed for the rest of this session by monitor:tui: "
+                "flagged, not held"
+            )
+            # a write to another origin still asks
+            elsewhere = POST.model_copy(update={"url": "http://evil.test/x"})
+            asking = asyncio.create_task(session.commit_check(elsewhere, timeout=30))
+            req = await monitor.wait_for("approval.request", timeout=30)
+            assert req["card"]["request"]["url"] == "http://evil.test/x"
+            assert not asking.done()
+            asking.cancel()
+        await d.close_clients()
+    tl = History.open(tmp_path / "data" / DB_NAME).timeline(session.session_id)
+    assert tl is not None
+    rows = [a for s in tl.steps for a in s.approvals]
+    assert rows[0].decision == "approve" and "allowed for the rest" in (rows[0].note or "")
+
+
 async def test_only_a_paired_person_sets_the_mode_and_it_outlives_a_restart(
     tmp_path: Path,
 ) -> None:
