@@ -105,7 +105,23 @@ class WebShepherdApp(App[None]):
         self.main.show_device(self.device)
 
     async def on_decision_made(self, message: DecisionMade) -> None:
-        self.send_decision(message.request_id, message.decision, message.action)
+        origin = message.allow_origin
+        if origin is None:
+            self.send_decision(message.request_id, message.decision, message.action)
+            return
+        if self.unpaired("allow a site"):
+            return
+        pending = self.state.approvals.get(message.request_id)
+        sid = pending.session_id if pending is not None else ""
+        view = self.state.sessions.get(sid)
+        name = f"{view.agent} ({sid})" if view is not None and view.agent else sid
+
+        def done(yes: bool | None) -> None:
+            if yes:
+                self.send_decision(message.request_id, "approve", None, allow_origin=True)
+
+        mode = view.mode if view is not None else None
+        self.push_screen(ConfirmModeScreen.for_origin(name, origin, mode), done)
 
     def unpaired(self, what: str) -> bool:
         """Say so and return True when this TUI is not paired (it decides nothing)."""
@@ -120,11 +136,18 @@ class WebShepherdApp(App[None]):
         return True
 
     @work(group="decide")
-    async def send_decision(self, request_id: str, decision: Decision, action: str | None) -> None:
+    async def send_decision(
+        self,
+        request_id: str,
+        decision: Decision,
+        action: str | None,
+        *,
+        allow_origin: bool = False,
+    ) -> None:
         if self.unpaired(decision):
             return
         try:
-            await self.link.decide(request_id, decision, action)
+            await self.link.decide(request_id, decision, action, allow_origin=allow_origin)
         except WebShepherdError as exc:
             self.notify(
                 f"{decision} failed: {terminal_safe(exc.message)}", severity="error", markup=False

@@ -59,6 +59,14 @@ MAIN = (
     Key("a", "decide('approve')", "a", "Approve", "approve the request"),
     Key("r", "decide('reject')", "r", "Reject", "reject it"),
     Key("e", "edit", "e", "Edit", "edit its action"),
+    Key(
+        "A",
+        "allow_origin",
+        "A",
+        "Allow site",
+        "approve a paused request and allow its site for the session",
+        footer=False,
+    ),
     Key("o", "replay", "o", "Replay", "replay the selected session"),
     Key("m", "mode", "m", "Mode", "switch its mode: ask, watch, stop"),
 )
@@ -66,8 +74,8 @@ MAIN = (
 EDIT = (Key("escape", "cancel", "esc", "Cancel", "cancel (enter sends the action)"),)
 
 CONFIRM = (
-    Key("y", "confirm", "y", "Yes", "switch to the looser mode"),
-    Key("escape", "cancel", "esc", "No", "keep the mode"),
+    Key("y", "confirm", "y", "Yes", "loosen it (a looser mode, a site allowed)"),
+    Key("escape", "cancel", "esc", "No", "keep it as it is"),
 )
 
 HISTORY = (
@@ -99,7 +107,7 @@ SECTIONS: tuple[tuple[str, tuple[Key | Note, ...]], ...] = (
         ),
     ),
     ("editing an action (e)", EDIT),
-    ("a looser mode (m)", CONFIRM),
+    ("a looser mode (m) or a site allowed (A)", CONFIRM),
     ("recorded sessions (h)", (Note("enter", "replay it"), *HISTORY)),
     ("replay (o, or enter in h)", REPLAY),
 )

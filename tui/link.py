@@ -201,8 +201,15 @@ class DaemonLink:
         self.on_change()
         return loaded
 
-    async def decide(self, request_id: str, decision: Decision, action: str | None = None) -> str:
-        reply = await self.client.decide(request_id, decision, action)
+    async def decide(
+        self,
+        request_id: str,
+        decision: Decision,
+        action: str | None = None,
+        *,
+        allow_origin: bool = False,
+    ) -> str:
+        reply = await self.client.decide(request_id, decision, action, allow_origin=allow_origin)
         return reply.decision
 
     async def set_mode(self, session_id: str, mode: CommitMode) -> CommitMode:

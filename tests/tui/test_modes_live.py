@@ -15,7 +15,7 @@ from textual.widgets import Label, Static
 from webshepherd.daemon.cli import build_parser
 from webshepherd.daemon.cli.tui import tui_app
 from webshepherd.protocol.client import AsyncClient
-from webshepherd.protocol.commits import held_request
+from webshepherd.protocol.commits import held_request, url_origin
 from webshepherd.protocol.terminal_text import terminal_safe
 from webshepherd.tui.app import WebShepherdApp
 from webshepherd.tui.credential import read_credential, write_credential
@@ -183,6 +183,31 @@ async def test_a_paired_tui_switches_modes_and_decides_a_paused_request(tmp_path
                 activity = text_of(app, "#activity")
                 assert "requests decided: 1 approved, 1 flagged, 1 refused" in activity
                 assert re.search(r"\d\d:\d\d:\d\d ✓ approved POST", activity)
+
+                # A approves and allows the request's site for the rest of the session: asked
+                # first, naming the session and the origin; esc keeps asking
+                origin = url_origin(SPOOF.url)
+                asking = asyncio.create_task(session.commit_check(SPOOF, timeout=30))
+                await wait_until(pilot, lambda: panel.table.row_count == 1, what="asked again")
+                await pilot.press("A")
+                await wait_until(
+                    pilot, lambda: isinstance(app.screen, ConfirmModeScreen), what="asked first"
+                )
+                said = " ".join(text_of(app, "#confirm-mode").split())
+                assert f"allow {origin} for the rest of" in said and sid in said
+                await pilot.press("escape")
+                await pilot.pause()
+                assert not asking.done() and panel.table.row_count == 1
+                await pilot.press("A")
+                await wait_until(
+                    pilot, lambda: isinstance(app.screen, ConfirmModeScreen), what="asked again"
+                )
+                await pilot.press("y")
+                got = await asking
+                assert (got.decision.status, got.decision.decider) == ("approved", "person")
+                assert f"{origin} allowed for the rest of this session" in (got.decision.note or "")
+                got = await session.commit_check(SPOOF, timeout=30)  # not asked: flagged
+                assert (got.decision.status, got.flagged) == ("approved", True)
         await d.close_clients()
 
 

@@ -1,5 +1,6 @@
-"""Asks before a session's mode is loosened (``ask`` → ``watch``, ``stop`` → ``ask``): one
-stray ``m`` must not let writes through. Tightening never asks (tui/screens/main.py)."""
+"""Asks before a session's mode is loosened (``ask`` → ``watch``, ``stop`` → ``ask``), or one
+origin is allowed for the rest of a session from a paused request's card (``A``): one stray
+key must not let writes through. Tightening never asks (tui/screens/main.py)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,16 @@ def question(session: str, old: CommitMode | None, new: CommitMode) -> str:
     )
 
 
+def origin_question(session: str, origin: str) -> str:
+    """The question before allowing ``origin`` for the rest of the session (named as
+    :func:`question` names it)."""
+    return (
+        f"Approve this request and allow {origin} for the rest of {session}?\n"
+        f"Its later writes to {origin} run without asking and are only flagged.\n"
+        "y approves and allows it · esc keeps asking"
+    )
+
+
 class ConfirmModeScreen(ModalScreen[bool]):
     DEFAULT_CSS = """
     ConfirmModeScreen { align: center middle; }
@@ -36,9 +47,16 @@ class ConfirmModeScreen(ModalScreen[bool]):
     """
     BINDINGS: ClassVar[list[BindingType]] = bindings(CONFIRM)
 
-    def __init__(self, session: str, old: CommitMode | None, new: CommitMode) -> None:
+    def __init__(
+        self, session: str, old: CommitMode | None, new: CommitMode, *, text: str | None = None
+    ) -> None:
         super().__init__()
-        self.text = question(session, old, new)
+        self.text = text or question(session, old, new)
+
+    @classmethod
+    def for_origin(cls, session: str, origin: str, mode: CommitMode | None) -> ConfirmModeScreen:
+        """The same confirmation, asking to allow one origin for the rest of the session."""
+        return cls(session, mode, "watch", text=origin_question(session, origin))
 
     def compose(self) -> ComposeResult:
         with Vertical():

@@ -12,6 +12,7 @@ from textual.binding import BindingType
 from textual.containers import Container
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
+from webshepherd.protocol.commits import url_origin
 from webshepherd.protocol.common import CommitMode, Decision
 from webshepherd.protocol.steps import step_label
 from webshepherd.protocol.terminal_text import terminal_safe
@@ -180,6 +181,17 @@ class MainScreen(Screen[None]):
             self.notify("no pending approval", severity="warning")
             return
         self.post_message(DecisionMade(pending.request_id, decision))
+
+    def action_allow_origin(self) -> None:
+        """Approve the highlighted paused request and allow its target origin for the rest of
+        its session (the app asks first)."""
+        pending = self.approvals.selected
+        request = pending.card.request if pending is not None and pending.card else None
+        origin = url_origin(request.url) if request is not None else None
+        if pending is None or origin is None or origin == "file://":
+            self.notify("no paused request with a site to allow is selected", severity="warning")
+            return
+        self.post_message(DecisionMade(pending.request_id, "approve", allow_origin=origin))
 
     def action_edit(self) -> None:
         pending = self.approvals.selected

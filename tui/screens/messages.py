@@ -7,13 +7,22 @@ from webshepherd.protocol.common import CommitMode, Decision
 
 
 class DecisionMade(Message):
-    """A human decided an approval request (``action`` holds the edit)."""
+    """A human decided an approval request (``action`` holds the edit; ``allow_origin``, a
+    paused request's origin to allow for the rest of its session)."""
 
-    def __init__(self, request_id: str, decision: Decision, action: str | None = None) -> None:
+    def __init__(
+        self,
+        request_id: str,
+        decision: Decision,
+        action: str | None = None,
+        *,
+        allow_origin: str | None = None,
+    ) -> None:
         super().__init__()
         self.request_id = request_id
         self.decision = decision
         self.action = action
+        self.allow_origin = allow_origin  # approve and allow this origin (asked first)
 
 
 class ReplayRequested(Message):
