@@ -9,7 +9,8 @@
  * approvals changed.
  */
 import { cardLines, cropOf } from "./card-view.js";
-import { decisionLines, requestLines, timeLeft } from "./request-card.js";
+import { allowOriginQuestion } from "./modes.js";
+import { decisionLines, originToAllow, requestLines, timeLeft } from "./request-card.js";
 import { rewardText } from "./reward-text.js";
 import { displayText } from "./display-text.js";
 import { inlineCode } from "./inline-code.js";
@@ -166,10 +167,47 @@ export function mountApprovals(root: HTMLElement, via: "panel" | "popup"): void 
   root.append(unpaired, list, status, recent);
   let paired = false; // only a paired browser gets decision controls
 
-  const decide = async (requestId: string, decision: Decision, action: string | null) => {
-    const r = await sendToWorker({ kind: "approval.decide", requestId, decision, action, via });
+  /** The paused requests whose "allow this site" question is open, kept across redraws. */
+  const allowing = new Set<string>();
+  const decide = async (requestId: string, decision: Decision, action: string | null, allowOrigin = false) => {
+    allowing.delete(requestId);
+    const r = await sendToWorker({ kind: "approval.decide", requestId, decision, action, via, allowOrigin });
     status.textContent = r.ok ? "" : displayText(r.error ?? "failed");
     await render();
+  };
+
+  /** "Allow this site…": approves the request and allows its origin for the rest of the
+   * session, after asking in the card as loosening a mode does (mode-control.ts), naming the
+   * session and the origin; Escape or "Keep asking" backs out. (No "Approve" in these buttons'
+   * names: the card's own Approve stays the one button of that name.) */
+  const allowOriginControl = (req: ApprovalRequest, intent: string, origin: string): HTMLElement[] => {
+    const shown = displayText(origin);
+    const open = el("button", { type: "button", title: `Approve it and let later writes to ${shown} run, flagged` }, "Allow this site…");
+    open.dataset.testid = "ws-allow-origin";
+    open.onclick = () => {
+      allowing.add(req.request_id);
+      void render();
+    };
+    if (!allowing.has(req.request_id)) return [open];
+    const session = { sessionId: displayText(req.session_id), intent: displayText(intent) };
+    const yes = el("button", { type: "button" }, `Yes, allow ${shown}`);
+    const no = el("button", { type: "button" }, "Keep asking");
+    yes.dataset.testid = "ws-confirm-allow";
+    no.dataset.testid = "ws-keep-asking";
+    yes.onclick = () => void decide(req.request_id, "approve", null, true);
+    no.onclick = () => {
+      allowing.delete(req.request_id);
+      void render();
+    };
+    const box = el("div", { className: "confirm" }, el("p", {}, allowOriginQuestion(session, shown)), el("div", { className: "buttons" }, yes, no));
+    box.dataset.testid = "ws-confirm-origin";
+    box.setAttribute("role", "alertdialog");
+    box.onkeydown = (ev) => {
+      ev.stopPropagation(); // not the card's a / r
+      if (ev.key === "Escape") no.click();
+    };
+    queueMicrotask(() => no.focus());
+    return [box];
   };
 
   const card = ({ request: req, intent }: PendingApproval): HTMLElement => {
@@ -211,6 +249,8 @@ export function mountApprovals(root: HTMLElement, via: "panel" | "popup"): void 
     };
     if (!paired) c.onkeydown = null;
     if (commit) {
+      const origin = originToAllow(req);
+      const allow = origin ? allowOriginControl(req, intent, origin) : [];
       const headline = el("h3", { className: "headline" }, requestLines(req)!.headline);
       headline.dataset.testid = "ws-headline";
       c.dataset.reason = "commit";
@@ -218,7 +258,7 @@ export function mountApprovals(root: HTMLElement, via: "panel" | "popup"): void 
         headline,
         el("p", { className: "intent" }, displayText(intent, { multiline: true })),
         commit,
-        ...(paired ? [el("div", { className: "buttons" }, approve, reject)] : []),
+        ...(paired ? [el("div", { className: "buttons" }, approve, reject), ...allow] : []),
       );
       return c;
     }
@@ -247,6 +287,7 @@ export function mountApprovals(root: HTMLElement, via: "panel" | "popup"): void 
     unpaired.hidden = paired || via === "popup";
     unpaired.replaceChildren(...inlineCode(linked ? `${pairing.note ? `${displayText(pairing.note)} ` : ""}${HOW_TO_PAIR}` : displayText(connectionWords(pairing.link))));
     const pending = await sendToWorker({ kind: "approvals.list" });
+    for (const id of [...allowing]) if (!pending.some((p) => p.request.request_id === id)) allowing.delete(id);
     list.replaceChildren(...(pending.length > 0 ? pending.map(card) : [el("p", {}, "No approval is waiting.")]));
     recent.replaceChildren(await recentDecisions());
   };

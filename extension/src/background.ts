@@ -487,6 +487,7 @@ chrome.runtime.onMessage.addListener((msg: ToWorker, sender, sendResponse) => {
             decision: msg.decision,
             action: msg.decision === "edit" ? msg.action : null,
             via: msg.via === "popup" ? "popup" : "panel",
+            allow_origin: msg.decision === "approve" && msg.allowOrigin === true,
           });
           onEvent(resolved); // our own decision comes back as a reply, not as an event
           return sendResponse({ ok: true });

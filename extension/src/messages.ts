@@ -87,7 +87,7 @@ export type ToWorker =
   | { kind: "hook"; request: HookRequest }
   | { kind: "tab.state" }
   /** side panel / popup -> worker (refused from anything but the extension's own pages) */
-  | { kind: "approval.decide"; requestId: string; decision: Decision; action: string | null; via: "panel" | "popup" }
+  | { kind: "approval.decide"; requestId: string; decision: Decision; action: string | null; via: "panel" | "popup"; allowOrigin?: boolean }
   | { kind: "approvals.list" }
   /** side panel -> worker: the followed sessions and their modes; a paired person sets one */
   | { kind: "sessions.modes" }

@@ -50,3 +50,10 @@ export function loosenQuestion(session: { sessionId: string; intent: string }, o
   const who = session.intent ? `“${session.intent}” (${session.sessionId})` : session.sessionId;
   return `Loosen ${who} from ${old === null ? "its current mode" : modeShown(old)} to ${modeShown(next)}? In ${MODE_NAMES[next]}, ${MODE_DOES[next]}.`;
 }
+
+/** The question before allowing one origin for the rest of a session from a paused request's
+ * card (the same confirmation as loosening: it names the session and what it lets through). */
+export function allowOriginQuestion(session: { sessionId: string; intent: string }, origin: string): string {
+  const who = session.intent ? `“${session.intent}” (${session.sessionId})` : session.sessionId;
+  return `Approve this request and allow ${origin} for the rest of ${who}? Its later writes to ${origin} run without asking and are only flagged.`;
+}

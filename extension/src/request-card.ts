@@ -9,6 +9,7 @@
  * of a refusal, the mode named by what it does (modes.ts). Every string goes through `displayText`.
  */
 import { targetText } from "./card-view.js";
+import { urlOrigin } from "./commit-hold.js";
 import { displayText } from "./display-text.js";
 import { modeShown } from "./modes.js";
 import type { ApprovalRequest, DecisionInfo, HeldRequest } from "./protocol.gen.js";
@@ -150,4 +151,13 @@ export function decisionLines(d: DecisionInfo, flagged = false): string[] {
   if (d.note) lines.push(`why: ${displayText(d.note)}`);
   if (!ran && d.way_out) lines.push(`way out: ${displayText(d.way_out)}`);
   return lines;
+}
+
+/** The origin a person may allow for the rest of the session from a paused request's card
+ * (`approval.decide`'s `allow_origin`): its target's, as the daemon reads it; null for a held
+ * step, or a URL with no such origin (`file:`, `data:`). */
+export function originToAllow(req: ApprovalRequest): string | null {
+  const url = req.card?.request?.url;
+  const origin = url ? urlOrigin(url) : null;
+  return origin === "file://" ? null : origin;
 }

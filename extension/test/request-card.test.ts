@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { whyItWaits } from "../src/card-view.js";
-import { clockTime, decisionLines, requestLines, SHOWN_VALUE, summaryLines, timeLeft } from "../src/request-card.js";
+import { clockTime, decisionLines, originToAllow, requestLines, SHOWN_VALUE, summaryLines, timeLeft } from "../src/request-card.js";
 import type { ApprovalRequest, HeldRequest } from "../src/protocol.gen.js";
 
 const held: HeldRequest = {
@@ -129,4 +129,13 @@ test("the overlay's lines say the same card in short: only the lines it has, fie
   assert.equal(lines[5], `Decide by ${clockTime(1_000_105)}, or it is refused`);
   assert.deepEqual(lines.slice(6), ["Approve: It is sent once.", "Reject: Nothing is sent."]);
   assert.deepEqual(summaryLines(requestLines(request())!), ["Sends: sku = 42 · note\\u202e = " + "x".repeat(SHOWN_VALUE - 1) + "…"]);
+});
+
+test("the site a person may allow is the paused request's target origin, as the daemon reads it", () => {
+  assert.equal(originToAllow(request()), "https://shop.xn--exmple-4nf"); // from the URL, not the client's `origin`
+  const at = (url: string) => originToAllow(request({ card: { request: { ...held, url }, headline: "h" } } as Partial<ApprovalRequest>));
+  assert.equal(at("HTTP://Shop.TEST:80/cart/add"), "http://shop.test");
+  assert.equal(at("file:///tmp/x"), null);
+  assert.equal(at("data:text/plain,x"), null);
+  assert.equal(originToAllow(request({ card: { headline: "a held step" } } as Partial<ApprovalRequest>)), null);
 });

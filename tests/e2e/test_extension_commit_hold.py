@@ -336,6 +336,36 @@ async def test_a_post_the_person_rejects_never_arrives(paired, shop):
     assert posts(seen) == []
 
 
+async def test_a_site_allowed_from_the_card_asks_first_then_its_writes_run_flagged(paired, shop):
+    """Issue 51.4: "Allow this site…" asks in the card, naming the session and the origin;
+    "Keep asking" backs out; confirmed, the request goes once and the next POST to that
+    origin runs without a card, flagged."""
+    daemon, browser = paired
+    base, seen = shop
+    page, _key, sid = await start_session(daemon, browser, base)
+    await page.evaluate(POST_ORDER, "sku=8")
+    panel = await browser.open_panel()
+    card = panel.locator("[data-testid=ws-decide][data-reason=commit]")
+    await card.wait_for(timeout=30_000)
+    await card.get_by_test_id("ws-allow-origin").click()
+    confirm = card.get_by_test_id("ws-confirm-origin")
+    await confirm.wait_for(timeout=10_000)
+    said = await confirm.inner_text()
+    assert f"allow {base} for the rest of “Buy a desk lamp” ({sid})" in said, said
+    await confirm.get_by_test_id("ws-keep-asking").click()
+    await confirm.wait_for(state="detached", timeout=10_000)
+    assert posts(seen) == []  # still waiting
+    await card.get_by_test_id("ws-allow-origin").click()
+    await card.get_by_test_id("ws-confirm-allow").click()
+    assert await page.evaluate("() => window.__order") == 200
+    await page.evaluate(POST_ORDER, "sku=9")  # no card this time
+    assert await page.evaluate("() => window.__order") == 200
+    assert posts(seen) == [("/orders", b"sku=8"), ("/orders", b"sku=9")]
+    flagged = panel.locator("[data-testid=ws-decided][data-outcome=flagged]")
+    await flagged.wait_for(timeout=30_000)
+    assert f"{base} was allowed for the rest of this session" in await flagged.inner_text()
+
+
 async def test_watch_mode_runs_the_post_and_flags_it_on_the_overlay(paired, shop):
     daemon, browser = paired
     base, seen = shop
