@@ -61,7 +61,7 @@ def decode(data: bytes) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("--repeats", type=int, default=30)
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
